@@ -1,0 +1,23 @@
+# Reproduces "The Entropy Mechanism of Reinforcement Learning for Reasoning Language Models"
+# (Cui et al., 2025). `snakemake --cores all` runs the mini scale; see README.md.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/models.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/analysis.smk"
+include: "workflow/rules/figures.smk"
+
+
+rule all:
+    input:
+        all_targets(),
+    default_target: True

@@ -1,0 +1,166 @@
+"""Tests of the entropy–performance analysis (Eq. 6 fit, early prediction, Figure 2 shares)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from entropy_rl import analysis
+
+A, B = 0.3, 0.9
+
+
+def law_run(n_steps=240, val_every=8, a=A, b=B, noise=0.0, seed=0) -> pd.DataFrame:
+    """Metrics table whose validation accuracy follows Eq. 6 exactly (plus optional noise)."""
+    rng = np.random.default_rng(seed)
+    step = np.arange(n_steps + 1)
+    entropy = 0.05 + 0.95 * np.exp(-step / 30)  # accuracy from 0.08 to 0.58
+    val = (step % val_every == 0) | (step == n_steps)
+    acc = np.where(val, analysis.entropy_law(entropy, a, b) + rng.normal(0, noise, step.size), np.nan)
+    return pd.DataFrame({
+        "step": step, "entropy": entropy, "entropy_change": np.r_[np.nan, np.diff(entropy)],
+        "reward_mean": 0.5, "response_length": 300.0, "val_acc/math": acc, "val_acc": acc,
+    })  # fmt: skip
+
+
+def test_entropy_law_values():
+    assert analysis.entropy_law(0.0, A, B) == pytest.approx(B - A)
+    np.testing.assert_allclose(analysis.entropy_law(np.array([0.0, 1.0]), 1.0, 2.0), [1.0, 2.0 - math.e])
+
+
+def test_fit_recovers_known_parameters():
+    rng = np.random.default_rng(1234)
+    H = rng.uniform(0.05, 1.5, 40)
+    R = analysis.entropy_law(H, A, B) + rng.normal(0, 0.005, H.size)
+    fit = analysis.fit_entropy_law(H, R)
+    assert abs(fit["a"] - A) < 0.02
+    assert abs(fit["b"] - B) < 0.02
+    assert fit["r2"] > 0.95
+    assert fit["n"] == 40
+    assert fit["ceiling"] == pytest.approx(fit["b"] - fit["a"])
+    # residual scale matches the noise, and standard errors are small but positive
+    assert 0.002 < fit["rmse"] < 0.01
+    assert 0 < fit["a_stderr"] < 0.01 and 0 < fit["b_stderr"] < 0.02
+
+
+def test_fit_standard_errors_match_ols_covariance():
+    rng = np.random.default_rng(7)
+    H = rng.uniform(0.1, 1.2, 25)
+    R = analysis.entropy_law(H, 0.2, 0.7) + rng.normal(0, 0.01, H.size)
+    fit = analysis.fit_entropy_law(H, R)
+    (slope, intercept), cov = np.polyfit(np.exp(H), R, 1, cov=True)  # cov scaled by chi2 / (n - 2)
+    assert fit["a"] == pytest.approx(-slope)
+    assert fit["b"] == pytest.approx(intercept)
+    assert fit["a_stderr"] == pytest.approx(math.sqrt(cov[0, 0]))
+    assert fit["b_stderr"] == pytest.approx(math.sqrt(cov[1, 1]))
+
+
+def test_fit_exact_data_is_perfect():
+    H = np.linspace(0.1, 1.0, 5)
+    fit = analysis.fit_entropy_law(H, analysis.entropy_law(H, A, B))
+    assert fit["a"] == pytest.approx(A) and fit["b"] == pytest.approx(B)
+    assert fit["r2"] == pytest.approx(1.0) and fit["rmse"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_fit_rejects_too_few_or_degenerate_points():
+    with pytest.raises(ValueError, match="at least 3"):
+        analysis.fit_entropy_law([0.1, 0.5], [0.5, 0.4])
+    with pytest.raises(ValueError, match="at least 3"):
+        analysis.fit_entropy_law([0.1, 0.5, np.nan], [0.5, 0.4, 0.3])  # NaN pairs are dropped
+    with pytest.raises(ValueError, match="zero variance"):
+        analysis.fit_entropy_law([0.3, 0.3, 0.3], [0.5, 0.4, 0.3])
+
+
+def test_validation_points_and_fit_run():
+    m = law_run(n_steps=100, val_every=10)
+    pts = analysis.validation_points(m)
+    assert list(pts.columns) == ["step", "entropy", "R"]
+    assert pts["step"].tolist() == list(range(0, 101, 10))
+    assert pts["R"].between(0, 1).all()
+    fit = analysis.fit_run(m)
+    assert fit["n"] == 11 and fit["a"] == pytest.approx(A) and fit["b"] == pytest.approx(B)
+    assert analysis.fit_run(m, column="val_acc/math")["a"] == pytest.approx(A)
+
+
+def test_early_prediction_uses_only_early_points_and_predicts_later_ones():
+    m = law_run(noise=0.004, seed=3)
+    out = analysis.early_prediction(m, fit_steps=40)
+    pts = pd.DataFrame(out["points"])
+    assert list(pts.columns) == ["step", "entropy", "R", "R_pred", "used_for_fit"]
+    assert (pts["used_for_fit"] == (pts["step"] <= 40)).all()
+    assert out["n_fit"] == out["fit"]["n"] == 6  # steps 0, 8, ..., 40
+    assert out["n_fit"] + out["n_pred"] == len(pts)
+    assert out["rmse_pct"] < 1.5
+    assert out["rmse_pct"] == pytest.approx(100 * out["rmse"])
+    assert out["final_error_pct"] == pytest.approx(100 * abs(pts["R_pred"].iloc[-1] - pts["R"].iloc[-1]))
+
+    # Changing accuracy after fit_steps leaves the fit unchanged (only early points are used)...
+    late = m["step"] > 40
+    m2 = m.copy()
+    m2.loc[late, "val_acc"] = m2.loc[late, "val_acc"] - 0.2
+    out2 = analysis.early_prediction(m2, fit_steps=40)
+    assert out2["fit"]["a"] == pytest.approx(out["fit"]["a"]) and out2["fit"]["b"] == pytest.approx(out["fit"]["b"])
+    # ...but shows up as prediction error.
+    assert out2["rmse_pct"] > 15
+
+
+def test_early_prediction_without_later_points():
+    out = analysis.early_prediction(law_run(n_steps=40), fit_steps=40)
+    assert out["n_pred"] == 0 and math.isnan(out["rmse"])
+
+
+def hand_run() -> pd.DataFrame:
+    """Steps 0..8, validation at even steps; odd-step entropies are junk that must not matter."""
+    step = np.arange(9)
+    entropy = np.array([1.0, 9.9, 0.6, 9.9, 0.4, 9.9, 0.3, 9.9, 0.2])
+    acc = np.array([0.2, np.nan, 0.5, np.nan, 0.6, np.nan, 0.65, np.nan, 0.7])
+    return pd.DataFrame({"step": step, "entropy": entropy, "val_acc": acc})
+
+
+def test_cumulative_shares_hand_example():
+    shares = analysis.cumulative_shares(hand_run())
+    assert list(shares.columns) == ["step", "step_frac", "entropy_share", "perf_share"]
+    assert shares["step"].tolist() == [0, 2, 4, 6, 8]
+    np.testing.assert_allclose(shares["step_frac"], [0, 0.25, 0.5, 0.75, 1.0])
+    np.testing.assert_allclose(shares["entropy_share"], [0, 0.5, 0.75, 0.875, 1.0])
+    np.testing.assert_allclose(shares["perf_share"], [0, 0.6, 0.8, 0.9, 1.0])
+    assert analysis.share_at(shares, 1 / 12) == pytest.approx((0.5, 0.6))  # first validation step >= 1/12 is step 2
+    assert analysis.share_at(shares, 0.25) == pytest.approx((0.5, 0.6))  # exact hit
+    assert analysis.share_at(shares, 1 / 3) == pytest.approx((0.75, 0.8))
+    assert analysis.share_at(shares, 0.0) == pytest.approx((0.0, 0.0))
+    with pytest.raises(ValueError):
+        analysis.share_at(shares.iloc[:-1], 0.9)
+
+
+def test_cumulative_shares_monotone_run_start_at_zero_end_at_one():
+    shares = analysis.cumulative_shares(law_run())
+    assert shares["entropy_share"].iloc[0] == 0 and shares["perf_share"].iloc[0] == 0
+    assert shares["entropy_share"].iloc[-1] == pytest.approx(1) and shares["perf_share"].iloc[-1] == pytest.approx(1)
+    assert shares["step_frac"].iloc[-1] == 1
+    assert (np.diff(shares["entropy_share"]) > 0).all() and (np.diff(shares["perf_share"]) > 0).all()
+    # With a 1/30-step entropy decay, most of both is spent in the first third
+    h, r = analysis.share_at(shares, 1 / 3)
+    assert h > 0.9 and r > 0.9
+
+
+def test_cumulative_shares_flat_accuracy_leaves_entropy_share():
+    m = hand_run()
+    m["val_acc"] = np.where(m["val_acc"].notna(), 0.5, np.nan)
+    shares = analysis.cumulative_shares(m)
+    assert shares["perf_share"].isna().all()
+    assert shares["entropy_share"].iloc[-1] == pytest.approx(1)
+    m["entropy"] = 0.7
+    with pytest.raises(ValueError, match="neither entropy nor"):
+        analysis.cumulative_shares(m)
+
+
+def test_fits_table():
+    fits = {"grpo": analysis.fit_run(law_run()), "kl_cov": analysis.fit_run(law_run(a=0.2, b=0.8))}
+    table = analysis.fits_table(fits)
+    assert table.index.name == "run" and table.index.tolist() == ["grpo", "kl_cov"]
+    assert table.columns.tolist() == analysis.FIT_COLUMNS
+    assert table.loc["kl_cov", "a"] == pytest.approx(0.2)
+    assert analysis.fits_table({}).empty

@@ -1,0 +1,109 @@
+"""The RL algorithms under study, wired to verl's own implementations.
+
+Advantages come from verl's registered estimators and the policy loss from
+``get_policy_loss_fn`` with verl's ``ActorConfig``; the entropy bonus and the
+reference-KL penalty are added the way verl's actor loss
+(``verl.workers.utils.losses.ppo_loss``) adds them. The mini trainer and the
+paper-scale verl runs therefore optimise the same objective.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from verl.trainer.config import AlgoConfig
+from verl.trainer.ppo.core_algos import agg_loss, get_adv_estimator_fn, get_policy_loss_fn, kl_penalty
+from verl.workers.config import FSDPActorConfig, PolicyLossConfig
+
+# The paper's algorithms and verl's estimator names. PRIME's advantage combines
+# an outcome RLOO term with implicit process rewards; see prime.py.
+ADVANTAGE_ESTIMATORS = {"grpo": "grpo", "rloo": "rloo", "reinforce_plus_plus": "reinforce_plus_plus", "prime": "rloo"}
+
+
+def token_level_rewards(rewards: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:
+    """Outcome reward placed on each response's last token, as verl's reward manager does."""
+    out = torch.zeros_like(response_mask, dtype=torch.float32)
+    last = (response_mask.sum(dim=1) - 1).clamp(min=0)
+    out[torch.arange(len(rewards)), last] = rewards.float()
+    return out
+
+
+def compute_advantages(
+    algorithm: str, rewards: torch.Tensor, response_mask: torch.Tensor, group_index: np.ndarray, gamma: float = 1.0
+) -> torch.Tensor:
+    """Token-level advantages from verl's estimator for ``algorithm``."""
+    name = ADVANTAGE_ESTIMATORS[algorithm]
+    fn = get_adv_estimator_fn(name)
+    scores = token_level_rewards(rewards, response_mask)
+    mask = response_mask.float()
+    config = AlgoConfig(adv_estimator=name, gamma=gamma)
+    if name == "grpo":
+        adv, _ = fn(token_level_rewards=scores, response_mask=mask, index=group_index, norm_adv_by_std_in_grpo=True)
+    elif name == "rloo":
+        adv, _ = fn(token_level_rewards=scores, response_mask=mask, index=group_index, config=config)
+    else:
+        adv, _ = fn(token_level_rewards=scores, response_mask=mask, config=config)
+    return adv
+
+
+def actor_config(loss: dict, rollout_n: int, mini_batch_size: int) -> FSDPActorConfig:
+    """verl's actor config for one run's loss settings (keys as in verl's ``actor`` section)."""
+    policy_loss = PolicyLossConfig(
+        loss_mode=loss["loss_mode"],
+        clip_cov_ratio=loss["clip_cov_ratio"],
+        clip_cov_lb=loss["clip_cov_lb"],
+        clip_cov_ub=loss["clip_cov_ub"],
+        kl_cov_ratio=loss["kl_cov_ratio"],
+        ppo_kl_coef=loss["ppo_kl_coef"],
+    )
+    return FSDPActorConfig(
+        strategy="fsdp",
+        rollout_n=rollout_n,
+        ppo_mini_batch_size=mini_batch_size,
+        ppo_micro_batch_size_per_gpu=mini_batch_size,
+        clip_ratio=loss["clip_ratio_low"],
+        clip_ratio_low=loss["clip_ratio_low"],
+        clip_ratio_high=loss["clip_ratio_high"],
+        policy_loss=policy_loss,
+        loss_agg_mode=loss["loss_agg_mode"],
+        entropy_coeff=loss["entropy_coeff"],
+        use_kl_loss=loss["kl_loss_coef"] > 0,
+        kl_loss_coef=loss["kl_loss_coef"],
+        kl_loss_type=loss["kl_loss_type"],
+        use_dynamic_bsz=False,
+    )
+
+
+def actor_loss(
+    config: FSDPActorConfig,
+    log_prob: torch.Tensor,
+    old_log_prob: torch.Tensor,
+    advantages: torch.Tensor,
+    response_mask: torch.Tensor,
+    entropy: torch.Tensor | None = None,
+    ref_log_prob: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict]:
+    """verl's actor objective: policy loss − entropy_coeff·entropy + kl_loss_coef·KL(π‖π_ref)."""
+    mask = response_mask.bool()
+    policy_loss_fn = get_policy_loss_fn(config.policy_loss.loss_mode)
+    pg_loss, metrics = policy_loss_fn(
+        old_log_prob=old_log_prob,
+        log_prob=log_prob,
+        advantages=advantages,
+        response_mask=mask,
+        loss_agg_mode=config.loss_agg_mode,
+        config=config,
+    )
+    loss = pg_loss
+    metrics = {k: float(v) for k, v in metrics.items()}
+    metrics["actor/pg_loss"] = float(pg_loss.detach())
+    if entropy is not None and config.entropy_coeff != 0:
+        entropy_loss = agg_loss(loss_mat=entropy, loss_mask=mask, loss_agg_mode=config.loss_agg_mode)
+        loss = loss - config.entropy_coeff * entropy_loss
+        metrics["actor/entropy_loss"] = float(entropy_loss.detach())
+    if config.use_kl_loss:
+        kld = kl_penalty(logprob=log_prob, ref_logprob=ref_log_prob, kl_penalty=config.kl_loss_type)
+        kl_loss = agg_loss(loss_mat=kld, loss_mask=mask, loss_agg_mode=config.loss_agg_mode)
+        loss = loss + config.kl_loss_coef * kl_loss
+        metrics["actor/kl_loss"] = float(kl_loss.detach())
+    return loss, metrics

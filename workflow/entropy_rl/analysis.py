@@ -1,0 +1,166 @@
+"""Entropy–performance analysis of training runs (the paper's Section 3).
+
+The paper's central empirical claim is that validation performance is a
+function of policy entropy alone, R = −a·exp(H) + b (Eq. 6), so that entropy
+is a resource spent for performance and the ceiling is reached at H = 0
+(R = b − a). Everything here reads the per-run metrics table
+(``results/runs/{run}/metrics.parquet``, one row per step) and works in the
+accuracy units of that table (fractions in [0, 1]) unless a name ends in
+``_pct``.
+
+The model is linear in a and b, so the fit is ordinary least squares of R on
+exp(H) in closed form: no starting values, no iterative optimiser that could
+stop early, and exact standard errors.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.stats
+import pandas as pd
+
+FIT_COLUMNS = ["a", "b", "a_stderr", "b_stderr", "r2", "rmse", "n", "ceiling"]
+
+
+def entropy_law(H, a: float, b: float):
+    """The paper's Eq. 6, R = −a·exp(H) + b: performance as a function of entropy alone."""
+    return -a * np.exp(H) + b
+
+
+def validation_points(metrics: pd.DataFrame, column: str = "val_acc") -> pd.DataFrame:
+    """Steps where ``column`` was measured, because only those carry an observed R."""
+    if column not in metrics.columns:
+        raise KeyError(f"metrics table has no column {column!r}")
+    rows = metrics.loc[metrics[column].notna(), ["step", "entropy", column]]
+    rows = rows.rename(columns={column: "R"}).sort_values("step")
+    return rows.reset_index(drop=True).astype({"step": int, "entropy": float, "R": float})
+
+
+def fit_entropy_law(H, R) -> dict:
+    """Least-squares fit of Eq. 6 with scipy's linregress: exact, since the model is linear in a and b.
+
+    Regressing R on x = exp(H) gives slope −a and intercept b. Pairs with a
+    non-finite value are ignored (``n`` counts the pairs used). ``ceiling`` is
+    the predicted performance at zero entropy, b − a. ``rmse`` is the in-sample
+    root-mean-square residual.
+    """
+    H = np.asarray(H, dtype=float).ravel()
+    R = np.asarray(R, dtype=float).ravel()
+    if H.shape != R.shape:
+        raise ValueError(f"H and R differ in length ({H.size} vs {R.size})")
+    keep = np.isfinite(H) & np.isfinite(R)
+    H, R = H[keep], R[keep]
+    n = int(H.size)
+    if n < 3:
+        raise ValueError(f"fitting R = -a*exp(H) + b needs at least 3 points with finite H and R, got {n}")
+    x = np.exp(H)
+    if np.ptp(x) <= 1e-12 * max(1.0, float(np.abs(x).max())):
+        raise ValueError("exp(H) has (numerically) zero variance: entropy is constant, so a and b are not identifiable")
+    reg = scipy.stats.linregress(x, R)
+    resid = R - (reg.slope * x + reg.intercept)
+    ssr = float(np.sum(resid**2))
+    a, b = -float(reg.slope), float(reg.intercept)
+    return {
+        "a": a,
+        "b": b,
+        "a_stderr": float(reg.stderr),
+        "b_stderr": float(reg.intercept_stderr),
+        "r2": float(reg.rvalue**2),
+        "rmse": math.sqrt(ssr / n),
+        "n": n,
+        "ceiling": b - a,
+    }
+
+
+def fit_run(metrics: pd.DataFrame, column: str = "val_acc") -> dict:
+    """Eq. 6 fitted on every validation point of one run."""
+    pts = validation_points(metrics, column)
+    return fit_entropy_law(pts["entropy"], pts["R"])
+
+
+def early_prediction(metrics: pd.DataFrame, fit_steps: int, column: str = "val_acc") -> dict:
+    """Fit on validation points with step <= ``fit_steps`` and predict the rest from entropy.
+
+    This is the paper's test of predictability: if R depends on H only, the
+    early part of training already fixes the curve. Errors are reported both
+    as fractions and in accuracy points (``*_pct``, ×100) as in the paper.
+    ``rmse`` is NaN when no validation point lies after ``fit_steps``;
+    ``final_error`` is always taken at the last validation point.
+    """
+    pts = validation_points(metrics, column)
+    used = (pts["step"] <= fit_steps).to_numpy()
+    fit = fit_entropy_law(pts.loc[used, "entropy"], pts.loc[used, "R"])
+    pts["R_pred"] = entropy_law(pts["entropy"].to_numpy(), fit["a"], fit["b"])
+    pts["used_for_fit"] = used
+    err = (pts["R_pred"] - pts["R"]).to_numpy()
+    held_out = err[~used]
+    rmse = float(np.sqrt(np.mean(held_out**2))) if held_out.size else math.nan
+    final_error = float(abs(err[-1]))
+    return {
+        "fit": fit,
+        "fit_steps": int(fit_steps),
+        "n_fit": int(used.sum()),
+        "n_pred": int((~used).sum()),
+        "rmse": rmse,
+        "rmse_pct": 100.0 * rmse,
+        "final_error": final_error,
+        "final_error_pct": 100.0 * final_error,
+        "points": pts[["step", "entropy", "R", "R_pred", "used_for_fit"]].to_dict("records"),
+    }
+
+
+def cumulative_shares(metrics: pd.DataFrame, column: str = "val_acc") -> pd.DataFrame:
+    """Share of the run's total entropy drop and performance gain reached by each validation step (Figure 2).
+
+    Both shares are taken at validation steps only, so no accuracy is
+    interpolated: entropy_share = (H0 − H_t)/(H0 − H_end) and perf_share =
+    (R_t − R0)/(R_end − R0), with 0 and end the first and last validation
+    steps. ``step_frac`` is step / last step of the table.
+    """
+    pts = validation_points(metrics, column)
+    if len(pts) < 2:
+        raise ValueError(f"need at least 2 validation points for cumulative shares, got {len(pts)}")
+    last_step = int(metrics["step"].max())
+    if last_step <= 0:
+        raise ValueError("the metrics table must span more than one step")
+    H, R = pts["entropy"].to_numpy(), pts["R"].to_numpy()
+    dH, dR = H[0] - H[-1], R[-1] - R[0]
+    # A quantity that did not move has no share to distribute: NaN, not an error,
+    # so the other share of the run can still be shown.
+    h_ok, r_ok = bool(np.isfinite(dH) and dH != 0), bool(np.isfinite(dR) and dR != 0)
+    if not (h_ok or r_ok):
+        raise ValueError(f"neither entropy nor {column} changes between the first and last validation step")
+    return pd.DataFrame(
+        {
+            "step": pts["step"],
+            "step_frac": pts["step"] / last_step,
+            "entropy_share": (H[0] - H) / dH if h_ok else np.nan,
+            "perf_share": (R - R[0]) / dR if r_ok else np.nan,
+        }
+    )
+
+
+def share_at(shares_df: pd.DataFrame, step_frac: float) -> tuple[float, float]:
+    """(entropy_share, perf_share) at the first validation step reaching ``step_frac`` of training.
+
+    Taking the first step at or after the fraction (never interpolating)
+    matches how a statement such as "in the first 1/12 of training" can be
+    read off the validation schedule.
+    """
+    reached = shares_df.loc[shares_df["step_frac"] >= step_frac - 1e-9].sort_values("step_frac")
+    if reached.empty:
+        raise ValueError(f"no validation step at or after step_frac={step_frac}")
+    row = reached.iloc[0]
+    return float(row["entropy_share"]), float(row["perf_share"])
+
+
+def fits_table(fits: dict[str, dict]) -> pd.DataFrame:
+    """Fits of several runs side by side, one row per run id, for tables and plots."""
+    table = pd.DataFrame.from_dict(fits, orient="index")
+    if table.empty:
+        return pd.DataFrame(columns=FIT_COLUMNS).rename_axis("run")
+    first = [c for c in FIT_COLUMNS if c in table.columns]
+    table = table[first + [c for c in table.columns if c not in first]]
+    return table.rename_axis("run")

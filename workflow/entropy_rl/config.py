@@ -1,0 +1,78 @@
+"""Config validation: the JSON schema first, then the cross-references a schema cannot express.
+
+Errors name the offending key as a dotted path and what is allowed there, and
+are raised before Snakemake plans a single job.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _path(error) -> str:
+    return ".".join(str(p) for p in error.absolute_path) or "<top level>"
+
+
+def _explain(error) -> str:
+    where = _path(error)
+    schema = error.schema
+    if error.validator == "additionalProperties":
+        allowed = sorted(schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(allowed))
+        return f"config key {where}: unknown key(s) {extra}; allowed keys are {allowed}"
+    if error.validator == "enum":
+        return f"config key {where}: {error.instance!r} is not allowed; allowed values are {schema['enum']}"
+    if error.validator == "required":
+        return f"config key {where}: {error.message}"
+    return f"config key {where}: {error.message}"
+
+
+def validate(config: dict) -> dict:
+    schema = yaml.safe_load(SCHEMA.read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: (len(list(e.absolute_path)), str(e.absolute_path)))
+    if errors:
+        # The deepest error is the most specific one about a nested key.
+        deepest = max(errors, key=lambda e: len(list(e.absolute_path)))
+        raise ConfigError(_explain(jsonschema.exceptions.best_match([deepest])))
+    scale = config["scale"]
+    if scale not in config:
+        raise ConfigError(f"config key scale: {scale!r} has no section '{scale}:' in the config")
+    check_references(config[scale], scale)
+    return config
+
+
+def check_references(scfg: dict, scale: str) -> None:
+    models, treatments, runs = scfg["models"], scfg["treatments"], scfg["runs"]
+    for run_id, run in runs.items():
+        if run["model"] not in models:
+            raise ConfigError(f"config key {scale}.runs.{run_id}.model: unknown model {run['model']!r}; models are {sorted(models)}")
+        if run["treatment"] not in treatments:
+            raise ConfigError(
+                f"config key {scale}.runs.{run_id}.treatment: unknown treatment {run['treatment']!r}; treatments are {sorted(treatments)}"
+            )
+    for fig, spec in scfg.get("figures", {}).items():
+        for run_id in spec["runs"]:
+            if run_id not in runs:
+                raise ConfigError(f"config key {scale}.figures.{fig}.runs: unknown run {run_id!r}; runs are {sorted(runs)}")
+    train = scfg["train"]
+    if train["ppo_mini_batch_size"] > train["prompts_per_step"]:
+        raise ConfigError(f"config key {scale}.train.ppo_mini_batch_size: must not exceed prompts_per_step ({train['prompts_per_step']})")
+    for name, bench in scfg["data"]["benchmarks"].items():
+        if bench["protocol"]["temperature"] == 0 and bench["protocol"]["n"] != 1:
+            raise ConfigError(f"config key {scale}.data.benchmarks.{name}.protocol.n: greedy decoding (temperature 0) takes n: 1")
+    early = scfg["analysis"]["early_fit_steps"]
+    if early // train["val_every"] + 1 < 3 or early >= train["steps"]:
+        raise ConfigError(
+            f"config key {scale}.analysis.early_fit_steps: {early} must cover at least 3 validation points "
+            f"(every {train['val_every']} steps from 0) and end before the last step ({train['steps']})"
+        )

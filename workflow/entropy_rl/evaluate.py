@@ -1,0 +1,64 @@
+"""Benchmark evaluation with the paper's protocol.
+
+Sampled benchmarks (the AIME/AMC role) draw ``n`` responses at temperature 0.6
+and report avg@n; the rest decode greedily. Every response is graded by
+math-verify. pass@k uses the unbiased estimator of Chen et al. (2021).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from . import generation, grading
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from ``n`` samples with ``c`` correct: 1 − C(n−c, k) / C(n, k)."""
+    if k > n:
+        raise ValueError(f"pass@{k} needs at least {k} samples, got {n}")
+    if n - c < k:
+        return 1.0
+    return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+
+
+def sample_benchmark(
+    model, tokenizer, prompts, answers, temperature: float, n: int, max_new_tokens: int, batch_size: int = 256
+) -> pd.DataFrame:
+    """One row per (problem, sample): response, extracted answer, correctness."""
+    rows = []
+    per_batch = max(1, batch_size // n)
+    for start in range(0, len(prompts), per_batch):
+        chunk = prompts[start : start + per_batch]
+        rollout = generation.generate(model, tokenizer, chunk, n=n, temperature=temperature, max_new_tokens=max_new_tokens)
+        for j, text in enumerate(rollout.texts):
+            pid = start + j // n
+            rows.append(
+                {
+                    "problem_id": pid,
+                    "sample": j % n,
+                    "response": text,
+                    "extracted": grading.extract_answer(text),
+                    "ground_truth": answers[pid],
+                    "correct": grading.is_correct(answers[pid], text),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def summarize(samples: pd.DataFrame, ks: list[int]) -> dict:
+    """avg@n (mean accuracy over all samples) and unbiased pass@k averaged over problems."""
+    per_problem = samples.groupby("problem_id")["correct"].agg(["size", "sum"])
+    n = int(per_problem["size"].min())
+    out = {"n_problems": len(per_problem), "n_samples": n, "avg_at_n": float(samples["correct"].mean())}
+    for k in ks:
+        if k <= n:
+            out[f"pass_at_{k}"] = float(np.mean([pass_at_k(int(s), int(c), k) for s, c in per_problem.values]))
+    return out
+
+
+@torch.no_grad()
+def accuracy(model, tokenizer, prompts, answers, protocol: dict, max_new_tokens: int) -> float:
+    samples = sample_benchmark(model, tokenizer, prompts, answers, protocol["temperature"], protocol["n"], max_new_tokens)
+    return float(samples["correct"].mean())

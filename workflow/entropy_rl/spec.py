@@ -1,0 +1,66 @@
+"""Run specs: one resolved dict per run, read by the mini trainer and turned into verl overrides.
+
+A run is base model × algorithm × entropy treatment × hyperparameters. Its spec
+is the scale's ``train`` defaults, updated by the treatment's settings, then by
+the run's own ``overrides`` (the ``loss`` section merges key by key). The keys
+follow verl's names so the same spec drives both trainers.
+"""
+
+from __future__ import annotations
+
+import copy
+
+ALGORITHMS = ("grpo", "rloo", "reinforce_plus_plus", "prime")
+
+
+def _merge(base: dict, update: dict) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in (update or {}).items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def resolve_run(scale_cfg: dict, run_id: str) -> dict:
+    """The full, self-contained settings of one run (what the rule passes as ``params``)."""
+    run = scale_cfg["runs"][run_id]
+    treatment = scale_cfg["treatments"][run["treatment"]]
+    spec = _merge(scale_cfg["train"], {"loss": treatment})
+    spec = _merge(spec, run.get("overrides", {}))
+    spec.update(run_id=run_id, model=run["model"], algorithm=run["algorithm"], treatment=run["treatment"])
+    return spec
+
+
+def verl_overrides(spec: dict) -> list[str]:
+    """Hydra overrides for ``python -m verl.trainer.main_ppo`` carrying the same settings."""
+    loss = spec["loss"]
+    actor = "actor_rollout_ref.actor"
+    adv = "rloo" if spec["algorithm"] == "prime" else spec["algorithm"]
+    return [
+        f"algorithm.adv_estimator={adv}",
+        f"data.train_batch_size={spec['prompts_per_step']}",
+        f"data.max_response_length={spec['max_response_length']}",
+        f"actor_rollout_ref.rollout.n={spec['rollout_n']}",
+        f"actor_rollout_ref.rollout.temperature={spec['temperature']}",
+        f"{actor}.optim.lr={spec['lr']}",
+        f"{actor}.ppo_mini_batch_size={spec['ppo_mini_batch_size']}",
+        f"{actor}.ppo_epochs={spec['ppo_epochs']}",
+        f"{actor}.loss_agg_mode={loss['loss_agg_mode']}",
+        f"{actor}.clip_ratio_low={loss['clip_ratio_low']}",
+        f"{actor}.clip_ratio_high={loss['clip_ratio_high']}",
+        f"{actor}.entropy_coeff={loss['entropy_coeff']}",
+        f"{actor}.use_kl_loss={str(loss['kl_loss_coef'] > 0).lower()}",
+        f"{actor}.kl_loss_coef={loss['kl_loss_coef']}",
+        f"{actor}.kl_loss_type={loss['kl_loss_type']}",
+        f"{actor}.policy_loss.loss_mode={loss['loss_mode']}",
+        f"{actor}.policy_loss.clip_cov_ratio={loss['clip_cov_ratio']}",
+        f"{actor}.policy_loss.clip_cov_lb={loss['clip_cov_lb']}",
+        f"{actor}.policy_loss.clip_cov_ub={loss['clip_cov_ub']}",
+        f"{actor}.policy_loss.kl_cov_ratio={loss['kl_cov_ratio']}",
+        f"{actor}.policy_loss.ppo_kl_coef={loss['ppo_kl_coef']}",
+        f"trainer.total_training_steps={spec['steps']}",
+        f"trainer.test_freq={spec['val_every']}",
+        f"data.seed={spec['seed']}",
+    ]

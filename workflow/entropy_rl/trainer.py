@@ -1,0 +1,156 @@
+"""The mini-scale RL trainer: verl's algorithms in one CPU process.
+
+Each step mirrors a verl PPO iteration: sample ``rollout_n`` responses for each
+of ``prompts_per_step`` prompts, grade them, drop groups that are all correct
+or all wrong (as the paper does), recompute old log-probs, compute advantages
+with verl's estimator, then take one optimiser step per mini-batch of
+``ppo_mini_batch_size`` prompts for ``ppo_epochs`` epochs with verl's actor
+loss. Later mini-batches are off-policy, which is what the PPO clip, Clip-Cov
+and KL-Cov act on.
+
+Row ``t`` of the metrics describes policy π_t before its update: the entropy
+of its rollout batch and, every ``val_every`` steps, its validation accuracy.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from . import algorithms, data, evaluate, generation, grading, metrics, models, prime
+
+log = logging.getLogger(__name__)
+
+
+def validation_sets(bench_paths: dict[str, str], protocols: dict[str, dict], size: int) -> dict:
+    """The first ``size`` problems of every benchmark, with that benchmark's decoding protocol."""
+    sets = {}
+    for name, path in sorted(bench_paths.items()):
+        prompts, answers = data.prompts_and_answers(data.load_verl_parquet(path).head(size))
+        sets[name] = (prompts, answers, protocols[name])
+    return sets
+
+
+def validate(model, tokenizer, val_sets: dict, max_new_tokens: int) -> dict:
+    accs = {f"val_acc/{name}": evaluate.accuracy(model, tokenizer, p, a, proto, max_new_tokens) for name, (p, a, proto) in val_sets.items()}
+    accs["val_acc"] = float(np.mean(list(accs.values())))
+    return accs
+
+
+def minibatches(n_groups: int, groups_per_batch: int, rng: np.random.Generator):
+    order = rng.permutation(n_groups)
+    for start in range(0, n_groups, groups_per_batch):
+        yield order[start : start + groups_per_batch]
+
+
+def train(spec: dict, model_dir: str | Path, train_path: str | Path, val_sets: dict, out_dir: str | Path) -> pd.DataFrame:
+    """Run one RL run; writes ``metrics.parquet`` and the final policy under ``out_dir``."""
+    out = Path(out_dir)
+    seed = spec["seed"]
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    n, temp, max_len = spec["rollout_n"], spec["temperature"], spec["max_response_length"]
+    loss_cfg = spec["loss"]
+
+    policy, tokenizer = models.load(model_dir)
+    reference = models.load(model_dir)[0] if loss_cfg["kl_loss_coef"] > 0 or spec["algorithm"] == "prime" else None
+    prm = prime.ImplicitPRM(model_dir, spec["prime"], reference) if spec["algorithm"] == "prime" else None
+    config = algorithms.actor_config(loss_cfg, n, spec["ppo_mini_batch_size"])
+    optimizer = torch.optim.AdamW(policy.parameters(), lr=spec["lr"], weight_decay=spec["weight_decay"])
+
+    prompts, answers = data.prompts_and_answers(data.load_verl_parquet(train_path))
+    order = rng.permutation(len(prompts))
+    cursor = 0
+    rows, prev_entropy = [], math.nan
+    started = time.time()
+    for step in range(spec["steps"] + 1):
+        if cursor + spec["prompts_per_step"] > len(order):
+            order, cursor = rng.permutation(len(prompts)), 0
+        idx = order[cursor : cursor + spec["prompts_per_step"]]
+        cursor += len(idx)
+        batch_prompts = [prompts[i] for i in idx]
+        golds = [answers[i] for i in idx for _ in range(n)]
+
+        policy.eval()
+        rollout = generation.generate(policy, tokenizer, batch_prompts, n=n, temperature=temp, max_new_tokens=max_len)
+        rewards = np.asarray(grading.score(golds, rollout.texts), dtype=np.float32)
+        with torch.no_grad():
+            old_log_prob, token_entropy = generation.forward_response(policy, rollout, temp)
+        entropy = metrics.masked_token_mean(token_entropy, rollout.response_mask)
+        row = {
+            "step": step,
+            "entropy": entropy,
+            "entropy_change": entropy - prev_entropy,
+            "reward_mean": float(rewards.mean()),
+            "response_length": float(rollout.response_mask.sum(dim=1).float().mean()),
+        }
+        prev_entropy = entropy
+        if step % spec["val_every"] == 0 or step == spec["steps"]:
+            row.update(validate(policy, tokenizer, val_sets, max_len))
+        if step == spec["steps"]:
+            rows.append(row)
+            break
+
+        # Keep only prompts whose group has both correct and wrong answers.
+        group_acc = metrics.group_accuracy(rewards, n)
+        keep_groups = np.flatnonzero((group_acc[::n] > 0) & (group_acc[::n] < 1)) if spec["filter_groups"] else np.arange(len(idx))
+        row["kept_prompt_frac"] = len(keep_groups) / len(idx)
+        if len(keep_groups) == 0:
+            log.info("step %d: no prompt with mixed outcomes; no update", step)
+            rows.append(row)
+            continue
+        keep = (keep_groups[:, None] * n + np.arange(n)[None, :]).reshape(-1)
+        batch = rollout.select(keep)
+        batch_rewards = torch.from_numpy(rewards[keep])
+        group_index = np.repeat(keep_groups, n)
+        old_lp = old_log_prob[keep]
+        mask = batch.response_mask
+        if prm is not None:
+            advantages = prm.advantages(batch, batch_rewards, group_index, n, temp)
+        else:
+            advantages = algorithms.compute_advantages(spec["algorithm"], batch_rewards, mask, group_index, spec["gamma"])
+        ref_lp = None
+        if reference is not None and loss_cfg["kl_loss_coef"] > 0:
+            with torch.no_grad():
+                ref_lp, _ = generation.forward_response(reference, batch, temp, with_entropy=False)
+        row.update(metrics.covariance_summary(old_lp, advantages, mask, torch.from_numpy(group_acc[keep])))
+
+        policy.train()
+        step_metrics = []
+        for _ in range(spec["ppo_epochs"]):
+            for groups in minibatches(len(keep_groups), spec["ppo_mini_batch_size"], rng):
+                sel = (groups[:, None] * n + np.arange(n)[None, :]).reshape(-1)
+                mb = batch.select(sel)
+                log_prob, ent = generation.forward_response(policy, mb, temp, with_entropy=loss_cfg["entropy_coeff"] != 0)
+                loss, m = algorithms.actor_loss(
+                    config, log_prob, old_lp[sel], advantages[sel], mb.response_mask, ent,
+                    None if ref_lp is None else ref_lp[sel],
+                )  # fmt: skip
+                optimizer.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(policy.parameters(), spec["grad_clip"])
+                optimizer.step()
+                step_metrics.append(m)
+        row["pg_loss"] = float(np.mean([m["actor/pg_loss"] for m in step_metrics]))
+        row["pg_clipfrac"] = float(np.mean([m.get("actor/pg_clipfrac", math.nan) for m in step_metrics]))
+        row["ppo_kl"] = float(np.mean([m.get("actor/ppo_kl", math.nan) for m in step_metrics]))
+        rows.append(row)
+        if step % 10 == 0:
+            log.info(
+                "step %d entropy %.4f reward %.3f kept %.2f val %s (%.1fs)",
+                step, entropy, row["reward_mean"], row["kept_prompt_frac"], row.get("val_acc"), time.time() - started,
+            )  # fmt: skip
+
+    frame = pd.DataFrame(rows)
+    for col in metrics.BASE_COLUMNS:
+        if col not in frame:
+            frame[col] = math.nan
+    policy.save_pretrained(out / "final")
+    tokenizer.save_pretrained(out / "final")
+    return frame

@@ -1,0 +1,26 @@
+rule fit_run:
+    """R = -a exp(H) + b on one run's validation points, and the early-step prediction."""
+    input:
+        metrics="results/runs/{run}/metrics.parquet",
+        code=code("analysis"),
+    output:
+        "results/analysis/fits/{run}.json",
+    params:
+        early_fit_steps=S["analysis"]["early_fit_steps"],
+    log:
+        "results/logs/fit_run/{run}.log",
+    script:
+        "../scripts/fit_run.py"
+
+
+rule fit_table:
+    """Every run's fit in one table."""
+    input:
+        fits=expand("results/analysis/fits/{run}.json", run=RUNS),
+    output:
+        csv="results/analysis/fits.csv",
+        parquet="results/analysis/fits.parquet",
+    log:
+        "results/logs/fit_table.log",
+    script:
+        "../scripts/fit_table.py"

@@ -1,0 +1,32 @@
+import json
+from pathlib import Path
+
+from entropy_rl import data, evaluate, logs, models
+
+log = logs.setup(snakemake.log[0], snakemake.threads)
+arch, settings = snakemake.params.arch, snakemake.params.pretrain
+model, tok = models.build_mini_model(arch["family"], arch, snakemake.input.tokenizer, settings["seed"])
+prompts, answers = data.prompts_and_answers(data.load_verl_parquet(snakemake.input.corpus))
+losses = models.pretrain(model, tok, prompts, answers, settings["steps"], settings["batch_size"], settings["lr"], settings["seed"])
+
+# Starting pass rates, so a model that solves nothing is caught here, not after RL.
+pass_rates = {}
+for path in snakemake.input.benchmarks:
+    name = Path(path).stem
+    p, a = data.prompts_and_answers(data.load_verl_parquet(path))
+    pass_rates[name] = evaluate.accuracy(model, tok, p, a, snakemake.params.protocols[name], snakemake.params.max_new_tokens)
+log.info("starting pass rates %s", pass_rates)
+if max(pass_rates.values()) == 0:
+    raise RuntimeError(f"pre-trained model solves no benchmark problem; raise pretrain.steps ({pass_rates})")
+
+out = Path(snakemake.output[0])
+model.save_pretrained(out)
+tok.save_pretrained(out)
+meta = {
+    "family": arch["family"],
+    "arch": arch,
+    "non_embedding_params": models.non_embedding_params(model),
+    "pretrain_final_loss": losses[-1],
+    "starting_pass_rates": pass_rates,
+}
+(out / "mini_model.json").write_text(json.dumps(meta, indent=2))

@@ -1,0 +1,5 @@
+from entropy_rl import data, logs
+
+log = logs.setup(snakemake.log[0])
+paths = data.prepare_mini_data(snakemake.params.spec, "results/data")
+log.info("wrote %s", sorted(str(p) for p in paths.values()))

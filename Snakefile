@@ -9,6 +9,13 @@ configfile: "config.yaml"
 
 
 include: "workflow/rules/common.smk"
+
+
+wildcard_constraints:
+    run="|".join(map(re.escape, RUNS)),
+    model="|".join(map(re.escape, MODELS)),
+
+
 include: "workflow/rules/data.smk"
 include: "workflow/rules/models.smk"
 include: "workflow/rules/train.smk"

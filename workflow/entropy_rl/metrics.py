@@ -25,7 +25,7 @@ BASE_COLUMNS = [
 def masked_token_mean(values: torch.Tensor, mask: torch.Tensor) -> float:
     """Token-level mean over valid tokens: the paper's Eq. 5 when ``values`` are entropies."""
     mask = mask.bool()
-    return float(values[mask].mean()) if mask.any() else math.nan
+    return float(values.detach()[mask].mean()) if mask.any() else math.nan
 
 
 def token_covariance(log_prob: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -15,13 +15,19 @@ BENCHMARKS = sorted(S["data"]["benchmarks"])
 PKG = os.path.join(workflow.basedir, "workflow", "entropy_rl")
 
 
-wildcard_constraints:
-    run="|".join(map(re.escape, RUNS)),
-    model="|".join(map(re.escape, MODELS)),
+
+def canonical(obj):
+    """Params with keys sorted at every level: Snakemake compares params by their
+    text, so a reordered but equal config must not look like a change."""
+    if isinstance(obj, dict):
+        return {k: canonical(obj[k]) for k in sorted(obj)}
+    if isinstance(obj, list):
+        return [canonical(v) for v in obj]
+    return obj
 
 
 def code(*modules):
-    """The package modules a rule runs, as inputs: editing one reruns the rule."""
+    """The package modules a job runs, as inputs: editing one reruns the job."""
     return [os.path.join(PKG, f"{m}.py") for m in modules]
 
 
@@ -30,11 +36,11 @@ def bench_files():
 
 
 def protocols():
-    return {b: S["data"]["benchmarks"][b]["protocol"] for b in BENCHMARKS}
+    return canonical({b: S["data"]["benchmarks"][b]["protocol"] for b in BENCHMARKS})
 
 
 def run_settings(wildcards):
-    return run_spec.resolve_run(S, wildcards.run)
+    return canonical(run_spec.resolve_run(S, wildcards.run))
 
 
 def run_model_dir(wildcards):
@@ -54,3 +60,22 @@ def all_targets():
     targets += ["results/analysis/fits.csv"]
     targets += expand("results/figures/{figure}.pdf", figure=sorted(S["figures"]))
     return targets
+
+
+def figure_rule_input(figure):
+    return {"metrics": run_metrics(figure), "code": code("figures", "analysis")}
+
+
+def figure_params(figure, what):
+    runs = figure_runs(figure)
+    return {
+        "runs": runs,
+        "labels": {r: run_label(r) for r in runs},
+        "caption": f"Mini scale. {what} Runs: {', '.join(runs)}.",
+    }
+
+
+def run_label(run):
+    r = S["runs"][run]
+    treatment = "" if r["treatment"] == "none" else f" + {r['treatment']}"
+    return f"{r['model']} {r['algorithm'].upper()}{treatment}"

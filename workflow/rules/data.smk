@@ -7,7 +7,7 @@ rule prepare_mini_data:
         pretrain="results/data/pretrain.parquet",
         benchmarks=bench_files(),
     params:
-        spec=S["data"],
+        spec=canonical(S["data"]),
     log:
         "results/logs/prepare_mini_data.log",
     script:

@@ -2,25 +2,6 @@
 # so `snakemake results/figures/fig12_entropy_accuracy.pdf` trains only those.
 
 
-def figure_rule_input(figure):
-    return {"metrics": run_metrics(figure), "code": code("figures", "analysis")}
-
-
-def figure_params(figure, what):
-    runs = figure_runs(figure)
-    return {
-        "runs": runs,
-        "labels": {r: run_label(r) for r in runs},
-        "caption": f"Mini scale. {what} Runs: {', '.join(runs)}.",
-    }
-
-
-def run_label(run):
-    r = S["runs"][run]
-    treatment = "" if r["treatment"] == "none" else f" + {r['treatment']}"
-    return f"{r['model']} {r['algorithm'].upper()}{treatment}"
-
-
 rule fig02_cumulative_shares:
     input:
         **figure_rule_input("fig02_cumulative_shares"),

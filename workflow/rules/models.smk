@@ -23,8 +23,8 @@ rule build_mini_model:
     output:
         directory("results/models/{model}"),
     params:
-        arch=lambda wc: S["models"][wc.model],
-        pretrain=S["pretrain"],
+        arch=lambda wc: canonical(S["models"][wc.model]),
+        pretrain=canonical(S["pretrain"]),
         protocols=protocols(),
         max_new_tokens=S["eval"]["max_new_tokens"],
     threads: 1

@@ -1,0 +1,33 @@
+"""The data contracts between stages (DESIGN.md), as checks the tests share."""
+
+import numpy as np
+import pandas as pd
+
+from entropy_rl import metrics
+
+EVAL_SAMPLE_COLUMNS = ["benchmark", "problem_id", "sample", "response", "extracted", "ground_truth", "correct"]
+
+
+def check_metrics(frame: pd.DataFrame, benchmarks, steps: int, val_every: int) -> None:
+    """results/runs/{run}/metrics.parquet: one row per step, the agreed columns, sane values."""
+    for col in metrics.BASE_COLUMNS + ["val_acc"] + [f"val_acc/{b}" for b in benchmarks]:
+        assert col in frame.columns, col
+    assert frame["step"].tolist() == list(range(steps + 1))
+    assert (frame["entropy"] > 0).all() and frame["entropy"].notna().all()
+    assert np.isnan(frame["entropy_change"].iloc[0])
+    assert np.allclose(frame["entropy_change"].iloc[1:], np.diff(frame["entropy"]))
+    assert frame["reward_mean"].between(0, 1).all() and (frame["response_length"] >= 1).all()
+    val_steps = frame.loc[frame["val_acc"].notna(), "step"].tolist()
+    assert val_steps == sorted(set(range(0, steps + 1, val_every)) | {steps})
+    assert frame["val_acc"].dropna().between(0, 1).all()
+    updated = frame["pg_loss"].notna()
+    assert (frame.loc[updated, "cov_top0.02"] >= frame.loc[updated, "cov_top20"] - 1e-12).all()
+
+
+def check_eval(samples: pd.DataFrame, summary_row: pd.Series, protocol: dict, size: int) -> None:
+    """results/eval/{run}/{benchmark}.parquet: one row per sample; the summary's avg@k matches it."""
+    assert list(samples.columns) == EVAL_SAMPLE_COLUMNS
+    assert len(samples) == size * protocol["n"]
+    assert samples.groupby("problem_id").size().eq(protocol["n"]).all()
+    assert summary_row["avg_at_n"] == samples["correct"].mean()
+    assert summary_row["pass_at_1"] == samples["correct"].mean()

@@ -1,0 +1,80 @@
+"""A bad config fails at once, naming the key and what is allowed."""
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from entropy_rl import config as cfg
+from entropy_rl import spec
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def config():
+    return yaml.safe_load((ROOT / "config.yaml").read_text())
+
+
+def test_shipped_configs_validate(config):
+    cfg.validate(config)
+    cfg.validate(yaml.safe_load((ROOT / "tests/smoke/config.yaml").read_text()))
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda c: c["mini"]["train"].update(lrr=1e-3), r"mini\.train: unknown key\(s\) \['lrr'\]; allowed keys are \[.*'lr'"),
+        (lambda c: c["mini"]["runs"]["qwen2-m-grpo"].update(algorithm="gpro"), r"mini\.runs\.qwen2-m-grpo\.algorithm: 'gpro' is not allowed; allowed values are \['grpo', 'rloo'"),
+        (lambda c: c["mini"]["runs"]["qwen2-m-grpo"].update(model="qwen9"), r"mini\.runs\.qwen2-m-grpo\.model: unknown model 'qwen9'; models are"),
+        (lambda c: c["mini"]["runs"]["qwen2-m-grpo"].update(treatment="cov"), r"treatment: unknown treatment 'cov'"),
+        (lambda c: c["mini"]["train"].update(lr=5.0), r"mini\.train\.lr: 5\.0 is greater than the maximum of 1"),
+        (lambda c: c["mini"]["treatments"]["kl_cov"].update(kl_cov_ratio=0), r"mini\.treatments\.kl_cov\.kl_cov_ratio: 0 is less than or equal"),
+        (lambda c: c.update(scale="huge"), r"scale: 'huge' is not allowed; allowed values are \['mini', 'paper'\]"),
+        (lambda c: c["mini"]["figures"]["fig03_fitted_curves"]["runs"].append("nope"), r"figures\.fig03_fitted_curves\.runs: unknown run 'nope'"),
+        (lambda c: c["mini"].pop("train"), r"config key mini: 'train' is a required property"),
+        (lambda c: c["mini"]["analysis"].update(early_fit_steps=4), r"early_fit_steps: 4 must cover at least 3 validation points"),
+    ],
+    ids=["misspelt", "algorithm", "model", "treatment", "range", "ratio", "scale", "figure-run", "missing", "early-fit"],
+)
+def test_bad_config_names_the_key(config, edit, message):
+    bad = copy.deepcopy(config)
+    edit(bad)
+    with pytest.raises(cfg.ConfigError, match=message):
+        cfg.validate(bad)
+
+
+def test_snakemake_refuses_bad_config_before_any_job(tmp_path, config):
+    config["mini"]["runs"]["qwen2-m-grpo"]["algorithm"] = "gpro"
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path), "-n"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    assert "mini.runs.qwen2-m-grpo.algorithm: 'gpro' is not allowed" in proc.stdout + proc.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_run_spec_layers_defaults_treatment_and_overrides(config):
+    m = config["mini"]
+    m["runs"]["qwen2-m-grpo-klcov"]["overrides"] = {"lr": 3e-5, "loss": {"kl_cov_ratio": 0.1}}
+    s = spec.resolve_run(m, "qwen2-m-grpo-klcov")
+    assert s["lr"] == 3e-5 and s["steps"] == m["train"]["steps"]
+    assert s["loss"]["loss_mode"] == "kl_cov" and s["loss"]["kl_cov_ratio"] == 0.1
+    assert s["loss"]["clip_ratio_low"] == m["train"]["loss"]["clip_ratio_low"]
+    assert (s["model"], s["algorithm"], s["treatment"]) == ("qwen2-m", "grpo", "kl_cov")
+
+
+def test_verl_overrides_carry_the_same_settings(config):
+    s = spec.resolve_run(config["mini"], "qwen2-m-grpo-clipcov")
+    ov = dict(o.split("=", 1) for o in spec.verl_overrides(s))
+    assert ov["algorithm.adv_estimator"] == "grpo"
+    assert ov["actor_rollout_ref.actor.policy_loss.loss_mode"] == "clip_cov"
+    assert float(ov["actor_rollout_ref.actor.policy_loss.clip_cov_ratio"]) == s["loss"]["clip_cov_ratio"]
+    assert float(ov["actor_rollout_ref.actor.optim.lr"]) == s["lr"]
+    assert int(ov["actor_rollout_ref.rollout.n"]) == s["rollout_n"]
+    assert ov["actor_rollout_ref.actor.use_kl_loss"] == "false"

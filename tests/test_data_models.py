@@ -1,0 +1,85 @@
+"""Mini data in verl's format, held out from training; tiny models load like hub models."""
+
+import json
+
+import pandas as pd
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from entropy_rl import data, models
+
+BENCH = {
+    "easy": {"task": "chain_sum", "size": 30, "params": {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1}, "protocol": {"temperature": 0.0, "n": 1}},
+    "hard": {"task": "chain_sum", "size": 20, "params": {"min_terms": 3, "max_terms": 3, "min_digits": 2, "max_digits": 2}, "protocol": {"temperature": 0.6, "n": 4}},
+}
+SPEC = {"seed": 3, "train_size": 200, "pretrain_size": 300, "benchmarks": BENCH}
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    out = tmp_path_factory.mktemp("data")
+    return data.prepare_mini_data(SPEC, out)
+
+
+def test_verl_format(written):
+    for name, path in written.items():
+        frame = data.load_verl_parquet(path)
+        assert list(frame.columns) == data.VERL_COLUMNS
+        row = frame.iloc[0]
+        assert row["prompt"][0]["role"] == "user" and "\\boxed{}" in row["prompt"][0]["content"]
+        assert row["reward_model"]["style"] == "rule" and row["reward_model"]["ground_truth"] != ""
+    assert len(pd.read_parquet(written["easy"])) == 30 and len(pd.read_parquet(written["train"])) == 200
+
+
+def test_benchmarks_are_held_out(written):
+    train_q = {e["question"] for e in pd.read_parquet(written["train"])["extra_info"]}
+    for name in BENCH:
+        bench_q = {e["question"] for e in pd.read_parquet(written[name])["extra_info"]}
+        assert not train_q & bench_q
+
+
+def test_fixed_seeds_give_identical_data(written, tmp_path):
+    again = data.prepare_mini_data(SPEC, tmp_path)
+    for key in written:
+        assert pd.read_parquet(written[key]).equals(pd.read_parquet(again[key]))
+
+
+def test_missing_columns_are_named(tmp_path):
+    pd.DataFrame({"prompt": [1]}).to_parquet(tmp_path / "bad.parquet")
+    with pytest.raises(ValueError, match="missing columns \\['data_source'"):
+        data.load_verl_parquet(tmp_path / "bad.parquet")
+
+
+def test_tokenizer_splits_digits_and_has_chat_template(mini_tokenizer):
+    tok = AutoTokenizer.from_pretrained(mini_tokenizer)
+    assert [t.strip("Ġ") for t in tok.tokenize("1234")] == ["1", "2", "3", "4"]
+    text = tok.apply_chat_template([{"role": "user", "content": "2 + 2 ="}], tokenize=False, add_generation_prompt=True)
+    assert text == "Question: 2 + 2 =\nAnswer:"
+    assert tok.decode(tok("Answer: \\boxed{17}")["input_ids"]) == "Answer: \\boxed{17}"
+
+
+@pytest.mark.parametrize("family", ["qwen2", "llama", "mistral"])
+def test_model_families_round_trip_through_from_pretrained(family, mini_tokenizer, tmp_path):
+    arch = dict(hidden_size=32, intermediate_size=64, num_layers=2, num_heads=2, num_kv_heads=1)
+    model, tok = models.build_mini_model(family, arch, mini_tokenizer, seed=0)
+    assert model.config.model_type == family
+    model.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    loaded = AutoModelForCausalLM.from_pretrained(tmp_path)
+    ids = tok("Question: 1 + 1 =", return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        assert torch.allclose(model(ids).logits, loaded(ids).logits, atol=1e-6)
+    # Non-embedding count: every parameter but the (tied) embedding matrix.
+    emb = model.get_input_embeddings().weight.numel()
+    assert models.non_embedding_params(model) == sum(p.numel() for p in model.parameters()) - emb
+    assert json.loads((tmp_path / "config.json").read_text())["model_type"] == family
+
+
+def test_pretraining_reduces_loss(mini_tokenizer):
+    arch = dict(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, num_kv_heads=1)
+    model, tok = models.build_mini_model("qwen2", arch, mini_tokenizer, seed=0)
+    prompts = [[{"role": "user", "content": f"Calculate {a} + {b}."}] for a in range(10) for b in range(10)]
+    answers = [str(a + b) for a in range(10) for b in range(10)]
+    losses = models.pretrain(model, tok, prompts, answers, steps=60, batch_size=16, lr=3e-3, seed=0)
+    assert sum(losses[-10:]) / 10 < 0.6 * sum(losses[:5]) / 5

@@ -1,0 +1,106 @@
+"""End to end: the smoke configuration through Snakemake, its outputs against the data contracts,
+nothing to redo on a second run, and a one-run edit rerunning exactly that run's chain."""
+
+import re
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+import yaml
+from transformers import AutoModelForCausalLM
+
+from contracts import check_eval, check_metrics
+from entropy_rl import data
+from test_config import ROOT
+
+SMOKE = ROOT / "tests" / "smoke" / "config.yaml"
+
+
+def snakemake(workdir, *args):
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir), "--cores", "2", *args]
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+def planned_jobs(workdir) -> set[tuple[str, str]]:
+    """(rule, wildcards) of every job a dry run plans."""
+    out = snakemake(workdir, "-n").stdout
+    jobs, rule = set(), None
+    for line in out.splitlines():
+        if m := re.match(r"^rule (\w+):", line):
+            rule = m.group(1)
+            jobs.add((rule, ""))
+        elif rule and (m := re.match(r"^\s+wildcards: (.+)", line)):
+            jobs.discard((rule, ""))
+            jobs.add((rule, m.group(1).strip()))
+    return jobs
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("smoke")
+    (workdir / "config.yaml").write_text(SMOKE.read_text())
+    started = time.time()
+    proc = snakemake(workdir)
+    elapsed = time.time() - started
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    print(f"smoke study: {elapsed:.1f} s")
+    return workdir, yaml.safe_load(SMOKE.read_text())["mini"]
+
+
+def test_outputs_honour_their_contracts(study):
+    workdir, cfg = study
+    res = workdir / "results"
+    benches = sorted(cfg["data"]["benchmarks"])
+    for b in benches:
+        assert len(data.load_verl_parquet(res / "data" / "benchmarks" / f"{b}.parquet")) == cfg["data"]["benchmarks"][b]["size"]
+    for model in cfg["models"]:
+        assert AutoModelForCausalLM.from_pretrained(res / "models" / model).config.model_type == cfg["models"][model]["family"]
+    train = cfg["train"]
+    for run in cfg["runs"]:
+        check_metrics(pd.read_parquet(res / "runs" / run / "metrics.parquet"), benches, train["steps"], train["val_every"])
+        AutoModelForCausalLM.from_pretrained(res / "runs" / run / "final")
+        summary = pd.read_parquet(res / "eval" / run / "summary.parquet").set_index("benchmark")
+        assert sorted(summary.index) == benches
+        for b in benches:
+            bench = cfg["data"]["benchmarks"][b]
+            check_eval(pd.read_parquet(res / "eval" / run / f"{b}.parquet"), summary.loc[b], bench["protocol"], bench["size"])
+    fits = pd.read_csv(res / "analysis" / "fits.csv", index_col="run")
+    assert sorted(fits.index) == sorted(cfg["runs"])
+    assert {"a", "b", "r2", "rmse", "early_rmse_pct"} <= set(fits.columns)
+    for fig in cfg["figures"]:
+        assert (res / "figures" / f"{fig}.pdf").read_bytes()[:5] == b"%PDF-"
+        assert (res / "figures" / f"{fig}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for log in (res / "logs").rglob("*.log"):
+        assert "Traceback" not in log.read_text(), log
+
+
+def test_second_run_has_nothing_to_do(study):
+    workdir, _ = study
+    proc = snakemake(workdir, "-n")
+    assert proc.returncode == 0
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_one_hyperparameter_reruns_exactly_that_runs_chain(study):
+    workdir, cfg = study
+    run = "qwen2-xs-grpo"
+    # Edit the config as a user would: one line under the run.
+    text = (workdir / "config.yaml").read_text()
+    old = next(line for line in text.splitlines() if line.strip() == f"{run}:")
+    body = text.replace(old + "\n", old + "\n" + " " * (len(old) - len(old.lstrip()) + 2) + "overrides: {lr: 0.0005}\n", 1)
+    (workdir / "config.yaml").write_text(body)
+    assert yaml.safe_load(body)["mini"]["runs"][run]["overrides"] == {"lr": 0.0005}
+
+    figures_with_run = {f for f, spec in cfg["figures"].items() if run in spec["runs"]}
+    expected = {("train", f"run={run}"), ("evaluate", f"run={run}"), ("fit_run", f"run={run}"), ("fit_table", ""), ("all", "")}
+    expected |= {(f, "") for f in figures_with_run}
+    assert planned_jobs(workdir) == expected
+
+    untouched = workdir / "results" / "runs" / "llama-xs-grpo" / "metrics.parquet"
+    before = untouched.stat().st_mtime
+    proc = snakemake(workdir)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert untouched.stat().st_mtime == before
+    assert "Nothing to be done" in snakemake(workdir, "-n").stdout

@@ -30,9 +30,10 @@ def main() -> None:
 
     cfg = yaml.safe_load(open("config.yaml"))["mini"]
     s = spec.resolve_run(dict(cfg, runs={"bench": {"model": args.model, "algorithm": "grpo", "treatment": "none"}}), "bench")
-    bench = {k: dict(v, size=64) for k, v in cfg["data"]["benchmarks"].items()}
+    small = dict(cfg["data"], benchmarks={k: dict(v, size=16) for k, v in cfg["data"]["benchmarks"].items()})
+    small["pretrain"] = dict(small["pretrain"], prompts=64, repeats=1)
     with tempfile.TemporaryDirectory() as tmp:
-        paths = data.prepare_mini_data({"seed": 0, "train_size": 256, "pretrain_size": 256, "benchmarks": bench}, tmp)
+        paths = data.prepare_mini_data(small, tmp)
         prompts, answers = data.prompts_and_answers(data.load_verl_parquet(paths["train"]))
         texts = [p[-1]["content"] + f" \\boxed{{{a}}}" for p, a in zip(prompts, answers)]
         tokenizer.build_tokenizer(texts, cfg["tokenizer"]["vocab_size"]).save_pretrained(tmp + "/tok")

@@ -7,13 +7,18 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from entropy_rl import data, models
+from entropy_rl import data, grading, models
 
 BENCH = {
     "easy": {"task": "chain_sum", "size": 30, "params": {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1}, "protocol": {"temperature": 0.0, "n": 1}},
     "hard": {"task": "chain_sum", "size": 20, "params": {"min_terms": 3, "max_terms": 3, "min_digits": 2, "max_digits": 2}, "protocol": {"temperature": 0.6, "n": 4}},
 }
-SPEC = {"seed": 3, "train_size": 200, "pretrain_size": 300, "benchmarks": BENCH}
+SPEC = {
+    "seed": 3,
+    "benchmarks": BENCH,
+    "train": {"from": ["easy", "hard"], "size": 200},
+    "pretrain": {"from": ["easy", "hard"], "prompts": 150, "repeats": 2, "worked_share": 0.5, "wrong_share": 0.5, "wrong_offsets": [-1, 1]},
+}
 
 
 @pytest.fixture(scope="module")
@@ -25,11 +30,32 @@ def written(tmp_path_factory):
 def test_verl_format(written):
     for name, path in written.items():
         frame = data.load_verl_parquet(path)
-        assert list(frame.columns) == data.VERL_COLUMNS
+        # The pre-training corpus adds the SFT target, as verl's SFT data does.
+        assert list(frame.columns) == data.VERL_COLUMNS + (["response"] if name == "pretrain" else [])
         row = frame.iloc[0]
         assert row["prompt"][0]["role"] == "user" and "\\boxed{}" in row["prompt"][0]["content"]
         assert row["reward_model"]["style"] == "rule" and row["reward_model"]["ground_truth"] != ""
     assert len(pd.read_parquet(written["easy"])) == 30 and len(pd.read_parquet(written["train"])) == 200
+    assert len(pd.read_parquet(written["pretrain"])) == 300  # 150 prompts, each twice
+
+
+def test_sft_responses_mix_worked_right_and_direct_wrong(written):
+    corpus = pd.read_parquet(written["pretrain"])
+    worked = corpus["response"].str.contains("=")
+    assert 0.35 < worked.mean() < 0.65
+    for row in corpus.itertuples():
+        gold = row.reward_model["ground_truth"]
+        if "=" in row.response:  # worked solutions are always right
+            assert grading.is_correct(gold, row.response)
+    direct = corpus[~worked]
+    wrong = [not grading.is_correct(r.reward_model["ground_truth"], r.response) for r in direct.itertuples()]
+    assert 0.3 < sum(wrong) / len(wrong) < 0.7
+
+
+def test_worked_solution_steps_left_to_right():
+    assert data.worked_solution("4 + 3 - 9", "-2") == " 4+3=7, 7-9=-2. \\boxed{-2}"
+    with pytest.raises(ValueError, match="gives 7, not 8"):
+        data.worked_solution("4 + 3", "8")
 
 
 def test_benchmarks_are_held_out(written):
@@ -81,5 +107,6 @@ def test_pretraining_reduces_loss(mini_tokenizer):
     model, tok = models.build_mini_model("qwen2", arch, mini_tokenizer, seed=0)
     prompts = [[{"role": "user", "content": f"Calculate {a} + {b}."}] for a in range(10) for b in range(10)]
     answers = [str(a + b) for a in range(10) for b in range(10)]
-    losses = models.pretrain(model, tok, prompts, answers, steps=60, batch_size=16, lr=3e-3, seed=0)
+    responses = [f" \\boxed{{{a}}}" for a in answers]
+    losses = models.pretrain(model, tok, prompts, responses, steps=60, batch_size=16, lr=3e-3, seed=0)
     assert sum(losses[-10:]) / 10 < 0.6 * sum(losses[:5]) / 5

@@ -11,7 +11,8 @@ from entropy_rl import generation, metrics
 def test_entropy_from_forward_equals_closed_form(tiny_policy):
     model, tok = tiny_policy
     rollout = generation.generate(model, tok, [[{"role": "user", "content": "1 + 2 ="}]] * 2, n=3, temperature=1.0, max_new_tokens=6)
-    lp, ent = generation.forward_response(model, rollout, temperature=0.7)
+    with torch.no_grad():
+        lp, ent = generation.forward_response(model, rollout, temperature=0.7)
     # Closed form: H = -sum_a p(a) log p(a) of softmax(z / T), at each response position.
     with torch.no_grad():
         logits = model(input_ids=rollout.input_ids, attention_mask=rollout.attention_mask,

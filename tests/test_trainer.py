@@ -15,17 +15,24 @@ BENCH = {
 }
 
 
+DATA = {
+    "seed": 1,
+    "train": {"from": ["easy", "hard"], "size": 64},
+    "pretrain": {"from": ["easy"], "prompts": 200, "repeats": 2, "worked_share": 0.3, "wrong_share": 0.4, "wrong_offsets": [-1, 1]},
+}
+
+
 @pytest.fixture(scope="module")
 def setting(tmp_path_factory, mini_tokenizer):
     out = tmp_path_factory.mktemp("trainer")
-    paths = data.prepare_mini_data({"seed": 1, "train_size": 64, "pretrain_size": 400, "benchmarks": BENCH}, out)
+    paths = data.prepare_mini_data(dict(DATA, benchmarks=BENCH), out)
     arch = dict(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, num_kv_heads=1)
     model, tok = models.build_mini_model("qwen2", arch, mini_tokenizer, seed=0)
-    p, a = data.prompts_and_answers(data.load_verl_parquet(paths["pretrain"]))
-    models.pretrain(model, tok, p, a, steps=150, batch_size=32, lr=3e-3, seed=0)
+    corpus = data.load_verl_parquet(paths["pretrain"])
+    models.pretrain(model, tok, data.prompts_and_answers(corpus)[0], list(corpus["response"]), steps=150, batch_size=32, lr=3e-3, seed=0)
     model.save_pretrained(out / "base")
     tok.save_pretrained(out / "base")
-    val = trainer.validation_sets({b: paths[b] for b in BENCH}, {b: BENCH[b]["protocol"] for b in BENCH}, 4)
+    val = trainer.validation_sets({b: paths[b] for b in BENCH}, {"temperature": 0.6, "n": 2}, 4)
     cfg = yaml.safe_load((ROOT / "config.yaml").read_text())["mini"]
     cfg["train"].update(steps=4, prompts_per_step=8, rollout_n=4, ppo_mini_batch_size=4, val_every=2, lr=1e-3)
     return out, paths, val, cfg

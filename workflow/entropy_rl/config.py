@@ -64,6 +64,11 @@ def check_references(scfg: dict, scale: str) -> None:
         for run_id in spec["runs"]:
             if run_id not in runs:
                 raise ConfigError(f"config key {scale}.figures.{fig}.runs: unknown run {run_id!r}; runs are {sorted(runs)}")
+    benches = scfg["data"]["benchmarks"]
+    for part in ("train", "pretrain"):
+        for name in scfg["data"][part]["from"]:
+            if name not in benches:
+                raise ConfigError(f"config key {scale}.data.{part}.from: unknown benchmark {name!r}; benchmarks are {sorted(benches)}")
     train = scfg["train"]
     if train["ppo_mini_batch_size"] > train["prompts_per_step"]:
         raise ConfigError(f"config key {scale}.train.ppo_mini_batch_size: must not exceed prompts_per_step ({train['prompts_per_step']})")

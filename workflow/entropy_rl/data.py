@@ -7,6 +7,7 @@ the mini trainer, the evaluator and verl itself read the same files.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -17,22 +18,22 @@ PROMPT_SUFFIX = " Put the final answer in \\boxed{}."
 VERL_COLUMNS = ["data_source", "prompt", "ability", "reward_model", "extra_info"]
 
 
-def task_questions(task: str, params: dict, size: int, seed: int) -> list[tuple[str, str]]:
-    """(question, answer) pairs from one reasoning-gym task at a fixed seed."""
+def task_questions(task: str, params: dict, size: int, seed: int) -> list[tuple[str, str, str]]:
+    """(question, answer, expression) triples from one reasoning-gym task at a fixed seed."""
     ds = reasoning_gym.create_dataset(task, size=size, seed=seed, **params)
-    return [(entry["question"], str(entry["answer"])) for entry in ds]
+    return [(e["question"], str(e["answer"]), e["metadata"].get("expression", "")) for e in ds]
 
 
-def verl_rows(pairs, data_source: str, split: str, task: str) -> list[dict]:
+def verl_rows(triples, data_source: str, split: str, task: str) -> list[dict]:
     return [
         {
             "data_source": data_source,
             "prompt": [{"role": "user", "content": q + PROMPT_SUFFIX}],
             "ability": "math",
             "reward_model": {"style": "rule", "ground_truth": a},
-            "extra_info": {"split": split, "index": i, "task": task, "question": q},
+            "extra_info": {"split": split, "index": i, "task": task, "question": q, "expression": x},
         }
-        for i, (q, a) in enumerate(pairs)
+        for i, (q, a, x) in enumerate(triples)
     ]
 
 
@@ -45,14 +46,14 @@ def build_benchmarks(benchmarks: dict, seed: int) -> dict[str, pd.DataFrame]:
     return frames
 
 
-def build_training_mix(benchmarks: dict, size: int, seed: int, exclude: set[str], split: str) -> pd.DataFrame:
-    """A shuffled mix of every benchmark's task family, with no question shared with ``exclude``.
+def build_training_mix(benchmarks: dict, names: list[str], size: int, seed: int, exclude: set[str], split: str) -> pd.DataFrame:
+    """A shuffled mix of the task families of the benchmarks ``names``, with no question in ``exclude``.
 
-    The training set draws from the same task families as the benchmarks (as the
-    paper trains on Eurus-2-RL-Math and evaluates on held-out math benchmarks) but
-    never contains a benchmark question.
+    Training data come from the benchmarks' task families (as the paper trains on
+    Eurus-2-RL-Math and evaluates on held-out math benchmarks) but never contain
+    a benchmark question.
     """
-    names = sorted(benchmarks)
+    names = sorted(names)
     per_task = int(np.ceil(size / len(names)))
     rows = []
     for k, name in enumerate(names):
@@ -60,11 +61,11 @@ def build_training_mix(benchmarks: dict, size: int, seed: int, exclude: set[str]
         # Over-draw, then drop held-out questions and duplicates.
         pairs = task_questions(spec["task"], spec.get("params", {}), 2 * per_task + 50, seed + 7919 * (k + 1))
         seen, kept = set(), []
-        for q, a in pairs:
+        for q, a, x in pairs:
             if q in exclude or q in seen:
                 continue
             seen.add(q)
-            kept.append((q, a))
+            kept.append((q, a, x))
         rows += verl_rows(kept[:per_task], f"{split}/{name}", split, spec["task"])
     frame = pd.DataFrame(rows, columns=VERL_COLUMNS)
     frame = frame.sample(frac=1.0, random_state=seed).head(size).reset_index(drop=True)
@@ -72,15 +73,56 @@ def build_training_mix(benchmarks: dict, size: int, seed: int, exclude: set[str]
     return frame
 
 
+def worked_solution(expression: str, answer: str) -> str:
+    """A left-to-right worked solution of a +/- chain: "4+3=7, 7-2=5. \\boxed{5}"."""
+    tokens = re.findall(r"\d+|[+-]", expression)
+    if len(tokens) < 3 or len(tokens) % 2 == 0:
+        raise ValueError(f"not a +/- chain of numbers: {expression!r}")
+    acc, steps = int(tokens[0]), []
+    for op, num in zip(tokens[1::2], tokens[2::2]):
+        new = acc + int(num) if op == "+" else acc - int(num)
+        steps.append(f"{acc}{op}{num}={new}")
+        acc = new
+    if str(acc) != answer:
+        raise ValueError(f"worked solution of {expression!r} gives {acc}, not {answer}")
+    return " " + ", ".join(steps) + f". \\boxed{{{answer}}}"
+
+
+def sft_responses(frame: pd.DataFrame, spec: dict, seed: int) -> pd.DataFrame:
+    """Pre-training targets: each prompt ``repeats`` times, a worked solution with
+    probability ``worked_share``, otherwise a direct answer that is off by one of
+    ``wrong_offsets`` with probability ``wrong_share``.
+
+    Worked solutions are always right and direct answers often wrong, so the base
+    model is uncertain and RL has a global choice to learn (work step by step) as
+    well as answers to sharpen, as a base LLM has before "zero" RL.
+    """
+    rng = np.random.default_rng(seed)
+    rows = []
+    for _ in range(spec["repeats"]):
+        for row in frame.itertuples(index=False):
+            answer = row.reward_model["ground_truth"]
+            if rng.random() < spec["worked_share"]:
+                response = worked_solution(row.extra_info["expression"], answer)
+            else:
+                if rng.random() < spec["wrong_share"]:
+                    answer = str(int(answer) + int(rng.choice(spec["wrong_offsets"])))
+                response = f" \\boxed{{{answer}}}"
+            rows.append({**row._asdict(), "response": response})
+    return pd.DataFrame(rows)
+
+
 def prepare_mini_data(spec: dict, out_dir: str | Path) -> dict[str, Path]:
-    """Write train.parquet, pretrain.parquet and benchmarks/{name}.parquet under ``out_dir``."""
+    """Write train.parquet, pretrain.parquet (with SFT ``response``s) and benchmarks/{name}.parquet."""
     out = Path(out_dir)
     (out / "benchmarks").mkdir(parents=True, exist_ok=True)
     seed = spec["seed"]
     benches = build_benchmarks(spec["benchmarks"], seed)
     held_out = {e["question"] for f in benches.values() for e in f["extra_info"]}
-    train = build_training_mix(spec["benchmarks"], spec["train_size"], seed + 1, held_out, "train")
-    pretrain = build_training_mix(spec["benchmarks"], spec["pretrain_size"], seed + 2, held_out, "pretrain")
+    train = build_training_mix(spec["benchmarks"], spec["train"]["from"], spec["train"]["size"], seed + 1, held_out, "train")
+    corpus = spec["pretrain"]
+    pretrain = build_training_mix(spec["benchmarks"], corpus["from"], corpus["prompts"], seed + 2, held_out, "pretrain")
+    pretrain = sft_responses(pretrain, corpus, seed + 3)
     paths = {"train": out / "train.parquet", "pretrain": out / "pretrain.parquet"}
     train.to_parquet(paths["train"])
     pretrain.to_parquet(paths["pretrain"])

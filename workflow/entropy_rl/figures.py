@@ -25,7 +25,7 @@ import seaborn as sns  # noqa: E402
 from . import analysis  # noqa: E402
 
 DPI = 150
-MARKS = ((1 / 12, "1/12"), (1 / 3, "1/3"))  # fractions of training quoted in the paper (Section 3)
+MARKS = ((1 / 12, "1/12"), (1 / 3, "1/3"))  # fractions of training quoted in the paper (Section 2.3)
 
 
 def _style() -> None:

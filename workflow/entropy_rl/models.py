@@ -1,7 +1,7 @@
 """The mini model family: real Hugging Face architectures at tiny sizes.
 
 Each model is built from a transformers config (Qwen2, Llama or Mistral),
-pre-trained on worked answers to the mini tasks until it solves some of them
+pre-trained on responses to the mini tasks (see ``data.sft_responses``) until it solves some of them
 (RL needs correct samples to learn from), and saved with ``save_pretrained`` so
 every later stage loads it with ``AutoModelForCausalLM.from_pretrained``, as it
 would a hub model.
@@ -50,13 +50,13 @@ def non_embedding_params(model) -> int:
     return total - emb.numel()
 
 
-def sft_batch(tokenizer, prompts, answers):
-    """Token ids and labels for supervised answers: loss on the answer tokens only."""
+def sft_batch(tokenizer, prompts, responses):
+    """Token ids and labels for supervised responses: loss on the response tokens only."""
     prompt_texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
     ids, labels = [], []
-    for pt, ans in zip(prompt_texts, answers):
+    for pt, response in zip(prompt_texts, responses):
         p = tokenizer(pt, add_special_tokens=False)["input_ids"]
-        r = tokenizer(f" \\boxed{{{ans}}}", add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        r = tokenizer(response, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
         ids.append(p + r)
         labels.append([-100] * len(p) + r)
     width = max(map(len, ids))
@@ -67,8 +67,8 @@ def sft_batch(tokenizer, prompts, answers):
     return input_ids, attn, label_ids
 
 
-def pretrain(model, tokenizer, prompts, answers, steps: int, batch_size: int, lr: float, seed: int) -> list[float]:
-    """Supervised pre-training on the mini tasks; returns the loss curve."""
+def pretrain(model, tokenizer, prompts, responses, steps: int, batch_size: int, lr: float, seed: int) -> list[float]:
+    """Supervised pre-training on the mini tasks' responses; returns the loss curve."""
     rng = np.random.default_rng(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 20) * 0.5 * (1 + math.cos(math.pi * s / steps)))
@@ -76,7 +76,7 @@ def pretrain(model, tokenizer, prompts, answers, steps: int, batch_size: int, lr
     losses = []
     for step in range(steps):
         idx = rng.choice(len(prompts), size=batch_size, replace=False)
-        ids, attn, labels = sft_batch(tokenizer, [prompts[i] for i in idx], [answers[i] for i in idx])
+        ids, attn, labels = sft_batch(tokenizer, [prompts[i] for i in idx], [responses[i] for i in idx])
         loss = model(input_ids=ids, attention_mask=attn, labels=labels).loss
         opt.zero_grad()
         loss.backward()

@@ -28,12 +28,18 @@ from . import algorithms, data, evaluate, generation, grading, metrics, models, 
 log = logging.getLogger(__name__)
 
 
-def validation_sets(bench_paths: dict[str, str], protocols: dict[str, dict], size: int) -> dict:
-    """The first ``size`` problems of every benchmark, with that benchmark's decoding protocol."""
+def validation_sets(bench_paths: dict[str, str], protocol: dict, size: int) -> dict:
+    """The first ``size`` problems of every benchmark, all decoded with the validation ``protocol``.
+
+    Validation samples (temperature 0.6, a few samples per problem, as the paper
+    does for AIME and AMC) rather than decoding greedily: a tiny model's greedy
+    accuracy moves in jumps when an argmax flips, while the sampled accuracy
+    tracks the policy the entropy describes.
+    """
     sets = {}
     for name, path in sorted(bench_paths.items()):
         prompts, answers = data.prompts_and_answers(data.load_verl_parquet(path).head(size))
-        sets[name] = (prompts, answers, protocols[name])
+        sets[name] = (prompts, answers, protocol)
     return sets
 
 

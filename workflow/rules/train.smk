@@ -10,7 +10,6 @@ rule train:
         final=directory("results/runs/{run}/final"),
     params:
         spec=run_settings,
-        protocols=protocols(),
     threads: 1
     log:
         "results/logs/train/{run}.log",

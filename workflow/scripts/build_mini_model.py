@@ -6,8 +6,9 @@ from entropy_rl import data, evaluate, logs, models
 log = logs.setup(snakemake.log[0], snakemake.threads)
 arch, settings = snakemake.params.arch, snakemake.params.pretrain
 model, tok = models.build_mini_model(arch["family"], arch, snakemake.input.tokenizer, settings["seed"])
-prompts, answers = data.prompts_and_answers(data.load_verl_parquet(snakemake.input.corpus))
-losses = models.pretrain(model, tok, prompts, answers, settings["steps"], settings["batch_size"], settings["lr"], settings["seed"])
+corpus = data.load_verl_parquet(snakemake.input.corpus)
+prompts, _ = data.prompts_and_answers(corpus)
+losses = models.pretrain(model, tok, prompts, list(corpus["response"]), settings["steps"], settings["batch_size"], settings["lr"], settings["seed"])
 
 # Starting pass rates, so a model that solves nothing is caught here, not after RL.
 pass_rates = {}

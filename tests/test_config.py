@@ -37,8 +37,10 @@ def test_shipped_configs_validate(config):
         (lambda c: c["mini"]["figures"]["fig03_fitted_curves"]["runs"].append("nope"), r"figures\.fig03_fitted_curves\.runs: unknown run 'nope'"),
         (lambda c: c["mini"].pop("train"), r"config key mini: 'train' is a required property"),
         (lambda c: c["mini"]["analysis"].update(early_fit_steps=4), r"early_fit_steps: 4 must cover at least 3 validation points"),
+        (lambda c: c["mini"]["models"]["qwen2-s"].update(hidden_size=52), r"models\.qwen2-s\.hidden_size: 52 / num_heads 4 must be an even whole number"),
+        (lambda c: c["mini"]["data"]["train"]["from"].append("gsm8k"), r"data\.train\.from: unknown benchmark 'gsm8k'"),
     ],
-    ids=["misspelt", "algorithm", "model", "treatment", "range", "ratio", "scale", "figure-run", "missing", "early-fit"],
+    ids=["misspelt", "algorithm", "model", "treatment", "range", "ratio", "scale", "figure-run", "missing", "early-fit", "head-dim", "train-from"],
 )
 def test_bad_config_names_the_key(config, edit, message):
     bad = copy.deepcopy(config)

@@ -110,3 +110,15 @@ def test_pretraining_reduces_loss(mini_tokenizer):
     responses = [f" \\boxed{{{a}}}" for a in answers]
     losses = models.pretrain(model, tok, prompts, responses, steps=60, batch_size=16, lr=3e-3, seed=0)
     assert sum(losses[-10:]) / 10 < 0.6 * sum(losses[:5]) / 5
+
+
+def test_families_differ_in_architecture_and_seed(mini_tokenizer):
+    base = dict(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, num_kv_heads=1)
+    llama, _ = models.build_mini_model("llama", dict(base, tie_word_embeddings=False), mini_tokenizer, seed=models.model_seed("llama-m", 0))
+    mistral, _ = models.build_mini_model("mistral", dict(base, sliding_window=48), mini_tokenizer, seed=models.model_seed("mistral-m", 0))
+    qwen, _ = models.build_mini_model("qwen2", base, mini_tokenizer, seed=0)
+    assert mistral.config.sliding_window == 48
+    assert llama.lm_head.weight.data_ptr() != llama.get_input_embeddings().weight.data_ptr()
+    assert qwen.model.layers[0].self_attn.q_proj.bias is not None  # Qwen2's q/k/v biases
+    assert models.model_seed("llama-m", 0) != models.model_seed("mistral-m", 0)
+    assert not torch.equal(llama.get_input_embeddings().weight, mistral.get_input_embeddings().weight)

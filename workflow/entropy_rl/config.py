@@ -64,6 +64,15 @@ def check_references(scfg: dict, scale: str) -> None:
         for run_id in spec["runs"]:
             if run_id not in runs:
                 raise ConfigError(f"config key {scale}.figures.{fig}.runs: unknown run {run_id!r}; runs are {sorted(runs)}")
+    for name, arch in models.items():
+        head_dim, rest = divmod(arch["hidden_size"], arch["num_heads"])
+        if rest or head_dim % 2:
+            raise ConfigError(
+                f"config key {scale}.models.{name}.hidden_size: {arch['hidden_size']} / num_heads {arch['num_heads']} "
+                "must be an even whole number (rotary embeddings rotate pairs of dimensions)"
+            )
+        if arch["num_heads"] % arch.get("num_kv_heads", arch["num_heads"]):
+            raise ConfigError(f"config key {scale}.models.{name}.num_kv_heads: must divide num_heads ({arch['num_heads']})")
     benches = scfg["data"]["benchmarks"]
     for part in ("train", "pretrain"):
         for name in scfg["data"][part]["from"]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +40,7 @@ def model_config(family: str, arch: dict, tokenizer) -> object:
         pad_token_id=tokenizer.pad_token_id,
     )
     if family == "mistral":
-        kwargs["sliding_window"] = None
+        kwargs["sliding_window"] = arch.get("sliding_window")
     return cls(**kwargs)
 
 
@@ -88,6 +89,11 @@ def pretrain(model, tokenizer, prompts, responses, steps: int, batch_size: int, 
             log.info("pretrain step %d loss %.4f", step, loss.item())
     model.eval()
     return losses
+
+
+def model_seed(name: str, base: int) -> int:
+    """A stable per-model seed, so same-shaped models of two families do not start identical."""
+    return base + zlib.crc32(name.encode()) % 100_000
 
 
 def build_mini_model(family: str, arch: dict, tokenizer_dir: str | Path, seed: int):

@@ -5,10 +5,11 @@ from entropy_rl import data, evaluate, logs, models
 
 log = logs.setup(snakemake.log[0], snakemake.threads)
 arch, settings = snakemake.params.arch, snakemake.params.pretrain
-model, tok = models.build_mini_model(arch["family"], arch, snakemake.input.tokenizer, settings["seed"])
+seed = models.model_seed(snakemake.wildcards.model, settings["seed"])
+model, tok = models.build_mini_model(arch["family"], arch, snakemake.input.tokenizer, seed)
 corpus = data.load_verl_parquet(snakemake.input.corpus)
 prompts, _ = data.prompts_and_answers(corpus)
-losses = models.pretrain(model, tok, prompts, list(corpus["response"]), settings["steps"], settings["batch_size"], settings["lr"], settings["seed"])
+losses = models.pretrain(model, tok, prompts, list(corpus["response"]), settings["steps"], settings["batch_size"], settings["lr"], seed)
 
 # Starting pass rates, so a model that solves nothing is caught here, not after RL.
 pass_rates = {}
@@ -25,6 +26,7 @@ model.save_pretrained(out)
 tok.save_pretrained(out)
 meta = {
     "family": arch["family"],
+    "seed": seed,
     "arch": arch,
     "non_embedding_params": models.non_embedding_params(model),
     "pretrain_final_loss": losses[-1],

@@ -71,6 +71,15 @@ def test_run_spec_layers_defaults_treatment_and_overrides(config):
     assert (s["model"], s["algorithm"], s["treatment"]) == ("qwen2-m", "grpo", "kl_cov")
 
 
+def test_algorithm_settings_reach_only_their_runs(config):
+    """Editing PRIME's settings must not change (and so rerun) a GRPO run."""
+    m = config["mini"]
+    assert "prime" in spec.resolve_run(m, "qwen2-m-prime")
+    grpo = spec.resolve_run(m, "qwen2-m-grpo")
+    m["train"]["prime"]["lr"] = 0.5
+    assert "prime" not in grpo and spec.resolve_run(m, "qwen2-m-grpo") == grpo
+
+
 def test_verl_overrides_carry_the_same_settings(config):
     s = spec.resolve_run(config["mini"], "qwen2-m-grpo-clipcov")
     ov = dict(o.split("=", 1) for o in spec.verl_overrides(s))

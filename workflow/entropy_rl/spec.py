@@ -29,6 +29,10 @@ def resolve_run(scale_cfg: dict, run_id: str) -> dict:
     treatment = scale_cfg["treatments"][run["treatment"]]
     spec = _merge(scale_cfg["train"], {"loss": treatment})
     spec = _merge(spec, run.get("overrides", {}))
+    # PRIME's settings belong to PRIME runs only: otherwise editing them would
+    # change, and so rerun, every other run.
+    if run["algorithm"] != "prime":
+        spec.pop("prime", None)
     spec.update(run_id=run_id, model=run["model"], algorithm=run["algorithm"], treatment=run["treatment"])
     return spec
 

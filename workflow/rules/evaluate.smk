@@ -11,6 +11,7 @@ rule evaluate:
         protocols=protocols(),
         max_new_tokens=S["eval"]["max_new_tokens"],
         pass_k=S["eval"]["pass_k"],
+        seed=S["eval"]["seed"],
     threads: 1
     log:
         "results/logs/evaluate/{run}.log",

@@ -1,6 +1,7 @@
 from pathlib import Path
 
 import pandas as pd
+import torch
 
 from entropy_rl import data, evaluate, logs, models
 
@@ -11,6 +12,7 @@ for bench_path, out_path in zip(snakemake.input.benchmarks, snakemake.output.sam
     name = Path(bench_path).stem
     proto = snakemake.params.protocols[name]
     prompts, answers = data.prompts_and_answers(data.load_verl_parquet(bench_path))
+    torch.manual_seed(snakemake.params.seed)  # sampled benchmarks draw the same samples on every run
     samples = evaluate.sample_benchmark(model, tok, prompts, answers, proto["temperature"], proto["n"], snakemake.params.max_new_tokens)
     samples.insert(0, "benchmark", name)
     samples.to_parquet(out_path)

@@ -164,3 +164,16 @@ def test_fits_table():
     assert table.columns.tolist() == analysis.FIT_COLUMNS
     assert table.loc["kl_cov", "a"] == pytest.approx(0.2)
     assert analysis.fits_table({}).empty
+
+
+def test_pooled_shares_weigh_runs_by_their_change():
+    moving = hand_run()
+    flat = hand_run()
+    flat["val_acc"] = np.where(flat["val_acc"].notna(), 0.5, np.nan)  # gains nothing: no share of its own
+    pooled = analysis.pooled_shares({"moving": moving, "flat": flat})
+    alone = analysis.cumulative_shares(moving)
+    # The flat run adds nothing to the performance pool, so the pooled share is the moving run's.
+    assert np.allclose(pooled["perf_share"], alone["perf_share"])
+    # Both runs lose the same entropy, so pooled entropy shares equal each run's.
+    assert np.allclose(pooled["entropy_share"], alone["entropy_share"])
+    assert pooled["entropy_share"].iloc[-1] == pytest.approx(1) and pooled["perf_share"].iloc[0] == 0

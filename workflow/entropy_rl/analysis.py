@@ -142,6 +142,29 @@ def cumulative_shares(metrics: pd.DataFrame, column: str = "val_acc") -> pd.Data
     )
 
 
+def pooled_shares(metrics_by_run: dict[str, pd.DataFrame], column: str = "val_acc") -> pd.DataFrame:
+    """Cumulative shares pooled over runs: Σ_runs change so far / Σ_runs total change.
+
+    Averaging each run's own share is unstable when a run barely moves (its
+    denominator is near zero); pooling weighs each run by how much it changed,
+    which is what "73% of the entropy consumption occurred in the first 200
+    steps" over many models means. Each run's changes are interpolated onto the
+    union of the runs' validation fractions.
+    """
+    changes = {}
+    for run, metrics in metrics_by_run.items():
+        pts = validation_points(metrics, column)
+        if len(pts) < 2:
+            raise ValueError(f"run {run}: need at least 2 validation points, got {len(pts)}")
+        frac = pts["step"].to_numpy() / int(metrics["step"].max())
+        H, R = pts["entropy"].to_numpy(), pts["R"].to_numpy()
+        changes[run] = (frac, H[0] - H, R - R[0])
+    grid = np.unique(np.concatenate([f for f, _, _ in changes.values()]))
+    dH = sum(np.interp(grid, f, h) for f, h, _ in changes.values())
+    dR = sum(np.interp(grid, f, r) for f, _, r in changes.values())
+    return pd.DataFrame({"step_frac": grid, "entropy_share": dH / dH[-1], "perf_share": dR / dR[-1]})
+
+
 def share_at(shares_df: pd.DataFrame, step_frac: float) -> tuple[float, float]:
     """(entropy_share, perf_share) at the first validation step reaching ``step_frac`` of training.
 

@@ -67,10 +67,10 @@ def save(fig, stem) -> tuple[Path, Path]:
 def fig02_cumulative_shares(metrics_by_run: dict[str, pd.DataFrame], stem, caption: str = "") -> tuple[Path, Path]:
     """Figure 2: entropy is consumed and performance gained mostly early in training.
 
-    Thin lines are single runs (validation steps only); thick lines are the mean
-    over runs, each run interpolated linearly onto the union of validation
-    fractions. Markers at 1/12 and 1/3 of training give the mean over runs of
-    the shares at each run's first validation step at or after that fraction.
+    Thin lines are single runs (validation steps only); thick lines pool all
+    runs (``analysis.pooled_shares``: total change so far over total change),
+    which stays meaningful when a run barely moves. The view is clipped to
+    −25%..150% so a run with a near-zero total change cannot flatten the rest.
     """
     _style()
     shares = {}
@@ -81,27 +81,28 @@ def fig02_cumulative_shares(metrics_by_run: dict[str, pd.DataFrame], stem, capti
             warnings.warn(f"fig02: skipping run {run}: {err}", stacklevel=2)
     if not shares:
         raise ValueError("fig02: no run has computable cumulative shares")
+    pooled = analysis.pooled_shares(metrics_by_run)
 
     series = {"entropy_share": ("Entropy consumed", sns.color_palette("deep")[0]),
               "perf_share": ("Performance gained", sns.color_palette("deep")[3])}  # fmt: skip
-    grid = np.unique(np.concatenate([df["step_frac"].to_numpy() for df in shares.values()]))
     fig, ax = plt.subplots(figsize=(6.0, 4.0), layout="constrained")
     for col, (name, color) in series.items():
         for df in shares.values():
             if len(shares) > 1:
                 ax.plot(df["step_frac"], 100 * df[col], color=color, lw=0.7, alpha=0.3)
-        mean = np.mean([np.interp(grid, df["step_frac"], df[col]) for df in shares.values()], axis=0)
-        ax.plot(grid, 100 * mean, color=color, lw=2.2, marker="o", ms=3, label=f"{name} (mean of {len(shares)} runs)")
+        label = f"{name} (pooled over {len(metrics_by_run)} runs)" if len(metrics_by_run) > 1 else name
+        ax.plot(pooled["step_frac"], 100 * pooled[col], color=color, lw=2.2, marker="o", ms=3, label=label)
 
     for i, (frac, name) in enumerate(MARKS):
-        at = np.array([analysis.share_at(df, frac) for df in shares.values()])
-        h_share, r_share = at.mean(axis=0)
+        h_share, r_share = analysis.share_at(pooled, frac)
         ax.axvline(frac, color="0.35", ls="--", lw=1)
         ax.annotate(
             f"{name} of training\nentropy {100 * h_share:.0f}%\nperformance {100 * r_share:.0f}%",
             xy=(frac, 0.05 + 0.22 * i), xycoords=("data", "axes fraction"), xytext=(5, 0), textcoords="offset points",
             fontsize=8, va="bottom", bbox=dict(boxstyle="round,pad=0.3", fc="white", ec="0.7", alpha=0.9),
         )  # fmt: skip
+    low, high = ax.get_ylim()
+    ax.set_ylim(max(low, -25), min(high, 150))
     ax.set_xlim(0, 1)
     ax.set_xlabel("Fraction of training steps")
     ax.set_ylabel("Cumulative share of total change (%)")

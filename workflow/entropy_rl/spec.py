@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import copy
 
-ALGORITHMS = ("grpo", "rloo", "reinforce_plus_plus", "prime")
-
 
 def _merge(base: dict, update: dict) -> dict:
     out = copy.deepcopy(base)

@@ -39,8 +39,10 @@ def test_shipped_configs_validate(config):
         (lambda c: c["mini"]["analysis"].update(early_fit_steps=4), r"early_fit_steps: 4 must cover at least 3 validation points"),
         (lambda c: c["mini"]["models"]["qwen2-s"].update(hidden_size=52), r"models\.qwen2-s\.hidden_size: 52 / num_heads 4 must be an even whole number"),
         (lambda c: c["mini"]["data"]["train"]["from"].append("gsm8k"), r"data\.train\.from: unknown benchmark 'gsm8k'"),
+        (lambda c: c["paper"]["runs"]["qwen2.5-7b-grpo"].update(model="qwen3-7b"), r"paper\.runs\.qwen2\.5-7b-grpo\.model: unknown model 'qwen3-7b'"),
+        (lambda c: c["paper"]["models"]["qwen2.5-7b"].update(hub="not a hub id"), r"paper\.models\.qwen2\.5-7b\.hub: 'not a hub id' does not match"),
     ],
-    ids=["misspelt", "algorithm", "model", "treatment", "range", "ratio", "scale", "figure-run", "missing", "early-fit", "head-dim", "train-from"],
+    ids=["misspelt", "algorithm", "model", "treatment", "range", "ratio", "scale", "figure-run", "missing", "early-fit", "head-dim", "train-from", "paper-run-model", "paper-hub"],
 )
 def test_bad_config_names_the_key(config, edit, message):
     bad = copy.deepcopy(config)

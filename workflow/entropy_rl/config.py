@@ -47,11 +47,14 @@ def validate(config: dict) -> dict:
     scale = config["scale"]
     if scale not in config:
         raise ConfigError(f"config key scale: {scale!r} has no section '{scale}:' in the config")
-    check_references(config[scale], scale)
+    for section in ("mini", "paper"):
+        if section in config:
+            check_references(config[section], section)
     return config
 
 
 def check_references(scfg: dict, scale: str) -> None:
+    """Cross-references and limits a JSON schema cannot express, for one scale's section."""
     models, treatments, runs = scfg["models"], scfg["treatments"], scfg["runs"]
     for run_id, run in runs.items():
         if run["model"] not in models:
@@ -64,6 +67,11 @@ def check_references(scfg: dict, scale: str) -> None:
         for run_id in spec["runs"]:
             if run_id not in runs:
                 raise ConfigError(f"config key {scale}.figures.{fig}.runs: unknown run {run_id!r}; runs are {sorted(runs)}")
+    train = scfg["train"]
+    if train["ppo_mini_batch_size"] > train["prompts_per_step"]:
+        raise ConfigError(f"config key {scale}.train.ppo_mini_batch_size: must not exceed prompts_per_step ({train['prompts_per_step']})")
+    if scale == "paper":
+        return
     for name, arch in models.items():
         head_dim, rest = divmod(arch["hidden_size"], arch["num_heads"])
         if rest or head_dim % 2:
@@ -78,9 +86,6 @@ def check_references(scfg: dict, scale: str) -> None:
         for name in scfg["data"][part]["from"]:
             if name not in benches:
                 raise ConfigError(f"config key {scale}.data.{part}.from: unknown benchmark {name!r}; benchmarks are {sorted(benches)}")
-    train = scfg["train"]
-    if train["ppo_mini_batch_size"] > train["prompts_per_step"]:
-        raise ConfigError(f"config key {scale}.train.ppo_mini_batch_size: must not exceed prompts_per_step ({train['prompts_per_step']})")
     for name, bench in scfg["data"]["benchmarks"].items():
         if bench["protocol"]["temperature"] == 0 and bench["protocol"]["n"] != 1:
             raise ConfigError(f"config key {scale}.data.benchmarks.{name}.protocol.n: greedy decoding (temperature 0) takes n: 1")

@@ -35,9 +35,15 @@ def resolve_run(scale_cfg: dict, run_id: str) -> dict:
     return spec
 
 
-def verl_overrides(spec: dict) -> list[str]:
-    """Hydra overrides for ``python -m verl.trainer.main_ppo`` carrying the same settings."""
+def verl_overrides(spec: dict, covariance_metrics: bool = False) -> list[str]:
+    """Hydra overrides for ``python -m verl.trainer.main_ppo`` carrying the same settings.
+
+    With ``covariance_metrics`` the loss mode is the ``<mode>+cov`` wrapper of
+    ``verl_plugin`` (same loss, plus the covariance summary in verl's metrics);
+    the launch overrides load that plugin into verl's workers.
+    """
     loss = spec["loss"]
+    loss_mode = loss["loss_mode"] + ("+cov" if covariance_metrics else "")
     actor = "actor_rollout_ref.actor"
     adv = "rloo" if spec["algorithm"] == "prime" else spec["algorithm"]
     return [
@@ -56,13 +62,41 @@ def verl_overrides(spec: dict) -> list[str]:
         f"{actor}.use_kl_loss={str(loss['kl_loss_coef'] > 0).lower()}",
         f"{actor}.kl_loss_coef={loss['kl_loss_coef']}",
         f"{actor}.kl_loss_type={loss['kl_loss_type']}",
-        f"{actor}.policy_loss.loss_mode={loss['loss_mode']}",
+        f"{actor}.policy_loss.loss_mode={loss_mode}",
         f"{actor}.policy_loss.clip_cov_ratio={loss['clip_cov_ratio']}",
         f"{actor}.policy_loss.clip_cov_lb={loss['clip_cov_lb']}",
         f"{actor}.policy_loss.clip_cov_ub={loss['clip_cov_ub']}",
         f"{actor}.policy_loss.kl_cov_ratio={loss['kl_cov_ratio']}",
         f"{actor}.policy_loss.ppo_kl_coef={loss['ppo_kl_coef']}",
+        f"algorithm.filter_groups.enable={str(spec['filter_groups']).lower()}",
+        f"actor_rollout_ref.rollout.val_kwargs.temperature={spec['val_protocol']['temperature']}",
+        f"actor_rollout_ref.rollout.val_kwargs.n={spec['val_protocol']['n']}",
+        f"actor_rollout_ref.rollout.val_kwargs.do_sample={str(spec['val_protocol']['temperature'] > 0).lower()}",
         f"trainer.total_training_steps={spec['steps']}",
         f"trainer.test_freq={spec['val_every']}",
         f"data.seed={spec['seed']}",
+    ]
+
+
+def verl_launch_overrides(scale_cfg: dict, run_id: str, root: str = "results") -> list[str]:
+    """The paper-scale placement of one run: model and data paths, GPUs, checkpoints, resumption.
+
+    Paths follow the workflow's layout under ``root``; checkpoints stay in the
+    run's directory and ``resume_mode=auto`` makes a requeued job continue
+    from the last one.
+    """
+    run = scale_cfg["runs"][run_id]
+    model = scale_cfg["models"][run["model"]]
+    return [
+        f"actor_rollout_ref.model.path={root}/models/{run['model']}",
+        f"data.train_files={root}/data/{model['train_data']}/train.parquet",
+        f"data.val_files={root}/data/benchmarks/validation.parquet",
+        f"trainer.nnodes={model['nodes']}",
+        f"trainer.n_gpus_per_node={model['gpus_per_node']}",
+        "actor_rollout_ref.rollout.name=vllm",
+        f"trainer.project_name=entropy-mechanism",
+        f"trainer.experiment_name={run_id}",
+        f"trainer.default_local_dir={root}/runs/{run_id}/checkpoints",
+        "trainer.resume_mode=auto",
+        "actor_rollout_ref.model.external_lib=entropy_rl.verl_plugin",
     ]

@@ -60,6 +60,7 @@ def test_paper_hyperparameters_reach_verl():
     assert composed(spec.verl_overrides(spec.resolve_run(paper, "qwen2.5-7b-grpo-cliphigher"))).actor_rollout_ref.actor.clip_ratio_high == 0.28
     launch = composed(spec.verl_overrides(base) + spec.verl_launch_overrides(paper, "qwen2.5-32b-grpo"))
     assert (launch.trainer.nnodes, launch.trainer.n_gpus_per_node, launch.trainer.resume_mode) == (4, 8, "auto")
+    assert list(launch.trainer.logger) == ["console", "file"]
 
 
 def test_misspelt_override_is_refused():

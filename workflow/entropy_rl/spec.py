@@ -99,4 +99,6 @@ def verl_launch_overrides(scale_cfg: dict, run_id: str, root: str = "results") -
         f"trainer.default_local_dir={root}/runs/{run_id}/checkpoints",
         "trainer.resume_mode=auto",
         "actor_rollout_ref.model.external_lib=entropy_rl.verl_plugin",
+        # The file log (its path from VERL_FILE_LOGGER_PATH) is what verl_metrics translates.
+        "trainer.logger=[console,file]",
     ]

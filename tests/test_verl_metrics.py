@@ -1,0 +1,37 @@
+"""verl's own file logger output becomes the metrics.parquet contract."""
+
+import math
+
+import pytest
+from verl.utils.tracking import FileLogger
+
+from entropy_rl import metrics, verl_metrics
+
+
+def test_verl_file_log_translates_to_contract(tmp_path, monkeypatch):
+    monkeypatch.setenv("VERL_FILE_LOGGER_PATH", str(tmp_path / "run.jsonl"))
+    logger = FileLogger("entropy-mechanism", "run")  # verl's own writer, so the format is verl's
+    logger.log({"val-core/math500/acc/mean@1": 0.40, "val-core/aime24/acc/mean@32": 0.10, "val-aux/math500/acc/std@1": 0.1}, step=0)
+    for k, (h, r) in enumerate([(0.9, 0.30), (0.6, 0.45), (0.5, 0.50), (0.45, 0.52)], start=1):
+        logger.log({"actor/entropy": h, "critic/score/mean": r, "response_length/mean": 900.0 + k,
+                    "actor/pg_loss": -0.01, "actor/cov_all": 0.002, "actor/cov_top0.02": 5.0 - k}, step=k)
+        if k % 2 == 0:
+            logger.log({"val-core/math500/acc/mean@1": 0.40 + 0.05 * k, "val-core/aime24/acc/mean@32": 0.10 + 0.01 * k}, step=k)
+    logger.finish()
+
+    table = verl_metrics.to_metrics_table(verl_metrics.read_jsonl(tmp_path / "run.jsonl"), ["math500", "aime24"])
+    assert set(metrics.BASE_COLUMNS) <= set(table.columns)
+    assert table["step"].tolist() == [0, 1, 2, 3, 4]
+    # verl's step k logs the rollout of the policy before update k: row k - 1.
+    assert table["entropy"].tolist()[:4] == [0.9, 0.6, 0.5, 0.45] and math.isnan(table["entropy"].iloc[4])
+    assert table.loc[0, "reward_mean"] == 0.30 and table.loc[0, "cov_top0.02"] == 4.0
+    assert table["entropy_change"].iloc[1] == pytest.approx(-0.3)
+    # Validation at step k scores the policy after update k: row k.
+    assert table.loc[table["val_acc"].notna(), "step"].tolist() == [0, 2, 4]
+    assert table.loc[2, "val_acc/math500"] == pytest.approx(0.5) and table.loc[2, "val_acc"] == pytest.approx((0.5 + 0.12) / 2)
+    assert "val-aux" not in "".join(table.columns)
+
+
+def test_empty_log_is_refused():
+    with pytest.raises(ValueError, match="no verl training or validation metrics"):
+        verl_metrics.to_metrics_table([{"step": 1, "data": {"timing_s/gen": 3.0}}], ["math500"])

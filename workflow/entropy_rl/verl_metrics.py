@@ -1,0 +1,63 @@
+"""verl's logged metrics, translated into the ``metrics.parquet`` contract.
+
+verl's file logger writes one JSON line per logged step, ``{"step": k, "data":
+{...}}``. Training step k logs the rollout of the policy before update k, so
+its metrics become row k − 1 of the table; validation logged at step k scores
+the policy after update k (row k; step 0 is validation before training).
+Nothing downstream reads verl's logs: every stage reads this table.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import metrics
+
+TRAINING_KEYS = {
+    "actor/entropy": "entropy",
+    "critic/score/mean": "reward_mean",
+    "response_length/mean": "response_length",
+    "actor/pg_loss": "pg_loss",
+    "actor/pg_clipfrac": "pg_clipfrac",
+    "actor/ppo_kl": "ppo_kl",
+    **{f"actor/{name}": name for name in ["cov_all", *metrics.COV_TOP]},
+}
+VALIDATION_KEY = re.compile(r"^val-core/(?P<source>.+)/(?P<var>acc|reward)/mean@(?P<n>\d+)$")
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    with open(path) as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def to_metrics_table(records: list[dict], benchmarks: list[str]) -> pd.DataFrame:
+    """One row per policy π_t: training metrics of its rollout and, when validated, accuracy per benchmark."""
+    rows: dict[int, dict] = {}
+    for record in records:
+        step, data = int(record["step"]), record["data"]
+        train = {col: float(data[key]) for key, col in TRAINING_KEYS.items() if key in data}
+        if train and step >= 1:
+            rows.setdefault(step - 1, {}).update(train)
+        for key, value in data.items():
+            m = VALIDATION_KEY.match(key)
+            if m and m.group("source") in benchmarks:
+                rows.setdefault(step, {})[f"val_acc/{m.group('source')}"] = float(value)
+    if not rows:
+        raise ValueError("no verl training or validation metrics in the log")
+    frame = pd.DataFrame.from_dict(rows, orient="index").sort_index()
+    frame.insert(0, "step", frame.index.astype(int))
+    frame = frame.reset_index(drop=True)
+    val_cols = [f"val_acc/{b}" for b in benchmarks]
+    for col in metrics.BASE_COLUMNS + val_cols:
+        if col not in frame:
+            frame[col] = math.nan
+    has_val = frame[val_cols].notna().all(axis=1)
+    frame["val_acc"] = np.where(has_val, frame[val_cols].mean(axis=1), math.nan)
+    frame["entropy_change"] = frame["entropy"].diff()
+    return frame

@@ -39,10 +39,9 @@ def _explain(error) -> str:
 def validate(config: dict) -> dict:
     schema = yaml.safe_load(SCHEMA.read_text())
     validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(config), key=lambda e: (len(list(e.absolute_path)), str(e.absolute_path)))
-    if errors:
-        # The deepest error is the most specific one about a nested key.
-        deepest = max(errors, key=lambda e: len(list(e.absolute_path)))
+    # The deepest error is the most specific one about a nested key.
+    deepest = max(validator.iter_errors(config), key=lambda e: len(e.absolute_path), default=None)
+    if deepest is not None:
         raise ConfigError(_explain(jsonschema.exceptions.best_match([deepest])))
     scale = config["scale"]
     if scale not in config:

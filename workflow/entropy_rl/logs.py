@@ -18,7 +18,6 @@ def setup(log_path: str, threads: int = 1) -> logging.Logger:
     warnings.simplefilter("default")
     for noisy in ("httpx", "urllib3", "filelock"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
 
     torch.set_num_threads(max(1, threads))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
+import pandas as pd
 import torch
 
 # Column name -> fraction of tokens (Table 1: top 0.02%, 0.2%, 2%, 20%, 50%).
@@ -58,7 +58,11 @@ def covariance_summary(log_prob, advantages, mask, group_acc: torch.Tensor | Non
     return out
 
 
-def group_accuracy(rewards: np.ndarray, group_size: int) -> np.ndarray:
-    """Per response, the mean reward of its prompt's group."""
-    means = rewards.reshape(-1, group_size).mean(axis=1)
-    return np.repeat(means, group_size)
+def complete_table(rows) -> pd.DataFrame:
+    """The metrics table from per-step rows: every contract column present, entropy_change derived."""
+    frame = pd.DataFrame(rows)
+    for col in BASE_COLUMNS:
+        if col not in frame:
+            frame[col] = math.nan
+    frame["entropy_change"] = frame["entropy"].diff()
+    return frame

@@ -46,7 +46,7 @@ class ImplicitPRM:
         return float(loss.detach())
 
     def advantages(self, batch, rewards: torch.Tensor, group_index: np.ndarray, n: int, temperature: float) -> torch.Tensor:
-        self.last_loss = self.update(batch, rewards, temperature)
+        self.update(batch, rewards, temperature)
         mask = batch.response_mask.float()
         process = self.token_rewards(batch, temperature)
         # Leave-one-out baseline: mean token reward of the other responses in the group.

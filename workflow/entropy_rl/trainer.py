@@ -49,6 +49,11 @@ def validate(model, tokenizer, val_sets: dict, max_new_tokens: int) -> dict:
     return accs
 
 
+def group_rows(groups: np.ndarray, n: int) -> np.ndarray:
+    """Row indices of the ``n`` responses of each group in ``groups`` (responses are stored grouped)."""
+    return (groups[:, None] * n + np.arange(n)[None, :]).reshape(-1)
+
+
 def minibatches(n_groups: int, groups_per_batch: int, rng: np.random.Generator):
     order = rng.permutation(n_groups)
     for start in range(0, n_groups, groups_per_batch):
@@ -73,7 +78,7 @@ def train(spec: dict, model_dir: str | Path, train_path: str | Path, val_sets: d
     prompts, answers = data.prompts_and_answers(data.load_verl_parquet(train_path))
     order = rng.permutation(len(prompts))
     cursor = 0
-    rows, prev_entropy = [], math.nan
+    rows = []
     started = time.time()
     for step in range(spec["steps"] + 1):
         if cursor + spec["prompts_per_step"] > len(order):
@@ -92,11 +97,9 @@ def train(spec: dict, model_dir: str | Path, train_path: str | Path, val_sets: d
         row = {
             "step": step,
             "entropy": entropy,
-            "entropy_change": entropy - prev_entropy,
             "reward_mean": float(rewards.mean()),
             "response_length": float(rollout.response_mask.sum(dim=1).float().mean()),
         }
-        prev_entropy = entropy
         if step % spec["val_every"] == 0 or step == spec["steps"]:
             row.update(validate(policy, tokenizer, val_sets, max_len))
         if step == spec["steps"]:
@@ -104,14 +107,14 @@ def train(spec: dict, model_dir: str | Path, train_path: str | Path, val_sets: d
             break
 
         # Keep only prompts whose group has both correct and wrong answers.
-        group_acc = metrics.group_accuracy(rewards, n)
-        keep_groups = np.flatnonzero((group_acc[::n] > 0) & (group_acc[::n] < 1)) if spec["filter_groups"] else np.arange(len(idx))
+        prompt_acc = rewards.reshape(-1, n).mean(axis=1)
+        keep_groups = np.flatnonzero((prompt_acc > 0) & (prompt_acc < 1)) if spec["filter_groups"] else np.arange(len(idx))
         row["kept_prompt_frac"] = len(keep_groups) / len(idx)
         if len(keep_groups) == 0:
             log.info("step %d: no prompt with mixed outcomes; no update", step)
             rows.append(row)
             continue
-        keep = (keep_groups[:, None] * n + np.arange(n)[None, :]).reshape(-1)
+        keep = group_rows(keep_groups, n)
         batch = rollout.select(keep)
         batch_rewards = torch.from_numpy(rewards[keep])
         group_index = np.repeat(keep_groups, n)
@@ -125,13 +128,13 @@ def train(spec: dict, model_dir: str | Path, train_path: str | Path, val_sets: d
         if reference is not None and loss_cfg["kl_loss_coef"] > 0:
             with torch.no_grad():
                 ref_lp, _ = generation.forward_response(reference, batch, temp, with_entropy=False)
-        row.update(metrics.covariance_summary(old_lp, advantages, mask, torch.from_numpy(group_acc[keep])))
+        row.update(metrics.covariance_summary(old_lp, advantages, mask, torch.from_numpy(np.repeat(prompt_acc[keep_groups], n))))
 
         policy.train()
         step_metrics = []
         for _ in range(spec["ppo_epochs"]):
             for groups in minibatches(len(keep_groups), spec["ppo_mini_batch_size"], rng):
-                sel = (groups[:, None] * n + np.arange(n)[None, :]).reshape(-1)
+                sel = group_rows(groups, n)
                 mb = batch.select(sel)
                 log_prob, ent = generation.forward_response(policy, mb, temp, with_entropy=loss_cfg["entropy_coeff"] != 0)
                 loss, m = algorithms.actor_loss(
@@ -153,10 +156,7 @@ def train(spec: dict, model_dir: str | Path, train_path: str | Path, val_sets: d
                 step, entropy, row["reward_mean"], row["kept_prompt_frac"], row.get("val_acc"), time.time() - started,
             )  # fmt: skip
 
-    frame = pd.DataFrame(rows)
-    for col in metrics.BASE_COLUMNS:
-        if col not in frame:
-            frame[col] = math.nan
+    frame = metrics.complete_table(rows)
     policy.save_pretrained(out / "final")
     tokenizer.save_pretrained(out / "final")
     return frame

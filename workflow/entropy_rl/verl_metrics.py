@@ -50,14 +50,11 @@ def to_metrics_table(records: list[dict], benchmarks: list[str]) -> pd.DataFrame
                 rows.setdefault(step, {})[f"val_acc/{m.group('source')}"] = float(value)
     if not rows:
         raise ValueError("no verl training or validation metrics in the log")
-    frame = pd.DataFrame.from_dict(rows, orient="index").sort_index()
-    frame.insert(0, "step", frame.index.astype(int))
-    frame = frame.reset_index(drop=True)
     val_cols = [f"val_acc/{b}" for b in benchmarks]
-    for col in metrics.BASE_COLUMNS + val_cols:
+    frame = metrics.complete_table([{"step": step, **rows[step]} for step in sorted(rows)])
+    for col in val_cols:
         if col not in frame:
             frame[col] = math.nan
     has_val = frame[val_cols].notna().all(axis=1)
     frame["val_acc"] = np.where(has_val, frame[val_cols].mean(axis=1), math.nan)
-    frame["entropy_change"] = frame["entropy"].diff()
     return frame

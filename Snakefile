@@ -14,6 +14,9 @@ include: "workflow/rules/common.smk"
 wildcard_constraints:
     run="|".join(map(re.escape, RUNS)),
     model="|".join(map(re.escape, MODELS)),
+    benchmark="|".join(map(re.escape, BENCHMARKS)),
+    source="|".join(map(re.escape, [] if MINI else S["data"]["sources"])) or "^$",
+    train_set="|".join(map(re.escape, [] if MINI else S["data"]["train_sets"])) or "^$",
 
 
 include: "workflow/rules/data.smk"

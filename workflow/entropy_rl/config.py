@@ -70,6 +70,7 @@ def check_references(scfg: dict, scale: str) -> None:
     if train["ppo_mini_batch_size"] > train["prompts_per_step"]:
         raise ConfigError(f"config key {scale}.train.ppo_mini_batch_size: must not exceed prompts_per_step ({train['prompts_per_step']})")
     if scale == "paper":
+        check_paper_data(scfg)
         return
     for name, arch in models.items():
         head_dim, rest = divmod(arch["hidden_size"], arch["num_heads"])
@@ -94,3 +95,29 @@ def check_references(scfg: dict, scale: str) -> None:
             f"config key {scale}.analysis.early_fit_steps: {early} must cover at least 3 validation points "
             f"(every {train['val_every']} steps from 0) and end before the last step ({train['steps']})"
         )
+
+
+def check_paper_data(scfg: dict) -> None:
+    """Every name the paper's data section, models and runs use resolves to something defined."""
+    data = scfg["data"]
+
+    def known(where: str, name: str, defined: dict, what: str) -> None:
+        if name not in defined:
+            raise ConfigError(f"config key paper.{where}: unknown {what} {name!r}; {what}s are {sorted(defined)}")
+
+    for name, part in data["parts"].items():
+        known(f"data.parts.{name}.source", part["source"], data["sources"], "source")
+    for name, parts in data["train_sets"].items():
+        for part in parts:
+            known(f"data.train_sets.{name}", part, data["parts"], "part")
+    for name, bench in data["benchmarks"].items():
+        known(f"data.benchmarks.{name}.part", bench["part"], data["parts"], "part")
+        if bench["protocol"]["temperature"] == 0 and bench["protocol"]["n"] != 1:
+            raise ConfigError(f"config key paper.data.benchmarks.{name}.protocol.n: greedy decoding (temperature 0) takes n: 1")
+    for name, model in scfg["models"].items():
+        known(f"models.{name}.train_data", model["train_data"], data["train_sets"], "train set")
+        if model["gpus_per_node"] % model["tensor_parallel"]:
+            raise ConfigError(f"config key paper.models.{name}.tensor_parallel: must divide gpus_per_node ({model['gpus_per_node']})")
+    for run_id, run in scfg["runs"].items():
+        if "train_data" in run:
+            known(f"runs.{run_id}.train_data", run["train_data"], data["train_sets"], "train set")

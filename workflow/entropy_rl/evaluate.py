@@ -62,3 +62,33 @@ def summarize(samples: pd.DataFrame, ks: list[int]) -> dict:
 def accuracy(model, tokenizer, prompts, answers, protocol: dict, max_new_tokens: int) -> float:
     samples = sample_benchmark(model, tokenizer, prompts, answers, protocol["temperature"], protocol["n"], max_new_tokens)
     return float(samples["correct"].mean())
+
+
+def vllm_samples(llm, frame: pd.DataFrame, protocol: dict, max_tokens: int, seed: int) -> pd.DataFrame:
+    """One benchmark through a loaded vLLM engine (paper scale): the same rows as ``sample_benchmark``.
+
+    Prompts go through the model's chat template as verl's rollout does; each
+    response is graded by its row's style (math-verify, or the code sandbox).
+    """
+    from vllm import SamplingParams  # the GPU image has vLLM; the mini scale never imports it
+
+    from . import reward
+
+    params = SamplingParams(n=protocol["n"], temperature=protocol["temperature"], max_tokens=max_tokens, seed=seed)
+    outputs = llm.chat([list(p) for p in frame["prompt"]], params, use_tqdm=False)
+    rows = []
+    for pid, (out, gold) in enumerate(zip(outputs, frame["reward_model"])):
+        for j, completion in enumerate(out.outputs):
+            text = completion.text
+            rows.append(
+                {
+                    "problem_id": pid,
+                    "sample": j,
+                    "response": text,
+                    "extracted": grading.extract_answer(text) if gold["style"] == "rule" else reward.extract_code(text),
+                    "ground_truth": gold["ground_truth"],
+                    "correct": reward.is_correct(gold["style"], gold["ground_truth"], text),
+                    "response_tokens": len(completion.token_ids),
+                }
+            )
+    return pd.DataFrame(rows)

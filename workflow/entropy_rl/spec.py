@@ -32,6 +32,8 @@ def resolve_run(scale_cfg: dict, run_id: str) -> dict:
     if run["algorithm"] != "prime":
         spec.pop("prime", None)
     spec.update(run_id=run_id, model=run["model"], algorithm=run["algorithm"], treatment=run["treatment"])
+    if "train_data" in scale_cfg["models"][run["model"]]:  # paper scale: the data set the run trains on
+        spec["train_data"] = run.get("train_data", scale_cfg["models"][run["model"]]["train_data"])
     return spec
 
 
@@ -53,6 +55,8 @@ def verl_overrides(spec: dict, covariance_metrics: bool = False) -> list[str]:
         f"actor_rollout_ref.rollout.n={spec['rollout_n']}",
         f"actor_rollout_ref.rollout.temperature={spec['temperature']}",
         f"{actor}.optim.lr={spec['lr']}",
+        f"{actor}.optim.weight_decay={spec['weight_decay']}",
+        f"{actor}.grad_clip={spec['grad_clip']}",
         f"{actor}.ppo_mini_batch_size={spec['ppo_mini_batch_size']}",
         f"{actor}.ppo_epochs={spec['ppo_epochs']}",
         f"{actor}.loss_agg_mode={loss['loss_agg_mode']}",
@@ -74,31 +78,39 @@ def verl_overrides(spec: dict, covariance_metrics: bool = False) -> list[str]:
         f"actor_rollout_ref.rollout.val_kwargs.do_sample={str(spec['val_protocol']['temperature'] > 0).lower()}",
         f"trainer.total_training_steps={spec['steps']}",
         f"trainer.test_freq={spec['val_every']}",
+        *([f"trainer.save_freq={spec['save_every']}"] if "save_every" in spec else []),
         f"data.seed={spec['seed']}",
     ]
 
 
-def verl_launch_overrides(scale_cfg: dict, run_id: str, root: str = "results") -> list[str]:
+def verl_launch_overrides(scale_cfg: dict, run_id: str, root: str = "results", reward_fn: str = "reward.py") -> list[str]:
     """The paper-scale placement of one run: model and data paths, GPUs, checkpoints, resumption.
 
     Paths follow the workflow's layout under ``root``; checkpoints stay in the
     run's directory and ``resume_mode=auto`` makes a requeued job continue
-    from the last one.
+    from the last one. ``reward_fn`` is the file verl loads ``compute_score`` from.
     """
     run = scale_cfg["runs"][run_id]
     model = scale_cfg["models"][run["model"]]
+    train_set = run.get("train_data", model["train_data"])
     return [
         f"actor_rollout_ref.model.path={root}/models/{run['model']}",
-        f"data.train_files={root}/data/{model['train_data']}/train.parquet",
+        f"data.train_files={root}/data/train/{train_set}.parquet",
         f"data.val_files={root}/data/benchmarks/validation.parquet",
+        f"data.max_prompt_length={scale_cfg['data']['max_prompt_length']}",
+        "data.filter_overlong_prompts=true",
         f"trainer.nnodes={model['nodes']}",
         f"trainer.n_gpus_per_node={model['gpus_per_node']}",
         "actor_rollout_ref.rollout.name=vllm",
+        f"actor_rollout_ref.rollout.tensor_model_parallel_size={model['tensor_parallel']}",
         "trainer.project_name=entropy-mechanism",
         f"trainer.experiment_name={run_id}",
         f"trainer.default_local_dir={root}/runs/{run_id}/checkpoints",
         "trainer.resume_mode=auto",
+        "trainer.val_before_train=true",
         "actor_rollout_ref.model.external_lib=entropy_rl.verl_plugin",
+        f"reward.custom_reward_function.path={reward_fn}",
+        "reward.custom_reward_function.name=compute_score",
         # The file log (its path from VERL_FILE_LOGGER_PATH) is what verl_metrics translates.
         "trainer.logger=[console,file]",
     ]

@@ -9,6 +9,8 @@ rule fit_run:
         early_fit_steps=S["analysis"]["early_fit_steps"],
     log:
         "results/logs/fit_run/{run}.log",
+    container:
+        image("analysis")
     script:
         "../scripts/fit_run.py"
 
@@ -22,5 +24,7 @@ rule fit_table:
         parquet="results/analysis/fits.parquet",
     log:
         "results/logs/fit_table.log",
+    container:
+        image("analysis")
     script:
         "../scripts/fit_table.py"

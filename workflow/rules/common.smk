@@ -1,18 +1,31 @@
 # Helpers and input functions shared by the rules. Rules stay thin: they name
 # files and per-run params; the work happens in the entropy_rl package.
 import os
+import sys
+from pathlib import Path
 
+from entropy_rl import budget
 from entropy_rl import config as config_check
+from entropy_rl import containers
+from entropy_rl import hub
+from entropy_rl import launch
 from entropy_rl import spec as run_spec
 
 config_check.validate(config)
 
 SCALE = config["scale"]
+MINI = SCALE == "mini"
 S = config[SCALE]
 RUNS = sorted(S["runs"])
 MODELS = sorted(S["models"])
 BENCHMARKS = sorted(S["data"]["benchmarks"])
 PKG = os.path.join(workflow.basedir, "workflow", "entropy_rl")
+
+
+def image(name):
+    """The Apptainer image a rule runs in (used with --software-deployment-method apptainer);
+    its reference changes with its definition, so a rebuilt image reruns what used it."""
+    return containers.image_ref(name, workflow.basedir)
 
 
 
@@ -47,6 +60,12 @@ def run_model_dir(wildcards):
     return f"results/models/{S['runs'][wildcards.run]['model']}"
 
 
+def run_train_data(wildcards):
+    if MINI:
+        return "results/data/train.parquet"
+    return f"results/data/train/{run_spec.resolve_run(S, wildcards.run)['train_data']}.parquet"
+
+
 def figure_runs(figure):
     return S["figures"][figure]["runs"]
 
@@ -71,7 +90,7 @@ def figure_params(figure, what):
     return {
         "runs": runs,
         "labels": {r: run_label(r) for r in runs},
-        "caption": f"Mini scale. {what} Runs: {', '.join(runs)}.",
+        "caption": f"{SCALE.capitalize()} scale. {what} Runs: {', '.join(runs)}.",
     }
 
 
@@ -79,3 +98,101 @@ def run_label(run):
     r = S["runs"][run]
     treatment = "" if r["treatment"] == "none" else f" + {r['treatment']}"
     return f"{r['model']} {r['algorithm'].upper()}{treatment}"
+
+
+# ---- paper scale: hub downloads, SLURM resources, the GPU-hours estimate -------------------
+
+
+def lock_file(repo_id):
+    """One lock file per hub repository, so parallel downloads never write the same file."""
+    return os.path.join(S["hub"]["lock"], "--".join(Path(repo_id).parts) + ".yaml")
+
+
+def source_dir(part):
+    return f"results/data/sources/{S['data']['parts'][part]['source']}"
+
+
+def check_hub_access():
+    """A gated repository still to download, with no token: stop before any job is submitted."""
+    for kind, entries in (("models", S["models"]), ("data", S["data"]["sources"])):
+        for name, entry in entries.items():
+            staged = S["hub"]["mirror"] and os.path.isdir(os.path.join(S["hub"]["mirror"], entry["hub"]))
+            if not os.path.exists(f"results/{kind}/{'sources/' if kind == 'data' else ''}{name}") and not staged:
+                hub.require_token(entry["hub"], entry.get("gated", False))
+
+
+def run_gpus(run):
+    model = S["models"][S["runs"][run]["model"]]
+    return model["nodes"] * model["gpus_per_node"]
+
+
+def train_hours(run):
+    return budget.train_gpu_hours(
+        run_spec.resolve_run(S, run), S["models"][S["runs"][run]["model"]], S["budget"], sum(b["size"] for b in S["data"]["benchmarks"].values())
+    )
+
+
+def eval_hours(run):
+    sizes = {b: spec["size"] for b, spec in S["data"]["benchmarks"].items()}
+    protocols = {b: spec["protocol"] for b, spec in S["data"]["benchmarks"].items()}
+    return budget.eval_gpu_hours(sizes, protocols, S["models"][S["runs"][run]["model"]], S["budget"])
+
+
+def train_resources(run):
+    """Whole nodes for a run (8 CPUs and 64 GB per GPU), requeueable, for the estimated time."""
+    model = S["models"][S["runs"][run]["model"]]
+    gpus = run_gpus(run)
+    return {
+        "nodes": model["nodes"],
+        "gpu": gpus,
+        "cpus_per_task": 8 * model["gpus_per_node"],
+        "mem_mb_per_cpu": 8000,
+        "slurm_extra": "'--requeue'",
+        "runtime": budget.runtime_minutes(train_hours(run), gpus, S["budget"]["walltime_margin"]),
+    }
+
+
+def requested_runs():
+    """The runs the command line's targets need and that have not finished training."""
+    targets = workflow.dag_settings.targets or {"all"}
+    wanted = set()
+    for target in targets:
+        if target == "all" or target == "fit_table" or target.endswith("fits.csv"):
+            wanted |= set(RUNS)
+        parts = Path(target).parts
+        wanted |= {run for run in RUNS if run in parts or Path(target).stem == run}
+        for figure, spec in S.get("figures", {}).items():
+            if figure in target:
+                wanted |= set(spec["runs"])
+    return sorted(r for r in wanted if not os.path.exists(f"results/runs/{r}/metrics.parquet"))
+
+
+def print_gpu_budget():
+    runs = requested_runs()
+    if not runs:
+        return
+    train = sum(train_hours(r) for r in runs)
+    evaluation = sum(eval_hours(r) for r in runs)
+    print(
+        f"GPU-hours estimate for {len(runs)} run(s) still to train: {train:,.0f} training + {evaluation:,.0f} evaluation"
+        f" = {train + evaluation:,.0f} (FLOPs at {S['budget']['train_mfu']:.0%}/{S['budget']['rollout_mfu']:.0%} of"
+        f" {S['budget']['gpu_peak_tflops']} TFLOPS per GPU; see config.yaml paper.budget)",
+        file=sys.stderr,
+    )
+
+
+_BUDGET_SHOWN = []
+
+
+def train_data_with_budget(wildcards):
+    """run_train_data, and on the first call the GPU-hours estimate: input functions are
+    evaluated while the DAG is built, after the command line's targets are known and before
+    any job is submitted (a dry run included)."""
+    if not _BUDGET_SHOWN:
+        _BUDGET_SHOWN.append(True)
+        print_gpu_budget()
+    return run_train_data(wildcards)
+
+
+if not MINI:
+    check_hub_access()

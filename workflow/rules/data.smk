@@ -1,14 +1,89 @@
-rule prepare_mini_data:
-    """Procedural tasks from reasoning-gym at fixed seeds, as verl parquet."""
-    input:
-        code=code("data"),
-    output:
-        train="results/data/train.parquet",
-        pretrain="results/data/pretrain.parquet",
-        benchmarks=bench_files(),
-    params:
-        spec=canonical(S["data"]),
-    log:
-        "results/logs/prepare_mini_data.log",
-    script:
-        "../scripts/prepare_mini_data.py"
+if MINI:
+
+    rule prepare_mini_data:
+        """Procedural tasks from reasoning-gym at fixed seeds, as verl parquet."""
+        input:
+            code=code("data"),
+        output:
+            train="results/data/train.parquet",
+            pretrain="results/data/pretrain.parquet",
+            benchmarks=bench_files(),
+        params:
+            spec=canonical(S["data"]),
+        log:
+            "results/logs/prepare_mini_data.log",
+        container:
+            image("analysis")
+        script:
+            "../scripts/prepare_mini_data.py"
+
+else:
+
+    rule download_dataset:
+        """One hub dataset at its locked commit (or from the mirror), every file checksummed."""
+        input:
+            code=code("hub"),
+        output:
+            directory("results/data/sources/{source}"),
+        params:
+            repo=lambda wc: S["data"]["sources"][wc.source]["hub"],
+            revision=lambda wc: S["data"]["sources"][wc.source].get("revision"),
+            lock=lambda wc: lock_file(S["data"]["sources"][wc.source]["hub"]),
+            mirror=S["hub"]["mirror"],
+            repo_type="dataset",
+        log:
+            "results/logs/download_dataset/{source}.log",
+        container:
+            image("eval")
+        script:
+            "../scripts/download.py"
+
+    rule prepare_benchmark:
+        """One benchmark as verl parquet, its data_source named for it."""
+        input:
+            source=lambda wc: source_dir(S["data"]["benchmarks"][wc.benchmark]["part"]),
+            code=code("paper_data", "data"),
+        output:
+            "results/data/benchmarks/{benchmark}.parquet",
+        params:
+            part=lambda wc: canonical(S["data"]["parts"][S["data"]["benchmarks"][wc.benchmark]["part"]]),
+            part_name=lambda wc: S["data"]["benchmarks"][wc.benchmark]["part"],
+            templates=canonical(S["data"]["prompt_templates"]),
+            seed=S["data"]["seed"],
+        log:
+            "results/logs/prepare_benchmark/{benchmark}.log",
+        container:
+            image("analysis")
+        script:
+            "../scripts/prepare_benchmark.py"
+
+    rule validation_set:
+        """All benchmarks in one file: verl validates on it every val_every steps."""
+        input:
+            bench_files(),
+        output:
+            "results/data/benchmarks/validation.parquet",
+        log:
+            "results/logs/validation_set.log",
+        container:
+            image("analysis")
+        script:
+            "../scripts/concat_parquet.py"
+
+    rule prepare_train_set:
+        """An RL training set: its parts as verl parquet, shuffled together."""
+        input:
+            sources=lambda wc: sorted({source_dir(p) for p in S["data"]["train_sets"][wc.train_set]}),
+            code=code("paper_data", "data"),
+        output:
+            "results/data/train/{train_set}.parquet",
+        params:
+            parts=lambda wc: {p: canonical(S["data"]["parts"][p]) for p in S["data"]["train_sets"][wc.train_set]},
+            templates=canonical(S["data"]["prompt_templates"]),
+            seed=S["data"]["seed"],
+        log:
+            "results/logs/prepare_train_set/{train_set}.log",
+        container:
+            image("analysis")
+        script:
+            "../scripts/prepare_train_set.py"

@@ -1,19 +1,54 @@
-rule evaluate:
-    """The final policy on every benchmark, with the paper's decoding protocol, graded by math-verify."""
-    input:
-        model="results/runs/{run}/final",
-        benchmarks=bench_files(),
-        code=code("evaluate", "generation", "grading", "data", "models"),
-    output:
-        samples=expand("results/eval/{{run}}/{benchmark}.parquet", benchmark=BENCHMARKS),
-        summary="results/eval/{run}/summary.parquet",
-    params:
-        protocols=protocols(),
-        max_new_tokens=S["eval"]["max_new_tokens"],
-        pass_k=S["eval"]["pass_k"],
-        seed=S["eval"]["seed"],
-    threads: 1
-    log:
-        "results/logs/evaluate/{run}.log",
-    script:
-        "../scripts/evaluate.py"
+if MINI:
+
+    rule evaluate:
+        """The final policy on every benchmark with the paper's decoding protocol, graded by math-verify:
+        one Hugging Face model load for all benchmarks."""
+        input:
+            model="results/runs/{run}/final",
+            benchmarks=bench_files(),
+            code=code("evaluate", "generation", "grading", "data", "models"),
+        output:
+            samples=expand("results/eval/{{run}}/{benchmark}.parquet", benchmark=BENCHMARKS),
+            summary="results/eval/{run}/summary.parquet",
+        params:
+            protocols=protocols(),
+            max_new_tokens=S["eval"]["max_new_tokens"],
+            pass_k=S["eval"]["pass_k"],
+            seed=S["eval"]["seed"],
+        threads: 1
+        log:
+            "results/logs/evaluate/{run}.log",
+        container:
+            image("analysis")
+        script:
+            "../scripts/evaluate.py"
+
+else:
+
+    rule evaluate_vllm:
+        """The merged final policy on every benchmark with one vLLM engine on one GPU node:
+        math graded by math-verify, code run against its tests in the sandbox."""
+        input:
+            model="results/runs/{run}/final",
+            benchmarks=bench_files(),
+            code=code("evaluate", "grading", "reward", "sandbox", "data"),
+        output:
+            samples=expand("results/eval/{{run}}/{benchmark}.parquet", benchmark=BENCHMARKS),
+            summary="results/eval/{run}/summary.parquet",
+        params:
+            protocols=protocols(),
+            max_new_tokens=S["eval"]["max_new_tokens"],
+            pass_k=S["eval"]["pass_k"],
+            seed=S["eval"]["seed"],
+            tensor_parallel=lambda wc: S["models"][S["runs"][wc.run]["model"]]["gpus_per_node"],
+        resources:
+            gpu=lambda wc: S["models"][S["runs"][wc.run]["model"]]["gpus_per_node"],
+            cpus_per_task=32,
+            mem_mb_per_cpu=8000,
+            runtime=lambda wc: budget.runtime_minutes(eval_hours(wc.run), 8, S["budget"]["walltime_margin"]),
+        log:
+            "results/logs/evaluate/{run}.log",
+        container:
+            image("eval")
+        script:
+            "../scripts/evaluate_vllm.py"

@@ -15,6 +15,8 @@ rule fig02_cumulative_shares:
         ),
     log:
         "results/logs/figures/fig02_cumulative_shares.log",
+    container:
+        image("analysis")
     script:
         "../scripts/figure.py"
 
@@ -32,6 +34,8 @@ rule fig03_fitted_curves:
         ),
     log:
         "results/logs/figures/fig03_fitted_curves.log",
+    container:
+        image("analysis")
     script:
         "../scripts/figure.py"
 
@@ -49,5 +53,7 @@ rule fig12_entropy_accuracy:
         ),
     log:
         "results/logs/figures/fig12_entropy_accuracy.log",
+    container:
+        image("analysis")
     script:
         "../scripts/figure.py"

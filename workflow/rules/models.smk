@@ -1,34 +1,66 @@
-rule build_tokenizer:
-    """Byte-level BPE trained offline on the mini task corpus."""
-    input:
-        corpus="results/data/pretrain.parquet",
-        code=code("tokenizer"),
-    output:
-        directory("results/models/tokenizer"),
-    params:
-        vocab_size=S["tokenizer"]["vocab_size"],
-    log:
-        "results/logs/build_tokenizer.log",
-    script:
-        "../scripts/build_tokenizer.py"
+if MINI:
+
+    rule build_tokenizer:
+        """Byte-level BPE trained offline on the mini task corpus."""
+        input:
+            corpus="results/data/pretrain.parquet",
+            code=code("tokenizer"),
+        output:
+            directory("results/models/tokenizer"),
+        params:
+            vocab_size=S["tokenizer"]["vocab_size"],
+        log:
+            "results/logs/build_tokenizer.log",
+        container:
+            image("analysis")
+        script:
+            "../scripts/build_tokenizer.py"
 
 
-rule build_mini_model:
-    """A tiny Hugging Face model, pre-trained on the mini tasks and saved like a hub model."""
-    input:
-        tokenizer="results/models/tokenizer",
-        corpus="results/data/pretrain.parquet",
-        benchmarks=bench_files(),
-        code=code("models", "evaluate", "generation", "grading"),
-    output:
-        directory("results/models/{model}"),
-    params:
-        arch=lambda wc: canonical(S["models"][wc.model]),
-        pretrain=canonical(S["pretrain"]),
-        protocols=protocols(),
-        max_new_tokens=S["eval"]["max_new_tokens"],
-    threads: 1
-    log:
-        "results/logs/build_mini_model/{model}.log",
-    script:
-        "../scripts/build_mini_model.py"
+    rule build_mini_model:
+        """A tiny Hugging Face model, pre-trained on the mini tasks and saved like a hub model."""
+        input:
+            tokenizer="results/models/tokenizer",
+            corpus="results/data/pretrain.parquet",
+            benchmarks=bench_files(),
+            code=code("models", "evaluate", "generation", "grading"),
+        output:
+            directory("results/models/{model}"),
+        params:
+            arch=lambda wc: canonical(S["models"][wc.model]),
+            pretrain=canonical(S["pretrain"]),
+            protocols=protocols(),
+            max_new_tokens=S["eval"]["max_new_tokens"],
+        threads: 1
+        log:
+            "results/logs/build_mini_model/{model}.log",
+        container:
+            image("analysis")
+        script:
+            "../scripts/build_mini_model.py"
+
+else:
+
+    # Downloads run where the workflow is started: compute nodes often have no internet.
+    localrules:
+        download_model,
+        download_dataset,
+
+    rule download_model:
+        """A base model from the hub at its locked commit (or the mirror), every file checksummed."""
+        input:
+            code=code("hub"),
+        output:
+            directory("results/models/{model}"),
+        params:
+            repo=lambda wc: S["models"][wc.model]["hub"],
+            revision=lambda wc: S["models"][wc.model].get("revision"),
+            lock=lambda wc: lock_file(S["models"][wc.model]["hub"]),
+            mirror=S["hub"]["mirror"],
+            repo_type="model",
+        log:
+            "results/logs/download_model/{model}.log",
+        container:
+            image("eval")
+        script:
+            "../scripts/download.py"

@@ -1,0 +1,117 @@
+"""The paper-scale DAG, planned through the SLURM profile: jobs per stage, the GPU-hours estimate,
+the gated-model check, and per-job resources that scale with the model."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from test_config import ROOT
+
+PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
+
+
+def local_profile(tmp_dir):
+    """The repository's SLURM profile minus its container setting: Apptainer is not installable
+    here, and Snakemake refuses to plan with --software-deployment-method apptainer without it."""
+    profile = yaml.safe_load((ROOT / "slurm" / "config.yaml").read_text())
+    assert profile.pop("software-deployment-method") == "apptainer"
+    profile.pop("apptainer-args")
+    (tmp_dir / "profile").mkdir(exist_ok=True)
+    (tmp_dir / "profile" / "config.yaml").write_text(yaml.safe_dump(profile))
+    return tmp_dir / "profile"
+
+
+def plan(workdir, *args, env_extra=None):
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")}
+    env.update(env_extra or {})
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir),
+           "--profile", str(local_profile(workdir)), "--config", "scale=paper", "-n", *args]  # fmt: skip
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=workdir)
+    return proc, time.perf_counter() - started
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("paper")
+    shutil.copy(ROOT / "config.yaml", d / "config.yaml")
+    return d
+
+
+@pytest.fixture(scope="module")
+def dry_run(workdir):
+    proc, seconds = plan(workdir, "all", env_extra={"HF_TOKEN": "hf_test_token_not_real"})
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    print(f"paper-scale plan: {seconds:.1f} s")
+    return proc, seconds
+
+
+def jobs_per_rule(text):
+    table = re.search(r"Job stats:\njob\s+count\n[-\s]+\n(.*?)\ntotal\s+(\d+)", text, re.DOTALL)
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table.group(1), re.MULTILINE)}
+
+
+def test_paper_dry_run_plans_every_stage(dry_run):
+    proc, seconds = dry_run
+    counts = jobs_per_rule(proc.stdout)
+    runs, data = len(PAPER["runs"]), PAPER["data"]
+    train_sets = {r.get("train_data", PAPER["models"][r["model"]]["train_data"]) for r in PAPER["runs"].values()}
+    assert counts == {
+        "all": 1,
+        "download_model": len(PAPER["models"]),
+        "download_dataset": len({data["parts"][p]["source"] for s in train_sets for p in data["train_sets"][s]}
+                                | {data["parts"][b["part"]]["source"] for b in data["benchmarks"].values()}),  # fmt: skip
+        "prepare_benchmark": len(data["benchmarks"]),
+        "validation_set": 1,
+        "prepare_train_set": len(train_sets),
+        "train_verl": runs,
+        "evaluate_vllm": runs,
+        "fit_run": runs,
+        "fit_table": 1,
+        **{figure: 1 for figure in PAPER["figures"]},
+    }
+    assert seconds < 10, f"planning took {seconds:.1f} s"
+
+
+def test_gpu_hours_are_printed_before_anything_is_submitted(dry_run):
+    proc, _ = dry_run
+    m = re.search(r"GPU-hours estimate for (\d+) run\(s\) still to train: ([\d,]+) training \+ ([\d,]+) evaluation = ([\d,]+)", proc.stderr)
+    assert m, proc.stderr[-2000:]
+    assert int(m.group(1)) == len(PAPER["runs"])
+    train, evaluation, total = (int(g.replace(",", "")) for g in m.groups()[1:])
+    assert train > 0 and evaluation > 0 and abs(train + evaluation - total) <= 1
+
+
+def test_resources_scale_with_model_size(workdir):
+    proc, _ = plan(workdir, "results/runs/qwen2.5-32b-grpo/metrics.parquet", "results/runs/qwen2.5-0.5b-grpo/metrics.parquet",
+                   "--forcerun", "train_verl", "--printshellcmds", "--verbose", env_extra={"HF_TOKEN": "x"})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    blocks = re.findall(r"rule train_verl:.*?(?=\n\n)", proc.stdout, re.DOTALL)
+    by_run = {re.search(r"wildcards: run=(\S+)", b).group(1): b for b in blocks}
+    big, small = by_run["qwen2.5-32b-grpo"], by_run["qwen2.5-0.5b-grpo"]
+    assert "nodes=4" in big and "gpu=32" in big and "nodes=1" in small and "gpu=8" in small
+    runtime = lambda block: int(re.search(r"runtime=(\d+)", block).group(1))  # noqa: E731
+    assert runtime(big) > runtime(small)
+
+
+def test_a_gated_model_without_a_token_stops_the_plan_naming_what_to_set(workdir):
+    proc, _ = plan(workdir, "all")
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert "is gated" in out and "HF_TOKEN" in out
+    assert not (workdir / "results").exists() and not (workdir / ".snakemake" / "slurm_logs").exists()
+
+
+def test_every_rule_names_its_container_and_lint_is_clean(workdir):
+    for scale in ("mini", "paper"):
+        cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir), "--config", f"scale={scale}", "--lint"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_TOKEN": "x"}, cwd=workdir)
+        assert proc.returncode == 0 and "Congratulations, your workflow is in a good condition!" in proc.stdout + proc.stderr, (
+            scale, (proc.stdout + proc.stderr)[-3000:])  # fmt: skip
+

@@ -1,0 +1,45 @@
+"""GPU-hours of the paper-scale jobs, estimated from FLOPs before anything is submitted.
+
+A training step generates ``prompts × n`` responses (2·N FLOPs per token,
+decoding at ``rollout_mfu``), re-scores them for the old log-probabilities
+(2·N) and trains on them once per PPO epoch (6·N), both at ``train_mfu``. An
+evaluation generates every benchmark's samples once. N is the parameter
+count; the token counts are the configured expected lengths, not the caps.
+The same estimate, times a margin, is the SLURM runtime each job asks for.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def _seconds(flops: float, gpus: int, mfu: float, budget: dict) -> float:
+    return flops / (gpus * budget["gpu_peak_tflops"] * 1e12 * mfu)
+
+
+def train_gpu_hours(spec: dict, model: dict, budget: dict, val_questions: int) -> float:
+    params = model["params_b"] * 1e9
+    gpus = model["nodes"] * model["gpus_per_node"]
+    responses = spec["prompts_per_step"] * spec["rollout_n"]
+    tokens = responses * (budget["mean_prompt_tokens"] + budget["mean_response_tokens"])
+    generated = responses * budget["mean_response_tokens"]
+    step = _seconds(2 * params * generated, gpus, budget["rollout_mfu"], budget)
+    step += _seconds((2 + 6 * spec["ppo_epochs"]) * params * tokens, gpus, budget["train_mfu"], budget)
+    if spec["algorithm"] == "prime":  # the implicit PRM scores and trains on the same tokens (+ its reference)
+        step += _seconds((2 + 2 + 6) * params * tokens, gpus, budget["train_mfu"], budget)
+    validations = spec["steps"] // spec["val_every"] + 1
+    val_tokens = validations * val_questions * spec["val_protocol"]["n"] * budget["mean_response_tokens"]
+    seconds = spec["steps"] * step + _seconds(2 * params * val_tokens, gpus, budget["rollout_mfu"], budget)
+    return seconds * gpus / 3600
+
+
+def eval_gpu_hours(benchmark_sizes: dict[str, int], protocols: dict, model: dict, budget: dict) -> float:
+    params = model["params_b"] * 1e9
+    gpus = model["gpus_per_node"]
+    generated = sum(size * protocols[b]["n"] for b, size in benchmark_sizes.items()) * budget["mean_response_tokens"]
+    return _seconds(2 * params * generated, gpus, budget["rollout_mfu"], budget) * gpus / 3600
+
+
+def runtime_minutes(gpu_hours: float, gpus: int, margin: float, floor: int = 60) -> int:
+    """SLURM wall time for a job of ``gpu_hours`` spread over ``gpus``, with a margin and a floor."""
+    return max(floor, int(math.ceil(gpu_hours / gpus * 60 * margin)))

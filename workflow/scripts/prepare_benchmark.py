@@ -1,0 +1,7 @@
+from entropy_rl import logs, paper_data
+
+log = logs.setup(snakemake.log[0])
+p = snakemake.params
+frame = paper_data.build_part(snakemake.input.source, p.part, p.part_name, p.templates, p.seed, data_source=snakemake.wildcards.benchmark)
+frame.to_parquet(snakemake.output[0])
+log.info("%s: %d problems", snakemake.wildcards.benchmark, len(frame))

@@ -1,0 +1,12 @@
+import pandas as pd
+
+from entropy_rl import logs, paper_data
+
+log = logs.setup(snakemake.log[0])
+p = snakemake.params
+frames = []
+for name, part in p.parts.items():
+    frame = paper_data.build_part(f"results/data/sources/{part['source']}", part, name, p.templates, p.seed)
+    log.info("%s: %d rows", name, len(frame))
+    frames.append(frame)
+paper_data.shuffle(pd.concat(frames, ignore_index=True), p.seed).to_parquet(snakemake.output[0])

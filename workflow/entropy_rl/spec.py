@@ -32,8 +32,9 @@ def resolve_run(scale_cfg: dict, run_id: str) -> dict:
     if run["algorithm"] != "prime":
         spec.pop("prime", None)
     spec.update(run_id=run_id, model=run["model"], algorithm=run["algorithm"], treatment=run["treatment"])
-    if "train_data" in scale_cfg["models"][run["model"]]:  # paper scale: the data set the run trains on
-        spec["train_data"] = run.get("train_data", scale_cfg["models"][run["model"]]["train_data"])
+    model = scale_cfg.get("models", {}).get(run["model"], {})
+    if "train_data" in model:  # paper scale: the data set the run trains on
+        spec["train_data"] = run.get("train_data", model["train_data"])
     return spec
 
 

@@ -93,7 +93,7 @@ def verl_launch_overrides(scale_cfg: dict, run_id: str, root: str = "results", r
     """
     run = scale_cfg["runs"][run_id]
     model = scale_cfg["models"][run["model"]]
-    train_set = run.get("train_data", model["train_data"])
+    train_set = resolve_run(scale_cfg, run_id)["train_data"]
     return [
         f"actor_rollout_ref.model.path={root}/models/{run['model']}",
         f"data.train_files={root}/data/train/{train_set}.parquet",

@@ -1,5 +1,6 @@
 # Helpers and input functions shared by the rules. Rules stay thin: they name
 # files and per-run params; the work happens in the entropy_rl package.
+import functools
 import os
 import sys
 from pathlib import Path
@@ -112,12 +113,18 @@ def source_dir(part):
     return f"results/data/sources/{S['data']['parts'][part]['source']}"
 
 
+def hub_download_dir(kind, name):
+    """Where a downloaded model or dataset source lands."""
+    return f"results/models/{name}" if kind == "models" else f"results/data/sources/{name}"
+
+
 def check_hub_access():
     """A gated repository still to download, with no token: stop before any job is submitted."""
+    mirror = S["hub"]["mirror"]
     for kind, entries in (("models", S["models"]), ("data", S["data"]["sources"])):
         for name, entry in entries.items():
-            staged = S["hub"]["mirror"] and os.path.isdir(os.path.join(S["hub"]["mirror"], entry["hub"]))
-            if not os.path.exists(f"results/{kind}/{'sources/' if kind == 'data' else ''}{name}") and not staged:
+            staged = mirror and os.path.isdir(os.path.join(mirror, entry["hub"]))
+            if not os.path.exists(hub_download_dir(kind, name)) and not staged:
                 hub.require_token(entry["hub"], entry.get("gated", False))
 
 
@@ -138,6 +145,7 @@ def eval_hours(run):
     return budget.eval_gpu_hours(sizes, protocols, S["models"][S["runs"][run]["model"]], S["budget"])
 
 
+@functools.cache
 def train_resources(run):
     """Whole nodes for a run (8 CPUs and 64 GB per GPU), requeueable, for the estimated time."""
     model = S["models"][S["runs"][run]["model"]]
@@ -147,7 +155,7 @@ def train_resources(run):
         "gpu": gpus,
         "cpus_per_task": 8 * model["gpus_per_node"],
         "mem_mb_per_cpu": 8000,
-        "slurm_extra": "'--requeue'",
+        "slurm_extra": "'--requeue'",  # one dict per run, cached: six resource lambdas read it
         "runtime": budget.runtime_minutes(train_hours(run), gpus, S["budget"]["walltime_margin"]),
     }
 

@@ -8,6 +8,9 @@ min_version("9.0")
 configfile: "config.yaml"
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 
 
@@ -16,7 +19,7 @@ wildcard_constraints:
     model="|".join(map(re.escape, MODELS)),
     benchmark="|".join(map(re.escape, BENCHMARKS)),
     source="|".join(map(re.escape, [] if MINI else S["data"]["sources"])) or "^$",
-    train_set="|".join(map(re.escape, [] if MINI else S["data"]["train_sets"])) or "^$",
+    train_set="|".join(map(re.escape, S["data"].get("train_sets", {}))) or "^$",
 
 
 include: "workflow/rules/data.smk"
@@ -25,6 +28,7 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/audit.smk"
 
 
 rule all:

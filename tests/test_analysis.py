@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-
 from entropy_rl import analysis
 
 A, B = 0.3, 0.9
@@ -177,3 +176,107 @@ def test_pooled_shares_weigh_runs_by_their_change():
     # Both runs lose the same entropy, so pooled entropy shares equal each run's.
     assert np.allclose(pooled["entropy_share"], alone["entropy_share"])
     assert pooled["entropy_share"].iloc[-1] == pytest.approx(1) and pooled["perf_share"].iloc[0] == 0
+
+
+# ---- predictability across runs, coefficients, covariance -------------------------------------
+
+
+def test_shared_coefficients_test_tells_one_law_from_two():
+    same = {f"r{i}": law_run(noise=0.01, seed=i) for i in range(3)}
+    result = analysis.shared_coefficients_test(same)
+    assert result["p_value"] > 0.05
+    assert result["max_curve_gap_pct"] < 2.0
+    different = {"r0": law_run(noise=0.01, seed=0), "r1": law_run(a=0.2, b=0.6, noise=0.01, seed=1)}
+    result = analysis.shared_coefficients_test(different)
+    assert result["p_value"] < 1e-6
+    assert result["max_curve_gap_pct"] > 5.0
+
+
+def test_shared_coefficients_test_needs_two_runs():
+    with pytest.raises(ValueError, match="at least 2 runs"):
+        analysis.shared_coefficients_test({"only": law_run()})
+
+
+def test_non_embedding_params_excludes_embeddings_and_counts_tied_weights_once():
+    import transformers
+
+    def count(tie):
+        cfg = transformers.Qwen2Config(vocab_size=1000, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                       num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=tie)  # fmt: skip
+        total = sum(p.numel() for p in transformers.AutoModelForCausalLM.from_config(cfg).parameters())
+        return analysis.non_embedding_params(cfg), total
+
+    tied, tied_total = count(True)
+    untied, untied_total = count(False)
+    assert tied == untied  # the output layer is not counted either way
+    assert tied == tied_total - 1000 * 32
+    assert untied == untied_total - 2 * 1000 * 32
+
+
+def test_non_embedding_params_reads_a_saved_config(tmp_path):
+    import transformers
+
+    cfg = transformers.LlamaConfig(vocab_size=500, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                   num_attention_heads=4, num_key_value_heads=4)  # fmt: skip
+    cfg.save_pretrained(tmp_path)
+    assert analysis.non_embedding_params(tmp_path) == analysis.non_embedding_params(cfg) > 0
+
+
+def test_log_linear_fit_recovers_slope():
+    x = np.array([1e6, 1e7, 1e8, 1e9])
+    fit = analysis.log_linear_fit(x, 0.1 * np.log10(x) + 0.2)
+    assert fit["slope"] == pytest.approx(0.1)
+    assert fit["intercept"] == pytest.approx(0.2)
+    assert fit["r2"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="at least 3"):
+        analysis.log_linear_fit(x[:2], x[:2])
+
+
+def covariance_run(sign=1.0, seed=0, n=80):
+    """Entropy falls by an amount proportional to the covariance (Theorem 2), plus noise."""
+    rng = np.random.default_rng(seed)
+    cov = sign * (0.05 + 0.05 * np.exp(-np.arange(n) / 15)) + rng.normal(0, 0.005, n)
+    entropy = 1.0 - np.r_[0.0, np.cumsum(0.5 * cov[:-1])]
+    return pd.DataFrame({"step": np.arange(n), "entropy": entropy, "cov_all": cov,
+                         "cov_acc_low": 0.3 * cov + rng.normal(0, 0.002, n), "cov_acc_mid": 0.8 * cov,
+                         "cov_acc_high": cov + rng.normal(0, 0.002, n)})  # fmt: skip
+
+
+def test_covariance_dynamics_tracks_entropy_change():
+    d = analysis.covariance_dynamics(covariance_run())
+    assert d["pearson_r"] > 0.9 and d["p_value"] < 1e-6
+    assert d["positive_share"] == 1.0
+    assert analysis.covariance_dynamics(covariance_run(sign=-1.0))["positive_share"] == 0.0
+
+
+def test_covariance_by_difficulty_orders_groups():
+    d = analysis.covariance_by_difficulty(covariance_run())
+    assert d["mean"]["cov_acc_low"] < d["mean"]["cov_acc_mid"] < d["mean"]["cov_acc_high"]
+    assert d["hard_below_easy_p"] < 1e-6
+    flipped = covariance_run().rename(columns={"cov_acc_low": "cov_acc_high", "cov_acc_high": "cov_acc_low"})
+    assert analysis.covariance_by_difficulty(flipped)["hard_below_easy_p"] > 0.5
+
+
+def test_entropy_stability_and_final_value():
+    smooth = pd.DataFrame({"step": range(100), "entropy": np.linspace(1, 0.5, 100)})
+    rough = smooth.assign(entropy=smooth["entropy"] + np.tile([0.05, -0.05], 50))
+    assert analysis.entropy_stability(smooth) < analysis.entropy_stability(rough)
+    assert analysis.final_value(smooth, "entropy", last=1) == pytest.approx(0.5)
+
+
+def test_benchmark_accuracy_is_percent_with_unweighted_mean():
+    s = pd.DataFrame({"benchmark": ["x", "y"], "avg_at_n": [0.5, 0.25]})
+    table = analysis.benchmark_accuracy({"run": s})
+    assert table.loc["run", "x"] == 50.0
+    assert table.loc["run", "Avg."] == pytest.approx(37.5)
+
+
+def test_covariance_distribution_skips_steps_without_covariance():
+    m = covariance_run()
+    for col in ("cov_top0.02", "cov_top0.2", "cov_top2", "cov_top20", "cov_top50"):
+        m[col] = 2 * m["cov_all"]
+    m.loc[0, ["cov_all", "cov_top0.02", "cov_top0.2", "cov_top2", "cov_top20", "cov_top50"]] = np.nan  # all groups filtered
+    row = analysis.covariance_distribution(m)
+    assert row["cov_all"] == m.loc[1, "cov_all"] and row.notna().all()
+    with pytest.raises(ValueError, match="no step with a measured covariance"):
+        analysis.covariance_distribution(m.assign(cov_all=np.nan))

@@ -65,6 +65,15 @@ def test_benchmarks_are_held_out(written):
         assert not train_q & bench_q
 
 
+def test_further_train_set_draws_its_families_and_holds_out_benchmarks(written):
+    frames = [pd.read_parquet(written[b]) for b in BENCH]
+    families = ["easy"]
+    train = data.build_train_set(BENCH, {"from": families, "size": 30}, SPEC["seed"], frames)
+    assert len(train) == 30 and set(train["data_source"]) == {f"train/{families[0]}"}
+    held_out = {e["question"] for f in frames for e in f["extra_info"]}
+    assert not held_out & {e["question"] for e in train["extra_info"]}
+
+
 def test_fixed_seeds_give_identical_data(written, tmp_path):
     again = data.prepare_mini_data(SPEC, tmp_path)
     for key in written:

@@ -74,7 +74,8 @@ def test_paper_dry_run_plans_every_stage(dry_run):
         "evaluate_vllm": runs,
         "fit_run": runs,
         "fit_table": 1,
-        **{figure: 1 for figure in PAPER["figures"]},
+        "audit": 1,
+        **{artifact: 1 for artifact in PAPER["artifacts"]},
     }
     assert seconds < 10, f"planning took {seconds:.1f} s"
 

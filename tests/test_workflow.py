@@ -69,11 +69,32 @@ def test_outputs_honour_their_contracts(study):
     fits = pd.read_csv(res / "analysis" / "fits.csv", index_col="run")
     assert sorted(fits.index) == sorted(cfg["runs"])
     assert {"a", "b", "r2", "rmse", "early_rmse_pct"} <= set(fits.columns)
-    for fig in cfg["figures"]:
-        assert (res / "figures" / f"{fig}.pdf").read_bytes()[:5] == b"%PDF-"
-        assert (res / "figures" / f"{fig}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for name in cfg["artifacts"]:
+        if name.startswith("table"):
+            table = pd.read_csv(res / "tables" / f"{name}.csv", index_col=0)
+            assert table.notna().all().all() and len(table) > 0, name
+            assert (res / "tables" / f"{name}.md").read_text().startswith("Mini scale.")
+        else:
+            assert (res / "figures" / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
+            assert (res / "figures" / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    audit = pd.read_csv(res / "audit" / "audit.csv")
+    assert set(audit["verdict"]) <= {"reproduced", "not reproduced", "not comparable at this scale"}
+    assert (audit["verdict"] != "not comparable at this scale").any()  # qualitative claims get verdicts at mini scale
+    assert (res / "audit" / "audit.md").read_text().startswith("# Audit of the paper's claims (mini scale)")
+    assert "<table>" in (res / "audit" / "audit.html").read_text()
     for log in (res / "logs").rglob("*.log"):
         assert "Traceback" not in log.read_text(), log
+
+
+def test_report_holds_every_artifact_and_the_audit(study, tmp_path):
+    workdir, cfg = study
+    report = tmp_path / "report.html"
+    proc = snakemake(workdir, "--report", str(report))
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    text = report.read_text()
+    for name in cfg["artifacts"]:
+        assert name in text, name
+    assert "audit.html" in text
 
 
 def test_second_run_has_nothing_to_do(study):
@@ -93,8 +114,8 @@ def test_one_hyperparameter_reruns_exactly_that_runs_chain(study):
     (workdir / "config.yaml").write_text(body)
     assert yaml.safe_load(body)["mini"]["runs"][run]["overrides"] == {"lr": 0.0005}
 
-    figures_with_run = {f for f, spec in cfg["figures"].items() if run in spec["runs"]}
-    expected = {("train", f"run={run}"), ("evaluate", f"run={run}"), ("fit_run", f"run={run}"), ("fit_table", ""), ("all", "")}
+    figures_with_run = {f for f, spec in cfg["artifacts"].items() if run in spec["runs"]}
+    expected = {("train", f"run={run}"), ("evaluate", f"run={run}"), ("fit_run", f"run={run}"), ("fit_table", ""), ("audit", ""), ("all", "")}
     expected |= {(f, "") for f in figures_with_run}
     assert planned_jobs(workdir) == expected
 

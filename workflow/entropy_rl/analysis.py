@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.stats
 import pandas as pd
+import scipy.stats
 
 FIT_COLUMNS = ["a", "b", "a_stderr", "b_stderr", "r2", "rmse", "n", "ceiling"]
 
@@ -186,4 +186,175 @@ def fits_table(fits: dict[str, dict]) -> pd.DataFrame:
         return pd.DataFrame(columns=FIT_COLUMNS).rename_axis("run")
     first = [c for c in FIT_COLUMNS if c in table.columns]
     table = table[first + [c for c in table.columns if c not in first]]
+    return table.rename_axis("run")
+
+
+# ---- Section 2.4–2.5: predictability across runs -------------------------------------------
+
+
+def early_prediction_summary(metrics_by_run: dict[str, pd.DataFrame], fit_steps: int) -> pd.DataFrame:
+    """Each run's early-fit prediction errors (Figure 5), in accuracy points, one row per run."""
+    rows = {}
+    for run, metrics in metrics_by_run.items():
+        pred = early_prediction(metrics, fit_steps)
+        rows[run] = {"n_fit": pred["n_fit"], "n_pred": pred["n_pred"], "rmse_pct": pred["rmse_pct"],
+                     "final_error_pct": pred["final_error_pct"], "a": pred["fit"]["a"], "b": pred["fit"]["b"]}  # fmt: skip
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("run")
+
+
+def shared_coefficients_test(metrics_by_run: dict[str, pd.DataFrame], column: str = "val_acc") -> dict:
+    """Do several runs share one (a, b)? An F-test of one pooled fit against a fit per run.
+
+    The paper's "coefficients are algorithm-irrelevant" (Figure 6) is a claim
+    that a single curve describes runs of different algorithms. The nested
+    linear models are R = −a·exp(H) + b pooled (2 parameters) and one (a, b)
+    per run (2k parameters); the F statistic compares their residual sums of
+    squares. A large p-value means the data give no evidence that the runs
+    need different coefficients. ``max_curve_gap_pct`` is the largest gap
+    between any run's own curve and the pooled one over the entropy range all
+    runs cover, in accuracy points.
+    """
+    pts = {run: validation_points(m, column) for run, m in metrics_by_run.items()}
+    if len(pts) < 2:
+        raise ValueError("comparing coefficients needs at least 2 runs")
+    H = np.concatenate([p["entropy"].to_numpy() for p in pts.values()])
+    R = np.concatenate([p["R"].to_numpy() for p in pts.values()])
+    pooled = fit_entropy_law(H, R)
+    own = {run: fit_entropy_law(p["entropy"], p["R"]) for run, p in pts.items()}
+    rss_pooled = pooled["rmse"] ** 2 * pooled["n"]
+    rss_sep = sum(f["rmse"] ** 2 * f["n"] for f in own.values())
+    k, n = len(own), pooled["n"]
+    df1, df2 = 2 * (k - 1), n - 2 * k
+    if df2 <= 0:
+        raise ValueError(f"{n} points cannot test {k} separate fits")
+    F = ((rss_pooled - rss_sep) / df1) / (rss_sep / df2) if rss_sep > 0 else math.inf
+    lo = max(p["entropy"].min() for p in pts.values())
+    hi = min(p["entropy"].max() for p in pts.values())
+    grid = np.linspace(lo, hi, 50) if hi > lo else np.array([lo])
+    gap = max(float(np.max(np.abs(entropy_law(grid, f["a"], f["b"]) - entropy_law(grid, pooled["a"], pooled["b"]))))
+              for f in own.values())  # fmt: skip
+    return {"F": float(F), "df1": df1, "df2": df2, "p_value": float(scipy.stats.f.sf(F, df1, df2)),
+            "pooled": pooled, "per_run": own, "max_curve_gap_pct": 100.0 * gap}  # fmt: skip
+
+
+def non_embedding_params(config) -> int:
+    """Parameters of a causal LM without its token embeddings and output (unembedding) layer.
+
+    Counted on the meta device from the model's configuration alone (a
+    ``transformers`` config object, or a directory or ``config.json`` holding
+    one), so it needs no weights and no memory: Figure 7's x axis comes from
+    the architecture, never from a typed number.
+    """
+    import torch
+    import transformers
+
+    if not isinstance(config, transformers.PretrainedConfig):
+        config = transformers.AutoConfig.from_pretrained(config)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    embedding = {id(p) for p in model.get_input_embeddings().parameters()}
+    output = model.get_output_embeddings()
+    if output is not None:
+        embedding |= {id(p) for p in output.parameters()}
+    seen, total = set(), 0
+    for p in model.parameters():  # tied weights appear once
+        if id(p) not in seen and id(p) not in embedding:
+            total += p.numel()
+        seen.add(id(p))
+    return int(total)
+
+
+def log_linear_fit(x, y) -> dict:
+    """y = slope·log10(x) + intercept by least squares (Figure 7: coefficients against model size)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.size < 3:
+        raise ValueError(f"a log-linear trend needs at least 3 sizes, got {x.size}")
+    reg = scipy.stats.linregress(np.log10(x), y)
+    return {"slope": float(reg.slope), "intercept": float(reg.intercept), "r2": float(reg.rvalue**2),
+            "p_value": float(reg.pvalue), "n": int(x.size)}  # fmt: skip
+
+
+# ---- Section 3.3: covariance and entropy dynamics --------------------------------------------
+
+
+def covariance_dynamics(metrics: pd.DataFrame) -> dict:
+    """How the covariance term tracks the entropy change (Figure 8, left) and its sign.
+
+    Theorem 2 says H(k+1) − H(k) ≈ −η·Cov, so −ΔH and the covariance should
+    rise and fall together: ``pearson_r`` (and its p-value) is their
+    correlation over steps, with ΔH the change from this step to the next
+    (the update a step's batch drives). ``positive_share`` is the share of
+    steps with a positive covariance.
+    """
+    m = metrics.sort_values("step")
+    neg_dH = -(m["entropy"].shift(-1) - m["entropy"])
+    both = pd.DataFrame({"cov": m["cov_all"], "neg_dH": neg_dH}).dropna()
+    if len(both) < 3:
+        raise ValueError(f"need at least 3 steps with covariance and entropy change, got {len(both)}")
+    r, p = scipy.stats.pearsonr(both["cov"], both["neg_dH"])
+    cov = m["cov_all"].dropna()
+    return {"pearson_r": float(r), "p_value": float(p), "n_steps": len(both),
+            "positive_share": float((cov > 0).mean()), "mean_cov": float(cov.mean())}  # fmt: skip
+
+
+def covariance_by_difficulty(metrics: pd.DataFrame) -> dict:
+    """Mean covariance per difficulty group over training (Figure 8, right).
+
+    Groups are prompts whose responses were right ≤1/3 (hard), 1/3–2/3 and
+    >2/3 (easy) of the time. ``hard_below_easy_p`` is a one-sided Wilcoxon
+    signed-rank test over the steps where both the hard and easy groups
+    occur: small means hard prompts carry less covariance than easy ones.
+    """
+    from .metrics import ACC_GROUPS
+
+    means = {g: float(metrics[g].mean()) for g in ACC_GROUPS}
+    paired = metrics[["cov_acc_low", "cov_acc_high"]].dropna()
+    p = math.nan
+    if len(paired) >= 5:
+        p = float(scipy.stats.wilcoxon(paired["cov_acc_low"], paired["cov_acc_high"], alternative="less").pvalue)
+    return {"mean": means, "n_paired_steps": len(paired), "hard_below_easy_p": p}
+
+
+def covariance_distribution(metrics: pd.DataFrame, step: int | None = None) -> pd.Series:
+    """Table 1: mean covariance of the top p% of tokens and of all tokens, at one step.
+
+    ``step`` None takes the first step with a measured covariance (a step whose
+    groups were all filtered out has none), where the policy is still closest
+    to the base model.
+    """
+    from .metrics import COV_TOP
+
+    m = metrics.sort_values("step")
+    m = m.loc[m["cov_all"].notna()] if step is None else m.loc[m["step"] == step]
+    if m.empty:
+        raise ValueError(f"no step with a measured covariance{'' if step is None else f' at step {step}'}")
+    row = m.iloc[0]
+    return row[[*COV_TOP, "cov_all"]].astype(float)
+
+
+# ---- Section 4: entropy treatments -----------------------------------------------------------
+
+
+def final_value(metrics: pd.DataFrame, column: str, last: int = 3) -> float:
+    """Mean of a column over its last ``last`` measured points: the end of a run, less noisy than one step."""
+    values = metrics.sort_values("step")[column].dropna()
+    if values.empty:
+        raise ValueError(f"column {column!r} has no values")
+    return float(values.tail(last).mean())
+
+
+def entropy_stability(metrics: pd.DataFrame) -> float:
+    """Roughness of the entropy curve over the second half of training: the standard deviation
+    of step-to-step changes. Lower is stabler (Section 4.4 compares KL-Cov with Clip-Cov)."""
+    m = metrics.sort_values("step")
+    late = m.loc[m["step"] >= m["step"].max() / 2, "entropy"]
+    return float(late.diff().dropna().std())
+
+
+def benchmark_accuracy(summaries: dict[str, pd.DataFrame], benchmarks: list[str] | None = None) -> pd.DataFrame:
+    """Table 2: accuracy (%) per run and benchmark (avg@n: greedy or the mean over samples) and their mean."""
+    table = pd.DataFrame({run: s.set_index("benchmark")["avg_at_n"] for run, s in summaries.items()}).T * 100.0
+    if benchmarks is not None:
+        table = table[list(benchmarks)]
+    table["Avg."] = table.mean(axis=1)
     return table.rename_axis("run")

@@ -22,27 +22,30 @@ def _path(error) -> str:
     return ".".join(str(p) for p in error.absolute_path) or "<top level>"
 
 
-def _explain(error) -> str:
+def _explain(error, what: str = "config") -> str:
     where = _path(error)
     schema = error.schema
     if error.validator == "additionalProperties":
         allowed = sorted(schema.get("properties", {}))
         extra = sorted(set(error.instance) - set(allowed))
-        return f"config key {where}: unknown key(s) {extra}; allowed keys are {allowed}"
+        return f"{what} key {where}: unknown key(s) {extra}; allowed keys are {allowed}"
     if error.validator == "enum":
-        return f"config key {where}: {error.instance!r} is not allowed; allowed values are {schema['enum']}"
-    if error.validator == "required":
-        return f"config key {where}: {error.message}"
-    return f"config key {where}: {error.message}"
+        return f"{what} key {where}: {error.instance!r} is not allowed; allowed values are {schema['enum']}"
+    return f"{what} key {where}: {error.message}"
+
+
+def validate_against(document: dict, schema_path, what: str) -> dict:
+    """Check ``document`` against a JSON schema file; the error names the deepest offending key."""
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    deepest = max(validator.iter_errors(document), key=lambda e: len(e.absolute_path), default=None)
+    if deepest is not None:
+        raise ConfigError(_explain(jsonschema.exceptions.best_match([deepest]), what))
+    return document
 
 
 def validate(config: dict) -> dict:
-    schema = yaml.safe_load(SCHEMA.read_text())
-    validator = jsonschema.Draft202012Validator(schema)
-    # The deepest error is the most specific one about a nested key.
-    deepest = max(validator.iter_errors(config), key=lambda e: len(e.absolute_path), default=None)
-    if deepest is not None:
-        raise ConfigError(_explain(jsonschema.exceptions.best_match([deepest])))
+    validate_against(config, SCHEMA, "config")
     scale = config["scale"]
     if scale not in config:
         raise ConfigError(f"config key scale: {scale!r} has no section '{scale}:' in the config")
@@ -62,10 +65,10 @@ def check_references(scfg: dict, scale: str) -> None:
             raise ConfigError(
                 f"config key {scale}.runs.{run_id}.treatment: unknown treatment {run['treatment']!r}; treatments are {sorted(treatments)}"
             )
-    for fig, spec in scfg.get("figures", {}).items():
+    for name, spec in scfg.get("artifacts", {}).items():
         for run_id in spec["runs"]:
             if run_id not in runs:
-                raise ConfigError(f"config key {scale}.figures.{fig}.runs: unknown run {run_id!r}; runs are {sorted(runs)}")
+                raise ConfigError(f"config key {scale}.artifacts.{name}.runs: unknown run {run_id!r}; runs are {sorted(runs)}")
     train = scfg["train"]
     if train["ppo_mini_batch_size"] > train["prompts_per_step"]:
         raise ConfigError(f"config key {scale}.train.ppo_mini_batch_size: must not exceed prompts_per_step ({train['prompts_per_step']})")
@@ -82,8 +85,13 @@ def check_references(scfg: dict, scale: str) -> None:
         if arch["num_heads"] % arch.get("num_kv_heads", arch["num_heads"]):
             raise ConfigError(f"config key {scale}.models.{name}.num_kv_heads: must divide num_heads ({arch['num_heads']})")
     benches = scfg["data"]["benchmarks"]
-    for part in ("train", "pretrain"):
-        for name in scfg["data"][part]["from"]:
+    sets = scfg["data"].get("train_sets", {})
+    for run_id, run in runs.items():
+        if "train_data" in run and run["train_data"] not in sets:
+            raise ConfigError(f"config key {scale}.runs.{run_id}.train_data: unknown training set {run['train_data']!r}; sets are {sorted(sets)}")
+    for part in ["train", "pretrain", *(f"train_sets.{name}" for name in sets)]:
+        section = sets[part.split(".", 1)[1]] if part.startswith("train_sets.") else scfg["data"][part]
+        for name in section["from"]:
             if name not in benches:
                 raise ConfigError(f"config key {scale}.data.{part}.from: unknown benchmark {name!r}; benchmarks are {sorted(benches)}")
     for name, bench in scfg["data"]["benchmarks"].items():

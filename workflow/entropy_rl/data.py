@@ -132,6 +132,13 @@ def prepare_mini_data(spec: dict, out_dir: str | Path) -> dict[str, Path]:
     return paths
 
 
+def build_train_set(benchmarks: dict, set_spec: dict, seed: int, benchmark_frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """A further RL training set (Appendix C: the same model on other data), drawn like the default
+    mix from the task families of ``set_spec["from"]``, never a question of the benchmarks given."""
+    held_out = {e["question"] for f in benchmark_frames for e in f["extra_info"]}
+    return build_training_mix(benchmarks, set_spec["from"], set_spec["size"], seed + 1, held_out, "train")
+
+
 def load_verl_parquet(path: str | Path) -> pd.DataFrame:
     frame = pd.read_parquet(path)
     missing = [c for c in VERL_COLUMNS if c not in frame.columns]

@@ -33,8 +33,8 @@ def resolve_run(scale_cfg: dict, run_id: str) -> dict:
         spec.pop("prime", None)
     spec.update(run_id=run_id, model=run["model"], algorithm=run["algorithm"], treatment=run["treatment"])
     model = scale_cfg.get("models", {}).get(run["model"], {})
-    if "train_data" in model:  # paper scale: the data set the run trains on
-        spec["train_data"] = run.get("train_data", model["train_data"])
+    if "train_data" in run or "train_data" in model:  # a named training set (paper scale: always)
+        spec["train_data"] = run.get("train_data", model.get("train_data"))
     return spec
 
 

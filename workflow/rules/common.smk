@@ -5,6 +5,7 @@ import os
 import sys
 from pathlib import Path
 
+from entropy_rl import artifacts
 from entropy_rl import budget
 from entropy_rl import config as config_check
 from entropy_rl import containers
@@ -20,6 +21,7 @@ S = config[SCALE]
 RUNS = sorted(S["runs"])
 MODELS = sorted(S["models"])
 BENCHMARKS = sorted(S["data"]["benchmarks"])
+ARTIFACT_NAMES = [name for name in artifacts.ARTIFACTS if name in S["artifacts"]]
 PKG = os.path.join(workflow.basedir, "workflow", "entropy_rl")
 
 
@@ -62,37 +64,76 @@ def run_model_dir(wildcards):
 
 
 def run_train_data(wildcards):
-    if MINI:
-        return "results/data/train.parquet"
-    return f"results/data/train/{run_spec.resolve_run(S, wildcards.run)['train_data']}.parquet"
+    train_set = run_spec.resolve_run(S, wildcards.run).get("train_data")
+    return "results/data/train.parquet" if train_set is None else f"results/data/train/{train_set}.parquet"
 
 
-def figure_runs(figure):
-    return S["figures"][figure]["runs"]
+def artifact_runs(name):
+    return S["artifacts"][name]["runs"]
 
 
-def run_metrics(figure):
-    return expand("results/runs/{run}/metrics.parquet", run=figure_runs(figure))
+def run_metrics(runs):
+    return expand("results/runs/{run}/metrics.parquet", run=runs)
 
 
 def all_targets():
     targets = expand("results/eval/{run}/summary.parquet", run=RUNS)
-    targets += ["results/analysis/fits.csv"]
-    targets += expand("results/figures/{figure}.pdf", figure=sorted(S["figures"]))
+    targets += ["results/analysis/fits.csv", "results/audit/audit.md"]
+    for name in ARTIFACT_NAMES:
+        targets += artifacts.output_files(name)
     return targets
 
 
-def figure_rule_input(figure):
-    return {"metrics": run_metrics(figure), "code": code("figures", "analysis")}
+def artifact_inputs(name):
+    """Only what the artifact reads: its runs' metrics (or evaluations), their models' configs."""
+    runs = artifact_runs(name)
+    needs = artifacts.ARTIFACTS[name].needs
+    inputs = {"code": code("figures", "tables", "analysis", "artifacts")}
+    if "metrics" in needs:
+        inputs["metrics"] = run_metrics(runs)
+    if "eval" in needs:
+        inputs["summaries"] = expand("results/eval/{run}/summary.parquet", run=runs)
+    if "models" in needs:
+        inputs["models"] = [f"results/models/{S['runs'][r]['model']}" for r in runs]
+    return inputs
 
 
-def figure_params(figure, what):
-    runs = figure_runs(figure)
+def artifact_params(name):
+    runs = artifact_runs(name)
+    specs = {r: run_spec.resolve_run(S, r) for r in runs}
+    labels = {r: run_label(r) for r in runs}
     return {
         "runs": runs,
-        "labels": {r: run_label(r) for r in runs},
-        "caption": f"{SCALE.capitalize()} scale. {what} Runs: {', '.join(runs)}.",
+        "labels": labels,
+        "specs": canonical(specs),
+        "fit_steps": S["analysis"]["early_fit_steps"],
+        "benchmark_names": benchmark_names(),
+        "caption": artifacts.caption(name, SCALE, specs, labels),
     }
+
+
+def audit_params():
+    """Per-run settings and the benchmark facts the audit's tolerances need; never the whole config."""
+    bench = S["data"]["benchmarks"]
+    val = S["train"]["val_protocol"]["n"]
+    return {
+        "scale": SCALE,
+        "runs": RUNS,
+        "models": MODELS,
+        "artifacts": {name: artifact_runs(name) for name in ARTIFACT_NAMES},
+        "specs": canonical({r: run_spec.resolve_run(S, r) for r in RUNS}),
+        "fit_steps": S["analysis"]["early_fit_steps"],
+        # problems per benchmark, and validation samples per benchmark at each validation step
+        "bench_sizes": {b: bench[b]["size"] for b in BENCHMARKS},
+        "val_samples": {b: min(bench[b]["size"], S["train"].get("val_size", bench[b]["size"])) * val for b in BENCHMARKS},
+        "plays": {b: bench[b]["plays"] for b in BENCHMARKS if "plays" in bench[b]},
+    }
+
+
+def benchmark_names():
+    """Column headers: a mini benchmark says which paper benchmark it stands in for."""
+    spec = S["data"]["benchmarks"]
+    return {b: f"{b} ({spec[b]['plays']})" if "plays" in spec[b] else b for b in BENCHMARKS}
 
 
 def run_label(run):
@@ -165,12 +206,12 @@ def requested_runs():
     targets = workflow.dag_settings.targets or {"all"}
     wanted = set()
     for target in targets:
-        if target == "all" or target == "fit_table" or target.endswith("fits.csv"):
+        if target in ("all", "audit", "fit_table") or target.endswith("fits.csv") or target.startswith("results/audit"):
             wanted |= set(RUNS)
         parts = Path(target).parts
         wanted |= {run for run in RUNS if run in parts or Path(target).stem == run}
-        for figure, spec in S.get("figures", {}).items():
-            if figure in target:
+        for name, spec in S["artifacts"].items():
+            if name in target:
                 wanted |= set(spec["runs"])
     return sorted(r for r in wanted if not os.path.exists(f"results/runs/{r}/metrics.parquet"))
 

@@ -9,13 +9,31 @@ if MINI:
             pretrain="results/data/pretrain.parquet",
             benchmarks=bench_files(),
         params:
-            spec=canonical(S["data"]),
+            spec=canonical({k: v for k, v in S["data"].items() if k != "train_sets"}),
         log:
             "results/logs/prepare_mini_data.log",
         container:
             image("analysis")
         script:
             "../scripts/prepare_mini_data.py"
+
+    rule prepare_mini_train_set:
+        """A further training set from other task families, for runs that name it (Appendix C)."""
+        input:
+            benchmarks=bench_files(),
+            code=code("data"),
+        output:
+            "results/data/train/{train_set}.parquet",
+        params:
+            spec=lambda wc: canonical(S["data"]["train_sets"][wc.train_set]),
+            benchmarks=canonical(S["data"]["benchmarks"]),
+            seed=S["data"]["seed"],
+        log:
+            "results/logs/prepare_mini_train_set/{train_set}.log",
+        container:
+            image("analysis")
+        script:
+            "../scripts/prepare_mini_train_set.py"
 
 else:
 

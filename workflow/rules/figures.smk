@@ -1,59 +1,45 @@
-# One rule per paper figure; each asks only for the runs its config entry lists,
-# so `snakemake results/figures/fig12_entropy_accuracy.pdf` trains only those.
+# One rule per paper figure and table, named as in workflow/entropy_rl/artifacts.py. Each asks only
+# for the runs its config entry lists, so `snakemake fig07_coefficients_vs_size` trains only those.
+
+for _name in ARTIFACT_NAMES:
+    if artifacts.ARTIFACTS[_name].kind != "figure":
+        continue
+
+    rule:
+        name:
+            _name
+        input:
+            **artifact_inputs(_name),
+        output:
+            pdf=f"results/figures/{_name}.pdf",
+            png=report(f"results/figures/{_name}.png", caption="../report/artifact.rst", category="Figures"),
+        params:
+            **artifact_params(_name),
+        log:
+            f"results/logs/figures/{_name}.log",
+        container:
+            image("analysis")
+        script:
+            "../scripts/figure.py"
 
 
-rule fig02_cumulative_shares:
-    input:
-        **figure_rule_input("fig02_cumulative_shares"),
-    output:
-        pdf=report("results/figures/fig02_cumulative_shares.pdf", category="Figures"),
-        png=report("results/figures/fig02_cumulative_shares.png", category="Figures"),
-    params:
-        **figure_params(
-            "fig02_cumulative_shares",
-            "Share of entropy consumed and of validation accuracy gained over training (paper Figure 2).",
-        ),
-    log:
-        "results/logs/figures/fig02_cumulative_shares.log",
-    container:
-        image("analysis")
-    script:
-        "../scripts/figure.py"
+for _name in ARTIFACT_NAMES:
+    if artifacts.ARTIFACTS[_name].kind != "table":
+        continue
 
-
-rule fig03_fitted_curves:
-    input:
-        **figure_rule_input("fig03_fitted_curves"),
-    output:
-        pdf=report("results/figures/fig03_fitted_curves.pdf", category="Figures"),
-        png=report("results/figures/fig03_fitted_curves.png", category="Figures"),
-    params:
-        **figure_params(
-            "fig03_fitted_curves",
-            "Validation accuracy against policy entropy with the fit R = -a exp(H) + b (paper Figure 3).",
-        ),
-    log:
-        "results/logs/figures/fig03_fitted_curves.log",
-    container:
-        image("analysis")
-    script:
-        "../scripts/figure.py"
-
-
-rule fig12_entropy_accuracy:
-    input:
-        **figure_rule_input("fig12_entropy_accuracy"),
-    output:
-        pdf=report("results/figures/fig12_entropy_accuracy.pdf", category="Figures"),
-        png=report("results/figures/fig12_entropy_accuracy.png", category="Figures"),
-    params:
-        **figure_params(
-            "fig12_entropy_accuracy",
-            "Policy entropy and validation accuracy over training: GRPO, Clip-Cov and KL-Cov (paper Figure 12).",
-        ),
-    log:
-        "results/logs/figures/fig12_entropy_accuracy.log",
-    container:
-        image("analysis")
-    script:
-        "../scripts/figure.py"
+    rule:
+        name:
+            _name
+        input:
+            **artifact_inputs(_name),
+        output:
+            csv=report(f"results/tables/{_name}.csv", caption="../report/artifact.rst", category="Tables"),
+            md=f"results/tables/{_name}.md",
+        params:
+            **artifact_params(_name),
+        log:
+            f"results/logs/tables/{_name}.log",
+        container:
+            image("analysis")
+        script:
+            "../scripts/table.py"

@@ -1,16 +1,24 @@
-# One script for every figure rule: the rule's name is the plotting function's name.
+# One script for every figure rule: the rule's name is the plotting function's name, and the
+# function receives those of the prepared inputs its signature asks for.
+import inspect
 from pathlib import Path
 
 import pandas as pd
 
-from entropy_rl import figures, logs
+from entropy_rl import analysis, figures, logs
 
 log = logs.setup(snakemake.log[0])
 runs = snakemake.params.runs
-metrics = {run: pd.read_parquet(path) for run, path in zip(runs, snakemake.input.metrics)}
+available = {
+    "labels": snakemake.params.labels,
+    "specs": snakemake.params.specs,
+    "fit_steps": snakemake.params.fit_steps,
+    "caption": snakemake.params.caption,
+}
+if "models" in snakemake.input.keys():
+    available["sizes"] = {run: analysis.non_embedding_params(path) for run, path in zip(runs, snakemake.input.models)}
+    log.info("non-embedding parameters %s", available["sizes"])
 plot = getattr(figures, snakemake.rule)
-stem = str(Path(snakemake.output.pdf).with_suffix(""))
-kwargs = {"caption": snakemake.params.caption}
-if "labels" in plot.__code__.co_varnames:
-    kwargs["labels"] = snakemake.params.labels
-plot(metrics, stem=stem, **kwargs)
+wanted = inspect.signature(plot).parameters
+metrics = {run: pd.read_parquet(path) for run, path in zip(runs, snakemake.input.metrics)}
+plot(metrics, stem=str(Path(snakemake.output.pdf).with_suffix("")), **{k: v for k, v in available.items() if k in wanted})

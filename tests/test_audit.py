@@ -1,0 +1,230 @@
+"""The claims ledger, the artifact catalogue and the audit's measurements and verdicts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from entropy_rl import analysis, artifacts, audit, config, figures, tables
+
+ROOT = Path(__file__).resolve().parents[1]
+LEDGER = yaml.safe_load((ROOT / "claims.yaml").read_text())
+SCHEMA = ROOT / "workflow" / "schemas" / "claims.schema.yaml"
+
+
+# ---- the ledger and the catalogue -------------------------------------------------------------
+
+
+def test_ledger_is_valid_and_cross_references_hold():
+    config.validate_against(LEDGER, SCHEMA, "claims.yaml")
+    audit.check_ledger(LEDGER)
+
+
+def test_ledger_errors_name_the_claim():
+    bad = {**LEDGER, "claims": [{**LEDGER["claims"][0], "measure": {"fn": "nope", "artifact": "fig02_cumulative_shares"}}]}
+    with pytest.raises(ValueError, match=r"claim 'shares/entropy-1-12': unknown measure.fn 'nope'"):
+        audit.check_ledger(bad)
+    missing = {**LEDGER, "claims": [{k: v for k, v in LEDGER["claims"][0].items() if k != "source"}]}
+    with pytest.raises(config.ConfigError, match="claims.yaml key claims.0: 'source' is a required property"):
+        config.validate_against(missing, SCHEMA, "claims.yaml")
+
+
+def test_ledger_holds_the_papers_headline_numbers():
+    paper = {c["id"]: c["paper"] for c in LEDGER["claims"]}
+    assert (paper["shares/entropy-1-12"], paper["shares/performance-1-12"]) == (73, 76)
+    assert (paper["shares/entropy-1-3"], paper["shares/performance-1-3"]) == (94, 93)
+    assert (paper["prediction/rmse-math"], paper["prediction/rmse-code"]) == (0.9, 1.2)
+    assert (paper["prediction/final-math"], paper["prediction/final-code"]) == (0.5, 1.9)
+    assert (paper["cov-methods/gain-7b"], paper["cov-methods/gain-32b"]) == (2.0, 6.4)
+    rows = LEDGER["table2"]["rows"]
+    assert len(rows) == 2 and all(len(methods) == 4 for methods in rows.values())
+
+
+def test_paper_gains_follow_from_its_table2():
+    """The +2.0 / +6.4 of Section 4.3 are KL-Cov's Avg. minus GRPO's in the ledger's Table 2."""
+    rows = LEDGER["table2"]["rows"]
+    avg = LEDGER["table2"]["columns"].index("Avg.")
+    for model, gain in (("Qwen2.5-7B", 2.0), ("Qwen2.5-32B", 6.4)):
+        best = max(rows[model]["Clip-Cov"][avg], rows[model]["KL-Cov"][avg])
+        assert best - rows[model]["GRPO"][avg] == pytest.approx(gain)
+
+
+def test_catalogue_matches_schema_and_plotting_functions():
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    assert set(schema["$defs"]["artifacts"]["properties"]) == set(artifacts.ARTIFACTS)
+    for name in artifacts.FIGURES:
+        assert callable(getattr(figures, name)), name
+    for name in artifacts.TABLES:
+        assert callable(getattr(tables, name)), name
+
+
+def test_caption_names_scale_runs_and_settings():
+    base = {"steps": 60, "prompts_per_step": 32, "rollout_n": 8, "lr": 3e-4, "temperature": 1.0, "val_every": 5, "algorithm": "grpo",
+            "loss": {"loss_mode": "vanilla", "clip_ratio_low": 0.2, "clip_ratio_high": 0.2, "entropy_coeff": 0.0, "kl_loss_coef": 0.0}}  # fmt: skip
+    kl = {**base, "loss": {**base["loss"], "loss_mode": "kl_cov", "kl_cov_ratio": 0.1, "ppo_kl_coef": 1.0}}
+    text = artifacts.caption("fig11_covariance_methods", "mini", {"g": base, "k": kl}, {"g": "GRPO run", "k": "KL run"})
+    assert text.startswith("Mini scale. GRPO, Clip-higher")
+    assert "60 steps of 32 prompts x 8 responses, lr 0.0003" in text
+    assert "GRPO run: GRPO" in text and "KL run: GRPO, KL-Cov ratio 0.1, coefficient 1" in text
+
+
+def spec(loss_mode="vanilla", low=0.2, high=0.2, ent=0.0, kl=0.0, algorithm="grpo", model="m", **loss):
+    return {"algorithm": algorithm, "model": model,
+            "loss": {"loss_mode": loss_mode, "clip_ratio_low": low, "clip_ratio_high": high, "entropy_coeff": ent, "kl_loss_coef": kl, **loss}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("run_spec", "name"),
+    [
+        (spec(), "GRPO"),
+        (spec(algorithm="rloo"), "RLOO"),
+        (spec(high=0.28), "Clip-higher"),
+        (spec("clip_cov", 1.0, 1.0), "Clip-Cov"),
+        (spec("kl_cov"), "KL-Cov"),
+        (spec(ent=0.01), "Entropy loss"),
+        (spec(kl=0.1), "Reference KL"),
+    ],
+)
+def test_method_names(run_spec, name):
+    assert audit.method(run_spec) == name
+
+
+# ---- measurements and verdicts on synthetic runs ----------------------------------------------
+
+
+def run_metrics(n=60, tau=10.0, a=0.3, b=1.0, h_end=0.1, cov_sign=1.0, seed=0, length_growth=0.2):
+    rng = np.random.default_rng(seed)
+    step = np.arange(n)
+    entropy = h_end + (1.0 - h_end) * np.exp(-step / tau) + rng.normal(0, 0.002, n)
+    val = step % 5 == 0
+    acc = {f"val_acc/{bench}": np.where(val, np.clip(analysis.entropy_law(entropy, a, b) + rng.normal(0, 0.01, n), 0, 1), np.nan)
+           for bench in ("x", "y")}  # fmt: skip
+    cov = cov_sign * (0.02 + 0.1 * np.exp(-step / tau))
+    frame = pd.DataFrame({"step": step, "entropy": entropy, "response_length": 10 + length_growth * step, "cov_all": cov, **acc,
+                          "cov_acc_low": 0.5 * cov, "cov_acc_mid": cov, "cov_acc_high": 1.5 * cov})  # fmt: skip
+    for col, k in {"cov_top0.02": 50, "cov_top0.2": 20, "cov_top2": 8, "cov_top20": 2, "cov_top50": 1.2}.items():
+        frame[col] = k * cov
+    frame["val_acc"] = frame[["val_acc/x", "val_acc/y"]].mean(axis=1, skipna=False)
+    return frame
+
+
+def make_study(tmp_path, runs: dict[str, tuple[dict, pd.DataFrame, dict]], artifact_runs: dict, scale="mini") -> audit.Study:
+    """runs: id -> (spec, metrics, {benchmark: accuracy})."""
+    metrics, summaries = {}, {}
+    for run, (_, frame, accs) in runs.items():
+        metrics[run] = tmp_path / f"{run}.metrics.parquet"
+        frame.to_parquet(metrics[run])
+        summaries[run] = tmp_path / f"{run}.summary.parquet"
+        pd.DataFrame({"benchmark": list(accs), "avg_at_n": list(accs.values())}).to_parquet(summaries[run])
+    return audit.Study(
+        scale=scale, artifacts=artifact_runs, specs={r: v[0] for r, v in runs.items()},
+        metrics_paths={r: str(p) for r, p in metrics.items()}, summary_paths={r: str(p) for r, p in summaries.items()},
+        model_paths={}, val_samples={"x": 400, "y": 400}, bench_sizes={"x": 500, "y": 500},
+        bench_roles={"AIME24": "x", "MATH-500": "y"}, model_roles={"Qwen2.5-7B": "m"}, fit_steps=20,
+    )  # fmt: skip
+
+
+def claim(fn, kind="qualitative", paper="text", **measure):
+    return {"id": fn, "claim": fn, "source": "test", "kind": kind, "paper": paper, "measure": {"fn": fn, **measure},
+            "test": "t", "tolerance": {"why": "w"}}  # fmt: skip
+
+
+def test_shares_number_is_not_comparable_at_mini_and_judged_at_paper(tmp_path):
+    runs = {f"r{i}": (spec(), run_metrics(seed=i, tau=8 + 2 * i), {"x": 0.5, "y": 0.5}) for i in range(4)}
+    c = claim("cumulative_share", kind="number", paper=73, artifact="fig02", quantity="entropy", at=1 / 12)
+    mini = audit.judge(c, make_study(tmp_path, runs, {"fig02": list(runs)}))
+    assert mini["verdict"] == audit.NOT_COMPARABLE and "paper scale" in mini["why"]
+    measured = mini["measured"]
+    assert 0 < measured < 100
+    lo, hi = (float(v) for v in mini["tolerance"].split("]")[0].strip("[").split(", "))
+    assert lo <= measured <= hi
+    paper_scale = make_study(tmp_path, runs, {"fig02": list(runs)}, scale="paper")
+    assert audit.judge({**c, "paper": round(measured)}, paper_scale)["verdict"] == audit.REPRODUCED
+    assert audit.judge({**c, "paper": 5}, paper_scale)["verdict"] == audit.NOT_REPRODUCED
+
+
+def test_missing_artifact_and_missing_paper_value_are_not_comparable(tmp_path):
+    runs = {"r": (spec(), run_metrics(), {"x": 0.5, "y": 0.5})}
+    study = make_study(tmp_path, runs, {"fig08": ["r"]}, scale="paper")
+    row = audit.judge(claim("law_fits_within_noise", artifact="fig04_code_fits"), study)
+    assert row["verdict"] == audit.NOT_COMPARABLE and "no runs for fig04_code_fits" in row["why"]
+    row = audit.judge({**claim("covariance_group", kind="number", paper=None, artifact="fig08", group="cov_all"), "paper_note": "lost"}, study)
+    assert row["verdict"] == audit.NOT_COMPARABLE and row["why"] == "lost"
+    assert row["measured"] == pytest.approx(0.12)
+
+
+def test_covariance_claims_flip_with_the_data(tmp_path):
+    good = make_study(tmp_path, {"r": (spec(), run_metrics(), {"x": 0.5})}, {"fig08": ["r"]})
+    assert audit.judge(claim("covariance_positive", artifact="fig08", share=0.9), good)["verdict"] == audit.REPRODUCED
+    assert audit.judge(claim("covariance_by_difficulty", artifact="fig08"), good)["verdict"] == audit.REPRODUCED
+    assert audit.judge(claim("covariance_outliers", artifact="fig08", ratio=10), good)["verdict"] == audit.REPRODUCED
+    bad = make_study(tmp_path, {"r": (spec(), run_metrics(cov_sign=-1.0), {"x": 0.5})}, {"fig08": ["r"]})
+    assert audit.judge(claim("covariance_positive", artifact="fig08", share=0.9), bad)["verdict"] == audit.NOT_REPRODUCED
+    assert audit.judge(claim("covariance_by_difficulty", artifact="fig08"), bad)["verdict"] == audit.NOT_REPRODUCED
+
+
+def test_law_fit_test_rejects_a_run_that_does_not_follow_the_law(tmp_path):
+    follows = make_study(tmp_path, {"r": (spec(), run_metrics(), {"x": 0.5})}, {"fig03": ["r"]})
+    assert audit.judge(claim("law_fits_within_noise", artifact="fig03"), follows)["verdict"] == audit.REPRODUCED
+    frame = run_metrics()
+    val = frame["val_acc"].notna()
+    for col in ("val_acc/x", "val_acc/y", "val_acc"):  # accuracy zig-zags regardless of entropy
+        frame.loc[val, col] = np.tile([0.2, 0.6], val.sum())[: val.sum()]
+    breaks = make_study(tmp_path, {"r": (spec(), frame, {"x": 0.5})}, {"fig03": ["r"]})
+    assert audit.judge(claim("law_fits_within_noise", artifact="fig03"), breaks)["verdict"] == audit.NOT_REPRODUCED
+
+
+def test_treatment_claims_compare_with_the_same_models_grpo(tmp_path):
+    runs = {
+        "grpo": (spec(), run_metrics(h_end=0.1), {"x": 0.40, "y": 0.40}),
+        "clip": (spec("clip_cov", 1.0, 1.0, clip_cov_ratio=0.01), run_metrics(h_end=0.3, seed=1), {"x": 0.50, "y": 0.50}),
+        "kl": (spec("kl_cov", ppo_kl_coef=1.0), run_metrics(h_end=0.4, seed=2), {"x": 0.45, "y": 0.45}),
+        "ent": (spec(ent=0.01), run_metrics(h_end=0.6, seed=3), {"x": 0.41, "y": 0.40}),
+    }
+    study = make_study(tmp_path, runs, {"t": list(runs)})
+    assert audit.judge(claim("treatment_entropy_above_baseline", artifact="t", methods=["Clip-Cov", "KL-Cov"]), study)["verdict"] == audit.REPRODUCED
+    assert audit.judge(claim("accuracy_vs_baseline", artifact="t", methods=["Clip-Cov", "KL-Cov"], direction="higher"), study)["verdict"] == audit.REPRODUCED
+    assert audit.judge(claim("accuracy_vs_baseline", artifact="t", methods=["Entropy loss"], direction="not_higher"), study)["verdict"] == audit.REPRODUCED
+    assert audit.judge(claim("accuracy_vs_baseline", artifact="t", methods=["Clip-Cov"], direction="lower"), study)["verdict"] == audit.NOT_REPRODUCED
+    assert audit.judge(claim("entropy_rises_with", artifact="t", parameter="entropy_coeff", method_name="Entropy loss"), study)["verdict"] == audit.REPRODUCED
+    gain = audit.judge(claim("best_gain_over_grpo", kind="number", paper=10.0, artifact="t", model="Qwen2.5-7B"), study)
+    assert gain["measured"] == pytest.approx(10.0)
+
+
+def test_paper_table2_average_is_not_the_plain_mean_of_its_cells():
+    row = audit.consistency_rows(LEDGER)[0]
+    assert row["verdict"] == audit.NOT_REPRODUCED
+    means = {name: (reported, mean) for name, reported, mean in audit.table2_row_means(LEDGER["table2"])}
+    reported, mean = means["Qwen2.5-7B GRPO"]
+    assert reported == 38.6 and mean == pytest.approx(273.6 / 7)
+
+
+def test_reports_render_every_row(tmp_path):
+    runs = {"r": (spec(), run_metrics(), {"x": 0.5})}
+    study = make_study(tmp_path, runs, {"fig08_covariance": ["r"], "table01_covariance_distribution": ["r"]})
+    table = audit.run_audit(LEDGER, study)
+    assert len(table) == len(audit.expand_ledger(LEDGER)) + 1
+    counts = audit.verdict_counts(table)
+    assert sum(counts.values()) == len(table) and counts[audit.REPRODUCED] >= 3
+    md = audit.to_markdown(table, "mini")
+    assert md.count("\n| ") == len(table) + 1
+    html = audit.to_html(table, "mini")
+    assert html.count("<tr style=") == len(table)
+
+
+# ---- tables -------------------------------------------------------------------------------------
+
+
+def test_table01_and_table02_written_as_csv_and_markdown(tmp_path):
+    t1 = tables.table01_covariance_distribution({"r": run_metrics()}, labels={"r": "Run"})
+    assert list(t1.index) == ["Top 0.02%", "Top 0.2%", "Top 2%", "Top 20%", "Top 50%", "All"]
+    assert t1.loc["All", "Run, first step"] == pytest.approx(0.12)
+    summaries = {"a": pd.DataFrame({"benchmark": ["x", "y"], "avg_at_n": [0.5, 0.3]})}
+    t2 = tables.table02_benchmarks(summaries, labels={"a": "GRPO"}, benchmark_names={"x": "x (AIME 2024)", "y": "y"})
+    assert list(t2.columns) == ["x (AIME 2024)", "y", "Avg."] and t2.loc["GRPO", "Avg."] == pytest.approx(40.0)
+    csv, md = tables.write(t2, tmp_path / "table02", "Caption here.")
+    assert pd.read_csv(csv, index_col=0).loc["GRPO", "y"] == pytest.approx(30.0)
+    assert md.read_text().startswith("Caption here.\n\n| Method")

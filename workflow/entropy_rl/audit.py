@@ -1,0 +1,597 @@
+"""The audit: every claim of the ledger (``claims.yaml``) beside what this run measured, with a verdict.
+
+A claim names a measurement (a function registered here with ``@measurement``)
+and the artifact whose runs it reads, so the audit measures exactly the runs a
+figure or table draws. Verdicts:
+
+* ``reproduced`` / ``not reproduced``: a qualitative claim's test, at any
+  scale; a number within / outside its tolerance, at paper scale.
+* ``not comparable at this scale``: a number at mini scale (the measured
+  analogue is still shown), a claim whose runs this scale does not have, or a
+  paper value missing from the project's copy of the paper. The reason is given.
+
+Tolerances come from the ledger and are statistical (a confidence interval
+over runs, binomial noise of a benchmark of that size), never fitted to a
+result.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import scipy.stats
+
+from . import analysis
+
+REPRODUCED, NOT_REPRODUCED, NOT_COMPARABLE = "reproduced", "not reproduced", "not comparable at this scale"
+Z95 = scipy.stats.norm.ppf(0.975)
+
+
+class NotComparable(Exception):
+    """The measurement cannot be made at this scale; the message says why."""
+
+
+@dataclass
+class Study:
+    """What the audit reads: run outputs and the per-run settings, loaded lazily."""
+
+    scale: str
+    artifacts: dict[str, list[str]]  # artifact -> runs
+    specs: dict[str, dict]  # run -> resolved run spec
+    metrics_paths: dict[str, str]
+    summary_paths: dict[str, str]
+    model_paths: dict[str, str]  # model -> directory holding its config.json
+    val_samples: dict[str, int]  # benchmark -> validation samples per validation point
+    bench_sizes: dict[str, int]  # benchmark -> problems
+    bench_roles: dict[str, str]  # the paper's benchmark name -> this scale's benchmark
+    model_roles: dict[str, str]  # the paper's model name -> this scale's model
+    fit_steps: int
+    _cache: dict = field(default_factory=dict)
+
+    def runs(self, artifact: str) -> list[str]:
+        if artifact not in self.artifacts:
+            raise NotComparable(f"this scale has no runs for {artifact}")
+        return self.artifacts[artifact]
+
+    def metrics(self, run: str) -> pd.DataFrame:
+        key = ("metrics", run)
+        if key not in self._cache:
+            self._cache[key] = pd.read_parquet(self.metrics_paths[run])
+        return self._cache[key]
+
+    def summary(self, run: str) -> pd.DataFrame:
+        key = ("summary", run)
+        if key not in self._cache:
+            self._cache[key] = pd.read_parquet(self.summary_paths[run])
+        return self._cache[key]
+
+    def size(self, run: str) -> int:
+        model = self.specs[run]["model"]
+        key = ("size", model)
+        if key not in self._cache:
+            self._cache[key] = analysis.non_embedding_params(self.model_paths[model])
+        return self._cache[key]
+
+    def method(self, run: str) -> str:
+        return method(self.specs[run])
+
+    def test_average(self, run: str) -> float:
+        """Mean test accuracy over benchmarks (%), Table 2's Avg."""
+        return float(analysis.benchmark_accuracy({run: self.summary(run)}).loc[run, "Avg."])
+
+
+def method(spec: dict) -> str:
+    """The paper's name for what a run does to the loss: GRPO, Clip-higher, Clip-Cov, KL-Cov, Entropy loss, Reference KL."""
+    loss = spec["loss"]
+    if loss["loss_mode"] == "clip_cov":
+        return "Clip-Cov"
+    if loss["loss_mode"] == "kl_cov":
+        return "KL-Cov"
+    if loss["entropy_coeff"]:
+        return "Entropy loss"
+    if loss["kl_loss_coef"]:
+        return "Reference KL"
+    if loss["clip_ratio_high"] > loss["clip_ratio_low"]:
+        return "Clip-higher"
+    return {"grpo": "GRPO", "rloo": "RLOO", "reinforce_plus_plus": "REINFORCE++", "prime": "PRIME"}[spec["algorithm"]]
+
+
+@dataclass
+class Measured:
+    value: float | str
+    how: str  # exactly what was computed, on which runs
+    holds: bool | None = None  # a qualitative test's outcome
+    interval: tuple[float, float] | None = None  # a number's acceptance interval, when it comes from the data
+
+
+MEASUREMENTS: dict[str, Callable[..., Measured]] = {}
+
+
+def measurement(fn):
+    MEASUREMENTS[fn.__name__] = fn
+    return fn
+
+
+# ---- measurements -----------------------------------------------------------------------------
+
+
+def _bootstrap(stat, items: list, n: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """95% percentile interval of ``stat`` over resamples of ``items`` (runs) with replacement."""
+    rng = np.random.default_rng(seed)
+    values = []
+    for _ in range(n):
+        pick = [items[i] for i in rng.integers(0, len(items), len(items))]
+        try:
+            values.append(stat(pick))
+        except (ValueError, ZeroDivisionError):
+            continue
+    values = np.asarray([v for v in values if np.isfinite(v)])
+    return float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))
+
+
+@measurement
+def cumulative_share(study: Study, artifact: str, quantity: str, at: float) -> Measured:
+    """Pooled share (%) of the entropy drop or accuracy gain reached at a fraction of training, with a
+    bootstrap interval over runs (the paper pools its runs the same way)."""
+    runs = study.runs(artifact)
+    column = {"entropy": "entropy_share", "performance": "perf_share"}[quantity]
+
+    def stat(picked):
+        shares = analysis.pooled_shares({f"{i}:{r}": study.metrics(r) for i, r in enumerate(picked)})
+        return 100 * analysis.share_at(shares, at)[column == "perf_share"]
+
+    value = stat(runs)
+    return Measured(value, f"analysis.pooled_shares over {len(runs)} runs of {artifact}, first validation step at or after {at:.3g} of training",
+                    interval=_bootstrap(stat, runs))  # fmt: skip
+
+
+@measurement
+def front_loaded(study: Study, artifact: str, at: float, share: float) -> Measured:
+    """Both pooled shares at fraction ``at`` of training reach ``share``."""
+    runs = study.runs(artifact)
+    pooled = analysis.pooled_shares({r: study.metrics(r) for r in runs})
+    h, r = analysis.share_at(pooled, at)
+    return Measured(f"entropy {100 * h:.0f}%, accuracy {100 * r:.0f}%", f"pooled shares over {len(runs)} runs of {artifact} at {at:.3g} of training",
+                    holds=bool(h >= share and r >= share))  # fmt: skip
+
+
+def _val_noise(study: Study, metrics: pd.DataFrame) -> np.ndarray:
+    """Binomial standard error of each validation point's macro-averaged accuracy."""
+    pts = metrics.loc[metrics["val_acc"].notna()].sort_values("step")
+    var = np.zeros(len(pts))
+    benches = [b for b in study.val_samples if f"val_acc/{b}" in pts]
+    for b in benches:
+        p = pts[f"val_acc/{b}"].to_numpy()
+        var += p * (1 - p) / study.val_samples[b]
+    return np.sqrt(var) / len(benches)
+
+
+@measurement
+def law_fits_within_noise(study: Study, artifact: str) -> Measured:
+    """Every run's residuals from R = -a exp(H) + b are consistent with validation sampling noise:
+    chi-square = sum(residual^2 / SE^2) on n - 2 degrees of freedom, Bonferroni over runs."""
+    runs = study.runs(artifact)
+    pvals, r2 = {}, {}
+    for run in runs:
+        m = study.metrics(run)
+        pts = analysis.validation_points(m)
+        fit = analysis.fit_entropy_law(pts["entropy"], pts["R"])
+        resid = pts["R"] - analysis.entropy_law(pts["entropy"], fit["a"], fit["b"])
+        se = np.maximum(_val_noise(study, m), 1e-6)
+        chi2 = float(np.sum((resid.to_numpy() / se) ** 2))
+        pvals[run] = float(scipy.stats.chi2.sf(chi2, len(pts) - 2))
+        r2[run] = fit["r2"]
+    worst = min(pvals, key=pvals.get)
+    return Measured(f"smallest p = {pvals[worst]:.3g} ({worst}); R² {min(r2.values()):.2f}–{max(r2.values()):.2f}",
+                    f"chi-square of each fit's residuals against binomial validation noise, {len(runs)} runs of {artifact}",
+                    holds=bool(min(pvals.values()) >= 0.05 / len(runs)))  # fmt: skip
+
+
+def _train_data(study: Study, run: str) -> str:
+    return study.specs[run].get("train_data", "train")
+
+
+def _select(study: Study, artifact: str, task: str | None) -> list[str]:
+    runs = study.runs(artifact)
+    if task is None:
+        return runs
+    picked = [r for r in runs if (_train_data(study, r) == "code") == (task == "code")]
+    if not picked:
+        raise NotComparable(f"{artifact} has no {task} runs at this scale")
+    return picked
+
+
+@measurement
+def early_prediction_error(study: Study, artifact: str, quantity: str, task: str | None = None) -> Measured:
+    """Mean over runs of the early-fit prediction RMSE or final-point error (accuracy points), with a
+    95% t-interval over runs."""
+    runs = _select(study, artifact, task)
+    table = analysis.early_prediction_summary({r: study.metrics(r) for r in runs}, study.fit_steps)
+    values = table[{"rmse": "rmse_pct", "final": "final_error_pct"}[quantity]].dropna().to_numpy()
+    mean = float(values.mean())
+    half = float(scipy.stats.t.ppf(0.975, len(values) - 1) * values.std(ddof=1) / math.sqrt(len(values))) if len(values) > 1 else math.inf
+    return Measured(mean, f"analysis.early_prediction fitted on steps <= {study.fit_steps}, mean over {len(values)} runs of {artifact}",
+                    interval=(mean - half, mean + half))  # fmt: skip
+
+
+@measurement
+def shared_coefficients(study: Study, artifact: str, expect: str = "shared") -> Measured:
+    """F-test of one (a, b) for all runs against one per run. ``expect`` "shared" holds when p >= 0.05
+    (no evidence the runs differ); "different" holds when p < 0.05."""
+    runs = study.runs(artifact)
+    if len(runs) < 2:
+        raise NotComparable(f"{artifact} has fewer than 2 runs at this scale")
+    test = analysis.shared_coefficients_test({r: study.metrics(r) for r in runs})
+    coefs = ", ".join(f"{r} a={f['a']:.2f} b={f['b']:.2f}" for r, f in test["per_run"].items())
+    holds = test["p_value"] >= 0.05 if expect == "shared" else test["p_value"] < 0.05
+    return Measured(f"p = {test['p_value']:.3g}; largest curve gap {test['max_curve_gap_pct']:.1f} points ({coefs})",
+                    f"analysis.shared_coefficients_test over {len(runs)} runs of {artifact}", holds=bool(holds))  # fmt: skip
+
+
+@measurement
+def log_linear_in_size(study: Study, artifact: str, coefficient: str) -> Measured:
+    """The coefficient's least-squares slope in log10(non-embedding parameters) differs from zero (p < 0.05),
+    in every training set of the artifact with 3 or more sizes."""
+    runs = study.runs(artifact)
+    series: dict[str, list[str]] = {}
+    for r in runs:
+        series.setdefault(_train_data(study, r), []).append(r)
+    parts, holds = [], True
+    for data, members in series.items():
+        if len(members) < 3:
+            continue
+        x = [study.size(r) for r in members]
+        y = [analysis.fit_run(study.metrics(r))[coefficient] for r in members]
+        fit = analysis.log_linear_fit(x, y)
+        parts.append(f"{data}: slope {fit['slope']:+.3f} per decade, R² {fit['r2']:.2f}, p {fit['p_value']:.3g}")
+        holds &= fit["p_value"] < 0.05
+    if not parts:
+        raise NotComparable(f"{artifact} has no training set with 3 or more model sizes")
+    return Measured("; ".join(parts), f"analysis.log_linear_fit of {coefficient} against non-embedding parameters, runs of {artifact}", holds=bool(holds))
+
+
+@measurement
+def covariance_tracks_entropy(study: Study, artifact: str) -> Measured:
+    run = study.runs(artifact)[0]
+    d = analysis.covariance_dynamics(study.metrics(run))
+    return Measured(f"r = {d['pearson_r']:.2f} (p = {d['p_value']:.3g}, {d['n_steps']} steps)",
+                    f"analysis.covariance_dynamics on {run}: Pearson correlation of cov_all with -(H[t+1] - H[t])",
+                    holds=bool(d["pearson_r"] > 0 and d["p_value"] < 0.05))  # fmt: skip
+
+
+@measurement
+def covariance_positive(study: Study, artifact: str, share: float) -> Measured:
+    run = study.runs(artifact)[0]
+    d = analysis.covariance_dynamics(study.metrics(run))
+    return Measured(f"{100 * d['positive_share']:.0f}% of steps", f"share of steps of {run} with cov_all > 0",
+                    holds=bool(d["positive_share"] >= share))  # fmt: skip
+
+
+@measurement
+def covariance_by_difficulty(study: Study, artifact: str) -> Measured:
+    run = study.runs(artifact)[0]
+    d = analysis.covariance_by_difficulty(study.metrics(run))
+    means = ", ".join(f"{k.removeprefix('cov_acc_')} {v:.3g}" for k, v in d["mean"].items())
+    return Measured(f"mean covariance {means}; one-sided Wilcoxon p = {d['hard_below_easy_p']:.3g}",
+                    f"analysis.covariance_by_difficulty on {run} over {d['n_paired_steps']} steps with both groups",
+                    holds=bool(d["hard_below_easy_p"] < 0.05))  # fmt: skip
+
+
+@measurement
+def covariance_group(study: Study, artifact: str, group: str) -> Measured:
+    run = study.runs(artifact)[0]
+    return Measured(float(analysis.covariance_distribution(study.metrics(run))[group]), f"{group} of {run} at its first step with a measured covariance")
+
+
+@measurement
+def covariance_outliers(study: Study, artifact: str, ratio: float) -> Measured:
+    run = study.runs(artifact)[0]
+    dist = analysis.covariance_distribution(study.metrics(run))
+    r = float(dist["cov_top0.02"] / dist["cov_all"])
+    return Measured(f"top 0.02% / all = {r:.1f}", f"Table 1 columns of {run} at its first step with a measured covariance", holds=bool(r >= ratio))
+
+
+def _baseline(study: Study, runs: list[str], model: str | None = None) -> str:
+    base = [r for r in runs if study.method(r) == "GRPO" and (model is None or study.specs[r]["model"] == model)]
+    if len(base) != 1:
+        raise NotComparable(f"expected one GRPO baseline among {runs}, found {base}")
+    return base[0]
+
+
+def _final_entropy(study: Study, run: str) -> float:
+    m = study.metrics(run)
+    return analysis.final_value(m, "entropy", last=max(3, len(m) // 10))
+
+
+@measurement
+def entropy_rises_with(study: Study, artifact: str, parameter: str, method_name: str) -> Measured:
+    """Final entropy (mean of the last 10% of steps) strictly increases with a treatment parameter;
+    the GRPO baseline enters at 0 when the parameter is a coefficient of an added loss term."""
+    runs = study.runs(artifact)
+    points = [(study.specs[r]["loss"][parameter], _final_entropy(study, r)) for r in runs if study.method(r) == method_name]
+    if parameter in ("entropy_coeff", "kl_loss_coef"):
+        points.append((0.0, _final_entropy(study, _baseline(study, runs))))
+    if len(points) < 2:
+        raise NotComparable(f"{artifact} has fewer than 2 {method_name} settings")
+    points.sort()
+    holds = all(b[1] > a[1] for a, b in itertools.pairwise(points))
+    return Measured(", ".join(f"{p:g}: {h:.3f}" for p, h in points), f"final entropy (last 10% of steps) per {parameter}, runs of {artifact}", holds=bool(holds))
+
+
+@measurement
+def treatment_entropy_above_baseline(study: Study, artifact: str, methods: list[str]) -> Measured:
+    """Every run of ``methods`` ends with more entropy than the GRPO run of the same model."""
+    runs = study.runs(artifact)
+    parts, holds = [], True
+    for r in runs:
+        if study.method(r) in methods:
+            base = _baseline(study, runs, study.specs[r]["model"])
+            h, h0 = _final_entropy(study, r), _final_entropy(study, base)
+            parts.append(f"{study.method(r)} {h:.3f} vs {h0:.3f}")
+            holds &= h > h0
+    if not parts:
+        raise NotComparable(f"{artifact} has no {methods} runs")
+    return Measured("; ".join(parts), f"final entropy (last 10% of steps) against the same model's GRPO run, runs of {artifact}", holds=bool(holds))
+
+
+def _avg_se(study: Study, run: str) -> float:
+    """Binomial standard error (points) of a run's benchmark mean, from each benchmark's problem count."""
+    s = study.summary(run).set_index("benchmark")
+    var = sum(p * (1 - p) / study.bench_sizes[b] for b, p in s["avg_at_n"].items())
+    return 100 * math.sqrt(var) / len(s)
+
+
+@measurement
+def accuracy_vs_baseline(study: Study, artifact: str, methods: list[str], direction: str) -> Measured:
+    """Each run of ``methods`` against the same model's GRPO run on the test benchmarks' mean.
+
+    ``direction`` "higher": every run scores above GRPO. "lower": every run scores below. "not_higher":
+    no run beats GRPO by more than 1.96 standard errors of the difference (binomial, per benchmark size).
+    """
+    runs = study.runs(artifact)
+    parts, holds = [], True
+    for r in runs:
+        if study.method(r) not in methods:
+            continue
+        base = _baseline(study, runs, study.specs[r]["model"])
+        diff = study.test_average(r) - study.test_average(base)
+        se = math.hypot(_avg_se(study, r), _avg_se(study, base))
+        parts.append(f"{r} {diff:+.1f} ± {Z95 * se:.1f}")
+        holds &= {"higher": diff > 0, "lower": diff < 0, "not_higher": diff <= Z95 * se}[direction]
+    if not parts:
+        raise NotComparable(f"{artifact} has no {methods} runs")
+    return Measured("; ".join(parts), f"test-set mean accuracy minus the same model's GRPO run (points), runs of {artifact}", holds=bool(holds))
+
+
+@measurement
+def kl_cov_stabler(study: Study, artifact: str) -> Measured:
+    """Per model, KL-Cov's entropy curves are smoother (late step-to-step changes, averaged over its
+    settings) than Clip-Cov's."""
+    by_model: dict[str, dict[str, list[float]]] = {}
+    for r in study.runs(artifact):
+        if study.method(r) in ("Clip-Cov", "KL-Cov"):
+            by_model.setdefault(study.specs[r]["model"], {}).setdefault(study.method(r), []).append(analysis.entropy_stability(study.metrics(r)))
+    pairs = {m: {k: float(np.mean(v)) for k, v in d.items()} for m, d in by_model.items() if len(d) == 2}
+    if not pairs:
+        raise NotComparable(f"{artifact} has no model with both Clip-Cov and KL-Cov")
+    value = "; ".join(f"{m}: KL-Cov {v['KL-Cov']:.4f} vs Clip-Cov {v['Clip-Cov']:.4f}" for m, v in pairs.items())
+    return Measured(value, f"analysis.entropy_stability (std of entropy changes, second half), mean per method, runs of {artifact}",
+                    holds=all(v["KL-Cov"] < v["Clip-Cov"] for v in pairs.values()))  # fmt: skip
+
+
+@measurement
+def response_length_grows(study: Study, artifact: str, methods: list[str]) -> Measured:
+    runs = [r for r in study.runs(artifact) if study.method(r) in methods]
+    if not runs:
+        raise NotComparable(f"{artifact} has no {methods} runs")
+    parts, holds = [], True
+    for r in runs:
+        m = study.metrics(r).sort_values("step")
+        k = max(3, len(m) // 10)
+        start, end = float(m["response_length"].head(k).mean()), float(m["response_length"].tail(k).mean())
+        parts.append(f"{r} {start:.0f}→{end:.0f}")
+        holds &= end > start
+    return Measured("; ".join(parts), "mean response length, first vs last 10% of steps", holds=bool(holds))
+
+
+def _table2_run(study: Study, artifact: str, model: str, method_name: str) -> str:
+    scale_model = study.model_roles.get(model)
+    picked = [r for r in study.runs(artifact) if study.specs[r]["model"] == scale_model and study.method(r) == method_name]
+    if len(picked) != 1:
+        raise NotComparable(f"no single {method_name} run of {model} ({scale_model}) in {artifact}")
+    return picked[0]
+
+
+@measurement
+def benchmark_cell(study: Study, artifact: str, model: str, method: str, benchmark: str) -> Measured:
+    """One Table 2 cell (%): 1.96·√2 binomial standard errors at the benchmark's size bound the gap
+    between two independent evaluations of the same accuracy."""
+    run = _table2_run(study, artifact, model, method)
+    bench = study.bench_roles.get(benchmark)
+    if bench is None:
+        raise NotComparable(f"no benchmark plays {benchmark} at this scale")
+    s = study.summary(run).set_index("benchmark")
+    value = 100 * float(s.loc[bench, "avg_at_n"])
+    half = Z95 * math.sqrt(2) * 100 * math.sqrt(max(value / 100 * (1 - value / 100), 1e-4) / study.bench_sizes[bench])
+    return Measured(value, f"avg@n of {run} on {bench}", interval=(value - half, value + half))
+
+
+@measurement
+def benchmark_average(study: Study, artifact: str, model: str, method: str) -> Measured:
+    run = _table2_run(study, artifact, model, method)
+    value = study.test_average(run)
+    half = Z95 * math.sqrt(2) * _avg_se(study, run)
+    return Measured(value, f"mean over benchmarks of {run}", interval=(value - half, value + half))
+
+
+@measurement
+def best_gain_over_grpo(study: Study, artifact: str, model: str, benchmark: str | None = None) -> Measured:
+    """The better of Clip-Cov and KL-Cov minus GRPO (points), on the benchmark mean or one benchmark."""
+    base = _table2_run(study, artifact, model, "GRPO")
+
+    def score(run):
+        if benchmark is None:
+            return study.test_average(run)
+        bench = study.bench_roles[benchmark]
+        return 100 * float(study.summary(run).set_index("benchmark").loc[bench, "avg_at_n"])
+
+    best = max((_table2_run(study, artifact, model, m) for m in ("Clip-Cov", "KL-Cov")), key=score)
+    value = score(best) - score(base)
+    if benchmark is None:
+        se = math.hypot(_avg_se(study, best), _avg_se(study, base))
+    else:
+        n = study.bench_sizes[study.bench_roles[benchmark]]
+        se = 100 * math.hypot(*(math.sqrt(max(score(r) / 100 * (1 - score(r) / 100), 1e-4) / n) for r in (best, base)))
+    half = Z95 * math.sqrt(2) * se
+    return Measured(value, f"{best} minus {base} ({'mean over benchmarks' if benchmark is None else benchmark})", interval=(value - half, value + half))
+
+
+# ---- the paper's own consistency ------------------------------------------------------------
+
+
+def table2_row_means(table2: dict) -> list[tuple[str, float, float]]:
+    """(row, reported Avg., mean of the row's benchmark cells) for every row of the paper's Table 2."""
+    out = []
+    for model, rows in table2["rows"].items():
+        for method_name, cells in rows.items():
+            values = dict(zip(table2["columns"], cells))
+            mean = float(np.mean([v for c, v in values.items() if c != "Avg."]))
+            out.append((f"{model} {method_name}", values["Avg."], mean))
+    return out
+
+
+# ---- the audit ------------------------------------------------------------------------------
+
+
+def expand_ledger(ledger: dict) -> list[dict]:
+    """The ledger's claims, with Table 2 unfolded into one claim per cell."""
+    claims = list(ledger["claims"])
+    t2 = ledger["table2"]
+    for model, rows in t2["rows"].items():
+        for method_name, cells in rows.items():
+            for column, value in zip(t2["columns"], cells):
+                measure = {"fn": "benchmark_average", "artifact": "table02_benchmarks", "model": model, "method": method_name}
+                if column != "Avg.":
+                    measure = {**measure, "fn": "benchmark_cell", "benchmark": column}
+                claims.append({
+                    "id": f"table2/{model}/{method_name}/{column}", "claim": f"{model} {method_name}: {column} accuracy",
+                    "source": "Table 2", "kind": "number", "paper": value, "unit": "%", "measure": measure,
+                    "tolerance": t2["tolerance"],
+                })  # fmt: skip
+    return claims
+
+
+def judge(claim: dict, study: Study) -> dict:
+    """One row of the audit: the claim, the paper's value, the measurement and the verdict with its reason."""
+    row = {"id": claim["id"], "claim": claim["claim"], "source": claim["source"], "kind": claim["kind"],
+           "paper": claim.get("paper"), "unit": claim.get("unit", ""), "measured": None, "how": "", "tolerance": "", "verdict": "", "why": ""}  # fmt: skip
+    tol = claim.get("tolerance", {})
+    try:
+        m = MEASUREMENTS[claim["measure"]["fn"]](study, **{k: v for k, v in claim["measure"].items() if k != "fn"})
+    except NotComparable as err:
+        return {**row, "verdict": NOT_COMPARABLE, "why": str(err)}
+    row.update(measured=m.value, how=m.how)
+    if claim["kind"] == "qualitative":
+        row["tolerance"] = tol.get("why", "")
+        return {**row, "verdict": REPRODUCED if m.holds else NOT_REPRODUCED, "why": f"test: {claim['test']}"}
+    if m.interval is not None:
+        row["tolerance"] = f"[{m.interval[0]:.3g}, {m.interval[1]:.3g}]: {tol.get('why', '')}"
+    if claim.get("paper") is None:
+        return {**row, "verdict": NOT_COMPARABLE, "why": claim.get("paper_note", "the paper's value is not in the project's copy of the paper")}
+    if study.scale != "paper":
+        return {**row, "verdict": NOT_COMPARABLE, "why": f"numbers are compared at paper scale; this is the {study.scale} scale's analogue"}
+    lo, hi = m.interval
+    inside = lo <= claim["paper"] <= hi
+    return {**row, "verdict": REPRODUCED if inside else NOT_REPRODUCED,
+            "why": f"paper value {'inside' if inside else 'outside'} the acceptance interval"}  # fmt: skip
+
+
+def consistency_rows(ledger: dict) -> list[dict]:
+    """Checks of the paper against itself, which need no run (Table 2's Avg. column)."""
+    rows = []
+    worst = max(table2_row_means(ledger["table2"]), key=lambda r: abs(r[1] - r[2]))
+    bad = [r for r in table2_row_means(ledger["table2"]) if abs(r[1] - r[2]) > 0.05 + 1e-9]
+    rows.append({
+        "id": "table2/avg-is-mean", "claim": "Table 2's Avg. column is the mean of the seven benchmark columns",
+        "source": "Table 2", "kind": "consistency", "paper": f"{len(bad)} of {len(table2_row_means(ledger['table2']))} rows differ",
+        "unit": "", "measured": f"largest gap: {worst[0]} reports {worst[1]}, its cells average {worst[2]:.2f}",
+        "how": "unweighted mean of each row's benchmark cells, against the reported Avg.",
+        "tolerance": "0.05 points (rounding to one decimal)", "verdict": REPRODUCED if not bad else NOT_REPRODUCED,
+        "why": "the reported average is not the plain mean of the cells; its weighting is not stated" if bad else "",
+    })  # fmt: skip
+    return rows
+
+
+def check_ledger(ledger: dict) -> None:
+    """Every claim names a known measurement and artifact, and ids are unique (after the schema)."""
+    from .artifacts import ARTIFACTS
+
+    seen = set()
+    for claim in ledger["claims"]:
+        where = f"claims.yaml claim {claim['id']!r}"
+        if claim["id"] in seen:
+            raise ValueError(f"{where}: duplicate id")
+        seen.add(claim["id"])
+        if claim["measure"]["fn"] not in MEASUREMENTS:
+            raise ValueError(f"{where}: unknown measure.fn {claim['measure']['fn']!r}; known are {sorted(MEASUREMENTS)}")
+        if claim["measure"]["artifact"] not in ARTIFACTS:
+            raise ValueError(f"{where}: unknown artifact {claim['measure']['artifact']!r}; known are {sorted(ARTIFACTS)}")
+    widths = {len(cells) for rows in ledger["table2"]["rows"].values() for cells in rows.values()}
+    if widths != {len(ledger["table2"]["columns"])}:
+        raise ValueError(f"claims.yaml table2: rows must have one value per column ({len(ledger['table2']['columns'])})")
+
+
+def run_audit(ledger: dict, study: Study) -> pd.DataFrame:
+    check_ledger(ledger)
+    rows = [judge(claim, study) for claim in expand_ledger(ledger)] + consistency_rows(ledger)
+    return pd.DataFrame(rows)
+
+
+def _fmt(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, float):
+        return f"{round(value, 6) + 0.0:.3g}"  # no -8e-15 for a zero
+    return str(value)
+
+
+def verdict_counts(audit: pd.DataFrame) -> dict[str, int]:
+    return {v: int((audit["verdict"] == v).sum()) for v in (REPRODUCED, NOT_REPRODUCED, NOT_COMPARABLE)}
+
+
+def to_markdown(audit: pd.DataFrame, scale: str) -> str:
+    counts = verdict_counts(audit)
+    lines = [f"# Audit of the paper's claims ({scale} scale)", "",
+             ", ".join(f"**{n}** {v}" for v, n in counts.items()) + f" — {len(audit)} entries from claims.yaml.", "",
+             "| claim | source | paper | measured | tolerance | verdict |", "|---|---|---|---|---|---|"]  # fmt: skip
+    for _, r in audit.iterrows():
+        cell = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
+        verdict = r["verdict"] + (f" ({r['why']})" if r["why"] else "")
+        measured = _fmt(r["measured"]) + (f" — {r['how']}" if r["how"] else "")
+        paper = _fmt(r["paper"]) + (r["unit"] if r["paper"] is not None and r["unit"] else "")
+        lines.append(f"| {cell(r['claim'])} | {cell(r['source'])} | {cell(paper)} | {cell(measured)} | {cell(r['tolerance'])} | {cell(verdict)} |")
+    return "\n".join(lines) + "\n"
+
+
+def to_html(audit: pd.DataFrame, scale: str) -> str:
+    counts = verdict_counts(audit)
+    colour = {REPRODUCED: "#d8f0d8", NOT_REPRODUCED: "#f6d5d5", NOT_COMPARABLE: "#eeeeee"}
+    body = []
+    for _, r in audit.iterrows():
+        cells = [r["claim"], r["source"], _fmt(r["paper"]) + (r["unit"] if r["paper"] is not None else ""),
+                 _fmt(r["measured"]), r["how"], r["tolerance"], r["verdict"], r["why"]]  # fmt: skip
+        tds = "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
+        body.append(f'<tr style="background:{colour.get(r["verdict"], "white")}">{tds}</tr>')
+    head = "".join(f"<th>{h}</th>" for h in ("claim", "source", "paper", "measured", "how measured", "tolerance", "verdict", "why"))
+    summary = ", ".join(f"{n} {v}" for v, n in counts.items())
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Audit ({scale} scale)</title>"
+            "<style>body{font-family:sans-serif;font-size:13px}table{border-collapse:collapse}"
+            "td,th{border:1px solid #bbb;padding:3px 6px;vertical-align:top;text-align:left}</style></head><body>"
+            f"<h1>Audit of the paper's claims ({scale} scale)</h1><p>{summary} — {len(audit)} entries from claims.yaml.</p>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></body></html>\n")  # fmt: skip

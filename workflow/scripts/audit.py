@@ -1,0 +1,36 @@
+import yaml
+
+from entropy_rl import audit, config, logs
+
+log = logs.setup(snakemake.log[0])
+with open(snakemake.input.ledger) as fh:
+    ledger = yaml.safe_load(fh)
+config.validate_against(ledger, snakemake.input.schema, "claims.yaml")
+p = snakemake.params
+models = sorted({s["model"] for s in p.specs.values()})
+roles = ledger["roles"]
+if p.scale == "paper":
+    bench_roles = {name: r["paper"] for name, r in roles["benchmarks"].items()}
+else:
+    plays = {spec: b for b, spec in p.plays.items()}
+    bench_roles = {name: plays[r["plays"]] for name, r in roles["benchmarks"].items() if r["plays"] in plays}
+study = audit.Study(
+    scale=p.scale,
+    artifacts=p.artifacts,
+    specs=p.specs,
+    metrics_paths=dict(zip(p.runs, snakemake.input.metrics)),
+    summary_paths=dict(zip(p.runs, snakemake.input.summaries)),
+    model_paths=dict(zip(p.models, snakemake.input.models)),
+    val_samples=p.val_samples,
+    bench_sizes=p.bench_sizes,
+    bench_roles=bench_roles,
+    model_roles={name: r[p.scale] for name, r in roles["models"].items()},
+    fit_steps=p.fit_steps,
+)
+table = audit.run_audit(ledger, study)
+table.to_csv(snakemake.output.csv, index=False)
+with open(snakemake.output.md, "w") as fh:
+    fh.write(audit.to_markdown(table, p.scale))
+with open(snakemake.output.html, "w") as fh:
+    fh.write(audit.to_html(table, p.scale))
+log.info("verdicts %s", audit.verdict_counts(table))

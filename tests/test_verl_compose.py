@@ -39,7 +39,7 @@ def test_run_composes_against_verl_config(scale, run):
         assert core_algos.get_policy_loss_fn(actor.policy_loss.loss_mode)
     else:
         assert actor.policy_loss.loss_mode == s["loss"]["loss_mode"]
-    assert actor.policy_loss.ppo_kl_coef == s["loss"]["ppo_kl_coef"] == 1.0
+    assert actor.policy_loss.ppo_kl_coef == s["loss"]["ppo_kl_coef"]  # verl's default (0.1) never leaks through
     assert actor.optim.lr == s["lr"] and cfg.algorithm.adv_estimator == s["algorithm"]
     assert cfg.data.train_batch_size // actor.ppo_mini_batch_size == s["prompts_per_step"] // s["ppo_mini_batch_size"]
     assert cfg.algorithm.filter_groups.enable == s["filter_groups"]
@@ -55,6 +55,8 @@ def test_paper_hyperparameters_reach_verl():
     actor = cfg.actor_rollout_ref.actor
     assert (actor.policy_loss.clip_cov_ratio, actor.policy_loss.clip_cov_lb, actor.policy_loss.clip_cov_ub) == (2e-4, 1.0, 5.0)
     assert actor.clip_ratio_low == actor.clip_ratio_high == 1.0
+    kl_cov = composed(spec.verl_overrides(spec.resolve_run(paper, "qwen2.5-7b-grpo-klcov")))
+    assert kl_cov.actor_rollout_ref.actor.policy_loss.ppo_kl_coef == 1.0  # the paper's KL coefficient, not verl's 0.1
     base = spec.resolve_run(paper, "qwen2.5-7b-grpo")
     assert base["prompts_per_step"] // base["ppo_mini_batch_size"] == 8  # 8 policy updates per rollout
     assert composed(spec.verl_overrides(spec.resolve_run(paper, "qwen2.5-7b-grpo-cliphigher"))).actor_rollout_ref.actor.clip_ratio_high == 0.28

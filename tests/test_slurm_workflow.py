@@ -17,6 +17,11 @@ from test_config import ROOT
 
 pytest_plugins = ["slurm_cluster"]
 SMOKE = ROOT / "tests" / "smoke" / "config.yaml"
+SECRET = "hf_SENTINELdoNotLeak0123456789"  # a hub token the user has set in their shell
+
+
+def files_holding(root, text: str) -> list[str]:
+    return sorted(str(p) for p in root.rglob("*") if p.is_file() and text.encode() in p.read_bytes())
 
 
 def local_profile(cluster, directory):
@@ -43,7 +48,7 @@ def test_smoke_study_runs_through_the_slurm_profile(slurm_cluster, tmp_path):
     started = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir), "--profile", str(profile)],
-        capture_output=True, text=True, env=slurm_cluster.env, cwd=workdir, timeout=1500,
+        capture_output=True, text=True, env={**slurm_cluster.env, "HF_TOKEN": SECRET}, cwd=workdir, timeout=1500,
     )  # fmt: skip
     wall = time.monotonic() - started
     assert proc.returncode == 0, proc.stderr[-5000:] + slurm_cluster.log_tail()
@@ -51,6 +56,12 @@ def test_smoke_study_runs_through_the_slurm_profile(slurm_cluster, tmp_path):
     ours = sorted(line for line in jobs if line.split()[0] not in before)
     print(f"smoke study through SLURM: {wall:.0f} s, {len(ours)} SLURM jobs: {ours}")
     assert ours and all(line.split()[1] == "COMPLETED" for line in ours)
+    # The token reaches no log, parameter record, output or job script (slurmctld keeps each job's
+    # script under its state directory; it also keeps the exported environment, which is SLURM's).
+    assert SECRET not in proc.stdout + proc.stderr
+    assert files_holding(workdir, SECRET) == []
+    scripts = list((slurm_cluster.dir / "state").rglob("script"))
+    assert scripts and not [p for p in scripts if SECRET.encode() in p.read_bytes()]
     planned = int(next(line.split()[1] for line in proc.stderr.splitlines() if line.startswith("total ")))
     assert len(ours) == planned - 1  # every job but the local `all` went through sbatch
     cfg = yaml.safe_load(SMOKE.read_text())["mini"]

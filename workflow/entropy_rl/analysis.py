@@ -277,6 +277,12 @@ def log_linear_fit(x, y) -> dict:
 # ---- Section 3.3: covariance and entropy dynamics --------------------------------------------
 
 
+def entropy_decrease(metrics: pd.DataFrame) -> pd.Series:
+    """−ΔH per step: H(t) − H(t+1), the drop that step's update causes (NaN at the last step)."""
+    m = metrics.sort_values("step")
+    return m["entropy"] - m["entropy"].shift(-1)
+
+
 def covariance_dynamics(metrics: pd.DataFrame) -> dict:
     """How the covariance term tracks the entropy change (Figure 8, left) and its sign.
 
@@ -287,8 +293,7 @@ def covariance_dynamics(metrics: pd.DataFrame) -> dict:
     steps with a positive covariance.
     """
     m = metrics.sort_values("step")
-    neg_dH = -(m["entropy"].shift(-1) - m["entropy"])
-    both = pd.DataFrame({"cov": m["cov_all"], "neg_dH": neg_dH}).dropna()
+    both = pd.DataFrame({"cov": m["cov_all"], "neg_dH": entropy_decrease(m)}).dropna()
     if len(both) < 3:
         raise ValueError(f"need at least 3 steps with covariance and entropy change, got {len(both)}")
     r, p = scipy.stats.pearsonr(both["cov"], both["neg_dH"])

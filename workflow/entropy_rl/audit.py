@@ -340,6 +340,12 @@ def treatment_entropy_above_baseline(study: Study, artifact: str, methods: list[
     return Measured("; ".join(parts), f"final entropy (last 10% of steps) against the same model's GRPO run, runs of {artifact}", holds=bool(holds))
 
 
+def _binomial_se(accuracy_pct: float, n: int) -> float:
+    """Standard error (points) of an accuracy measured on ``n`` problems; floored so 0% and 100% keep some."""
+    p = accuracy_pct / 100
+    return 100 * math.sqrt(max(p * (1 - p), 1e-4) / n)
+
+
 def _avg_se(study: Study, run: str) -> float:
     """Binomial standard error (points) of a run's benchmark mean, from each benchmark's problem count."""
     s = study.summary(run).set_index("benchmark")
@@ -418,7 +424,7 @@ def benchmark_cell(study: Study, artifact: str, model: str, method: str, benchma
         raise NotComparable(f"no benchmark plays {benchmark} at this scale")
     s = study.summary(run).set_index("benchmark")
     value = 100 * float(s.loc[bench, "avg_at_n"])
-    half = Z95 * math.sqrt(2) * 100 * math.sqrt(max(value / 100 * (1 - value / 100), 1e-4) / study.bench_sizes[bench])
+    half = Z95 * math.sqrt(2) * _binomial_se(value, study.bench_sizes[bench])
     return Measured(value, f"avg@n of {run} on {bench}", interval=(value - half, value + half))
 
 
@@ -447,7 +453,7 @@ def best_gain_over_grpo(study: Study, artifact: str, model: str, benchmark: str 
         se = math.hypot(_avg_se(study, best), _avg_se(study, base))
     else:
         n = study.bench_sizes[study.bench_roles[benchmark]]
-        se = 100 * math.hypot(*(math.sqrt(max(score(r) / 100 * (1 - score(r) / 100), 1e-4) / n) for r in (best, base)))
+        se = math.hypot(_binomial_se(score(best), n), _binomial_se(score(base), n))
     half = Z95 * math.sqrt(2) * se
     return Measured(value, f"{best} minus {base} ({'mean over benchmarks' if benchmark is None else benchmark})", interval=(value - half, value + half))
 
@@ -515,11 +521,12 @@ def judge(claim: dict, study: Study) -> dict:
 def consistency_rows(ledger: dict) -> list[dict]:
     """Checks of the paper against itself, which need no run (Table 2's Avg. column)."""
     rows = []
-    worst = max(table2_row_means(ledger["table2"]), key=lambda r: abs(r[1] - r[2]))
-    bad = [r for r in table2_row_means(ledger["table2"]) if abs(r[1] - r[2]) > 0.05 + 1e-9]
+    means = table2_row_means(ledger["table2"])
+    worst = max(means, key=lambda r: abs(r[1] - r[2]))
+    bad = [r for r in means if abs(r[1] - r[2]) > 0.05 + 1e-9]
     rows.append({
         "id": "table2/avg-is-mean", "claim": "Table 2's Avg. column is the mean of the seven benchmark columns",
-        "source": "Table 2", "kind": "consistency", "paper": f"{len(bad)} of {len(table2_row_means(ledger['table2']))} rows differ",
+        "source": "Table 2", "kind": "consistency", "paper": f"{len(bad)} of {len(means)} rows differ",
         "unit": "", "measured": f"largest gap: {worst[0]} reports {worst[1]}, its cells average {worst[2]:.2f}",
         "how": "unweighted mean of each row's benchmark cells, against the reported Avg.",
         "tolerance": "0.05 points (rounding to one decimal)", "verdict": REPRODUCED if not bad else NOT_REPRODUCED,

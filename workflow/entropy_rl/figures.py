@@ -511,7 +511,7 @@ def fig08_covariance(
     except ValueError as err:
         raise ValueError(f"fig08: run {run!r}: {err}") from err
     by_difficulty = analysis.covariance_by_difficulty(m)
-    neg_dH = -(m["entropy"].shift(-1) - m["entropy"])  # the same −ΔH as analysis.covariance_dynamics
+    neg_dH = analysis.entropy_decrease(m)
 
     deep = sns.color_palette("deep")
     fig, (ax_c, ax_d) = plt.subplots(1, 2, figsize=(10.0, 3.8), layout="constrained")

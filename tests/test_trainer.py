@@ -1,24 +1,44 @@
 """The mini trainer runs every algorithm and treatment and honours the metrics contract."""
 
+from types import SimpleNamespace
+
+import pandas as pd
 import pytest
 import torch
 import yaml
 
 from contracts import check_metrics
-from entropy_rl import data, models, spec, trainer
+from entropy_rl import atomic, checkpoints, data, grading, models, spec, trainer
 
 from test_config import ROOT
 
 BENCH = {
-    "easy": {"task": "chain_sum", "size": 8, "params": {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1}, "protocol": {"temperature": 0.0, "n": 1}},
-    "hard": {"task": "chain_sum", "size": 8, "params": {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1}, "protocol": {"temperature": 0.6, "n": 2}},
+    "easy": {
+        "task": "chain_sum",
+        "size": 8,
+        "params": {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1},
+        "protocol": {"temperature": 0.0, "n": 1},
+    },
+    "hard": {
+        "task": "chain_sum",
+        "size": 8,
+        "params": {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1},
+        "protocol": {"temperature": 0.6, "n": 2},
+    },
 }
 
 
 DATA = {
     "seed": 1,
     "train": {"from": ["easy", "hard"], "size": 64},
-    "pretrain": {"from": ["easy"], "prompts": 200, "repeats": 2, "worked_share": 0.3, "wrong_share": 0.4, "wrong_offsets": [-1, 1]},
+    "pretrain": {
+        "from": ["easy"],
+        "prompts": 200,
+        "repeats": 2,
+        "worked_share": 0.3,
+        "wrong_share": 0.4,
+        "wrong_offsets": [-1, 1],
+    },
 }
 
 
@@ -29,7 +49,16 @@ def setting(tmp_path_factory, mini_tokenizer):
     arch = dict(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, num_kv_heads=1)
     model, tok = models.build_mini_model("qwen2", arch, mini_tokenizer, seed=0)
     corpus = data.load_verl_parquet(paths["pretrain"])
-    models.pretrain(model, tok, data.prompts_and_answers(corpus)[0], list(corpus["response"]), steps=150, batch_size=32, lr=3e-3, seed=0)
+    models.pretrain(
+        model,
+        tok,
+        data.prompts_and_answers(corpus)[0],
+        list(corpus["response"]),
+        steps=150,
+        batch_size=32,
+        lr=3e-3,
+        seed=0,
+    )
     model.save_pretrained(out / "base")
     tok.save_pretrained(out / "base")
     val = trainer.validation_sets({b: paths[b] for b in BENCH}, {"temperature": 0.6, "n": 2}, 4)
@@ -77,3 +106,99 @@ def test_group_filter_drops_uniform_groups(setting, monkeypatch):
     assert (frame["kept_prompt_frac"].iloc[:-1] == 0).all() and frame["pg_loss"].isna().all()
     base, final = models.load(out / "base")[0], models.load(out / "filtered" / "final")[0]
     assert all(torch.equal(p, q) for p, q in zip(base.parameters(), final.parameters()))
+
+
+class Interrupted(Exception):
+    """Stands in for a kill: raised mid-step, after that step's rollout has drawn its random numbers."""
+
+
+def weights(path):
+    return models.load(path)[0].state_dict()
+
+
+@pytest.mark.parametrize("algorithm, treatment", [("grpo", "kl_cov"), ("prime", "none")])
+def test_a_run_interrupted_mid_step_resumes_to_the_same_end(setting, monkeypatch, caplog, algorithm, treatment):
+    out, paths, val, cfg = setting
+    cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": algorithm, "treatment": treatment}})
+    s = spec.resolve_run(cfg, "r")
+    s.update(filter_groups=False, save_every=2)
+    whole = trainer.train(s, out / "base", paths["train"], val, out / f"whole-{algorithm}")
+    assert not (out / f"whole-{algorithm}" / "checkpoints").exists()  # resume state goes once the outputs exist
+
+    run_dir = out / f"resumed-{algorithm}"
+    calls = []
+
+    def grade_then_die(golds, texts):
+        calls.append(1)
+        if len(calls) == 4:  # step 3: its rollout is sampled, the checkpoint after step 1 is the last
+            raise Interrupted
+        return grading.score(golds, texts)
+
+    monkeypatch.setattr(trainer, "grading", SimpleNamespace(score=grade_then_die))
+    with pytest.raises(Interrupted):
+        trainer.train(s, out / "base", paths["train"], val, run_dir)
+    assert [p.name for p in checkpoints.completed(run_dir / "checkpoints")] == ["step_000002"]
+    assert not (run_dir / "metrics.parquet").exists() and not (run_dir / "final").exists()
+
+    monkeypatch.setattr(trainer, "grading", grading)
+    with caplog.at_level("INFO", logger="entropy_rl.trainer"):
+        resumed = trainer.train(s, out / "base", paths["train"], val, run_dir)
+    assert "steps 0-1 done" in caplog.text
+    pd.testing.assert_frame_equal(resumed, whole, check_exact=True)
+    pd.testing.assert_frame_equal(pd.read_parquet(run_dir / "metrics.parquet"), whole, check_exact=True)
+    a, b = weights(out / f"whole-{algorithm}" / "final"), weights(run_dir / "final")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_checkpoints_of_other_settings_or_code_are_set_aside_not_resumed(tmp_path):
+    code = tmp_path / "trainer.py"
+    code.write_text("x = 1\n")
+    s = {"seed": 0, "lr": 1e-3, "save_every": 5}
+    fp = checkpoints.fingerprint(s, [code])
+    assert checkpoints.fingerprint(dict(s, save_every=7), [code]) == fp  # how often it saves changes nothing
+    d = tmp_path / "checkpoints"
+    assert checkpoints.claim(d, fp) is False
+    checkpoints.save(d, 5, {"step": 5})
+    checkpoints.save(d, 10, {"step": 10})
+    assert [p.name for p in checkpoints.completed(d)] == ["step_000010"]  # only the latest is kept
+    assert checkpoints.claim(d, fp) is True
+    assert checkpoints.latest(d)[1] == {"step": 10}
+
+    code.write_text("x = 2\n")
+    assert checkpoints.claim(d, checkpoints.fingerprint(s, [code])) is False
+    assert checkpoints.latest(d) is None
+    assert checkpoints.latest(tmp_path / "checkpoints.stale-1")[1] == {"step": 10}  # kept, not deleted
+    assert checkpoints.claim(d, checkpoints.fingerprint(dict(s, lr=2e-3), [code])) is False
+    assert (tmp_path / "checkpoints.stale-2" / checkpoints.RECORD).exists()
+
+
+def test_an_unreadable_checkpoint_names_itself(tmp_path):
+    d = tmp_path / "checkpoints"
+    checkpoints.save(d, 3, {"step": 3})
+    (d / "step_000003" / "state.pt").write_bytes(b"truncated")
+    with pytest.raises(
+        RuntimeError,
+        match=r"step_000003/state.pt: unreadable checkpoint .* delete .*step_000003 to start this run afresh",
+    ):
+        checkpoints.latest(d)
+
+
+def test_outputs_appear_whole_or_not_at_all(tmp_path):
+    target = tmp_path / "metrics.parquet"
+    frame = pd.DataFrame({"step": [0, 1]})
+    with pytest.raises(Interrupted), atomic.output(target) as tmp:
+        frame.to_parquet(tmp)
+        raise Interrupted
+    assert list(tmp_path.iterdir()) == []  # neither the target nor the temporary
+    atomic.to_parquet(frame, target)
+    with pytest.raises(Interrupted), atomic.output(target) as tmp:
+        tmp.write_bytes(b"half")
+        raise Interrupted
+    pd.testing.assert_frame_equal(pd.read_parquet(target), frame)  # the earlier whole file is untouched
+    final = tmp_path / "final"
+    for version in ("old", "new"):
+        with atomic.output(final) as tmp:
+            tmp.mkdir()
+            (tmp / version).write_text(version)
+    assert [p.name for p in final.iterdir()] == ["new"]  # a directory is replaced, never merged
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["final", "metrics.parquet"]

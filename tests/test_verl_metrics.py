@@ -11,12 +11,26 @@ from entropy_rl import metrics, verl_metrics
 def test_verl_file_log_translates_to_contract(tmp_path, monkeypatch):
     monkeypatch.setenv("VERL_FILE_LOGGER_PATH", str(tmp_path / "run.jsonl"))
     logger = FileLogger("entropy-mechanism", "run")  # verl's own writer, so the format is verl's
-    logger.log({"val-core/math500/acc/mean@1": 0.40, "val-core/aime24/acc/mean@32": 0.10, "val-aux/math500/acc/std@1": 0.1}, step=0)
+    logger.log(
+        {"val-core/math500/acc/mean@1": 0.40, "val-core/aime24/acc/mean@32": 0.10, "val-aux/math500/acc/std@1": 0.1},
+        step=0,
+    )
     for k, (h, r) in enumerate([(0.9, 0.30), (0.6, 0.45), (0.5, 0.50), (0.45, 0.52)], start=1):
-        logger.log({"actor/entropy": h, "critic/score/mean": r, "response_length/mean": 900.0 + k,
-                    "actor/pg_loss": -0.01, "actor/cov_all": 0.002, "actor/cov_top0.02": 5.0 - k}, step=k)
+        logger.log(
+            {
+                "actor/entropy": h,
+                "critic/score/mean": r,
+                "response_length/mean": 900.0 + k,
+                "actor/pg_loss": -0.01,
+                "actor/cov_all": 0.002,
+                "actor/cov_top0.02": 5.0 - k,
+            },
+            step=k,
+        )
         if k % 2 == 0:
-            logger.log({"val-core/math500/acc/mean@1": 0.40 + 0.05 * k, "val-core/aime24/acc/mean@32": 0.10 + 0.01 * k}, step=k)
+            logger.log(
+                {"val-core/math500/acc/mean@1": 0.40 + 0.05 * k, "val-core/aime24/acc/mean@32": 0.10 + 0.01 * k}, step=k
+            )
     logger.finish()
 
     table = verl_metrics.to_metrics_table(verl_metrics.read_jsonl(tmp_path / "run.jsonl"), ["math500", "aime24"])
@@ -28,10 +42,48 @@ def test_verl_file_log_translates_to_contract(tmp_path, monkeypatch):
     assert table["entropy_change"].iloc[1] == pytest.approx(-0.3)
     # Validation at step k scores the policy after update k: row k.
     assert table.loc[table["val_acc"].notna(), "step"].tolist() == [0, 2, 4]
-    assert table.loc[2, "val_acc/math500"] == pytest.approx(0.5) and table.loc[2, "val_acc"] == pytest.approx((0.5 + 0.12) / 2)
+    assert table.loc[2, "val_acc/math500"] == pytest.approx(0.5) and table.loc[2, "val_acc"] == pytest.approx(
+        (0.5 + 0.12) / 2
+    )
     assert "val-aux" not in "".join(table.columns)
 
 
 def test_empty_log_is_refused():
     with pytest.raises(ValueError, match="no verl training or validation metrics"):
         verl_metrics.to_metrics_table([{"step": 1, "data": {"timing_s/gen": 3.0}}], ["math500"])
+
+
+def launch(directory, monkeypatch, resume_at: int, last: int, tag: float) -> None:
+    """One launch of verl as train_verl sets it up: validation at ``resume_at`` (before training, or
+    again on resume), then training steps ``resume_at + 1`` to ``last``; rewards carry ``tag``."""
+    monkeypatch.setenv("VERL_FILE_LOGGER_PATH", str(verl_metrics.next_attempt_log(directory)))
+    logger = FileLogger("entropy-mechanism", "run")
+    logger.log({"val-core/math500/acc/mean@1": 0.1 * resume_at}, step=resume_at)
+    for k in range(resume_at + 1, last + 1):
+        logger.log({"actor/entropy": 1.0 / k, "critic/score/mean": 0.01 * k + tag}, step=k)
+        if k % 4 == 0:
+            logger.log({"val-core/math500/acc/mean@1": 0.1 * k}, step=k)
+    logger.finish()
+
+
+def test_a_resumed_run_keeps_the_steps_before_its_checkpoint(tmp_path, monkeypatch):
+    # verl's logger truncates its file when it starts: one shared file would lose the first launch.
+    monkeypatch.setenv("VERL_FILE_LOGGER_PATH", str(tmp_path / "shared.jsonl"))
+    (tmp_path / "shared.jsonl").write_text('{"step": 1, "data": {}}\n')
+    FileLogger("entropy-mechanism", "run").finish()
+    assert (tmp_path / "shared.jsonl").read_text() == ""
+
+    # The first launch checkpoints after step 4 and is killed after step 6; the requeued one resumes at 4.
+    runs = tmp_path / "checkpoints"
+    runs.mkdir()
+    launch(runs, monkeypatch, resume_at=0, last=6, tag=0.5)
+    launch(runs, monkeypatch, resume_at=4, last=8, tag=0.0)
+    assert [p.name for p in verl_metrics.attempt_logs(runs)] == ["verl_log.1.jsonl", "verl_log.2.jsonl"]
+    table = verl_metrics.to_metrics_table(verl_metrics.read_attempts(runs), ["math500"])
+    assert table["step"].tolist() == list(range(9))
+    assert table["entropy"].iloc[:8].tolist() == pytest.approx([1.0 / k for k in range(1, 9)])
+    # Steps 5 and 6 were trained twice; the table keeps the resumed launch's, whose policy went on.
+    assert table["reward_mean"].iloc[:8].tolist() == pytest.approx(
+        [0.01 * k + 0.5 for k in range(1, 5)] + [0.01 * k for k in range(5, 9)]
+    )
+    assert table.loc[table["val_acc"].notna(), "step"].tolist() == [0, 4, 8]

@@ -28,7 +28,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.lines import Line2D
 
-from . import analysis
+from . import analysis, atomic
 
 DPI = 150
 MARKS = ((1 / 12, "1/12"), (1 / 3, "1/3"))  # fractions of training quoted in the paper (Section 2.3)
@@ -75,8 +75,9 @@ def save(fig, stem) -> tuple[Path, Path]:
     stem.parent.mkdir(parents=True, exist_ok=True)
     pdf, png = Path(f"{stem}.pdf"), Path(f"{stem}.png")
     try:
-        fig.savefig(pdf, bbox_inches="tight")
-        fig.savefig(png, dpi=DPI, bbox_inches="tight")
+        for path, kwargs in ((pdf, {}), (png, {"dpi": DPI})):
+            with atomic.output(path) as tmp:
+                fig.savefig(tmp, bbox_inches="tight", **kwargs)
     finally:
         plt.close(fig)
     return pdf, png

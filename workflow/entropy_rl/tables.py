@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import analysis
+from . import analysis, atomic
 from .metrics import COV_TOP
 
 COV_GROUPS = {**{col: f"Top {col.removeprefix('cov_top')}%" for col in COV_TOP}, "cov_all": "All"}
@@ -47,6 +47,6 @@ def write(table: pd.DataFrame, stem, caption: str) -> tuple[Path, Path]:
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     csv, md = Path(f"{stem}.csv"), Path(f"{stem}.md")
-    table.to_csv(csv)
-    md.write_text(f"{caption}\n\n{table.to_markdown(floatfmt='.3g')}\n")
+    atomic.write_text(csv, table.to_csv())
+    atomic.write_text(md, f"{caption}\n\n{table.to_markdown(floatfmt='.3g')}\n")
     return csv, md

@@ -14,6 +14,7 @@ of its rollout batch and, every ``val_every`` steps, its validation accuracy.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import time
@@ -23,7 +24,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import algorithms, data, evaluate, generation, grading, metrics, models, prime
+from . import algorithms, atomic, checkpoints, data, evaluate, generation, grading, metrics, models, prime
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,10 @@ def validation_sets(bench_paths: dict[str, str], protocol: dict, size: int) -> d
 
 
 def validate(model, tokenizer, val_sets: dict, max_new_tokens: int) -> dict:
-    accs = {f"val_acc/{name}": evaluate.accuracy(model, tokenizer, p, a, proto, max_new_tokens) for name, (p, a, proto) in val_sets.items()}
+    accs = {
+        f"val_acc/{name}": evaluate.accuracy(model, tokenizer, p, a, proto, max_new_tokens)
+        for name, (p, a, proto) in val_sets.items()
+    }
     accs["val_acc"] = float(np.mean(list(accs.values())))
     return accs
 
@@ -60,8 +64,17 @@ def minibatches(n_groups: int, groups_per_batch: int, rng: np.random.Generator):
         yield order[start : start + groups_per_batch]
 
 
-def train(spec: dict, model_dir: str | Path, train_path: str | Path, val_sets: dict, out_dir: str | Path) -> pd.DataFrame:
-    """Run one RL run; writes ``metrics.parquet`` and the final policy under ``out_dir``."""
+def train(
+    spec: dict, model_dir: str | Path, train_path: str | Path, val_sets: dict, out_dir: str | Path, code_files=()
+) -> pd.DataFrame:
+    """Run one RL run; writes ``metrics.parquet`` and the final policy ``final/`` under ``out_dir``.
+
+    With ``save_every`` in the spec, the whole state (weights, optimiser moments,
+    every random generator, data cursor, metrics so far) is checkpointed under
+    ``out_dir/checkpoints`` every ``save_every`` steps; a rerun of the same spec
+    and ``code_files`` resumes from the last checkpoint and ends exactly where an
+    uninterrupted run would. The checkpoints are removed once the outputs exist.
+    """
     out = Path(out_dir)
     seed = spec["seed"]
     torch.manual_seed(seed)
@@ -77,10 +90,83 @@ def train(spec: dict, model_dir: str | Path, train_path: str | Path, val_sets: d
 
     prompts, answers = data.prompts_and_answers(data.load_verl_parquet(train_path))
     order = rng.permutation(len(prompts))
-    cursor = 0
-    rows = []
+    cursor, rows, start = 0, [], 0
+    ckpt_dir, save_every = out / "checkpoints", spec.get("save_every")
+
+    def snapshot(next_step: int) -> dict:
+        return {
+            "step": next_step, "rows": json.dumps(rows), "cursor": cursor, "order": torch.from_numpy(order),
+            "torch_rng": torch.get_rng_state(), "numpy_rng": rng.bit_generator.state,
+            "policy": policy.state_dict(), "optimizer": optimizer.state_dict(),
+            **({"prm": prm.model.state_dict(), "prm_optimizer": prm.optimizer.state_dict()} if prm else {}),
+        }  # fmt: skip
+
+    if save_every and checkpoints.claim(ckpt_dir, checkpoints.fingerprint(spec, code_files)):
+        found = checkpoints.latest(ckpt_dir)
+        if found:
+            path, state = found
+            policy.load_state_dict(state["policy"])
+            optimizer.load_state_dict(state["optimizer"])
+            if prm:
+                prm.model.load_state_dict(state["prm"])
+                prm.optimizer.load_state_dict(state["prm_optimizer"])
+            torch.set_rng_state(state["torch_rng"])
+            rng.bit_generator.state = state["numpy_rng"]
+            order, cursor, rows, start = (
+                state["order"].numpy(),
+                state["cursor"],
+                json.loads(state["rows"]),
+                state["step"],
+            )
+            log.info("resuming from %s: steps 0-%d done", path, start - 1)
+
+    def update(rollout, rewards: np.ndarray, old_log_prob, prompt_acc: np.ndarray, keep_groups: np.ndarray) -> dict:
+        """Advantages of the kept groups, then ``ppo_epochs`` passes of verl's actor loss over mini-batches."""
+        keep = group_rows(keep_groups, n)
+        batch = rollout.select(keep)
+        batch_rewards = torch.from_numpy(rewards[keep])
+        group_index = np.repeat(keep_groups, n)
+        old_lp = old_log_prob[keep]
+        mask = batch.response_mask
+        if prm is not None:
+            advantages = prm.advantages(batch, batch_rewards, group_index, n, temp)
+        else:
+            advantages = algorithms.compute_advantages(
+                spec["algorithm"], batch_rewards, mask, group_index, spec["gamma"]
+            )
+        ref_lp = None
+        if reference is not None and loss_cfg["kl_loss_coef"] > 0:
+            with torch.no_grad():
+                ref_lp, _ = generation.forward_response(reference, batch, temp, with_entropy=False)
+        out = metrics.covariance_summary(
+            old_lp, advantages, mask, torch.from_numpy(np.repeat(prompt_acc[keep_groups], n))
+        )
+
+        policy.train()
+        step_metrics = []
+        for _ in range(spec["ppo_epochs"]):
+            for groups in minibatches(len(keep_groups), spec["ppo_mini_batch_size"], rng):
+                sel = group_rows(groups, n)
+                mb = batch.select(sel)
+                log_prob, ent = generation.forward_response(
+                    policy, mb, temp, with_entropy=loss_cfg["entropy_coeff"] != 0
+                )
+                loss, m = algorithms.actor_loss(
+                    config, log_prob, old_lp[sel], advantages[sel], mb.response_mask, ent,
+                    None if ref_lp is None else ref_lp[sel],
+                )  # fmt: skip
+                optimizer.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(policy.parameters(), spec["grad_clip"])
+                optimizer.step()
+                step_metrics.append(m)
+        out["pg_loss"] = float(np.mean([m["actor/pg_loss"] for m in step_metrics]))
+        out["pg_clipfrac"] = float(np.mean([m.get("actor/pg_clipfrac", math.nan) for m in step_metrics]))
+        out["ppo_kl"] = float(np.mean([m.get("actor/ppo_kl", math.nan) for m in step_metrics]))
+        return out
+
     started = time.time()
-    for step in range(spec["steps"] + 1):
+    for step in range(start, spec["steps"] + 1):
         if cursor + spec["prompts_per_step"] > len(order):
             order, cursor = rng.permutation(len(prompts)), 0
         idx = order[cursor : cursor + spec["prompts_per_step"]]
@@ -102,61 +188,30 @@ def train(spec: dict, model_dir: str | Path, train_path: str | Path, val_sets: d
         }
         if step % spec["val_every"] == 0 or step == spec["steps"]:
             row.update(validate(policy, tokenizer, val_sets, max_len))
-        if step == spec["steps"]:
-            rows.append(row)
-            break
-
-        # Keep only prompts whose group has both correct and wrong answers.
-        prompt_acc = rewards.reshape(-1, n).mean(axis=1)
-        keep_groups = np.flatnonzero((prompt_acc > 0) & (prompt_acc < 1)) if spec["filter_groups"] else np.arange(len(idx))
-        row["kept_prompt_frac"] = len(keep_groups) / len(idx)
-        if len(keep_groups) == 0:
-            log.info("step %d: no prompt with mixed outcomes; no update", step)
-            rows.append(row)
-            continue
-        keep = group_rows(keep_groups, n)
-        batch = rollout.select(keep)
-        batch_rewards = torch.from_numpy(rewards[keep])
-        group_index = np.repeat(keep_groups, n)
-        old_lp = old_log_prob[keep]
-        mask = batch.response_mask
-        if prm is not None:
-            advantages = prm.advantages(batch, batch_rewards, group_index, n, temp)
-        else:
-            advantages = algorithms.compute_advantages(spec["algorithm"], batch_rewards, mask, group_index, spec["gamma"])
-        ref_lp = None
-        if reference is not None and loss_cfg["kl_loss_coef"] > 0:
-            with torch.no_grad():
-                ref_lp, _ = generation.forward_response(reference, batch, temp, with_entropy=False)
-        row.update(metrics.covariance_summary(old_lp, advantages, mask, torch.from_numpy(np.repeat(prompt_acc[keep_groups], n))))
-
-        policy.train()
-        step_metrics = []
-        for _ in range(spec["ppo_epochs"]):
-            for groups in minibatches(len(keep_groups), spec["ppo_mini_batch_size"], rng):
-                sel = group_rows(groups, n)
-                mb = batch.select(sel)
-                log_prob, ent = generation.forward_response(policy, mb, temp, with_entropy=loss_cfg["entropy_coeff"] != 0)
-                loss, m = algorithms.actor_loss(
-                    config, log_prob, old_lp[sel], advantages[sel], mb.response_mask, ent,
-                    None if ref_lp is None else ref_lp[sel],
-                )  # fmt: skip
-                optimizer.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(policy.parameters(), spec["grad_clip"])
-                optimizer.step()
-                step_metrics.append(m)
-        row["pg_loss"] = float(np.mean([m["actor/pg_loss"] for m in step_metrics]))
-        row["pg_clipfrac"] = float(np.mean([m.get("actor/pg_clipfrac", math.nan) for m in step_metrics]))
-        row["ppo_kl"] = float(np.mean([m.get("actor/ppo_kl", math.nan) for m in step_metrics]))
+        if step < spec["steps"]:
+            # Keep only prompts whose group has both correct and wrong answers.
+            prompt_acc = rewards.reshape(-1, n).mean(axis=1)
+            keep_groups = (
+                np.flatnonzero((prompt_acc > 0) & (prompt_acc < 1)) if spec["filter_groups"] else np.arange(len(idx))
+            )
+            row["kept_prompt_frac"] = len(keep_groups) / len(idx)
+            if len(keep_groups):
+                row.update(update(rollout, rewards, old_log_prob, prompt_acc, keep_groups))
+            else:
+                log.info("step %d: no prompt with mixed outcomes; no update", step)
         rows.append(row)
         if step % 10 == 0:
             log.info(
                 "step %d entropy %.4f reward %.3f kept %.2f val %s (%.1fs)",
-                step, entropy, row["reward_mean"], row["kept_prompt_frac"], row.get("val_acc"), time.time() - started,
+                step, entropy, row["reward_mean"], row.get("kept_prompt_frac", math.nan), row.get("val_acc"), time.time() - started,
             )  # fmt: skip
+        if save_every and (step + 1) % save_every == 0 and step < spec["steps"]:
+            checkpoints.save(ckpt_dir, step + 1, snapshot(step + 1))
 
     frame = metrics.complete_table(rows)
-    policy.save_pretrained(out / "final")
-    tokenizer.save_pretrained(out / "final")
+    with atomic.output(out / "final") as tmp:
+        policy.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+    atomic.to_parquet(frame, out / "metrics.parquet")
+    checkpoints.clear(ckpt_dir)
     return frame

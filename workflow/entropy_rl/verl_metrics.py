@@ -36,6 +36,30 @@ def read_jsonl(path: str | Path) -> list[dict]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
+# verl's file logger truncates its file when it starts, so a requeued job that resumes
+# from a checkpoint would erase the steps before it: each launch gets its own log.
+ATTEMPT_LOG = re.compile(r"^verl_log\.(\d+)\.jsonl$")
+
+
+def attempt_logs(directory: str | Path) -> list[Path]:
+    """The file logs of every launch of a run, first launch first."""
+    directory = Path(directory)
+    found = [p for p in directory.iterdir() if ATTEMPT_LOG.match(p.name)] if directory.is_dir() else []
+    return sorted(found, key=lambda p: int(ATTEMPT_LOG.match(p.name).group(1)))
+
+
+def next_attempt_log(directory: str | Path) -> Path:
+    logs = attempt_logs(directory)
+    k = int(ATTEMPT_LOG.match(logs[-1].name).group(1)) + 1 if logs else 1
+    return Path(directory) / f"verl_log.{k}.jsonl"
+
+
+def read_attempts(directory: str | Path) -> list[dict]:
+    """All launches' records in launch order: a resumed launch repeats the steps after the last
+    checkpoint, and in ``to_metrics_table`` its later records replace the lost launch's."""
+    return [record for path in attempt_logs(directory) for record in read_jsonl(path)]
+
+
 def to_metrics_table(records: list[dict], benchmarks: list[str]) -> pd.DataFrame:
     """One row per policy π_t: training metrics of its rollout and, when validated, accuracy per benchmark."""
     rows: dict[int, dict] = {}

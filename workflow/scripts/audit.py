@@ -1,6 +1,6 @@
 import yaml
 
-from entropy_rl import audit, config, logs
+from entropy_rl import atomic, audit, config, logs
 
 log = logs.setup(snakemake.log[0])
 with open(snakemake.input.ledger) as fh:
@@ -28,9 +28,7 @@ study = audit.Study(
     fit_steps=p.fit_steps,
 )
 table = audit.run_audit(ledger, study)
-table.to_csv(snakemake.output.csv, index=False)
-with open(snakemake.output.md, "w") as fh:
-    fh.write(audit.to_markdown(table, p.scale))
-with open(snakemake.output.html, "w") as fh:
-    fh.write(audit.to_html(table, p.scale))
+atomic.write_text(snakemake.output.csv, table.to_csv(index=False))
+atomic.write_text(snakemake.output.md, audit.to_markdown(table, p.scale))
+atomic.write_text(snakemake.output.html, audit.to_html(table, p.scale))
 log.info("verdicts %s", audit.verdict_counts(table))

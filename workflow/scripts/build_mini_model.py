@@ -1,7 +1,7 @@
 import json
 from pathlib import Path
 
-from entropy_rl import data, evaluate, logs, models
+from entropy_rl import atomic, data, evaluate, logs, models
 
 log = logs.setup(snakemake.log[0], snakemake.threads)
 arch, settings = snakemake.params.arch, snakemake.params.pretrain
@@ -21,9 +21,6 @@ log.info("starting pass rates %s", pass_rates)
 if max(pass_rates.values()) == 0:
     raise RuntimeError(f"pre-trained model solves no benchmark problem; raise pretrain.steps ({pass_rates})")
 
-out = Path(snakemake.output[0])
-model.save_pretrained(out)
-tok.save_pretrained(out)
 meta = {
     "family": arch["family"],
     "seed": seed,
@@ -32,4 +29,7 @@ meta = {
     "pretrain_final_loss": losses[-1],
     "starting_pass_rates": pass_rates,
 }
-(out / "mini_model.json").write_text(json.dumps(meta, indent=2))
+with atomic.output(snakemake.output[0]) as out:
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    (out / "mini_model.json").write_text(json.dumps(meta, indent=2))

@@ -1,9 +1,10 @@
-from entropy_rl import data, logs, tokenizer
+from entropy_rl import atomic, data, logs, tokenizer
 
 log = logs.setup(snakemake.log[0])
 corpus = data.load_verl_parquet(snakemake.input.corpus)
 prompts, _ = data.prompts_and_answers(corpus)
 texts = [p[-1]["content"] + r for p, r in zip(prompts, corpus["response"])] + ["Question: Answer:"]
 tok = tokenizer.build_tokenizer(texts, snakemake.params.vocab_size)
-tok.save_pretrained(snakemake.output[0])
+with atomic.output(snakemake.output[0]) as out:
+    tok.save_pretrained(out)
 log.info("tokenizer with %d tokens", len(tok))

@@ -1,8 +1,8 @@
 import pandas as pd
 
-from entropy_rl import logs
+from entropy_rl import atomic, logs
 
 log = logs.setup(snakemake.log[0])
 frame = pd.concat([pd.read_parquet(path) for path in snakemake.input], ignore_index=True)
-frame.to_parquet(snakemake.output[0])
+atomic.to_parquet(frame, snakemake.output[0])
 log.info("%d rows from %d files", len(frame), len(snakemake.input))

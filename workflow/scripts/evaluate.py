@@ -3,7 +3,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from entropy_rl import data, evaluate, logs, models
+from entropy_rl import atomic, data, evaluate, logs, models
 
 log = logs.setup(snakemake.log[0], snakemake.threads)
 model, tok = models.load(snakemake.input.model)  # one load for all benchmarks
@@ -15,8 +15,8 @@ for bench_path, out_path in zip(snakemake.input.benchmarks, snakemake.output.sam
     torch.manual_seed(snakemake.params.seed)  # sampled benchmarks draw the same samples on every run
     samples = evaluate.sample_benchmark(model, tok, prompts, answers, proto["temperature"], proto["n"], snakemake.params.max_new_tokens)
     samples.insert(0, "benchmark", name)
-    samples.to_parquet(out_path)
+    atomic.to_parquet(samples, out_path)
     summary = evaluate.summarize(samples, snakemake.params.pass_k)
     rows.append({"benchmark": name, "temperature": proto["temperature"], **summary})
     log.info("%s %s", name, summary)
-pd.DataFrame(rows).to_parquet(snakemake.output.summary)
+atomic.to_parquet(pd.DataFrame(rows), snakemake.output.summary)

@@ -3,7 +3,7 @@ from pathlib import Path
 import pandas as pd
 from vllm import LLM
 
-from entropy_rl import data, evaluate, logs
+from entropy_rl import atomic, data, evaluate, logs
 
 log = logs.setup(snakemake.log[0], snakemake.threads)
 p = snakemake.params
@@ -15,8 +15,8 @@ for bench_path, out_path in zip(snakemake.input.benchmarks, snakemake.output.sam
     proto = p.protocols[name]
     samples = evaluate.vllm_samples(llm, data.load_verl_parquet(bench_path), proto, p.max_new_tokens, p.seed)
     samples.insert(0, "benchmark", name)
-    samples.to_parquet(out_path)
+    atomic.to_parquet(samples, out_path)
     summary = evaluate.summarize(samples, p.pass_k)
     rows.append({"benchmark": name, "temperature": proto["temperature"], **summary})
     log.info("%s %s", name, summary)
-pd.DataFrame(rows).to_parquet(snakemake.output.summary)
+atomic.to_parquet(pd.DataFrame(rows), snakemake.output.summary)

@@ -2,7 +2,7 @@ import json
 
 import pandas as pd
 
-from entropy_rl import analysis, logs
+from entropy_rl import analysis, atomic, logs
 
 log = logs.setup(snakemake.log[0])
 metrics = pd.read_parquet(snakemake.input.metrics)
@@ -10,6 +10,5 @@ result = {"run": snakemake.wildcards.run, "fit": analysis.fit_run(metrics)}
 early = analysis.early_prediction(metrics, snakemake.params.early_fit_steps)
 result["early_prediction"] = {k: v for k, v in early.items() if k != "points"}
 result["early_prediction_points"] = early["points"]
-with open(snakemake.output[0], "w") as fh:
-    json.dump(result, fh, indent=2, default=float)
+atomic.write_text(snakemake.output[0], json.dumps(result, indent=2, default=float))
 log.info("fit %s", result["fit"])

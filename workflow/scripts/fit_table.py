@@ -1,6 +1,6 @@
 import json
 
-from entropy_rl import analysis, logs
+from entropy_rl import analysis, atomic, logs
 
 log = logs.setup(snakemake.log[0])
 fits = {}
@@ -9,5 +9,5 @@ for path in snakemake.input.fits:
         result = json.load(fh)
     fits[result["run"]] = {**result["fit"], **{f"early_{k}": v for k, v in result["early_prediction"].items() if not isinstance(v, dict)}}
 table = analysis.fits_table(fits)
-table.to_csv(snakemake.output.csv)
-table.to_parquet(snakemake.output.parquet)
+atomic.write_text(snakemake.output.csv, table.to_csv())
+atomic.to_parquet(table, snakemake.output.parquet)

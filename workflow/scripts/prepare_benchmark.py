@@ -1,7 +1,7 @@
-from entropy_rl import logs, paper_data
+from entropy_rl import atomic, logs, paper_data
 
 log = logs.setup(snakemake.log[0])
 p = snakemake.params
 frame = paper_data.build_part(snakemake.input.source, p.part, p.part_name, p.templates, p.seed, data_source=snakemake.wildcards.benchmark)
-frame.to_parquet(snakemake.output[0])
+atomic.to_parquet(frame, snakemake.output[0])
 log.info("%s: %d problems", snakemake.wildcards.benchmark, len(frame))

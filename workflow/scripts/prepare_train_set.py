@@ -1,6 +1,6 @@
 import pandas as pd
 
-from entropy_rl import logs, paper_data
+from entropy_rl import atomic, logs, paper_data
 
 log = logs.setup(snakemake.log[0])
 p = snakemake.params
@@ -9,4 +9,4 @@ for name, part in p.parts.items():
     frame = paper_data.build_part(f"results/data/sources/{part['source']}", part, name, p.templates, p.seed)
     log.info("%s: %d rows", name, len(frame))
     frames.append(frame)
-paper_data.shuffle(pd.concat(frames, ignore_index=True), p.seed).to_parquet(snakemake.output[0])
+atomic.to_parquet(paper_data.shuffle(pd.concat(frames, ignore_index=True), p.seed), snakemake.output[0])

@@ -1,7 +1,7 @@
 import json
+from pathlib import Path
 
 from entropy_rl import logs, trainer
-from pathlib import Path
 
 log = logs.setup(snakemake.log[0], snakemake.threads)
 spec = snakemake.params.spec
@@ -9,5 +9,6 @@ log.info("run spec %s", json.dumps(spec))
 benchmarks = {Path(p).stem: p for p in snakemake.input.benchmarks}
 val_sets = trainer.validation_sets(benchmarks, spec["val_protocol"], spec["val_size"])
 run_dir = Path(snakemake.output.final).parent
-frame = trainer.train(spec, snakemake.input.model, snakemake.input.train, val_sets, run_dir)
-frame.to_parquet(snakemake.output.metrics)
+assert Path(snakemake.output.metrics) == run_dir / "metrics.parquet"
+# A rerun after a kill resumes from run_dir/checkpoints when the spec and this code are unchanged.
+trainer.train(spec, snakemake.input.model, snakemake.input.train, val_sets, run_dir, code_files=snakemake.input.code)

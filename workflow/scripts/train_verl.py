@@ -4,11 +4,20 @@ import subprocess
 import sys
 from pathlib import Path
 
-from entropy_rl import launch, logs, verl_metrics
+from entropy_rl import atomic, checkpoints, launch, logs, verl_metrics
 
 log = logs.setup(snakemake.log[0])
 run_dir = Path(snakemake.output.metrics).parent
-verl_log = run_dir / "verl_log.jsonl"
+ckpt_dir = run_dir / "checkpoints"
+# verl resumes from ckpt_dir (resume_mode=auto) only when it holds this run's trajectory: checkpoints
+# of other settings, or of other reward or loss code, are moved aside and training starts afresh.
+shaping = [p for p in snakemake.input.code if Path(p).stem in ("reward", "grading", "sandbox", "verl_plugin")]
+fingerprint = checkpoints.fingerprint(snakemake.params.spec, shaping)
+resuming = checkpoints.claim(ckpt_dir, fingerprint)
+verl_log = verl_metrics.next_attempt_log(ckpt_dir)
+log.info(
+    "%s; this launch logs to %s", "resuming from the run's checkpoints" if resuming else "starting afresh", verl_log
+)
 # verl's workers import entropy_rl (the covariance loss plugin, the reward): put the package on their path.
 package_root = os.path.dirname(os.path.dirname(os.path.abspath(snakemake.input.code[0])))
 pythonpath = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
@@ -16,9 +25,11 @@ env = {**os.environ, "VERL_FILE_LOGGER_PATH": str(verl_log), "PYTHONPATH": pytho
 log.info("command: %s", " ".join(snakemake.params.command))
 code = launch.run(snakemake.params.command, launch.allocation_nodes(), snakemake.params.gpus_per_node, env)
 if code != 0:
-    sys.exit(f"verl exited with {code}; checkpoints in {run_dir / 'checkpoints'} are kept and a rerun resumes from the last")
-verl_metrics.to_metrics_table(verl_metrics.read_jsonl(verl_log), snakemake.params.benchmarks).to_parquet(snakemake.output.metrics)
-steps = sorted(glob.glob(str(run_dir / "checkpoints" / "global_step_*")), key=lambda p: int(p.rsplit("_", 1)[1]))
-subprocess.run([sys.executable, "-m", "verl.model_merger", "merge", "--backend", "fsdp",
-                "--local_dir", f"{steps[-1]}/actor", "--target_dir", snakemake.output.final], check=True)  # fmt: skip
+    sys.exit(f"verl exited with {code}; checkpoints in {ckpt_dir} are kept and a rerun resumes from the last")
+table = verl_metrics.to_metrics_table(verl_metrics.read_attempts(ckpt_dir), snakemake.params.benchmarks)
+steps = sorted(glob.glob(str(ckpt_dir / "global_step_*")), key=lambda p: int(p.rsplit("_", 1)[1]))
+with atomic.output(snakemake.output.final) as tmp:
+    subprocess.run([sys.executable, "-m", "verl.model_merger", "merge", "--backend", "fsdp",
+                    "--local_dir", f"{steps[-1]}/actor", "--target_dir", str(tmp)], check=True)  # fmt: skip
 log.info("merged %s into %s", steps[-1], snakemake.output.final)
+atomic.to_parquet(table, snakemake.output.metrics)

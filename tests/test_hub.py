@@ -4,6 +4,8 @@ The hub side (resolving a branch to a commit, snapshot_download at that commit)
 is huggingface_hub's own code and runs only where the hub is reachable.
 """
 
+import os
+
 import pytest
 import yaml
 
@@ -50,3 +52,17 @@ def test_gated_repository_needs_a_token_that_is_never_written(tmp_path, mirror, 
     lock = tmp_path / "hub.lock.yaml"
     hub.fetch("Qwen/Qwen2.5-0.5B", "model", tmp_path / "m", lock, revision="abc123", mirror=mirror)
     assert "hf_secret_value_123" not in lock.read_text()
+
+
+def test_slurm_jobs_environment_is_ours_less_the_token(tmp_path, monkeypatch):
+    for var in hub.TOKEN_VARIABLES:
+        monkeypatch.setenv(var, "hf_secret_value_123")
+    monkeypatch.setenv("MULTILINE_VALUE", "one\ntwo=2")
+    path = tmp_path / ".snakemake" / "slurm_job_environment"
+    hub.write_environment_without_token(path)
+    data = path.read_bytes()
+    assert b"hf_secret_value_123" not in data and data.endswith(b"\0")
+    entries = dict(entry.split(b"=", 1) for entry in data[:-1].split(b"\0"))  # sbatch --export-file's format
+    assert entries == {k: v for k, v in os.environb.items() if k not in {b"HF_TOKEN", b"HUGGING_FACE_HUB_TOKEN"}}
+    assert entries[b"MULTILINE_VALUE"] == b"one\ntwo=2"
+    assert path.stat().st_mode & 0o777 == 0o600 and [p.name for p in path.parent.iterdir()] == [path.name]

@@ -1,12 +1,15 @@
 """The paper-scale DAG, planned through the SLURM profile: jobs per stage, the GPU-hours estimate,
-the gated-model check, and per-job resources that scale with the model."""
+the gated-model check, per-job resources that scale with the model, and no SLURM job given the
+hub token."""
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -14,6 +17,10 @@ import yaml
 from test_config import ROOT
 
 PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
+TOKENS = {"HF_TOKEN": "hf_SENTINELplanDoNotLeak0123", "HUGGING_FACE_HUB_TOKEN": "hf_SENTINELplanDoNotLeak4567"}
+# The flag that gives a SLURM job the workflow's environment less the token (common.smk).
+JOB_ENV_FLAG = "--export-file=.snakemake/slurm_job_environment"
+LOCAL_RULES = {"all", "download_model", "download_dataset"}  # run by the main process, not sbatch
 
 
 def local_profile(tmp_dir):
@@ -116,3 +123,56 @@ def test_every_rule_names_its_container_and_lint_is_clean(workdir):
         assert proc.returncode == 0 and "Congratulations, your workflow is in a good condition!" in proc.stdout + proc.stderr, (
             scale, (proc.stdout + proc.stderr)[-3000:])  # fmt: skip
 
+
+def job_resources(block):
+    """A dry-run job's resources line (--verbose) as a dict; numbers as ints, <TBD> left out."""
+    line = re.search(r"^\s+resources: (.*)$", block, re.MULTILINE).group(1)
+    pairs = (item.split("=", 1) for item in line.split(", "))
+    return {k: int(v) if v.isdigit() else v for k, v in pairs if v != "<TBD>"}
+
+
+def sbatch_args(resources):
+    """The sbatch command line snakemake-executor-plugin-slurm builds for a job with these resources,
+    after the plugin's own check of slurm_extra (it refuses options it sets, --export among them)."""
+    from snakemake_executor_plugin_slurm.submit_string import get_submit_command
+    from snakemake_executor_plugin_slurm.validation import validate_slurm_extra
+
+    class Resources(dict):
+        __getattr__ = dict.get
+
+    job = SimpleNamespace(resources=Resources(resources), threads=1)
+    validate_slurm_extra(job)
+    names = ("run_uuid", "slurm_logfile", "comment_str", "account", "partition", "workdir")
+    return shlex.split(get_submit_command(job, dict.fromkeys(names, "x")))
+
+
+def test_no_slurm_job_gets_the_token_and_no_plan_prints_it(workdir):
+    profile = yaml.safe_load((ROOT / "slurm" / "config.yaml").read_text())
+    assert profile["default-resources"]["slurm_extra"] == f"'{JOB_ENV_FLAG}'"
+    common = (ROOT / "workflow" / "rules" / "common.smk").read_text()
+    assert f'SLURM_JOB_ENV = "{JOB_ENV_FLAG.split("=", 1)[1]}"' in common
+    proc, _ = plan(workdir, "all", "--printshellcmds", "--verbose", env_extra=TOKENS)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for secret in TOKENS.values():
+        assert secret not in proc.stdout + proc.stderr
+    blocks = re.findall(r"^rule (\w+):\n(.*?)(?=\n\n)", proc.stdout, re.DOTALL | re.MULTILINE)
+    submitted = [(rule, job_resources(block)) for rule, block in blocks if rule not in LOCAL_RULES]
+    assert {rule for rule, _ in submitted} >= {"train_verl", "evaluate_vllm", "fit_run", "audit"}
+    for rule, resources in submitted:
+        args = sbatch_args(resources)
+        # sbatch applies --export-file after the plugin's hard-coded --export=ALL: the environment
+        # submitted is the file's alone (tests/test_slurm_workflow.py shows it on a real cluster).
+        assert args.index("--export=ALL") < args.index(JOB_ENV_FLAG), (rule, args)
+        assert (rule == "train_verl") == ("--requeue" in args), (rule, args)
+
+
+def test_jobs_parse_the_workflow_without_the_token(workdir):
+    """SLURM jobs (--mode remote) and local subprocess jobs (--mode subprocess) parse the Snakefile
+    again with no token while a gated download may still run: only the main process checks it."""
+    gated = next(r for r, spec in PAPER["runs"].items() if PAPER["models"][spec["model"]].get("gated"))
+    env = {k: v for k, v in os.environ.items() if k not in TOKENS}
+    for mode in ("remote", "subprocess"):
+        cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir), "--config", "scale=paper",
+               "--mode", mode, "-n", f"results/runs/{gated}/metrics.parquet"]  # fmt: skip
+        proc = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env, cwd=workdir)
+        assert proc.returncode == 0 and "is gated" not in proc.stdout + proc.stderr, (mode, proc.stderr[-3000:])

@@ -18,6 +18,7 @@ from test_config import ROOT
 pytest_plugins = ["slurm_cluster"]
 SMOKE = ROOT / "tests" / "smoke" / "config.yaml"
 SECRET = "hf_SENTINELdoNotLeak0123456789"  # a hub token the user has set in their shell
+SECRET_OLD_NAME = "hf_SENTINELdoNotLeakEither987"  # and under huggingface_hub's older variable
 
 
 def files_holding(root, text: str) -> list[str]:
@@ -48,7 +49,8 @@ def test_smoke_study_runs_through_the_slurm_profile(slurm_cluster, tmp_path):
     started = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir), "--profile", str(profile)],
-        capture_output=True, text=True, env={**slurm_cluster.env, "HF_TOKEN": SECRET}, cwd=workdir, timeout=1500,
+        capture_output=True, text=True, cwd=workdir, timeout=1500,
+        env={**slurm_cluster.env, "HF_TOKEN": SECRET, "HUGGING_FACE_HUB_TOKEN": SECRET_OLD_NAME},
     )  # fmt: skip
     wall = time.monotonic() - started
     assert proc.returncode == 0, proc.stderr[-5000:] + slurm_cluster.log_tail()
@@ -56,12 +58,24 @@ def test_smoke_study_runs_through_the_slurm_profile(slurm_cluster, tmp_path):
     ours = sorted(line for line in jobs if line.split()[0] not in before)
     print(f"smoke study through SLURM: {wall:.0f} s, {len(ours)} SLURM jobs: {ours}")
     assert ours and all(line.split()[1] == "COMPLETED" for line in ours)
-    # The token reaches no log, parameter record, output or job script (slurmctld keeps each job's
-    # script under its state directory; it also keeps the exported environment, which is SLURM's).
-    assert SECRET not in proc.stdout + proc.stderr
-    assert files_holding(workdir, SECRET) == []
-    scripts = list((slurm_cluster.dir / "state").rglob("script"))
-    assert scripts and not [p for p in scripts if SECRET.encode() in p.read_bytes()]
+    # The token reaches no log, parameter record, output, job script or job environment: slurmctld
+    # keeps each job's script and submitted environment under its state directory
+    # (hash.N/job.ID/{script,environment}), and the jobs' environment is what sbatch submitted.
+    state = slurm_cluster.dir / "state"
+    environments = {p.parent.name.removeprefix("job."): p for p in state.rglob("environment")}
+    for job in ours:
+        job_id = job.split()[0]
+        assert job_id in environments, f"slurmctld kept no environment for job {job_id}"
+        # NAME=value entries, each ended by NUL, after a 4-byte count
+        entries = dict(e.split(b"=", 1) for e in environments[job_id].read_bytes().split(b"\0") if b"=" in e)
+        assert b"HF_TOKEN" not in entries and b"HUGGING_FACE_HUB_TOKEN" not in entries
+        assert entries[b"PATH"] == slurm_cluster.env["PATH"].encode()  # the rest of the environment reaches it
+    for secret in (SECRET, SECRET_OLD_NAME):
+        assert secret not in proc.stdout + proc.stderr
+        assert files_holding(workdir, secret) == []
+        assert files_holding(state, secret) == []
+    assert list(state.rglob("script"))
+    assert not (workdir / ".snakemake" / "slurm_job_environment").exists()  # removed once the run ends
     planned = int(next(line.split()[1] for line in proc.stderr.splitlines() if line.startswith("total ")))
     assert len(ours) == planned - 1  # every job but the local `all` went through sbatch
     cfg = yaml.safe_load(SMOKE.read_text())["mini"]

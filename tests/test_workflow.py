@@ -1,6 +1,9 @@
 """End to end: the smoke configuration through Snakemake, its outputs against the data contracts,
-nothing to redo on a second run, and a one-run edit rerunning exactly that run's chain."""
+its report, nothing to redo on a second run, and a one-run edit rerunning exactly that run's chain.
+The study and its report run with a hub token set, which neither may hold."""
 
+import base64
+import os
 import re
 import subprocess
 import sys
@@ -16,11 +19,23 @@ from entropy_rl import data
 from test_config import ROOT
 
 SMOKE = ROOT / "tests" / "smoke" / "config.yaml"
+SECRET = "hf_SENTINELsmokeDoNotLeak0123"  # a hub token the user has set in their shell
+TOKEN_ENV = {**os.environ, "HF_TOKEN": SECRET, "HUGGING_FACE_HUB_TOKEN": SECRET}
 
 
-def snakemake(workdir, *args):
+def snakemake(workdir, *args, env=None):
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir), "--cores", "2", *args]
-    return subprocess.run(cmd, capture_output=True, text=True)
+    return subprocess.run(cmd, capture_output=True, text=True, env=env)
+
+
+def files_holding(root, text: str) -> list[str]:
+    return sorted(str(p) for p in root.rglob("*") if p.is_file() and text.encode() in p.read_bytes())
+
+
+def base64_forms(text: str) -> list[str]:
+    """What `text` looks like inside base64 data (the report embeds files so), at each of the three
+    alignments: the encoding of filler + text, less the characters the filler or padding touch."""
+    return [base64.b64encode(b"x" * shift + text.encode()).decode()[4:-4] for shift in range(3)]
 
 
 def planned_jobs(workdir) -> set[tuple[str, str]]:
@@ -42,9 +57,10 @@ def study(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("smoke")
     (workdir / "config.yaml").write_text(SMOKE.read_text())
     started = time.time()
-    proc = snakemake(workdir)
+    proc = snakemake(workdir, env=TOKEN_ENV)
     elapsed = time.time() - started
     assert proc.returncode == 0, proc.stderr[-4000:]
+    assert SECRET not in proc.stdout + proc.stderr
     print(f"smoke study: {elapsed:.1f} s")
     return workdir, yaml.safe_load(SMOKE.read_text())["mini"]
 
@@ -89,12 +105,16 @@ def test_outputs_honour_their_contracts(study):
 def test_report_holds_every_artifact_and_the_audit(study, tmp_path):
     workdir, cfg = study
     report = tmp_path / "report.html"
-    proc = snakemake(workdir, "--report", str(report))
+    proc = snakemake(workdir, "--report", str(report), env=TOKEN_ENV)
     assert proc.returncode == 0, proc.stderr[-4000:]
     text = report.read_text()
     for name in cfg["artifacts"]:
         assert name in text, name
     assert "audit.html" in text
+    # The study and its report ran with a hub token set: no log, output, record or report holds it.
+    assert SECRET not in proc.stdout + proc.stderr
+    assert not [form for form in [SECRET, *base64_forms(SECRET)] if form in text]
+    assert files_holding(workdir, SECRET) == []
 
 
 def test_second_run_has_nothing_to_do(study):

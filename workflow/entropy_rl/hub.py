@@ -4,7 +4,8 @@ A repository's revision is resolved once to a commit and written to the lock
 file; later runs download that commit and compare every file's SHA-256 with
 the lock. A mirror directory pre-staged by cluster admins (``<mirror>/<repo
 id>``, common where compute nodes have no internet) stands in for the hub.
-The token is read from the environment only and never written anywhere.
+The token is read from the environment only and never written anywhere; SLURM jobs are
+given the submitting environment without it (``write_environment_without_token``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -25,6 +27,28 @@ class HubError(RuntimeError):
 
 def token() -> str | None:
     return next((os.environ[v] for v in TOKEN_VARIABLES if os.environ.get(v)), None)
+
+
+def write_environment_without_token(path: str | Path) -> None:
+    """This process's environment less the token variables, for ``sbatch --export-file``.
+
+    The format is sbatch's: ``NAME=value`` entries each ended by a NUL byte (values may hold
+    newlines). sbatch replaces the environment it submits with the file's, so a job sees what
+    ``--export=ALL`` would have given it, token excepted. The file is readable by its owner only
+    and replaced atomically, so sbatch never reads half of it.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    drop = {os.fsencode(v) for v in TOKEN_VARIABLES}
+    data = b"".join(k + b"=" + v + b"\0" for k, v in os.environb.items() if k not in drop)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # created 0600
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 def require_token(repo_id: str, gated: bool) -> None:
@@ -84,21 +108,27 @@ def fetch(repo_id: str, repo_type: str, dest: str | Path, lock_path: str | Path,
     lock = read_lock(lock_path)
     entry = lock.get(repo_id)
     dest = Path(dest)
+    # Fetched and verified beside ``dest``, then renamed into place: a killed download never
+    # leaves a partial model under its output's name, and the hub client resumes it next time.
+    partial = dest.with_name(f".{dest.name}.partial")
     staged = Path(mirror) / repo_id if mirror else None
     if staged is not None and staged.is_dir():
-        if dest.exists():
-            shutil.rmtree(dest)
-        shutil.copytree(staged, dest)
+        if partial.exists():
+            shutil.rmtree(partial)
+        shutil.copytree(staged, partial)
         commit = entry["commit"] if entry else (revision or "mirror")
     else:
         from huggingface_hub import snapshot_download
 
         commit = entry["commit"] if entry else resolve_revision(repo_id, repo_type, revision)
-        snapshot_download(repo_id, repo_type=repo_type, revision=commit, local_dir=dest, token=token())
+        snapshot_download(repo_id, repo_type=repo_type, revision=commit, local_dir=partial, token=token())
     if entry:
-        verify(dest, entry["files"], f"{repo_type} {repo_id}@{entry['commit']}")
-        return entry
-    entry = {"type": repo_type, "commit": commit, "files": file_checksums(dest)}
-    lock[repo_id] = entry
-    write_lock(lock_path, lock)
+        verify(partial, entry["files"], f"{repo_type} {repo_id}@{entry['commit']}")
+    else:
+        entry = {"type": repo_type, "commit": commit, "files": file_checksums(partial)}
+        lock[repo_id] = entry
+        write_lock(lock_path, lock)
+    if dest.exists():
+        shutil.rmtree(dest)
+    partial.rename(dest)
     return entry

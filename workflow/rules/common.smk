@@ -43,7 +43,8 @@ def canonical(obj):
 
 
 def code(*modules):
-    """The package modules a job runs, as inputs: editing one reruns the job."""
+    """The package modules that shape a job's outputs, as inputs: editing one reruns the job.
+    Plumbing that cannot change an output's content (logs, atomic, checkpoints) is left out."""
     return [os.path.join(PKG, f"{m}.py") for m in modules]
 
 
@@ -142,6 +143,32 @@ def run_label(run):
     return f"{r['model']} {r['algorithm'].upper()}{treatment}"
 
 
+# ---- SLURM jobs never see the hub token -----------------------------------------------------
+# snakemake-executor-plugin-slurm submits every job with `sbatch --export=ALL` and refuses
+# `--export` in slurm_extra, so a job would get the submitting shell's HF_TOKEN, and slurmctld
+# would keep it in the job's saved environment. `sbatch --export-file` makes the environment
+# sbatch submits the file's alone: the main process writes its own there, less the token
+# variables, before the first submission, and deletes it when the run ends. Every SLURM job's
+# slurm_extra carries the flag: the profile's default-resources (slurm/config.yaml, this same
+# string) and any rule that sets its own (train_resources). Only the local download rules, run
+# by the main process, see the token.
+SLURM_JOB_ENV = ".snakemake/slurm_job_environment"
+SLURM_JOB_ENV_FLAG = f"--export-file={SLURM_JOB_ENV}"
+
+
+onstart:
+    if not workflow.local_exec:
+        hub.write_environment_without_token(SLURM_JOB_ENV)
+
+
+onsuccess:
+    Path(SLURM_JOB_ENV).unlink(missing_ok=True)
+
+
+onerror:
+    Path(SLURM_JOB_ENV).unlink(missing_ok=True)
+
+
 # ---- paper scale: hub downloads, SLURM resources, the GPU-hours estimate -------------------
 
 
@@ -196,7 +223,7 @@ def train_resources(run):
         "gpu": gpus,
         "cpus_per_task": 8 * model["gpus_per_node"],
         "mem_mb_per_cpu": 8000,
-        "slurm_extra": "'--requeue'",  # one dict per run, cached: six resource lambdas read it
+        "slurm_extra": f"--requeue {SLURM_JOB_ENV_FLAG}",  # one dict per run, cached: six resource lambdas read it
         "runtime": budget.runtime_minutes(train_hours(run), gpus, S["budget"]["walltime_margin"]),
     }
 
@@ -243,5 +270,8 @@ def train_data_with_budget(wildcards):
     return run_train_data(wildcards)
 
 
-if not MINI:
+# Only in the process the user started: SLURM jobs (--mode remote) and local subprocess jobs
+# (--mode subprocess) parse the Snakefile again, without the token, while a gated download may
+# still be running on the submitting host.
+if not MINI and workflow.is_main_process:
     check_hub_access()

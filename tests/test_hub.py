@@ -39,6 +39,9 @@ def test_checksum_mismatch_fails_and_keeps_the_lock(tmp_path, mirror):
     with pytest.raises(hub.HubError, match=r"checksum mismatch \['model.safetensors'\]"):
         hub.fetch("Qwen/Qwen2.5-0.5B", "model", tmp_path / "m", lock, mirror=mirror)
     assert lock.read_text() == before
+    # The verified copy from before stays whole; the mismatching one is kept aside for inspection.
+    assert (tmp_path / "m" / "model.safetensors").read_bytes() == b"\x00weights" * 100
+    assert (tmp_path / ".m.partial" / "model.safetensors").read_bytes() == b"tampered"
 
 
 def test_gated_repository_needs_a_token_that_is_never_written(tmp_path, mirror, monkeypatch):

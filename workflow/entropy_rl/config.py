@@ -11,6 +11,8 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from . import spec
+
 SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
 
 
@@ -65,8 +67,15 @@ def check_references(scfg: dict, scale: str) -> None:
             raise ConfigError(
                 f"config key {scale}.runs.{run_id}.treatment: unknown treatment {run['treatment']!r}; treatments are {sorted(treatments)}"
             )
-    for name, spec in scfg.get("artifacts", {}).items():
-        for run_id in spec["runs"]:
+    for run_id in runs:
+        loss = spec.resolve_run(scfg, run_id)["loss"]
+        if loss["clip_cov_lb"] >= loss["clip_cov_ub"]:
+            raise ConfigError(
+                f"config key {scale}.runs.{run_id}: clip_cov_lb ({loss['clip_cov_lb']}) must be below clip_cov_ub "
+                f"({loss['clip_cov_ub']}) (from train.loss, treatment {runs[run_id]['treatment']!r} and the run's overrides)"
+            )
+    for name, art in scfg.get("artifacts", {}).items():
+        for run_id in art["runs"]:
             if run_id not in runs:
                 raise ConfigError(f"config key {scale}.artifacts.{name}.runs: unknown run {run_id!r}; runs are {sorted(runs)}")
     train = scfg["train"]

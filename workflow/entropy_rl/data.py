@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 import reasoning_gym
 
+from . import atomic
+
 PROMPT_SUFFIX = " Put the final answer in \\boxed{}."
 VERL_COLUMNS = ["data_source", "prompt", "ability", "reward_model", "extra_info"]
 
@@ -46,7 +48,9 @@ def build_benchmarks(benchmarks: dict, seed: int) -> dict[str, pd.DataFrame]:
     return frames
 
 
-def build_training_mix(benchmarks: dict, names: list[str], size: int, seed: int, exclude: set[str], split: str) -> pd.DataFrame:
+def build_training_mix(
+    benchmarks: dict, names: list[str], size: int, seed: int, exclude: set[str], split: str
+) -> pd.DataFrame:
     """A shuffled mix of the task families of the benchmarks ``names``, with no question in ``exclude``.
 
     Training data come from the benchmarks' task families (as the paper trains on
@@ -119,16 +123,18 @@ def prepare_mini_data(spec: dict, out_dir: str | Path) -> dict[str, Path]:
     seed = spec["seed"]
     benches = build_benchmarks(spec["benchmarks"], seed)
     held_out = {e["question"] for f in benches.values() for e in f["extra_info"]}
-    train = build_training_mix(spec["benchmarks"], spec["train"]["from"], spec["train"]["size"], seed + 1, held_out, "train")
+    train = build_training_mix(
+        spec["benchmarks"], spec["train"]["from"], spec["train"]["size"], seed + 1, held_out, "train"
+    )
     corpus = spec["pretrain"]
     pretrain = build_training_mix(spec["benchmarks"], corpus["from"], corpus["prompts"], seed + 2, held_out, "pretrain")
     pretrain = sft_responses(pretrain, corpus, seed + 3)
     paths = {"train": out / "train.parquet", "pretrain": out / "pretrain.parquet"}
-    train.to_parquet(paths["train"])
-    pretrain.to_parquet(paths["pretrain"])
+    atomic.to_parquet(train, paths["train"])
+    atomic.to_parquet(pretrain, paths["pretrain"])
     for name, frame in benches.items():
         paths[name] = out / "benchmarks" / f"{name}.parquet"
-        frame.to_parquet(paths[name])
+        atomic.to_parquet(frame, paths[name])
     return paths
 
 
@@ -139,11 +145,65 @@ def build_train_set(benchmarks: dict, set_spec: dict, seed: int, benchmark_frame
     return build_training_mix(benchmarks, set_spec["from"], set_spec["size"], seed + 1, held_out, "train")
 
 
+class DataError(ValueError):
+    """A dataset the workflow cannot use, named by its path, with what is wrong and where."""
+
+
+ROLES = {"system", "user", "assistant"}
+
+
+def read_parquet(path: str | Path) -> pd.DataFrame:
+    try:
+        return pd.read_parquet(path)
+    except Exception as exc:  # pyarrow's errors for a truncated, empty or foreign file
+        raise DataError(
+            f"{path}: not a readable parquet file ({type(exc).__name__}: {exc}). Delete it and run snakemake "
+            "again to remake it (or download it again, for a source)"
+        ) from exc
+
+
+def _prompt_problem(prompt) -> str | None:
+    if not isinstance(prompt, (list, tuple, np.ndarray)) or len(prompt) == 0:
+        return "prompt is not a non-empty list of messages"
+    for m in prompt:
+        if not isinstance(m, dict) or m.get("role") not in ROLES:
+            return f"a prompt message has no role of {sorted(ROLES)}"
+        if not isinstance(m.get("content"), str) or not m["content"].strip():
+            return "a prompt message has no text"
+    return None
+
+
+def _reward_problem(reward_model) -> str | None:
+    if not isinstance(reward_model, dict) or not isinstance(reward_model.get("style"), str):
+        return "reward_model has no style"
+    truth = reward_model.get("ground_truth")
+    if (
+        truth is None
+        or (isinstance(truth, str) and not truth.strip())
+        or (hasattr(truth, "__len__") and len(truth) == 0)
+    ):
+        return "reward_model has no ground_truth"
+    return None
+
+
+def check_verl_rows(frame: pd.DataFrame, path) -> None:
+    """Every row has a usable prompt and reward; the error counts the bad rows and shows the first."""
+    for column, problem_of in (("prompt", _prompt_problem), ("reward_model", _reward_problem)):
+        problems = [(i, p) for i, value in enumerate(frame[column]) if (p := problem_of(value)) is not None]
+        if problems:
+            i, what = problems[0]
+            raise DataError(
+                f"{path}: {len(problems)} of {len(frame)} rows are unusable; the first, row {i}: {what} ({frame[column].iloc[i]!r:.200})"
+            )
+
+
 def load_verl_parquet(path: str | Path) -> pd.DataFrame:
-    frame = pd.read_parquet(path)
+    """A verl dataset, checked: readable, every verl column, and every row's prompt and reward usable."""
+    frame = read_parquet(path)
     missing = [c for c in VERL_COLUMNS if c not in frame.columns]
     if missing:
-        raise ValueError(f"{path}: not a verl dataset, missing columns {missing}")
+        raise DataError(f"{path}: not a verl dataset, missing columns {missing} (it has {list(frame.columns)})")
+    check_verl_rows(frame, path)
     return frame
 
 

@@ -17,11 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .data import VERL_COLUMNS
-
-
-class DataError(ValueError):
-    pass
+from .data import VERL_COLUMNS, DataError, read_parquet
 
 
 def read_files(root: str | Path, pattern: str) -> pd.DataFrame:
@@ -34,7 +30,7 @@ def read_files(root: str | Path, pattern: str) -> pd.DataFrame:
     frames = []
     for path in files:
         if path.suffix == ".parquet":
-            frames.append(pd.read_parquet(path))
+            frames.append(read_parquet(path))
         elif path.suffix in (".jsonl", ".json"):
             frames.append(pd.read_json(path, lines=path.suffix == ".jsonl"))
         else:
@@ -73,7 +69,9 @@ def _field(row, name: str, part_name: str):
     return row[name]
 
 
-def part_rows(frame: pd.DataFrame, part: dict, name: str, templates: dict, seed: int, data_source: str | None = None) -> pd.DataFrame:
+def part_rows(
+    frame: pd.DataFrame, part: dict, name: str, templates: dict, seed: int, data_source: str | None = None
+) -> pd.DataFrame:
     """verl rows for one config part; ``data_source`` names the benchmark (or the part when training)."""
     if "holdout" in part:
         frame = holdout(frame, part["holdout"]["size"], part["holdout"]["keep"], seed)
@@ -99,7 +97,13 @@ def part_rows(frame: pd.DataFrame, part: dict, name: str, templates: dict, seed:
                 "prompt": prompt,
                 "ability": ability,
                 "reward_model": {"style": style, "ground_truth": gold},
-                "extra_info": {"split": part.get("holdout", {}).get("keep", "all"), "index": i, "part": name, "question": question, "style": style},
+                "extra_info": {
+                    "split": part.get("holdout", {}).get("keep", "all"),
+                    "index": i,
+                    "part": name,
+                    "question": question,
+                    "style": style,
+                },
             }
         )
     if not rows:
@@ -107,7 +111,9 @@ def part_rows(frame: pd.DataFrame, part: dict, name: str, templates: dict, seed:
     return pd.DataFrame(rows, columns=VERL_COLUMNS)
 
 
-def build_part(source_dir: str | Path, part: dict, name: str, templates: dict, seed: int, data_source: str | None = None) -> pd.DataFrame:
+def build_part(
+    source_dir: str | Path, part: dict, name: str, templates: dict, seed: int, data_source: str | None = None
+) -> pd.DataFrame:
     return part_rows(read_files(source_dir, part["files"]), part, name, templates, seed, data_source)
 
 

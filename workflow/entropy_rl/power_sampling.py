@@ -1,0 +1,191 @@
+"""Power sampling (Karan & Du, 2025, Algorithm 1): responses from p^α of a base model, without training.
+
+The target over a response y to a prompt is π(y) ∝ p(y)^α, with p the base model at
+temperature 1; the proposal q is the same model at temperature 1/α. A response grows in
+blocks of B tokens. Each block is first extended with q; then each of N_MCMC
+Metropolis–Hastings steps picks a position m uniformly among the response's tokens so far,
+redraws the response from m to the end of the block with q, and accepts the redraw y' with
+probability
+
+    min{1, (p(y') / p(y))^α · q(y_{≥m} | y_{<m}) / q(y'_{≥m} | y_{<m}) · |y| / |y'|}
+
+The shared prefix y_{<m} cancels from both ratios. The last factor is ours: Algorithm 1 draws m
+over a block of fixed length, but a response that ends (EOS) inside a block is shorter, and m
+is drawn over the response's own |y| positions, so the reverse move's chance differs when a
+redraw changes the length. A chain stops after the block in which its response ends, or at
+the length limit. Chains are independent; they advance together,
+one batched ``generate`` call per MCMC step, each chain with its own m.
+
+Token cost counts every token the proposal drew, in the block extensions and in every
+redraw, against which plain sampling draws each response token once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import torch
+
+from . import generation, grading
+
+
+@dataclass
+class Chain:
+    prompt: torch.Tensor  # the prompt's token ids, unpadded
+    tokens: torch.Tensor = field(default_factory=lambda: torch.empty(0, dtype=torch.long))
+    logp: torch.Tensor = field(default_factory=lambda: torch.empty(0))  # per token, base model at temperature 1
+    logq: torch.Tensor = field(default_factory=lambda: torch.empty(0))  # per token, proposal at temperature 1/α
+    drawn: int = 0  # tokens the proposal drew for this chain
+    proposals: int = 0
+    accepted: int = 0
+
+    def ended(self, eos_id: int, max_tokens: int) -> bool:
+        return len(self.tokens) >= max_tokens or (len(self.tokens) > 0 and int(self.tokens[-1]) == eos_id)
+
+
+class HFProposer:
+    """The proposal q = p at temperature 1/α, drawn with a Hugging Face model's ``generate``."""
+
+    def __init__(self, model, tokenizer, alpha: float):
+        self.model, self.alpha = model, alpha
+        self.pad_id, self.eos_id = tokenizer.pad_token_id, tokenizer.eos_token_id
+
+    @torch.no_grad()
+    def extend(self, prefixes: list[torch.Tensor], budgets: list[int]):
+        """Up to ``budgets[i]`` tokens after ``prefixes[i]`` (prompt + response so far), stopping at
+        EOS, each continuation with its log p and log q per token."""
+        width = max(len(p) for p in prefixes)
+        ids = torch.full((len(prefixes), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for i, p in enumerate(prefixes):  # left padding, as the rollout layout has it
+            ids[i, width - len(p) :] = p
+            mask[i, width - len(p) :] = 1
+        out = self.model.generate(
+            input_ids=ids, attention_mask=mask, max_new_tokens=max(budgets), do_sample=True, temperature=1.0 / self.alpha,
+            top_k=0, top_p=1.0, pad_token_id=self.pad_id, eos_token_id=self.eos_id,
+            output_logits=True, return_dict_in_generate=True,
+        )  # fmt: skip
+        new = out.sequences[:, width:]
+        # generate returns each step's raw logits; p and q are their softmax at temperature 1 and 1/α.
+        logits = torch.stack(out.logits, dim=1).float()
+        logp = torch.log_softmax(logits, dim=-1).gather(-1, new[..., None]).squeeze(-1)
+        logq = torch.log_softmax(self.alpha * logits, dim=-1).gather(-1, new[..., None]).squeeze(-1)
+        results = []
+        for i, budget in enumerate(budgets):
+            row = new[i, :budget]
+            stop = (row == self.eos_id).nonzero()
+            keep = int(stop[0]) + 1 if len(stop) else len(row)
+            results.append((row[:keep].clone(), logp[i, :keep].clone(), logq[i, :keep].clone()))
+        return results
+
+
+def advance_block(proposer, chains: list[Chain], end: int, alpha: float, n_mcmc: int, rng: np.random.Generator) -> None:
+    """Extend every chain to ``end`` response tokens (or its EOS), then run ``n_mcmc`` MH steps on each."""
+    budgets = [end - len(c.tokens) for c in chains]
+    for c, (tok, lp, lq) in zip(chains, proposer.extend([torch.cat([c.prompt, c.tokens]) for c in chains], budgets)):
+        c.tokens, c.logp, c.logq = torch.cat([c.tokens, tok]), torch.cat([c.logp, lp]), torch.cat([c.logq, lq])
+        c.drawn += len(tok)
+    for _ in range(n_mcmc):
+        cuts = [int(rng.integers(0, len(c.tokens))) for c in chains]
+        drafts = proposer.extend(
+            [torch.cat([c.prompt, c.tokens[:m]]) for c, m in zip(chains, cuts)], [end - m for m in cuts]
+        )
+        for c, m, (tok, lp, lq) in zip(chains, cuts, drafts):
+            c.drawn += len(tok)
+            c.proposals += 1
+            # The cut is uniform over the current response, so a redraw that changes the length changes
+            # the chance of choosing the reverse move: |y| / |y'| keeps the chain's target p^α.
+            log_ratio = (
+                alpha * (float(lp.sum()) - float(c.logp[m:].sum()))
+                + float(c.logq[m:].sum()) - float(lq.sum())
+                + math.log(len(c.tokens)) - math.log(m + len(tok))
+            )  # fmt: skip
+            if math.log(rng.random()) < log_ratio:  # u < A, compared in logs
+                c.tokens, c.logp, c.logq = (
+                    torch.cat([c.tokens[:m], tok]),
+                    torch.cat([c.logp[:m], lp]),
+                    torch.cat([c.logq[:m], lq]),
+                )
+                c.accepted += 1
+
+
+def sample_chains(proposer, prompt_ids: list[torch.Tensor], alpha: float, block_size: int, n_mcmc: int,
+                  max_new_tokens: int, rng: np.random.Generator) -> list[Chain]:  # fmt: skip
+    """One power-sampled response per entry of ``prompt_ids`` (Algorithm 1, all chains in step).
+
+    ``proposer.extend`` draws from q; ``HFProposer`` here, a vLLM engine at paper scale."""
+    chains = [Chain(p) for p in prompt_ids]
+    for k in range(math.ceil(max_new_tokens / block_size)):
+        live = [c for c in chains if not c.ended(proposer.eos_id, max_new_tokens)]
+        if not live:
+            break
+        advance_block(proposer, live, min((k + 1) * block_size, max_new_tokens), alpha, n_mcmc, rng)
+    return chains
+
+
+def prompt_ids(tokenizer, prompts: list[list[dict]]) -> list[torch.Tensor]:
+    """Each prompt's chat-templated token ids, unpadded (chains grow at their own pace)."""
+    ids, mask = generation.encode_prompts(tokenizer, prompts)
+    return [row[m.bool()] for row, m in zip(ids, mask)]
+
+
+def to_rollout(tokenizer, chains: list[Chain]) -> generation.Rollout:
+    """The chains in the rollout layout (left-padded prompts, right-padded responses) the rest reads."""
+    pad = tokenizer.pad_token_id
+    p_width, r_width = max(len(c.prompt) for c in chains), max(1, max(len(c.tokens) for c in chains))
+    prompt_ids = torch.full((len(chains), p_width), pad, dtype=torch.long)
+    prompt_mask = torch.zeros_like(prompt_ids)
+    response_ids = torch.full((len(chains), r_width), pad, dtype=torch.long)
+    response_mask = torch.zeros_like(response_ids)
+    for i, c in enumerate(chains):
+        prompt_ids[i, p_width - len(c.prompt) :], prompt_mask[i, p_width - len(c.prompt) :] = c.prompt, 1
+        response_ids[i, : len(c.tokens)], response_mask[i, : len(c.tokens)] = c.tokens, 1
+    texts = tokenizer.batch_decode(response_ids * response_mask + pad * (1 - response_mask), skip_special_tokens=True)
+    return generation.Rollout(prompt_ids, prompt_mask, response_ids, response_mask, texts)
+
+
+@torch.no_grad()
+def sample_method(model, tokenizer, base, prompts, answers, method: dict, n: int, max_new_tokens: int, seed: int,
+                  batch_size: int = 256) -> pd.DataFrame:  # fmt: skip
+    """``n`` graded responses per problem from one method, with what the comparison needs of each:
+    the base model's log-likelihood of it (``base``, temperature 1) and the tokens drawn to make it.
+
+    ``method`` is ``{"kind": "sample", "temperature": t}`` (plain sampling from ``model``: the base
+    model, or a trained checkpoint) or ``{"kind": "power", "alpha", "block_size", "n_mcmc"}``
+    (Algorithm 1 on ``model``). ``seed`` fixes every draw.
+    """
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    rows, per_batch = [], max(1, batch_size // n)
+    for start in range(0, len(prompts), per_batch):
+        chunk = prompts[start : start + per_batch]
+        if method["kind"] == "power":
+            ids = [p for p in prompt_ids(tokenizer, chunk) for _ in range(n)]
+            proposer = HFProposer(model, tokenizer, method["alpha"])
+            chains = sample_chains(
+                proposer, ids, method["alpha"], method["block_size"], method["n_mcmc"], max_new_tokens, rng
+            )
+            rollout = to_rollout(tokenizer, chains)
+            drawn = [c.drawn for c in chains]
+            acceptance = [c.accepted / c.proposals if c.proposals else math.nan for c in chains]
+        else:
+            rollout = generation.generate(
+                model, tokenizer, chunk, n=n, temperature=method["temperature"], max_new_tokens=max_new_tokens
+            )
+            drawn = rollout.response_mask.sum(dim=1).tolist()
+            acceptance = [math.nan] * len(drawn)
+        base_logp, _ = generation.forward_response(base, rollout, 1.0, with_entropy=False)
+        lengths = rollout.response_mask.sum(dim=1)
+        loglik = (base_logp * rollout.response_mask).sum(dim=1)
+        for j, text in enumerate(rollout.texts):
+            pid = start + j // n
+            rows.append({
+                "problem_id": pid, "sample": j % n, "response": text, "extracted": grading.extract_answer(text),
+                "ground_truth": answers[pid], "correct": grading.is_correct(answers[pid], text),
+                "response_tokens": int(lengths[j]), "drawn_tokens": int(drawn[j]), "acceptance": acceptance[j],
+                "base_loglik": float(loglik[j]), "base_loglik_per_token": float(loglik[j] / lengths[j].clamp(min=1)),
+            })  # fmt: skip
+    return pd.DataFrame(rows)

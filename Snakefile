@@ -20,6 +20,7 @@ wildcard_constraints:
     benchmark="|".join(map(re.escape, BENCHMARKS)),
     source="|".join(map(re.escape, [] if MINI else S["data"]["sources"])) or "^$",
     train_set="|".join(map(re.escape, S["data"].get("train_sets", {}))) or "^$",
+    method="|".join(map(re.escape, power_methods())) or "^$",
 
 
 include: "workflow/rules/data.smk"
@@ -28,6 +29,7 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/power.smk"
 include: "workflow/rules/audit.smk"
 
 

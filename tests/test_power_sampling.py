@@ -170,3 +170,59 @@ def test_every_method_samples_grades_and_costs_the_same_problems(tiny_policy):
     assert frames["power"]["acceptance"].between(0, 1).all() and frames["base"]["acceptance"].isna().all()
     again = power_sampling.sample_method(model, tok, model, prompts, answers, methods["power"], 4, 8, seed=0)
     pd.testing.assert_frame_equal(again, frames["power"])
+
+
+def frame(correct: list[list[bool]], drawn_per_token: int, bench: str = "addsub") -> pd.DataFrame:
+    rows = [
+        {"benchmark": bench, "problem_id": p, "sample": s, "correct": c, "response_tokens": 10, "drawn_tokens": 10 * drawn_per_token,
+         "base_loglik_per_token": -1.0 - p}
+        for p, row in enumerate(correct) for s, c in enumerate(row)
+    ]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_the_comparison_measures_accuracy_cost_and_pass_at_k():
+    from entropy_rl import power_study
+
+    samples = {
+        "base": frame([[True, False, False, False], [False, False, False, True]], 1),
+        "power": frame([[True, True, True, False], [False, False, False, False]], 7),
+    }
+    table = power_study.accuracy_table(samples)
+    assert table.loc["base", "addsub"] == 0.25 and table.loc["power", "addsub"] == 0.375
+    assert table.loc["power", "cost vs base"] == 7.0 and table.loc["base", "cost vs base"] == 1.0
+    curves = power_study.pass_at_k_curves(samples, [1, 2, 4, 8]).set_index(["method", "k"])["pass_at_k"]
+    assert 8 not in curves.index.get_level_values("k")  # four samples a problem: pass@8 has no unbiased estimate
+    # Base solves both problems once in four, power one problem often: pass@4 is 1.0 against 0.5.
+    assert curves["base", 1] == 0.25 and curves["base", 4] == 1.0
+    assert curves["power", 1] == 0.375 and curves["power", 4] == 0.5
+    assert curves["base", 2] == pytest.approx(1 - 3 / 6)  # 1 - C(3,2)/C(4,2) on each problem
+    assert set(power_study.likelihoods(samples)["method"]) == {"base", "power"}
+
+
+def test_the_study_table_and_figures_are_drawn(tmp_path):
+    from entropy_rl import power_study
+
+    rng = np.random.default_rng(0)
+
+    def fake(p_right, drawn, acceptance=math.nan):
+        f = pd.concat(
+            [frame(rng.random((5, 8)) < p_right, drawn, bench) for bench in ("addsub", "add4")], ignore_index=True
+        )
+        return f.assign(acceptance=acceptance, base_loglik_per_token=rng.normal(-1, 0.3, len(f)))
+
+    main = {"alpha": 4.0, "block_size": 8, "n_mcmc": 5}
+    samples = {"base": fake(0.3, 1), "low-temp": fake(0.5, 1), "power": fake(0.6, 9, 0.4), "grpo": fake(0.7, 1)}
+    labels = {"base": "Base", "power": "Power sampling"}
+    table = power_study.power01_accuracy(samples, labels)
+    assert list(table.index) == ["Base", "low-temp", "Power sampling", "grpo"]
+    assert table.loc["Base", "Avg."] == pytest.approx(table.loc["Base", ["addsub", "add4"]].mean())
+    assert table.loc["Power sampling", "cost vs base"] == 9 and table.loc["Power sampling", "MH acceptance"] == pytest.approx(0.4)
+    power_study.power02_pass_at_k(samples, labels, [1, 2, 4, 8], tmp_path / "passk", caption="c")
+    power_study.power03_likelihoods(samples, labels, tmp_path / "lik")
+    sweep = {"power": fake(0.6, 9), "power-alpha1": fake(0.3, 6), "power-mcmc0": fake(0.5, 1)}
+    settings = {"power": main, "power-alpha1": dict(main, alpha=1.0), "power-mcmc0": dict(main, n_mcmc=0)}
+    power_study.power04_hyperparameters(sweep, settings, tmp_path / "hyper")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        f"{s}.{e}" for s in ("passk", "lik", "hyper") for e in ("pdf", "png")
+    )

@@ -78,6 +78,8 @@ def check_references(scfg: dict, scale: str) -> None:
         for run_id in art["runs"]:
             if run_id not in runs:
                 raise ConfigError(f"config key {scale}.artifacts.{name}.runs: unknown run {run_id!r}; runs are {sorted(runs)}")
+    if "power_sampling" in scfg:
+        check_power_sampling(scfg, scale)
     train = scfg["train"]
     if train["ppo_mini_batch_size"] > train["prompts_per_step"]:
         raise ConfigError(f"config key {scale}.train.ppo_mini_batch_size: must not exceed prompts_per_step ({train['prompts_per_step']})")
@@ -138,3 +140,20 @@ def check_paper_data(scfg: dict) -> None:
     for run_id, run in scfg["runs"].items():
         if "train_data" in run:
             known(f"runs.{run_id}.train_data", run["train_data"], data["train_sets"], "train set")
+
+
+def check_power_sampling(scfg: dict, scale: str) -> None:
+    """The power-sampling study samples one base model and RL runs of that same model."""
+    ps, where = scfg["power_sampling"], f"config key {scale}.power_sampling"
+    if ps["model"] not in scfg["models"]:
+        raise ConfigError(f"{where}.model: unknown model {ps['model']!r}; models are {sorted(scfg['models'])}")
+    for name, run in ps["runs"].items():
+        if run not in scfg["runs"]:
+            raise ConfigError(f"{where}.runs.{name}: unknown run {run!r}; runs are {sorted(scfg['runs'])}")
+        if scfg["runs"][run]["model"] != ps["model"]:
+            raise ConfigError(f"{where}.runs.{name}: run {run!r} trains {scfg['runs'][run]['model']!r}, not {ps['model']!r}")
+    for bench in ps["benchmarks"]:
+        if bench not in scfg["data"]["benchmarks"]:
+            raise ConfigError(f"{where}.benchmarks: unknown benchmark {bench!r}; benchmarks are {sorted(scfg['data']['benchmarks'])}")
+    if max(ps["pass_k"]) > ps["n"]:
+        raise ConfigError(f"{where}.pass_k: pass@{max(ps['pass_k'])} needs at least that many answers per problem (n is {ps['n']})")

@@ -82,7 +82,7 @@ def all_targets():
     targets += ["results/analysis/fits.csv", "results/audit/audit.md"]
     for name in ARTIFACT_NAMES:
         targets += artifacts.output_files(name)
-    return targets
+    return targets + power_targets()
 
 
 def artifact_inputs(name):
@@ -275,3 +275,80 @@ def train_data_with_budget(wildcards):
 # still be running on the submitting host.
 if not MINI and workflow.is_main_process:
     check_hub_access()
+
+
+# ---- power sampling beside RL (Karan & Du, 2025) --------------------------------------------
+POWER = S.get("power_sampling")
+
+
+@functools.cache
+def power_methods():
+    """Every sampling method of the power-sampling study, by name: plain and low-temperature
+    sampling of the base model, power sampling, the RL checkpoints, and the alpha and N_MCMC
+    sweeps (their point at the main setting is `power` itself)."""
+    if not POWER:
+        return {}
+    alpha, main = POWER["alpha"], {"kind": "power", "alpha": POWER["alpha"], "block_size": POWER["block_size"], "n_mcmc": POWER["n_mcmc"]}
+    methods = {"base": {"kind": "sample", "temperature": 1.0}, "low-temp": {"kind": "sample", "temperature": 1.0 / alpha}, "power": main}
+    for name, run in POWER["runs"].items():
+        methods[name] = {"kind": "sample", "temperature": 1.0, "run": run}
+    for a in POWER["sweeps"]["alpha"]:
+        if a != alpha:
+            methods[f"power-alpha{a:g}"] = dict(main, alpha=a)
+    for n in POWER["sweeps"]["n_mcmc"]:
+        if n != POWER["n_mcmc"]:
+            methods[f"power-mcmc{n}"] = dict(main, n_mcmc=n)
+    return methods
+
+
+def power_main_methods():
+    return ["base", "low-temp", "power", *POWER["runs"]]
+
+
+def power_labels():
+    """Display names: what each method is, with its settings."""
+    labels = {"base": "Base (T = 1)", "low-temp": f"Low temperature (T = 1/{POWER['alpha']:g})"}
+    for name, m in power_methods().items():
+        if m["kind"] == "power":
+            labels[name] = f"Power sampling (alpha {m['alpha']:g}, B {m['block_size']}, N_MCMC {m['n_mcmc']})"
+        elif "run" in m:
+            labels[name] = run_label(m["run"])
+    return labels
+
+
+def power_policy(wildcards):
+    """The model a method samples: a run's final checkpoint, or the base model."""
+    method = power_methods()[wildcards.method]
+    return f"results/runs/{method['run']}/final" if "run" in method else f"results/models/{POWER['model']}"
+
+
+def power_samples(methods):
+    return expand("results/power/samples/{method}.parquet", method=methods)
+
+
+POWER_WHAT = {
+    "power01_accuracy": "Single-shot accuracy (%, the mean over all answers) per benchmark, tokens per answer, tokens drawn per answer and their ratio to plain sampling, and the Metropolis-Hastings acceptance rate.",
+    "power02_pass_at_k": "pass@k against k per benchmark (unbiased estimator).",
+    "power03_likelihoods": "The base model's log-likelihood per token of each method's answers.",
+    "power04_hyperparameters": "Power-sampling accuracy against alpha, and against the number of MCMC steps per block.",
+}
+
+
+def power_caption(name):
+    """Scale, what is shown, and the study's shared settings."""
+    runs = ", ".join(f"{n}: {run_label(r)}" for n, r in POWER["runs"].items())
+    return (
+        f"{SCALE.capitalize()} scale, after Karan & Du (2025). {POWER_WHAT[name]} Base model {POWER['model']}; "
+        f"{POWER['n']} answers to each of the first {POWER['problems']} problems of {', '.join(POWER['benchmarks'])}, "
+        f"up to {POWER['max_new_tokens']} tokens, seed {POWER['seed']}. Power sampling targets p^alpha with a "
+        f"temperature-1/alpha proposal in blocks of {POWER['block_size']} tokens (alpha {POWER['alpha']:g}, "
+        f"{POWER['n_mcmc']} MCMC steps per block unless swept). RL checkpoints sampled at temperature 1: {runs}."
+    )
+
+
+def power_targets():
+    if not POWER:
+        return []
+    return ["results/tables/power01_accuracy.csv", "results/tables/power01_accuracy.md"] + [
+        f"results/figures/{name}.{ext}" for name in ("power02_pass_at_k", "power03_likelihoods", "power04_hyperparameters") for ext in ("pdf", "png")
+    ]

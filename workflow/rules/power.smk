@@ -1,0 +1,76 @@
+# Power sampling beside RL (Karan & Du, 2025): the base model sampled from p^alpha, without
+# training, against plain and low-temperature sampling and the RL checkpoints of the same model.
+
+if POWER:
+
+    rule power_sample:
+        """n answers to each problem by one method, graded, with their base-model likelihood and token cost."""
+        input:
+            base=f"results/models/{POWER['model']}",
+            policy=power_policy,
+            benchmarks=expand("results/data/benchmarks/{benchmark}.parquet", benchmark=POWER["benchmarks"]),
+            code=code("power_sampling", "generation", "grading", "data", "models"),
+        output:
+            "results/power/samples/{method}.parquet",
+        params:
+            method=lambda wc: power_methods()[wc.method],
+            problems=POWER["problems"],
+            n=POWER["n"],
+            max_new_tokens=POWER["max_new_tokens"],
+            seed=POWER["seed"],
+        threads: 1
+        log:
+            "results/logs/power/{method}.log",
+        container:
+            image("analysis")
+        script:
+            "../scripts/power_sample.py"
+
+    rule power01_accuracy:
+        """Single-shot accuracy per benchmark and token cost of each method (that paper's Table 1)."""
+        input:
+            samples=power_samples(power_main_methods()),
+            code=code("power_study"),
+        output:
+            csv=report("results/tables/power01_accuracy.csv", caption="../report/artifact.rst", category="Power sampling"),
+            md="results/tables/power01_accuracy.md",
+        params:
+            methods=power_main_methods(),
+            labels=power_labels(),
+            pass_k=POWER["pass_k"],
+            settings={m: power_methods()[m] for m in power_main_methods()},
+            caption=power_caption("power01_accuracy"),
+        log:
+            "results/logs/power/power01_accuracy.log",
+        container:
+            image("analysis")
+        script:
+            "../scripts/power_artifact.py"
+
+    for _name, _methods in (
+        ("power02_pass_at_k", power_main_methods()),
+        ("power03_likelihoods", power_main_methods()),
+        ("power04_hyperparameters", [m for m, s in power_methods().items() if s["kind"] == "power"]),
+    ):
+
+        rule:
+            name:
+                _name
+            input:
+                samples=power_samples(_methods),
+                code=code("power_study"),
+            output:
+                pdf=f"results/figures/{_name}.pdf",
+                png=report(f"results/figures/{_name}.png", caption="../report/artifact.rst", category="Power sampling"),
+            params:
+                methods=_methods,
+                labels=power_labels(),
+                pass_k=POWER["pass_k"],
+                settings={m: power_methods()[m] for m in _methods},
+                caption=power_caption(_name),
+            log:
+                f"results/logs/power/{_name}.log",
+            container:
+                image("analysis")
+            script:
+                "../scripts/power_artifact.py"

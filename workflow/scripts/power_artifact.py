@@ -1,0 +1,24 @@
+# One script for the power-sampling study's table and figures: the rule's name is the function's.
+import inspect
+from pathlib import Path
+
+import pandas as pd
+
+from entropy_rl import logs, power_study, tables
+
+log = logs.setup(snakemake.log[0])
+p = snakemake.params
+samples = {method: pd.read_parquet(path) for method, path in zip(p.methods, snakemake.input.samples)}
+make = getattr(power_study, snakemake.rule)
+if "csv" in snakemake.output.keys():
+    table = make(samples, p.labels)
+    tables.write(table, Path(snakemake.output.csv).with_suffix(""), p.caption)
+    log.info("%s\n%s", snakemake.rule, table)
+else:
+    available = {"labels": p.labels, "pass_k": p.pass_k, "settings": p.settings, "caption": p.caption}
+    wanted = inspect.signature(make).parameters
+    make(
+        samples,
+        stem=str(Path(snakemake.output.pdf).with_suffix("")),
+        **{k: v for k, v in available.items() if k in wanted},
+    )

@@ -39,6 +39,7 @@ def one_run_config(steps: int) -> dict:
     mini["runs"] = {RUN: mini["runs"][RUN]}
     mini["models"] = {m: a for m, a in mini["models"].items() if m == mini["runs"][RUN]["model"]}
     mini["artifacts"] = {}
+    mini.pop("power_sampling")  # it samples runs this one-run study does not have
     mini["train"].update(steps=steps, save_every=2)
     return cfg
 

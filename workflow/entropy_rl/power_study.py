@@ -91,6 +91,7 @@ def power02_pass_at_k(samples, labels, pass_k, stem, caption=None):
         ax.set_xlabel("k")
         ax.set_ylabel("pass@k (%)")
     axes[0][-1].legend(fontsize=6, loc="lower right")
+    fig.tight_layout()
     figures._caption(fig, caption)
     return figures.save(fig, stem)
 
@@ -108,6 +109,7 @@ def power03_likelihoods(samples, labels, stem, caption=None):
     ax.set_xlabel("Base model log-likelihood per answer token (nats)")
     ax.set_ylabel("")
     ax.legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
     figures._caption(fig, caption)
     return figures.save(fig, stem)
 
@@ -122,11 +124,13 @@ def power04_hyperparameters(samples, settings, stem, caption=None):
     sweep = pd.DataFrame(rows)
     figures._style()
     fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.0))
-    for ax, knob, fixed, title in ((axes[0], "alpha", "n_mcmc", "alpha"), (axes[1], "n_mcmc", "alpha", "N_MCMC")):
+    names = {"alpha": "alpha", "n_mcmc": "N_MCMC"}
+    for ax, knob, fixed in ((axes[0], "alpha", "n_mcmc"), (axes[1], "n_mcmc", "alpha")):
         part = sweep[sweep[fixed] == main[fixed]].sort_values(knob)
         sns.lineplot(data=part, x=knob, y="accuracy", hue="benchmark", marker="o", ax=ax)
-        ax.set_xlabel(title)
+        ax.set_xlabel(names[knob])
         ax.set_ylabel("Accuracy (%)")
-        ax.set_title(f"{title} (the other at {main[fixed]:g})")
+        ax.set_title(f"{names[knob]} swept ({names[fixed]} = {main[fixed]:g})")
+    fig.tight_layout()
     figures._caption(fig, caption)
     return figures.save(fig, stem)

@@ -142,7 +142,7 @@ def test_the_model_backed_proposal(tiny_policy):
     logp, _ = generation.forward_response(model, rollout, 1.0, with_entropy=False)
     for i, c in enumerate(chains):
         assert torch.allclose(logp[i, : len(c.tokens)], c.logp, atol=1e-4)
-    # At α = 1 the proposal is the target: every redraw is accepted.
+    # At α = 1 the proposal is the target: a redraw of the same length (none ends early here) is always accepted.
     assert all(c.accepted == c.proposals for c in run(1.0, 3, 1))
 
 

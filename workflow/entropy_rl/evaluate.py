@@ -31,20 +31,24 @@ def sample_benchmark(
     per_batch = max(1, batch_size // n)
     for start in range(0, len(prompts), per_batch):
         chunk = prompts[start : start + per_batch]
-        rollout = generation.generate(model, tokenizer, chunk, n=n, temperature=temperature, max_new_tokens=max_new_tokens)
-        for j, text in enumerate(rollout.texts):
-            pid = start + j // n
-            rows.append(
-                {
-                    "problem_id": pid,
-                    "sample": j % n,
-                    "response": text,
-                    "extracted": grading.extract_answer(text),
-                    "ground_truth": answers[pid],
-                    "correct": grading.is_correct(answers[pid], text),
-                }
-            )
+        rollout = generation.generate(
+            model, tokenizer, chunk, n=n, temperature=temperature, max_new_tokens=max_new_tokens
+        )
+        rows += graded_rows(rollout.texts, answers, n, start)
     return pd.DataFrame(rows)
+
+
+def graded_rows(texts: list[str], answers: list[str], n: int, first_problem: int = 0) -> list[dict]:
+    """One row per response of a grouped batch (``n`` per problem, from problem ``first_problem``),
+    graded by math-verify."""
+    rows = []
+    for j, text in enumerate(texts):
+        pid = first_problem + j // n
+        rows.append({
+            "problem_id": pid, "sample": j % n, "response": text, "extracted": grading.extract_answer(text),
+            "ground_truth": answers[pid], "correct": grading.is_correct(answers[pid], text),
+        })  # fmt: skip
+    return rows
 
 
 def summarize(samples: pd.DataFrame, ks: list[int]) -> dict:
@@ -60,7 +64,9 @@ def summarize(samples: pd.DataFrame, ks: list[int]) -> dict:
 
 @torch.no_grad()
 def accuracy(model, tokenizer, prompts, answers, protocol: dict, max_new_tokens: int) -> float:
-    samples = sample_benchmark(model, tokenizer, prompts, answers, protocol["temperature"], protocol["n"], max_new_tokens)
+    samples = sample_benchmark(
+        model, tokenizer, prompts, answers, protocol["temperature"], protocol["n"], max_new_tokens
+    )
     return float(samples["correct"].mean())
 
 

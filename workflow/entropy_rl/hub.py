@@ -13,10 +13,11 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import yaml
+
+from . import atomic
 
 TOKEN_VARIABLES = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 
@@ -37,18 +38,10 @@ def write_environment_without_token(path: str | Path) -> None:
     ``--export=ALL`` would have given it, token excepted. The file is readable by its owner only
     and replaced atomically, so sbatch never reads half of it.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     drop = {os.fsencode(v) for v in TOKEN_VARIABLES}
     data = b"".join(k + b"=" + v + b"\0" for k, v in os.environb.items() if k not in drop)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # created 0600
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with atomic.output(path) as tmp, os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as fh:
+        fh.write(data)
 
 
 def require_token(repo_id: str, gated: bool) -> None:
@@ -84,9 +77,7 @@ def read_lock(path: str | Path) -> dict:
 
 
 def write_lock(path: str | Path, lock: dict) -> None:
-    tmp = Path(f"{path}.tmp")
-    tmp.write_text(yaml.safe_dump(lock, sort_keys=True))
-    tmp.replace(path)  # never a half-written lock file
+    atomic.write_text(path, yaml.safe_dump(lock, sort_keys=True))  # never a half-written lock file
 
 
 def resolve_revision(repo_id: str, repo_type: str, revision: str | None) -> str:

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import generation, grading
+from . import evaluate, generation
 
 
 @dataclass
@@ -46,6 +46,18 @@ class Chain:
         return len(self.tokens) >= max_tokens or (len(self.tokens) > 0 and int(self.tokens[-1]) == eos_id)
 
 
+def _pad(seqs: list[torch.Tensor], pad_id: int, left: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token sequences as one padded batch and its mask: prompts left-padded, responses right-padded
+    (verl's rollout layout); at least one column, so an empty response still has a place."""
+    width = max(1, max(len(s) for s in seqs))
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for i, s in enumerate(seqs):
+        cols = slice(width - len(s), width) if left else slice(0, len(s))
+        ids[i, cols], mask[i, cols] = s, 1
+    return ids, mask
+
+
 class HFProposer:
     """The proposal q = p at temperature 1/α, drawn with a Hugging Face model's ``generate``."""
 
@@ -57,12 +69,8 @@ class HFProposer:
     def extend(self, prefixes: list[torch.Tensor], budgets: list[int]):
         """Up to ``budgets[i]`` tokens after ``prefixes[i]`` (prompt + response so far), stopping at
         EOS, each continuation with its log p and log q per token."""
-        width = max(len(p) for p in prefixes)
-        ids = torch.full((len(prefixes), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros_like(ids)
-        for i, p in enumerate(prefixes):  # left padding, as the rollout layout has it
-            ids[i, width - len(p) :] = p
-            mask[i, width - len(p) :] = 1
+        ids, mask = _pad(prefixes, self.pad_id, left=True)
+        width = ids.shape[1]
         out = self.model.generate(
             input_ids=ids, attention_mask=mask, max_new_tokens=max(budgets), do_sample=True, temperature=1.0 / self.alpha,
             top_k=0, top_p=1.0, pad_token_id=self.pad_id, eos_token_id=self.eos_id,
@@ -134,16 +142,9 @@ def prompt_ids(tokenizer, prompts: list[list[dict]]) -> list[torch.Tensor]:
 
 def to_rollout(tokenizer, chains: list[Chain]) -> generation.Rollout:
     """The chains in the rollout layout (left-padded prompts, right-padded responses) the rest reads."""
-    pad = tokenizer.pad_token_id
-    p_width, r_width = max(len(c.prompt) for c in chains), max(1, max(len(c.tokens) for c in chains))
-    prompt_ids = torch.full((len(chains), p_width), pad, dtype=torch.long)
-    prompt_mask = torch.zeros_like(prompt_ids)
-    response_ids = torch.full((len(chains), r_width), pad, dtype=torch.long)
-    response_mask = torch.zeros_like(response_ids)
-    for i, c in enumerate(chains):
-        prompt_ids[i, p_width - len(c.prompt) :], prompt_mask[i, p_width - len(c.prompt) :] = c.prompt, 1
-        response_ids[i, : len(c.tokens)], response_mask[i, : len(c.tokens)] = c.tokens, 1
-    texts = tokenizer.batch_decode(response_ids * response_mask + pad * (1 - response_mask), skip_special_tokens=True)
+    prompt_ids, prompt_mask = _pad([c.prompt for c in chains], tokenizer.pad_token_id, left=True)
+    response_ids, response_mask = _pad([c.tokens for c in chains], tokenizer.pad_token_id, left=False)
+    texts = tokenizer.batch_decode(response_ids, skip_special_tokens=True)
     return generation.Rollout(prompt_ids, prompt_mask, response_ids, response_mask, texts)
 
 
@@ -159,12 +160,12 @@ def sample_method(model, tokenizer, base, prompts, answers, method: dict, n: int
     """
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
+    proposer = HFProposer(model, tokenizer, method["alpha"]) if method["kind"] == "power" else None
     rows, per_batch = [], max(1, batch_size // n)
     for start in range(0, len(prompts), per_batch):
         chunk = prompts[start : start + per_batch]
         if method["kind"] == "power":
             ids = [p for p in prompt_ids(tokenizer, chunk) for _ in range(n)]
-            proposer = HFProposer(model, tokenizer, method["alpha"])
             chains = sample_chains(
                 proposer, ids, method["alpha"], method["block_size"], method["n_mcmc"], max_new_tokens, rng
             )
@@ -180,12 +181,9 @@ def sample_method(model, tokenizer, base, prompts, answers, method: dict, n: int
         base_logp, _ = generation.forward_response(base, rollout, 1.0, with_entropy=False)
         lengths = rollout.response_mask.sum(dim=1)
         loglik = (base_logp * rollout.response_mask).sum(dim=1)
-        for j, text in enumerate(rollout.texts):
-            pid = start + j // n
+        for j, row in enumerate(evaluate.graded_rows(rollout.texts, answers, n, start)):
             rows.append({
-                "problem_id": pid, "sample": j % n, "response": text, "extracted": grading.extract_answer(text),
-                "ground_truth": answers[pid], "correct": grading.is_correct(answers[pid], text),
-                "response_tokens": int(lengths[j]), "drawn_tokens": int(drawn[j]), "acceptance": acceptance[j],
+                **row, "response_tokens": int(lengths[j]), "drawn_tokens": int(drawn[j]), "acceptance": acceptance[j],
                 "base_loglik": float(loglik[j]), "base_loglik_per_token": float(loglik[j] / lengths[j].clamp(min=1)),
             })  # fmt: skip
     return pd.DataFrame(rows)

@@ -9,12 +9,10 @@ log-likelihood of each method's answers (its Figure 4), and the tokens each meth
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from . import figures  # sets the non-interactive backend, the style and how figures are saved
-from .evaluate import pass_at_k
+from . import evaluate, figures  # figures: the non-interactive backend, the style, how figures are saved
 
 
 def accuracy_table(samples: dict[str, pd.DataFrame], reference: str = "base") -> pd.DataFrame:
@@ -33,15 +31,17 @@ def accuracy_table(samples: dict[str, pd.DataFrame], reference: str = "base") ->
 
 
 def pass_at_k_curves(samples: dict[str, pd.DataFrame], ks: list[int]) -> pd.DataFrame:
-    """Unbiased pass@k (Chen et al., 2021) per method, benchmark and k, averaged over problems."""
+    """Unbiased pass@k (Chen et al., 2021) per method, benchmark and k, averaged over problems
+    (``evaluate.summarize``, as for every evaluation; a k above the samples per problem is left out)."""
     rows = []
     for method, frame in samples.items():
         for bench, group in frame.groupby("benchmark", sort=True):
-            per_problem = group.groupby("problem_id")["correct"].agg(["size", "sum"])
-            for k in ks:
-                if k <= per_problem["size"].min():
-                    value = np.mean([pass_at_k(int(n), int(c), k) for n, c in per_problem.values])
-                    rows.append({"method": method, "benchmark": bench, "k": k, "pass_at_k": float(value)})
+            summary = evaluate.summarize(group, ks)
+            rows += [
+                {"method": method, "benchmark": bench, "k": k, "pass_at_k": summary[f"pass_at_{k}"]}
+                for k in ks
+                if f"pass_at_{k}" in summary
+            ]
     return pd.DataFrame(rows)
 
 

@@ -346,9 +346,16 @@ def power_caption(name):
     )
 
 
+def power_artifact_methods(name):
+    """The methods an artifact of the study shows: the sweeps for the hyperparameter figure, else the main ones."""
+    if name == "power04_hyperparameters":
+        return [m for m, s in power_methods().items() if s["kind"] == "power"]
+    return power_main_methods()
+
+
 def power_targets():
+    """The study's table (CSV and Markdown) and figures (PDF and PNG), one per entry of POWER_WHAT."""
     if not POWER:
         return []
-    return ["results/tables/power01_accuracy.csv", "results/tables/power01_accuracy.md"] + [
-        f"results/figures/{name}.{ext}" for name in ("power02_pass_at_k", "power03_likelihoods", "power04_hyperparameters") for ext in ("pdf", "png")
-    ]
+    return [f"results/{'tables' if n.startswith('power01') else 'figures'}/{n}.{ext}" for n in POWER_WHAT
+            for ext in (("csv", "md") if n.startswith("power01") else ("pdf", "png"))]  # fmt: skip

@@ -9,7 +9,7 @@ if POWER:
             base=f"results/models/{POWER['model']}",
             policy=power_policy,
             benchmarks=expand("results/data/benchmarks/{benchmark}.parquet", benchmark=POWER["benchmarks"]),
-            code=code("power_sampling", "generation", "grading", "data", "models"),
+            code=code("power_sampling", "evaluate", "generation", "grading", "data", "models"),
         output:
             "results/power/samples/{method}.parquet",
         params:
@@ -30,7 +30,7 @@ if POWER:
         """Single-shot accuracy per benchmark and token cost of each method (that paper's Table 1)."""
         input:
             samples=power_samples(power_main_methods()),
-            code=code("power_study"),
+            code=code("power_study", "evaluate", "figures"),
         output:
             csv=report("results/tables/power01_accuracy.csv", caption="../report/artifact.rst", category="Power sampling"),
             md="results/tables/power01_accuracy.md",
@@ -47,18 +47,15 @@ if POWER:
         script:
             "../scripts/power_artifact.py"
 
-    for _name, _methods in (
-        ("power02_pass_at_k", power_main_methods()),
-        ("power03_likelihoods", power_main_methods()),
-        ("power04_hyperparameters", [m for m, s in power_methods().items() if s["kind"] == "power"]),
-    ):
+    for _name in [n for n in POWER_WHAT if n != "power01_accuracy"]:
+        _methods = power_artifact_methods(_name)
 
         rule:
             name:
                 _name
             input:
                 samples=power_samples(_methods),
-                code=code("power_study"),
+                code=code("power_study", "evaluate", "figures"),
             output:
                 pdf=f"results/figures/{_name}.pdf",
                 png=report(f"results/figures/{_name}.png", caption="../report/artifact.rst", category="Power sampling"),

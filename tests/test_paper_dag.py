@@ -21,6 +21,11 @@ TOKENS = {"HF_TOKEN": "hf_SENTINELplanDoNotLeak0123", "HUGGING_FACE_HUB_TOKEN": 
 # The flag that gives a SLURM job the workflow's environment less the token (common.smk).
 JOB_ENV_FLAG = "--export-file=.snakemake/slurm_job_environment"
 LOCAL_RULES = {"all", "download_model", "download_dataset"}  # run by the main process, not sbatch
+POWER = PAPER["power_sampling"]
+# The power-sampling study's jobs: base, low temperature, power, the RL checkpoints, and the sweep
+# points other than the main setting (common.smk power_methods).
+POWER_METHODS = (3 + len(POWER["runs"]) + sum(a != POWER["alpha"] for a in POWER["sweeps"]["alpha"])
+                 + sum(n != POWER["n_mcmc"] for n in POWER["sweeps"]["n_mcmc"]))  # fmt: skip
 
 
 def local_profile(tmp_dir):
@@ -83,17 +88,36 @@ def test_paper_dry_run_plans_every_stage(dry_run):
         "fit_table": 1,
         "audit": 1,
         **{artifact: 1 for artifact in PAPER["artifacts"]},
+        "power_sample_vllm": POWER_METHODS,
+        **{artifact: 1 for artifact in ("power01_accuracy", "power02_pass_at_k", "power03_likelihoods", "power04_hyperparameters")},
     }
     assert seconds < 10, f"planning took {seconds:.1f} s"
 
 
 def test_gpu_hours_are_printed_before_anything_is_submitted(dry_run):
     proc, _ = dry_run
-    m = re.search(r"GPU-hours estimate for (\d+) run\(s\) still to train: ([\d,]+) training \+ ([\d,]+) evaluation = ([\d,]+)", proc.stderr)
+    m = re.search(r"GPU-hours estimate for (\d+) run\(s\) still to train: ([\d,]+) training \+ ([\d,]+) evaluation = ([\d,]+); "
+                  r"(\d+) power-sampling job\(s\): ([\d,]+)", proc.stderr)  # fmt: skip
     assert m, proc.stderr[-2000:]
-    assert int(m.group(1)) == len(PAPER["runs"])
-    train, evaluation, total = (int(g.replace(",", "")) for g in m.groups()[1:])
-    assert train > 0 and evaluation > 0 and abs(train + evaluation - total) <= 1
+    assert int(m.group(1)) == len(PAPER["runs"]) and int(m.group(5)) == POWER_METHODS
+    train, evaluation, total, power = (int(m.group(i).replace(",", "")) for i in (2, 3, 4, 6))
+    assert train > 0 and evaluation > 0 and power > 0 and abs(train + evaluation - total) <= 1
+
+
+def test_power_sampling_jobs_take_a_node_for_their_estimated_time(dry_run):
+    """One node per method (vLLM over its GPUs); Algorithm 1's redraws make power sampling the longest
+    job, and more MCMC steps longer still; an RL method samples that run's final checkpoint."""
+    proc, _ = dry_run
+    blocks = re.findall(r"rule power_sample_vllm:.*?(?=\n\n)", proc.stdout, re.DOTALL)
+    by_method = {re.search(r"wildcards: method=(\S+)", b).group(1): b for b in blocks}
+    assert len(by_method) == POWER_METHODS
+    gpus = PAPER["models"][POWER["model"]]["gpus_per_node"]
+    resources = {m: job_resources(b) for m, b in by_method.items()}
+    assert all(r["gpu"] == gpus for r in resources.values())
+    runtime = {m: r["runtime"] for m, r in resources.items()}
+    assert runtime["power"] > runtime["power-mcmc2"] > runtime["base"] == runtime["low-temp"]
+    assert f"results/runs/{POWER['runs']['grpo']}/final" in by_method["grpo"]
+    assert "results/runs/" not in by_method["power"].split("output:")[0]
 
 
 def test_resources_scale_with_model_size(workdir):

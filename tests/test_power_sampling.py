@@ -26,7 +26,7 @@ def next_token(prefix: list[int]) -> dict:
 class TableProposer:
     """Example 1's p as an autoregressive table; q is its per-step softmax at temperature 1/α."""
 
-    eos_id = EOS
+    stop_ids = (EOS,)
 
     def __init__(self, alpha: float, rng: np.random.Generator):
         self.alpha, self.rng = alpha, rng
@@ -226,3 +226,121 @@ def test_the_study_table_and_figures_are_drawn(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         f"{s}.{e}" for s in ("passk", "lik", "hyper") for e in ("pdf", "png")
     )
+
+
+# ---- paper scale: the vLLM-backed proposal, up to the engine (vLLM needs a GPU) -------------------
+
+
+@pytest.fixture
+def engine(tiny_policy, monkeypatch):
+    import vllm_standin
+
+    vllm_standin.install(monkeypatch)
+    model, tok = tiny_policy
+    return vllm_standin.Engine(model, tok.eos_token_id)
+
+
+def test_the_vllm_proposal_draws_from_q_and_scores_with_p(tiny_policy, engine):
+    """log q is the engine's processed logprob, log p its raw prompt logprob: both checked against a
+    forward pass of the model; one generate call drafts every chain, one more scores them."""
+    model, tok = tiny_policy
+    prefixes = power_sampling.prompt_ids(tok, [[{"role": "user", "content": f"Calculate {a} + 3."}] for a in range(3)])
+    alpha = 4.0
+    proposer = power_sampling.VllmProposer(engine, alpha, (tok.eos_token_id,), seed=0)
+    drafts = proposer.extend(prefixes, [5, 3, 6])
+    assert engine.calls == [3, 3]
+    for prefix, budget, (tokens, logp, logq) in zip(prefixes, [5, 3, 6], drafts):
+        assert 1 <= len(tokens) <= budget and len(logp) == len(logq) == len(tokens)
+        assert tok.eos_token_id not in tokens[:-1].tolist()  # a draft ends at its first stop token
+        with torch.no_grad():
+            logits = model(input_ids=torch.cat([prefix, tokens])[None]).logits[0, len(prefix) - 1 : -1].float()
+        at = tokens[:, None]
+        assert torch.allclose(logp, torch.log_softmax(logits, -1).gather(-1, at).squeeze(-1), atol=1e-4)
+        assert torch.allclose(logq, torch.log_softmax(alpha * logits, -1).gather(-1, at).squeeze(-1), atol=1e-4)
+    again = power_sampling.VllmProposer(engine, alpha, (tok.eos_token_id,), seed=0).extend(prefixes, [5, 3, 6])
+    assert [d[0].tolist() for d in again] == [d[0].tolist() for d in drafts]  # request seeds fix the draws
+
+
+def test_vllm_and_hugging_face_proposals_drive_the_same_chains(tiny_policy, engine):
+    """The same chains, block by block, with either proposal: the MH bookkeeping (log p, log q,
+    drawn tokens, acceptance) agrees, so the paper-scale sampler is the mini one."""
+    model, tok = tiny_policy
+    prompts = power_sampling.prompt_ids(tok, [[{"role": "user", "content": f"Calculate {a} + 3."}] for a in range(4)])
+    proposer = power_sampling.VllmProposer(engine, 4.0, (tok.eos_token_id,), seed=1)
+    chains = power_sampling.sample_chains(proposer, prompts, 4.0, 4, 3, 10, np.random.default_rng(1))
+    rollout = power_sampling.to_rollout(tok, chains)
+    from entropy_rl import generation
+
+    logp, _ = generation.forward_response(model, rollout, 1.0, with_entropy=False)
+    for i, c in enumerate(chains):
+        assert 1 <= len(c.tokens) <= 10 and c.proposals == 3 * math.ceil(len(c.tokens) / 4)
+        assert torch.allclose(logp[i, : len(c.tokens)], c.logp, atol=1e-4)
+        assert c.drawn > len(c.tokens) and 0 <= c.accepted <= c.proposals
+    # one draft call and one scoring call per block extension and per MCMC step, all chains together
+    assert max(engine.calls) == len(prompts) and len(engine.calls) % 2 == 0
+
+
+def test_the_paper_scale_method_sampler_gives_the_mini_rows(tiny_policy, engine, tmp_path):
+    model, tok = tiny_policy
+    prompts = [[{"role": "user", "content": f"Calculate {a} + 3. Put the final answer in \\boxed{{}}."}] for a in range(3)]
+    answers, styles = [str(a + 3) for a in range(3)], ["rule"] * 3
+    stop = power_sampling.stop_ids(str(tmp_path), tok)  # no generation config there: the tokenizer's EOS
+    assert stop == (tok.eos_token_id,)
+    methods = {
+        "base": {"kind": "sample", "temperature": 1.0},
+        "power": {"kind": "power", "alpha": 4.0, "block_size": 4, "n_mcmc": 2},
+    }
+    frames = {
+        name: power_sampling.sample_method_vllm(engine, engine, tok, prompts, answers, styles, m, 4, 8, 0, stop)
+        for name, m in methods.items()
+    }
+    mini = power_sampling.sample_method(model, tok, model, prompts, answers, methods["power"], 4, 8, seed=0)
+    for f in frames.values():
+        assert list(f.columns) == list(mini.columns) and len(f) == 12
+        assert f["ground_truth"].tolist() == [a for a in answers for _ in range(4)]
+        assert (f["response_tokens"].between(1, 8)).all() and (f["base_loglik"] < 0).all()
+    assert (frames["base"]["drawn_tokens"] == frames["base"]["response_tokens"]).all()
+    assert (frames["power"]["drawn_tokens"] > frames["power"]["response_tokens"]).all()
+    # The base log-likelihood column is the model's own: the plain-sampling answers drawn again with the
+    # same request (seeded), scored by a forward pass, row by row.
+    import vllm_standin
+
+    ids = [x.tolist() for x in power_sampling.prompt_ids(tok, prompts)]
+    params = vllm_standin.SamplingParams(n=4, temperature=1.0, max_tokens=8, seed=0, ignore_eos=True, stop_token_ids=list(stop))
+    redrawn = [c.token_ids for out in engine.generate([{"prompt_token_ids": x} for x in ids], params) for c in out.outputs]
+    for j, response in enumerate(redrawn):
+        prefix = torch.tensor(ids[j // 4])
+        with torch.no_grad():
+            logits = model(input_ids=torch.cat([prefix, torch.tensor(response)])[None]).logits[0, len(prefix) - 1 : -1]
+        want = torch.log_softmax(logits.float(), -1).gather(-1, torch.tensor(response)[:, None]).sum()
+        assert frames["base"]["response_tokens"][j] == len(response)
+        assert frames["base"]["base_loglik"][j] == pytest.approx(float(want), abs=1e-3)
+    again = power_sampling.sample_method_vllm(engine, engine, tok, prompts, answers, styles, methods["power"], 4, 8, 0, stop)
+    pd.testing.assert_frame_equal(again, frames["power"])
+
+
+class EndlessProposer:
+    """Uniform draws that never end an answer: Algorithm 1's token count with no early stops."""
+
+    stop_ids = (-1,)
+
+    def __init__(self, rng):
+        self.rng = rng
+
+    def extend(self, prefixes, budgets):
+        return [(torch.ones(b, dtype=torch.long), torch.full((b,), -1.0), torch.full((b,), -1.0)) for b in budgets]
+
+
+def test_the_gpu_hours_token_model_is_what_the_sampler_draws():
+    """budget.power_sampling_tokens (the paper-scale time estimate) against sample_chains' own count."""
+    from entropy_rl import budget
+
+    length, block, n_mcmc = 40, 8, 5
+    chains = power_sampling.sample_chains(
+        EndlessProposer(None), [torch.tensor([7])] * 3000, 1.0, block, n_mcmc, length, np.random.default_rng(0)
+    )
+    drawn = np.mean([c.drawn for c in chains])
+    want, _ = budget.power_sampling_tokens(length, block, n_mcmc, prompt=0)
+    se = np.std([c.drawn for c in chains]) / math.sqrt(len(chains))
+    print(f"tokens drawn per answer: sampler {drawn:.1f} ± {se:.1f}, estimate {want:.1f}, plain sampling {length}")
+    assert abs(drawn - want) < 4 * se

@@ -40,6 +40,34 @@ def eval_gpu_hours(benchmark_sizes: dict[str, int], protocols: dict, model: dict
     return _seconds(2 * params * generated, gpus, budget["rollout_mfu"], budget) * gpus / 3600
 
 
+def power_sampling_tokens(length: int, block_size: int, n_mcmc: int, prompt: int) -> tuple[float, float]:
+    """Expected tokens drawn and tokens scored (prefilled for log p) to make one answer of ``length``
+    tokens by Algorithm 1 (``power_sampling.sample_chains``): each block is drawn once, then each of
+    its N_MCMC redraws starts at a cut uniform over the answer so far, so (k·B + 1)/2 tokens are drawn
+    again on average in block k; every draw is scored with its prefix (prompt + answer so far)."""
+    drawn, scored = float(length), 0.0
+    for end in range(block_size, length + block_size, block_size):
+        end = min(end, length)
+        drawn += n_mcmc * (end + 1) / 2
+        scored += (1 + n_mcmc) * (prompt + end)
+    return drawn, scored
+
+
+def power_gpu_hours(method: dict, answers: int, model: dict, budget: dict, max_new_tokens: int) -> float:
+    """One power-sampling-study job on one node: ``answers`` answers by ``method`` (plain sampling or
+    Algorithm 1), then the base model's log-likelihood of each (one more prefill per answer)."""
+    params = model["params_b"] * 1e9
+    gpus = model["gpus_per_node"]
+    length, prompt = min(budget["mean_response_tokens"], max_new_tokens), budget["mean_prompt_tokens"]
+    drawn, scored = float(length), 0.0
+    if method["kind"] == "power":
+        drawn, scored = power_sampling_tokens(length, method["block_size"], method["n_mcmc"], prompt)
+    scored += prompt + length
+    seconds = _seconds(2 * params * drawn * answers, gpus, budget["rollout_mfu"], budget)
+    seconds += _seconds(2 * params * scored * answers, gpus, budget["train_mfu"], budget)
+    return seconds * gpus / 3600
+
+
 def runtime_minutes(gpu_hours: float, gpus: int, margin: float, floor: int = 60) -> int:
     """SLURM wall time for a job of ``gpu_hours`` spread over ``gpus``, with a margin and a floor."""
     return max(floor, int(math.ceil(gpu_hours / gpus * 60 * margin)))

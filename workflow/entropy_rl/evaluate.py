@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import generation, grading
+from . import generation, grading, reward
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -38,15 +38,19 @@ def sample_benchmark(
     return pd.DataFrame(rows)
 
 
-def graded_rows(texts: list[str], answers: list[str], n: int, first_problem: int = 0) -> list[dict]:
+def graded_rows(texts: list[str], answers: list[str], n: int, first_problem: int = 0,
+                styles: list[str] | None = None) -> list[dict]:  # fmt: skip
     """One row per response of a grouped batch (``n`` per problem, from problem ``first_problem``),
-    graded by math-verify."""
+    graded by its problem's style (``styles``, by problem; math-verify when not given, as at mini
+    scale, and the code sandbox for ``code:...``, as at paper scale)."""
     rows = []
     for j, text in enumerate(texts):
         pid = first_problem + j // n
+        style = styles[pid] if styles is not None else "rule"
         rows.append({
-            "problem_id": pid, "sample": j % n, "response": text, "extracted": grading.extract_answer(text),
-            "ground_truth": answers[pid], "correct": grading.is_correct(answers[pid], text),
+            "problem_id": pid, "sample": j % n, "response": text,
+            "extracted": reward.extract_code(text) if style.startswith("code:") else grading.extract_answer(text),
+            "ground_truth": answers[pid], "correct": reward.is_correct(style, answers[pid], text),
         })  # fmt: skip
     return rows
 
@@ -78,23 +82,12 @@ def vllm_samples(llm, frame: pd.DataFrame, protocol: dict, max_tokens: int, seed
     """
     from vllm import SamplingParams  # the GPU image has vLLM; the mini scale never imports it
 
-    from . import reward
-
     params = SamplingParams(n=protocol["n"], temperature=protocol["temperature"], max_tokens=max_tokens, seed=seed)
     outputs = llm.chat([list(p) for p in frame["prompt"]], params, use_tqdm=False)
-    rows = []
-    for pid, (out, gold) in enumerate(zip(outputs, frame["reward_model"])):
-        for j, completion in enumerate(out.outputs):
-            text = completion.text
-            rows.append(
-                {
-                    "problem_id": pid,
-                    "sample": j,
-                    "response": text,
-                    "extracted": grading.extract_answer(text) if gold["style"] == "rule" else reward.extract_code(text),
-                    "ground_truth": gold["ground_truth"],
-                    "correct": reward.is_correct(gold["style"], gold["ground_truth"], text),
-                    "response_tokens": len(completion.token_ids),
-                }
-            )
+    completions = [c for out in outputs for c in out.outputs]
+    gold = list(frame["reward_model"])
+    rows = graded_rows([c.text for c in completions], [g["ground_truth"] for g in gold], protocol["n"],
+                       styles=[g["style"] for g in gold])  # fmt: skip
+    for row, c in zip(rows, completions):
+        row["response_tokens"] = len(c.token_ids)
     return pd.DataFrame(rows)

@@ -14,7 +14,8 @@ over a block of fixed length, but a response that ends (EOS) inside a block is s
 is drawn over the response's own |y| positions, so the reverse move's chance differs when a
 redraw changes the length. A chain stops after the block in which its response ends, or at
 the length limit. Chains are independent; they advance together,
-one batched ``generate`` call per MCMC step, each chain with its own m.
+one batched call per MCMC step, each chain with its own m: ``HFProposer`` (a Hugging Face
+model's ``generate``, mini scale) or ``VllmProposer`` (a vLLM engine, paper scale).
 
 Token cost counts every token the proposal drew, in the block extensions and in every
 redraw, against which plain sampling draws each response token once.
@@ -42,8 +43,8 @@ class Chain:
     proposals: int = 0
     accepted: int = 0
 
-    def ended(self, eos_id: int, max_tokens: int) -> bool:
-        return len(self.tokens) >= max_tokens or (len(self.tokens) > 0 and int(self.tokens[-1]) == eos_id)
+    def ended(self, stop_ids: tuple[int, ...], max_tokens: int) -> bool:
+        return len(self.tokens) >= max_tokens or (len(self.tokens) > 0 and int(self.tokens[-1]) in stop_ids)
 
 
 def _pad(seqs: list[torch.Tensor], pad_id: int, left: bool) -> tuple[torch.Tensor, torch.Tensor]:
@@ -63,7 +64,7 @@ class HFProposer:
 
     def __init__(self, model, tokenizer, alpha: float):
         self.model, self.alpha = model, alpha
-        self.pad_id, self.eos_id = tokenizer.pad_token_id, tokenizer.eos_token_id
+        self.pad_id, self.stop_ids = tokenizer.pad_token_id, (tokenizer.eos_token_id,)
 
     @torch.no_grad()
     def extend(self, prefixes: list[torch.Tensor], budgets: list[int]):
@@ -73,7 +74,7 @@ class HFProposer:
         width = ids.shape[1]
         out = self.model.generate(
             input_ids=ids, attention_mask=mask, max_new_tokens=max(budgets), do_sample=True, temperature=1.0 / self.alpha,
-            top_k=0, top_p=1.0, pad_token_id=self.pad_id, eos_token_id=self.eos_id,
+            top_k=0, top_p=1.0, pad_token_id=self.pad_id, eos_token_id=list(self.stop_ids),
             output_logits=True, return_dict_in_generate=True,
         )  # fmt: skip
         new = out.sequences[:, width:]
@@ -84,10 +85,94 @@ class HFProposer:
         results = []
         for i, budget in enumerate(budgets):
             row = new[i, :budget]
-            stop = (row == self.eos_id).nonzero()
+            stop = torch.isin(row, torch.tensor(self.stop_ids)).nonzero()
             keep = int(stop[0]) + 1 if len(stop) else len(row)
             results.append((row[:keep].clone(), logp[i, :keep].clone(), logq[i, :keep].clone()))
         return results
+
+
+class VllmProposer:
+    """The proposal q = p at temperature 1/α, drawn by a vLLM engine: every chain's draft of an MCMC
+    step in one ``generate`` call, so the engine batches them.
+
+    The engine must be built with ``logprobs_mode="processed_logprobs"`` (``vllm_engine``): a drawn
+    token's logprob is then taken after the 1/α temperature, i.e. log q. log p comes from a second
+    batched call that scores prefix + draft with prompt logprobs, which vLLM computes from the raw
+    logits whatever the mode (``vllm_logprobs``). Each request has its own seed, drawn from
+    ``seed``, so a run repeats exactly. A draft ends at any of ``stop_ids`` (the tokenizer's EOS and
+    the model's generation config's, as vLLM's own stopping has it) or at its budget.
+    """
+
+    def __init__(self, llm, alpha: float, stop_ids: tuple[int, ...], seed: int | np.random.SeedSequence):
+        self.llm, self.alpha, self.stop_ids = llm, alpha, tuple(stop_ids)
+        self.rng = np.random.default_rng(seed)
+
+    def extend(self, prefixes: list[torch.Tensor], budgets: list[int]):
+        from vllm import SamplingParams  # the GPU image has vLLM; the mini scale never imports it
+
+        seeds = self.rng.integers(0, 2**31 - 1, size=len(prefixes))
+        params = [
+            SamplingParams(temperature=1.0 / self.alpha, max_tokens=b, logprobs=0, seed=int(s), ignore_eos=True,
+                           stop_token_ids=list(self.stop_ids))
+            for b, s in zip(budgets, seeds)
+        ]  # fmt: skip
+        outputs = self.llm.generate(_tokens_prompts([p.tolist() for p in prefixes]), params, use_tqdm=False)
+        drafts = [list(out.outputs[0].token_ids) for out in outputs]
+        logq = [[pos[t].logprob for pos, t in zip(out.outputs[0].logprobs, d)] for out, d in zip(outputs, drafts)]
+        logp = vllm_logprobs(self.llm, [p.tolist() for p in prefixes], drafts)
+        return [
+            (torch.tensor(d, dtype=torch.long), torch.tensor(lp, dtype=torch.float32), torch.tensor(lq, dtype=torch.float32))
+            for d, lp, lq in zip(drafts, logp, logq)
+        ]
+
+
+def _tokens_prompts(token_ids: list[list[int]]) -> list:
+    from vllm.inputs import TokensPrompt
+
+    return [TokensPrompt(prompt_token_ids=ids) for ids in token_ids]
+
+
+def stop_ids(model_dir: str, tokenizer) -> tuple[int, ...]:
+    """The tokens that end an answer at paper scale: the tokenizer's EOS and those of the model's
+    generation config, which vLLM's own stopping (and so the evaluation) uses."""
+    from transformers import GenerationConfig
+
+    ids = {tokenizer.eos_token_id}
+    try:
+        eos = GenerationConfig.from_pretrained(model_dir).eos_token_id
+    except OSError:  # no generation_config.json
+        eos = None
+    ids |= set(eos if isinstance(eos, list) else [eos])
+    return tuple(sorted(i for i in ids if i is not None))
+
+
+def vllm_engine(model_dir: str, tensor_parallel: int, seed: int, max_model_len: int, memory: float = 0.85):
+    """A vLLM engine whose sampled-token logprobs are log q (after temperature), as ``VllmProposer``
+    needs; prompt logprobs stay the model's own log p."""
+    from vllm import LLM
+
+    return LLM(model=model_dir, tensor_parallel_size=tensor_parallel, seed=seed, max_model_len=max_model_len,
+               gpu_memory_utilization=memory, logprobs_mode="processed_logprobs")  # fmt: skip
+
+
+def vllm_logprobs(llm, prefixes: list[list[int]], continuations: list[list[int]]) -> list[list[float]]:
+    """log p (temperature 1) of each continuation's tokens after its prefix: one prefill per pair
+    with prompt logprobs (one token generated, unused)."""
+    from vllm import SamplingParams
+
+    todo = [i for i, c in enumerate(continuations) if c]
+    out = [[] for _ in continuations]
+    if not todo:
+        return out
+    scored = llm.generate(
+        _tokens_prompts([prefixes[i] + continuations[i] for i in todo]),
+        SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0),
+        use_tqdm=False,
+    )
+    for i, res in zip(todo, scored):
+        start = len(prefixes[i])  # prompt_logprobs[t] is log p(x_t | x_<t); entry 0 is None
+        out[i] = [res.prompt_logprobs[start + j][t].logprob for j, t in enumerate(continuations[i])]
+    return out
 
 
 def advance_block(proposer, chains: list[Chain], end: int, alpha: float, n_mcmc: int, rng: np.random.Generator) -> None:
@@ -127,7 +212,7 @@ def sample_chains(proposer, prompt_ids: list[torch.Tensor], alpha: float, block_
     ``proposer.extend`` draws from q; ``HFProposer`` here, a vLLM engine at paper scale."""
     chains = [Chain(p) for p in prompt_ids]
     for k in range(math.ceil(max_new_tokens / block_size)):
-        live = [c for c in chains if not c.ended(proposer.eos_id, max_new_tokens)]
+        live = [c for c in chains if not c.ended(proposer.stop_ids, max_new_tokens)]
         if not live:
             break
         advance_block(proposer, live, min((k + 1) * block_size, max_new_tokens), alpha, n_mcmc, rng)
@@ -179,11 +264,53 @@ def sample_method(model, tokenizer, base, prompts, answers, method: dict, n: int
             drawn = rollout.response_mask.sum(dim=1).tolist()
             acceptance = [math.nan] * len(drawn)
         base_logp, _ = generation.forward_response(base, rollout, 1.0, with_entropy=False)
-        lengths = rollout.response_mask.sum(dim=1)
-        loglik = (base_logp * rollout.response_mask).sum(dim=1)
-        for j, row in enumerate(evaluate.graded_rows(rollout.texts, answers, n, start)):
-            rows.append({
-                **row, "response_tokens": int(lengths[j]), "drawn_tokens": int(drawn[j]), "acceptance": acceptance[j],
-                "base_loglik": float(loglik[j]), "base_loglik_per_token": float(loglik[j] / lengths[j].clamp(min=1)),
-            })  # fmt: skip
+        lengths = rollout.response_mask.sum(dim=1).tolist()
+        loglik = (base_logp * rollout.response_mask).sum(dim=1).tolist()
+        rows += answer_rows(rollout.texts, answers, n, start, lengths, drawn, acceptance, loglik)
     return pd.DataFrame(rows)
+
+
+def answer_rows(texts, answers, n, start, lengths, drawn, acceptance, loglik, styles=None) -> list[dict]:
+    """Graded rows of a grouped batch of answers (``evaluate.graded_rows``) with what the comparison
+    needs of each: its tokens, the tokens drawn to make it, the MH acceptance rate, and the base
+    model's log-likelihood of it, in all and per token."""
+    return [
+        {**row, "response_tokens": int(lengths[j]), "drawn_tokens": int(drawn[j]), "acceptance": acceptance[j],
+         "base_loglik": float(loglik[j]), "base_loglik_per_token": float(loglik[j]) / max(int(lengths[j]), 1)}
+        for j, row in enumerate(evaluate.graded_rows(texts, answers, n, start, styles))
+    ]  # fmt: skip
+
+
+def sample_method_vllm(llm, base_llm, tokenizer, prompts, answers, styles, method: dict, n: int, max_new_tokens: int,
+                       seed: int, stop_ids: tuple[int, ...]) -> pd.DataFrame:  # fmt: skip
+    """Paper scale: ``sample_method`` with vLLM engines (``vllm_engine``), the same rows.
+
+    ``llm`` samples (the base model, or an RL checkpoint), ``base_llm`` scores every answer (the same
+    engine when the method samples the base model). All problems go to the engine at once, so it
+    batches them; a power-sampling method advances all its chains together (``VllmProposer``).
+    Answers end at ``stop_ids`` or ``max_new_tokens`` and are graded by their problem's style.
+    """
+    from vllm import SamplingParams
+
+    ids = [x.tolist() for x in prompt_ids(tokenizer, prompts)]  # chat-templated, as vLLM's own chat does
+    if method["kind"] == "power":
+        drafts, moves = np.random.SeedSequence(seed).spawn(2)  # independent streams: request seeds, cuts and MH draws
+        proposer = VllmProposer(llm, method["alpha"], stop_ids, drafts)
+        chains = sample_chains(
+            proposer, [torch.tensor(x) for x in ids for _ in range(n)], method["alpha"], method["block_size"],
+            method["n_mcmc"], max_new_tokens, np.random.default_rng(moves),
+        )  # fmt: skip
+        responses = [c.tokens.tolist() for c in chains]
+        drawn = [c.drawn for c in chains]
+        acceptance = [c.accepted / c.proposals if c.proposals else math.nan for c in chains]
+    else:
+        params = SamplingParams(n=n, temperature=method["temperature"], max_tokens=max_new_tokens, seed=seed,
+                                ignore_eos=True, stop_token_ids=list(stop_ids))  # fmt: skip
+        outputs = llm.generate(_tokens_prompts(ids), params, use_tqdm=False)
+        responses = [list(c.token_ids) for out in outputs for c in out.outputs]
+        drawn = [len(r) for r in responses]
+        acceptance = [math.nan] * len(responses)
+    loglik = [sum(lp) for lp in vllm_logprobs(base_llm, [x for x in ids for _ in range(n)], responses)]
+    texts = tokenizer.batch_decode(responses, skip_special_tokens=True)
+    lengths = [len(r) for r in responses]
+    return pd.DataFrame(answer_rows(texts, answers, n, 0, lengths, drawn, acceptance, loglik, styles))

@@ -243,15 +243,25 @@ def requested_runs():
     return sorted(r for r in wanted if not os.path.exists(f"results/runs/{r}/metrics.parquet"))
 
 
+def requested_power_methods():
+    """The power-sampling jobs the command line's targets need whose samples do not exist yet."""
+    targets = workflow.dag_settings.targets or {"all"}
+    if not POWER or not any(t == "all" or "power" in t for t in targets):
+        return []
+    return [m for m in power_methods() if not os.path.exists(f"results/power/samples/{m}.parquet")]
+
+
 def print_gpu_budget():
-    runs = requested_runs()
-    if not runs:
+    runs, methods = requested_runs(), requested_power_methods()
+    if not runs and not methods:
         return
     train = sum(train_hours(r) for r in runs)
     evaluation = sum(eval_hours(r) for r in runs)
+    power = sum(power_hours(m) for m in methods)
     print(
         f"GPU-hours estimate for {len(runs)} run(s) still to train: {train:,.0f} training + {evaluation:,.0f} evaluation"
-        f" = {train + evaluation:,.0f} (FLOPs at {S['budget']['train_mfu']:.0%}/{S['budget']['rollout_mfu']:.0%} of"
+        f" = {train + evaluation:,.0f}; {len(methods)} power-sampling job(s): {power:,.0f}"
+        f" (FLOPs at {S['budget']['train_mfu']:.0%}/{S['budget']['rollout_mfu']:.0%} of"
         f" {S['budget']['gpu_peak_tflops']} TFLOPS per GPU; see config.yaml paper.budget)",
         file=sys.stderr,
     )
@@ -260,13 +270,17 @@ def print_gpu_budget():
 _BUDGET_SHOWN = []
 
 
-def train_data_with_budget(wildcards):
-    """run_train_data, and on the first call the GPU-hours estimate: input functions are
-    evaluated while the DAG is built, after the command line's targets are known and before
-    any job is submitted (a dry run included)."""
+def show_budget_once():
+    """The GPU-hours estimate, once: input functions are evaluated while the DAG is built, after the
+    command line's targets are known and before any job is submitted (a dry run included)."""
     if not _BUDGET_SHOWN:
         _BUDGET_SHOWN.append(True)
         print_gpu_budget()
+
+
+def train_data_with_budget(wildcards):
+    """run_train_data, and the GPU-hours estimate the first time an input function asks."""
+    show_budget_once()
     return run_train_data(wildcards)
 
 
@@ -320,6 +334,23 @@ def power_policy(wildcards):
     """The model a method samples: a run's final checkpoint, or the base model."""
     method = power_methods()[wildcards.method]
     return f"results/runs/{method['run']}/final" if "run" in method else f"results/models/{POWER['model']}"
+
+
+def power_policy_with_budget(wildcards):
+    """power_policy, and at paper scale the GPU-hours estimate the first time an input function asks."""
+    show_budget_once()
+    return power_policy(wildcards)
+
+
+def power_answers():
+    """Answers each method gives: n to each of the first `problems` problems of every benchmark."""
+    sizes = [S["data"]["benchmarks"][b].get("size", POWER["problems"]) for b in POWER["benchmarks"]]
+    return POWER["n"] * sum(min(POWER["problems"], size) for size in sizes)
+
+
+def power_hours(method):
+    model = S["models"][POWER["model"]]
+    return budget.power_gpu_hours(power_methods()[method], power_answers(), model, S["budget"], POWER["max_new_tokens"])
 
 
 def power_samples(methods):

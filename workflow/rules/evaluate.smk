@@ -6,7 +6,7 @@ if MINI:
         input:
             model="results/runs/{run}/final",
             benchmarks=bench_files(),
-            code=code("evaluate", "generation", "grading", "data", "models"),
+            code=code("evaluate", "generation", "grading", "reward", "data", "models"),
         output:
             samples=expand("results/eval/{{run}}/{benchmark}.parquet", benchmark=BENCHMARKS),
             summary="results/eval/{run}/summary.parquet",

@@ -3,28 +3,64 @@
 
 if POWER:
 
-    rule power_sample:
-        """n answers to each problem by one method, graded, with their base-model likelihood and token cost."""
-        input:
-            base=f"results/models/{POWER['model']}",
-            policy=power_policy,
-            benchmarks=expand("results/data/benchmarks/{benchmark}.parquet", benchmark=POWER["benchmarks"]),
-            code=code("power_sampling", "evaluate", "generation", "grading", "data", "models"),
-        output:
-            "results/power/samples/{method}.parquet",
-        params:
-            method=lambda wc: power_methods()[wc.method],
-            problems=POWER["problems"],
-            n=POWER["n"],
-            max_new_tokens=POWER["max_new_tokens"],
-            seed=POWER["seed"],
-        threads: 1
-        log:
-            "results/logs/power/{method}.log",
-        container:
-            image("analysis")
-        script:
-            "../scripts/power_sample.py"
+    if MINI:
+
+        rule power_sample:
+            """n answers to each problem by one method, graded, with their base-model likelihood and token cost."""
+            input:
+                base=f"results/models/{POWER['model']}",
+                policy=power_policy,
+                benchmarks=expand("results/data/benchmarks/{benchmark}.parquet", benchmark=POWER["benchmarks"]),
+                code=code("power_sampling", "evaluate", "generation", "grading", "reward", "data", "models"),
+            output:
+                "results/power/samples/{method}.parquet",
+            params:
+                method=lambda wc: power_methods()[wc.method],
+                problems=POWER["problems"],
+                n=POWER["n"],
+                max_new_tokens=POWER["max_new_tokens"],
+                seed=POWER["seed"],
+            threads: 1
+            log:
+                "results/logs/power/{method}.log",
+            container:
+                image("analysis")
+            script:
+                "../scripts/power_sample.py"
+
+    else:
+
+        rule power_sample_vllm:
+            """The same answers on one GPU node: vLLM engines for the method's model and, for an RL
+            checkpoint, the base model that scores its answers; power sampling batches all its chains."""
+            input:
+                base=f"results/models/{POWER['model']}",
+                policy=power_policy_with_budget,
+                benchmarks=expand("results/data/benchmarks/{benchmark}.parquet", benchmark=POWER["benchmarks"]),
+                code=code("power_sampling", "evaluate", "generation", "grading", "reward", "sandbox", "data"),
+            output:
+                "results/power/samples/{method}.parquet",
+            params:
+                method=lambda wc: power_methods()[wc.method],
+                problems=POWER["problems"],
+                n=POWER["n"],
+                max_new_tokens=POWER["max_new_tokens"],
+                seed=POWER["seed"],
+                tensor_parallel=S["models"][POWER["model"]]["gpus_per_node"],
+                max_model_len=S["data"]["max_prompt_length"] + POWER["max_new_tokens"],
+            resources:
+                gpu=S["models"][POWER["model"]]["gpus_per_node"],
+                cpus_per_task=32,
+                mem_mb_per_cpu=8000,
+                runtime=lambda wc: budget.runtime_minutes(
+                    power_hours(wc.method), S["models"][POWER["model"]]["gpus_per_node"], S["budget"]["walltime_margin"]
+                ),
+            log:
+                "results/logs/power/{method}.log",
+            container:
+                image("eval")
+            script:
+                "../scripts/power_sample_vllm.py"
 
     rule power01_accuracy:
         """Single-shot accuracy per benchmark and token cost of each method (that paper's Table 1)."""

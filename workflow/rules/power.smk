@@ -47,7 +47,7 @@ if POWER:
                 max_new_tokens=POWER["max_new_tokens"],
                 seed=POWER["seed"],
                 tensor_parallel=S["models"][POWER["model"]]["gpus_per_node"],
-                max_model_len=S["data"]["max_prompt_length"] + POWER["max_new_tokens"],
+                max_model_len=S["data"]["max_prompt_length"] + POWER["max_new_tokens"] + 1,  # + the token a scoring request generates
             resources:
                 gpu=S["models"][POWER["model"]]["gpus_per_node"],
                 cpus_per_task=32,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -228,3 +229,129 @@ def test_table01_and_table02_written_as_csv_and_markdown(tmp_path):
     csv, md = tables.write(t2, tmp_path / "table02", "Caption here.")
     assert pd.read_csv(csv, index_col=0).loc["GRPO", "y"] == pytest.approx(30.0)
     assert md.read_text().startswith("Caption here.\n\n| Method")
+
+
+# ---- the power-sampling study (Karan & Du, 2025) ------------------------------------------------
+
+POWER_IDS = [c["id"] for c in LEDGER["claims"] if c["id"].startswith("power/")]
+MAIN = {"kind": "power", "alpha": 4.0, "block_size": 8, "n_mcmc": 5}
+SWEEP = {"power-mcmc0": 0, "power-mcmc1": 1, "power-mcmc2": 2, "power": 5, "power-mcmc10": 10}
+
+
+def answers(right, problems=80, n=8, drawn=10, loglik=-0.5, benches=("y", "x")):
+    """n answers to each problem; ``right[i]`` of problem i's answers are correct (an int for all)."""
+    right = np.broadcast_to(right, problems)
+    rows = [{"benchmark": b, "problem_id": i, "sample": s, "correct": s < right[i], "response_tokens": 5,
+             "drawn_tokens": drawn, "acceptance": 1.0, "base_loglik_per_token": loglik + 0.01 * (i % 7)}
+            for b in benches for i in range(problems) for s in range(n)]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def make_power_study(tmp_path, frames: dict[str, pd.DataFrame], scale="mini", model="m") -> audit.Study:
+    """A study of the power-sampling methods in ``frames``; "grpo" samples a GRPO run, "kl" a KL-Cov run."""
+    methods = {"base": {"kind": "sample", "temperature": 1.0}, "low-temp": {"kind": "sample", "temperature": 0.25},
+               "grpo": {"kind": "sample", "temperature": 1.0, "run": "g"}, "kl": {"kind": "sample", "temperature": 1.0, "run": "k"},
+               **{m: dict(MAIN, n_mcmc=v) for m, v in SWEEP.items()}}  # fmt: skip
+    paths = {}
+    for method, frame in frames.items():
+        paths[method] = str(tmp_path / f"{method}.samples.parquet")
+        frame.to_parquet(paths[method])
+    main = ["base", "low-temp", "power", "grpo", "kl"]
+    power = {"model": model, "methods": methods, "roles": {"base": "base", "low-temp": "low-temp", "power": "power"},
+             "runs": {"grpo": "g", "kl": "k"}, "problems": {"y": 80, "x": 80}, "n": 8,
+             "artifacts": {"power01_accuracy": main, "power02_pass_at_k": main, "power03_likelihoods": main, "power04_hyperparameters": list(SWEEP)}}  # fmt: skip
+    study = make_study(tmp_path, {"g": (spec(), run_metrics(), {"x": 0.5}), "k": (spec("kl_cov"), run_metrics(), {"x": 0.5})}, {}, scale)
+    study.power, study.power_paths = power, paths
+    return study
+
+
+def power_frames(holds: bool) -> dict[str, pd.DataFrame]:
+    """Answers where every power claim holds (power close to GRPO, above low temperature and base,
+    as diverse as base at large k, likelihoods GRPO > power > base, accuracy rising with N_MCMC, more
+    tokens drawn), or where every one fails."""
+    solvable = np.arange(80) < 72  # 8 problems nobody solves
+    grpo = np.where(np.arange(80) < 48, 8, 0)  # all-or-nothing: 60% single-shot, pass@8 flat at 60%
+    if holds:
+        frames = {"base": answers(3 * solvable, loglik=-0.9), "low-temp": answers(4 * solvable, drawn=10),
+                  "power": answers(5 * solvable, drawn=40, loglik=-0.6), "grpo": answers(grpo, loglik=-0.3),
+                  **{m: answers(np.minimum(v, 5) * solvable, drawn=10 + 6 * v) for m, v in SWEEP.items() if m != "power"}}  # fmt: skip
+    else:
+        frames = {"base": answers(5 * solvable, loglik=-0.3), "low-temp": answers(4 * solvable),
+                  "power": answers(np.where(np.arange(80) < 24, 8, 0), loglik=-0.6), "grpo": answers(grpo, loglik=-0.9),
+                  **{m: answers(np.maximum(5 - v, 0) * solvable) for m, v in SWEEP.items() if m != "power"}}  # fmt: skip
+    return {**frames, "kl": answers(grpo)}
+
+
+@pytest.mark.parametrize("holds", [True, False])
+def test_ledger_power_claims_flip_with_the_answers(tmp_path, holds):
+    study = make_power_study(tmp_path, power_frames(holds))
+    rows = {c["id"]: audit.judge(c, study) for c in audit.expand_ledger(LEDGER) if c["id"] in POWER_IDS}
+    qualitative = [i for i in POWER_IDS if not i.startswith("power/table1/")]
+    assert len(qualitative) == 7
+    for i in qualitative:
+        assert rows[i]["verdict"] == (audit.REPRODUCED if holds else audit.NOT_REPRODUCED), (i, rows[i])
+    for i in POWER_IDS:
+        if i.startswith("power/table1/"):
+            assert rows[i]["verdict"] == audit.NOT_COMPARABLE and "paper scale" in rows[i]["why"], rows[i]
+
+
+def test_power_measurements_report_their_numbers(tmp_path):
+    study = make_power_study(tmp_path, power_frames(True))
+    cost = audit.power_cost(study, "power01_accuracy")
+    assert cost.value.startswith("4×") and cost.holds
+    pass_k = audit.power_compare(study, "power02_pass_at_k", "pass_at_n", ["power", "GRPO"], "not_below", "MATH-500")
+    assert "power 90, GRPO 60; power − GRPO +30" in pass_k.value  # pass@8 on the solvable 90% against GRPO's flat 60%
+    acc = audit.power_compare(study, "power01_accuracy", "accuracy", ["power", "GRPO"], "not_below", "MATH-500")
+    assert "if answers were independent" in acc.value and "80 problems" in acc.how
+    trend = audit.power_rises_with(study, "power04_hyperparameters", "n_mcmc", "MATH-500")
+    assert trend.value.startswith("0: 0.0%, 1: 11.2%, 2: 22.5%, 5: 56.2%, 10: 56.2%")
+
+
+def test_power_match_uses_the_standard_error_over_problems(tmp_path):
+    """Power 10 points below GRPO, each solving its own problems all-or-nothing: within the noise of 80
+    problems, though 640 independent answers per method would call it a loss (± 5.4 points)."""
+    frames = power_frames(True)
+    frames["power"] = answers(np.where((np.arange(80) >= 36) & (np.arange(80) < 76), 8, 0))  # GRPO solves 0-47
+    c = next(c for c in LEDGER["claims"] if c["id"] == "power/matches-grpo")
+    row = audit.judge(c, make_power_study(tmp_path, frames))
+    assert row["measured"].startswith("power 50, GRPO 60; power − GRPO -10 ± 20 (± 5.4 if answers were independent)")
+    assert row["verdict"] == audit.REPRODUCED
+    frames["power"] = answers(np.where(np.arange(80) < 48, 4, 0))  # 20 points below on every problem GRPO solves
+    assert audit.judge(c, make_power_study(tmp_path, frames))["verdict"] == audit.NOT_REPRODUCED
+
+
+def test_table1_cells_judged_at_paper_scale_only_for_the_right_model(tmp_path):
+    cells = {c["measure"]["method"]: c for c in LEDGER["claims"] if c["id"].startswith("power/table1/")}
+    assert {m: c["paper"] for m, c in cells.items()} == {"base": 49.8, "low-temp": 62.8, "power": 70.6, "GRPO": 74.0}
+    frames = power_frames(True)
+    paper = make_power_study(tmp_path, frames, scale="paper")
+    row = audit.judge(cells["power"], paper)
+    half = 1.96 * np.sqrt(2) * 100 * np.sqrt(0.5625 * 0.4375 / 80)  # 56.25% on 80 problems: ± 15.4 points
+    assert row["measured"] == pytest.approx(56.25) and row["tolerance"].startswith(f"[{56.25 - half:.3g}, {56.25 + half:.3g}]")
+    assert row["verdict"] == audit.REPRODUCED  # 70.6 inside
+    assert audit.judge({**cells["power"], "paper": 74.0}, paper)["verdict"] == audit.NOT_REPRODUCED
+    assert audit.judge(cells["GRPO"], paper)["measured"] == pytest.approx(60.0)
+    other = audit.judge(cells["power"], make_power_study(tmp_path, frames, scale="paper", model="other"))
+    assert other["verdict"] == audit.NOT_COMPARABLE and "samples other, not Qwen2.5-7B's role m" in other["why"]
+
+
+def test_power_claims_not_comparable_without_the_study_or_its_benchmark(tmp_path):
+    none = make_study(tmp_path, {"r": (spec(), run_metrics(), {"x": 0.5})}, {})
+    for c in (c for c in LEDGER["claims"] if c["id"] in POWER_IDS):
+        row = audit.judge(c, none)
+        assert row["verdict"] == audit.NOT_COMPARABLE and "no power-sampling study" in row["why"], row
+    study = make_power_study(tmp_path, power_frames(True))
+    study.bench_roles = {"AIME24": "x"}
+    row = audit.judge(next(c for c in LEDGER["claims"] if c["id"] == "power/mcmc-steps"), study)
+    assert row["verdict"] == audit.NOT_COMPARABLE and "plays MATH-500" in row["why"]
+
+
+def test_power_artifacts_are_the_power_rules():
+    """The ledger may name the study's artifacts: one per entry of common.smk's POWER_WHAT."""
+    smk = (ROOT / "workflow" / "rules" / "common.smk").read_text()
+    block = smk.split("POWER_WHAT = {", 1)[1].split("\n}", 1)[0]
+    assert set(audit.POWER_ARTIFACTS) == set(re.findall(r'^\s+"(power\d\d_\w+)":', block, re.MULTILINE))
+    assert {c["measure"]["artifact"] for c in LEDGER["claims"] if c["id"] in POWER_IDS} == set(audit.POWER_ARTIFACTS)
+    bad = {**LEDGER, "claims": [{**LEDGER["claims"][0], "measure": {"fn": "power_cost", "artifact": "power09_nope"}}]}
+    with pytest.raises(ValueError, match="unknown artifact 'power09_nope'"):
+        audit.check_ledger(bad)

@@ -6,7 +6,8 @@ rule audit:
         metrics=run_metrics(RUNS),
         summaries=expand("results/eval/{run}/summary.parquet", run=RUNS),
         models=expand("results/models/{model}", model=MODELS),
-        code=code("audit", "analysis", "artifacts"),
+        power=power_samples(list(power_methods())) if POWER else [],
+        code=code("audit", "analysis", "artifacts", "power_study", "evaluate"),
     output:
         md="results/audit/audit.md",
         html=report("results/audit/audit.html", caption="../report/audit.rst", category="Audit"),

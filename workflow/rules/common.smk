@@ -114,9 +114,23 @@ def artifact_params(name):
 
 
 def audit_params():
-    """Per-run settings and the benchmark facts the audit's tolerances need; never the whole config."""
+    """Per-run settings and the benchmark facts the audit's tolerances need; never the whole config.
+    The power-sampling study (when the scale has one): its methods and their settings, which method
+    plays which role, the methods each of its artifacts draws, problems answered per benchmark and
+    answers per problem."""
     bench = S["data"]["benchmarks"]
     val = S["train"]["val_protocol"]["n"]
+    power = {}
+    if POWER:
+        power = {
+            "model": POWER["model"],
+            "methods": power_methods(),
+            "roles": {"base": "base", "low-temp": "low-temp", "power": "power"},
+            "runs": POWER["runs"],
+            "artifacts": {name: power_artifact_methods(name) for name in POWER_WHAT},
+            "problems": {b: min(POWER["problems"], bench[b].get("size", POWER["problems"])) for b in POWER["benchmarks"]},
+            "n": POWER["n"],
+        }
     return {
         "scale": SCALE,
         "runs": RUNS,
@@ -128,6 +142,7 @@ def audit_params():
         "bench_sizes": {b: bench[b]["size"] for b in BENCHMARKS},
         "val_samples": {b: min(bench[b]["size"], S["train"].get("val_size", bench[b]["size"])) * val for b in BENCHMARKS},
         "plays": {b: bench[b]["plays"] for b in BENCHMARKS if "plays" in bench[b]},
+        "power": canonical(power),
     }
 
 
@@ -246,7 +261,7 @@ def requested_runs():
 def requested_power_methods():
     """The power-sampling jobs the command line's targets need whose samples do not exist yet."""
     targets = workflow.dag_settings.targets or {"all"}
-    if not POWER or not any(t == "all" or "power" in t for t in targets):
+    if not POWER or not any(t in ("all", "audit") or "power" in t or t.startswith("results/audit") for t in targets):
         return []
     return [m for m in power_methods() if not os.path.exists(f"results/power/samples/{m}.parquet")]
 

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import yaml
 
 from entropy_rl import atomic, audit, config, logs
@@ -26,6 +28,8 @@ study = audit.Study(
     bench_roles=bench_roles,
     model_roles={name: r[p.scale] for name, r in roles["models"].items()},
     fit_steps=p.fit_steps,
+    power=p.power,
+    power_paths={Path(f).stem: f for f in snakemake.input.power},  # results/power/samples/{method}.parquet
 )
 table = audit.run_audit(ledger, study)
 atomic.write_text(snakemake.output.csv, table.to_csv(index=False))

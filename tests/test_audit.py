@@ -257,7 +257,7 @@ def make_power_study(tmp_path, frames: dict[str, pd.DataFrame], scale="mini", mo
         paths[method] = str(tmp_path / f"{method}.samples.parquet")
         frame.to_parquet(paths[method])
     main = ["base", "low-temp", "power", "grpo", "kl"]
-    power = {"model": model, "methods": methods, "roles": {"base": "base", "low-temp": "low-temp", "power": "power"},
+    power = {"model": model, "methods": methods,
              "runs": {"grpo": "g", "kl": "k"}, "problems": {"y": 80, "x": 80}, "n": 8,
              "artifacts": {"power01_accuracy": main, "power02_pass_at_k": main, "power03_likelihoods": main, "power04_hyperparameters": list(SWEEP)}}  # fmt: skip
     study = make_study(tmp_path, {"g": (spec(), run_metrics(), {"x": 0.5}), "k": (spec("kl_cov"), run_metrics(), {"x": 0.5})}, {}, scale)

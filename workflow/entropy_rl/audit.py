@@ -41,6 +41,9 @@ REPRODUCED, NOT_REPRODUCED, NOT_COMPARABLE = "reproduced", "not reproduced", "no
 Z95 = scipy.stats.norm.ppf(0.975)
 Z95_ONE_SIDED = scipy.stats.norm.ppf(0.95)
 # The power-sampling study's table and figures: power_study has one function per rule of power.smk.
+# Its methods of the base model, named as common.smk's power_methods names them; the RL methods are
+# found by the run they sample.
+PLAIN_POWER_METHODS = ("base", "low-temp", "power")
 POWER_ARTIFACTS = tuple(name for name in vars(power_study) if re.fullmatch(r"power\d\d_\w+", name))
 
 
@@ -64,7 +67,7 @@ class Study:
     model_roles: dict[str, str]  # the paper's model name -> this scale's model
     fit_steps: int
     # The power-sampling study, empty when the scale has none: "model" (the base model sampled),
-    # "methods" (name -> settings), "roles" ("base", "low-temp", "power" -> method), "runs" (RL
+    # "methods" (name -> settings; PLAIN_POWER_METHODS among them), "runs" (RL
     # method -> the run whose checkpoint it samples), "artifacts" (artifact -> methods it draws),
     # "problems" (benchmark -> problems answered) and "n" (answers per problem).
     power: dict = field(default_factory=dict)
@@ -496,8 +499,8 @@ def _power_method(study: Study, artifact: str, role: str) -> str:
     """The method of ``artifact`` that plays ``role``: base, low-temp or power by the study's roles,
     an RL method (GRPO, Clip-Cov, KL-Cov) by the run whose checkpoint it samples."""
     drawn = study.power_methods(artifact)
-    if role in study.power["roles"]:
-        picked = [study.power["roles"][role]]
+    if role in PLAIN_POWER_METHODS:
+        picked = [role]
     else:
         picked = [m for m, run in study.power["runs"].items() if run in study.specs and study.method(run) == role]
     picked = [m for m in picked if m in drawn]

@@ -116,10 +116,11 @@ class VllmProposer:
                            stop_token_ids=list(self.stop_ids))
             for b, s in zip(budgets, seeds)
         ]  # fmt: skip
-        outputs = self.llm.generate(_tokens_prompts([p.tolist() for p in prefixes]), params, use_tqdm=False)
+        prefixes = [p.tolist() for p in prefixes]
+        outputs = self.llm.generate(_tokens_prompts(prefixes), params, use_tqdm=False)
         drafts = [list(out.outputs[0].token_ids) for out in outputs]
         logq = [[pos[t].logprob for pos, t in zip(out.outputs[0].logprobs, d)] for out, d in zip(outputs, drafts)]
-        logp = vllm_logprobs(self.llm, [p.tolist() for p in prefixes], drafts)
+        logp = vllm_logprobs(self.llm, prefixes, drafts)
         return [
             (torch.tensor(d, dtype=torch.long), torch.tensor(lp, dtype=torch.float32), torch.tensor(lq, dtype=torch.float32))
             for d, lp, lq in zip(drafts, logp, logq)

@@ -125,7 +125,6 @@ def audit_params():
         power = {
             "model": POWER["model"],
             "methods": power_methods(),
-            "roles": {"base": "base", "low-temp": "low-temp", "power": "power"},
             "runs": POWER["runs"],
             "artifacts": {name: power_artifact_methods(name) for name in POWER_WHAT},
             "problems": {b: min(POWER["problems"], bench[b].get("size", POWER["problems"])) for b in POWER["benchmarks"]},

@@ -24,6 +24,7 @@ wildcard_constraints:
 
 
 include: "workflow/rules/data.smk"
+include: "workflow/rules/preflight.smk"
 include: "workflow/rules/models.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"

@@ -12,7 +12,7 @@ from entropy_rl import containers, launch
 from spython.main.parse.parsers import SingularityParser
 
 ROOT = Path(__file__).resolve().parents[1]
-NAMES = ["analysis", "eval", "train"]
+NAMES = ["analysis", "eval", "prime", "train"]
 PIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9][A-Za-z0-9.+!_-]*$")
 
 
@@ -33,7 +33,7 @@ def tmp_root(tmp_path):
     return tmp_path
 
 
-def test_the_three_definitions_are_there():
+def test_the_four_definitions_are_there():
     assert containers.names(ROOT) == NAMES
 
 
@@ -59,7 +59,7 @@ def test_every_copied_file_exists_and_is_installed(name):
         assert line.split()[1] in post, f"{name}.def copies {line} but %post never uses it"
 
 
-@pytest.mark.parametrize("name", ["train", "eval"])
+@pytest.mark.parametrize("name", ["train", "eval", "prime"])
 def test_package_sets_pin_every_package_once(name):
     lines = pins(name)
     assert lines and [line for line in lines if not PIN.match(line)] == []
@@ -75,8 +75,9 @@ def test_train_and_eval_share_the_verl_vllm_torch_stack():
     assert {k: train[k] for k in shared} == {k: evaluation[k] for k in shared}
 
 
-def test_train_image_has_the_verl_recipe_commit_the_launcher_names():
-    assert launch.VERL_RECIPE_COMMIT in (ROOT / "containers" / "train.def").read_text()
+def test_prime_image_has_the_verl_and_recipe_commit_the_launcher_names():
+    assert launch.PRIME_RECIPE_COMMIT in (ROOT / "containers" / "prime.def").read_text()
+    assert versions("prime")["verl"] == launch.PRIME_VERL
 
 
 def test_image_ref_changes_with_the_definition_and_the_files_it_copies(tmp_root):

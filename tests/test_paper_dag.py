@@ -20,7 +20,7 @@ PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
 TOKENS = {"HF_TOKEN": "hf_SENTINELplanDoNotLeak0123", "HUGGING_FACE_HUB_TOKEN": "hf_SENTINELplanDoNotLeak4567"}
 # The flag that gives a SLURM job the workflow's environment less the token (common.smk).
 JOB_ENV_FLAG = "--export-file=.snakemake/slurm_job_environment"
-LOCAL_RULES = {"all", "download_model", "download_dataset"}  # run by the main process, not sbatch
+LOCAL_RULES = {"all", "download_model", "download_dataset", "preflight", "preflight_power"}  # run by the main process, not sbatch
 POWER = PAPER["power_sampling"]
 # The power-sampling study's jobs: base, low temperature, power, the RL checkpoints, and the sweep
 # points other than the main setting (common.smk power_methods).
@@ -82,6 +82,8 @@ def test_paper_dry_run_plans_every_stage(dry_run):
         "prepare_benchmark": len(data["benchmarks"]),
         "validation_set": 1,
         "prepare_train_set": len(train_sets),
+        "preflight": runs,
+        "preflight_power": 1,
         "train_verl": runs,
         "evaluate_vllm": runs,
         "fit_run": runs,
@@ -91,7 +93,30 @@ def test_paper_dry_run_plans_every_stage(dry_run):
         "power_sample_vllm": POWER_METHODS,
         **{artifact: 1 for artifact in ("power01_accuracy", "power02_pass_at_k", "power03_likelihoods", "power04_hyperparameters")},
     }
-    assert seconds < 10, f"planning took {seconds:.1f} s"
+    # The plan now runs verl's validation, reward loader and loss plugin on every run's command
+    # (check_launches): its time is printed by the dry_run fixture, not asserted.
+
+
+def test_every_gpu_job_waits_for_its_preflight_and_the_launches_were_checked_before_planning(dry_run):
+    proc, _ = dry_run
+    assert f"preflight: {len(PAPER['runs'])} run(s) to train composed and validated by verl" in proc.stderr
+    blocks = re.findall(r"^rule (\w+):\n(.*?)(?=\n\n)", proc.stdout, re.DOTALL | re.MULTILINE)
+    trains = [b for rule, b in blocks if rule == "train_verl"]
+    assert len(trains) == len(PAPER["runs"])
+    for block in trains:
+        run = re.search(r"wildcards: run=(\S+)", block).group(1)
+        assert f"results/preflight/{run}.txt" in block.split("output:")[0], block
+    assert all("results/preflight/power.txt" in b.split("output:")[0] for rule, b in blocks if rule == "power_sample_vllm")
+
+
+def test_a_run_that_verl_would_refuse_stops_the_plan_before_any_job(tmp_path):
+    broken = yaml.safe_load((ROOT / "config.yaml").read_text())
+    broken["paper"]["models"]["qwen2.5-0.5b"]["max_token_len_per_gpu"] = 8192  # under 2,048 + 8,192 tokens
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(broken))
+    proc, _ = plan(tmp_path, "results/runs/qwen2.5-0.5b-grpo/metrics.parquet", env_extra={"HF_TOKEN": "x"})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "preflight: 1 of 1 run(s) would fail at launch" in out, out[-3000:]
+    assert "qwen2.5-0.5b-grpo: actor.ppo_max_token_len_per_gpu 8192 is under" in out and not (tmp_path / "results").exists()
 
 
 def test_gpu_hours_are_printed_before_anything_is_submitted(dry_run):

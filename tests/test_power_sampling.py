@@ -302,11 +302,12 @@ def test_the_paper_scale_method_sampler_gives_the_mini_rows(tiny_policy, engine,
     assert (frames["base"]["drawn_tokens"] == frames["base"]["response_tokens"]).all()
     assert (frames["power"]["drawn_tokens"] > frames["power"]["response_tokens"]).all()
     # The base log-likelihood column is the model's own: the plain-sampling answers drawn again with the
-    # same request (seeded), scored by a forward pass, row by row.
+    # same requests (problem k seeded 0 + 4k), scored by a forward pass, row by row.
     import vllm_standin
 
     ids = [x.tolist() for x in power_sampling.prompt_ids(tok, prompts)]
-    params = vllm_standin.SamplingParams(n=4, temperature=1.0, max_tokens=8, seed=0, ignore_eos=True, stop_token_ids=list(stop))
+    params = [vllm_standin.SamplingParams(n=4, temperature=1.0, max_tokens=8, seed=4 * k, ignore_eos=True,
+                                          stop_token_ids=list(stop)) for k in range(len(ids))]  # fmt: skip
     redrawn = [c.token_ids for out in engine.generate([{"prompt_token_ids": x} for x in ids], params) for c in out.outputs]
     for j, response in enumerate(redrawn):
         prefix = torch.tensor(ids[j // 4])

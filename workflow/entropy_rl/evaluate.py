@@ -74,16 +74,43 @@ def accuracy(model, tokenizer, prompts, answers, protocol: dict, max_new_tokens:
     return float(samples["correct"].mean())
 
 
-def vllm_samples(llm, frame: pd.DataFrame, protocol: dict, max_tokens: int, seed: int) -> pd.DataFrame:
+# Evaluation builds one vLLM engine in its process, so it takes vLLM's cheap route to repeatable
+# seeded runs: the engine core in this process, which makes scheduling (and so every batch)
+# deterministic (VLLM_ENABLE_V1_MULTIPROCESSING=0; vLLM's reproducibility docs). The cost: no
+# overlap of the engine's scheduling with this process's Python work, and vLLM reseeds this
+# process's global random generators. vLLM repeats only on the same hardware and vLLM version (and
+# so the same GPU model and tensor-parallel size).
+REPRODUCIBLE_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+
+
+def vllm_engine(model_dir: str, tensor_parallel: int, seed: int, max_model_len: int):
+    """The evaluation engine for one checkpoint: the model's own tensor-parallel size
+    (``paper.models.<model>.tensor_parallel``; vLLM refuses one that does not divide the attention
+    heads), a context of ``max_model_len`` tokens (prompt + answer), deterministic scheduling
+    (``REPRODUCIBLE_ENV``)."""
+    import os
+
+    os.environ.update(REPRODUCIBLE_ENV)  # read when the engine starts
+    from vllm import LLM
+
+    return LLM(model=model_dir, tensor_parallel_size=tensor_parallel, seed=seed, max_model_len=max_model_len)
+
+
+def vllm_samples(llm, frame: pd.DataFrame, protocol: dict, max_tokens: int, seed: int,
+                 chat_template: str | None = None) -> pd.DataFrame:  # fmt: skip
     """One benchmark through a loaded vLLM engine (paper scale): the same rows as ``sample_benchmark``.
 
-    Prompts go through the model's chat template as verl's rollout does; each
-    response is graded by its row's style (math-verify, or the code sandbox).
+    Prompts go through the model's prompt format as verl's rollout does: ``chat_template`` is
+    ``prompt_format.chat_template(<the model's format>, tokenizer)``, and ``None`` leaves vLLM's own
+    resolution (the tokenizer's template, refused when there is none). Each response is graded by its
+    row's style (math-verify, or the code sandbox). One request per problem with ``n`` answers and
+    ``seed``: vLLM draws the i-th answer of every problem with seed + i.
     """
     from vllm import SamplingParams  # the GPU image has vLLM; the mini scale never imports it
 
     params = SamplingParams(n=protocol["n"], temperature=protocol["temperature"], max_tokens=max_tokens, seed=seed)
-    outputs = llm.chat([list(p) for p in frame["prompt"]], params, use_tqdm=False)
+    template = {} if chat_template is None else {"chat_template": chat_template}
+    outputs = llm.chat([list(p) for p in frame["prompt"]], params, use_tqdm=False, **template)
     completions = [c for out in outputs for c in out.outputs]
     gold = list(frame["reward_model"])
     rows = graded_rows([c.text for c in completions], [g["ground_truth"] for g in gold], protocol["n"],

@@ -18,34 +18,77 @@ import time
 
 from . import spec as run_spec
 
-# verl-recipe's PRIME trainer at a pinned commit (its prime/ folder's last change); the train
-# container clones it there and puts it on PYTHONPATH as `recipe`.
-VERL_RECIPE_COMMIT = "e7f889574b8301cc0f0fc1d57c6d67f31ffeb689"
+# PRIME runs on verl 0.4.1 (containers/prime.def, envs/prime.txt) with the PRIME recipe of verl's own
+# tree at tag v0.4.1 (this commit), importable there as `recipe`: verl 0.9.1 has no PRIME, and
+# verl-recipe's PRIME runs on no verl release (entropy_rl.prime_check gives the evidence).
+PRIME_VERL = "0.4.1"
+PRIME_RECIPE_COMMIT = "8d9e350ea58c7ad4b50dd14d9dcb50577242c55f"
+
+# Overrides of the shared list (spec.verl_overrides, spec.verl_launch_overrides) left out of a PRIME
+# command, by key prefix, each with the reason; prime_overrides puts verl 0.4.1's equivalents back.
+PRIME_DROPPED = {
+    "algorithm.filter_groups.": "PRIME filters groups by accuracy (data.filter_accuracy)",
+    "trainer.use_v1": "verl 0.9.1's V1 trainer; verl 0.4.1 has no such key and PRIME runs its own loop",
+    "actor_rollout_ref.actor.optim.clip_grad": "verl 0.4.1 reads actor.grad_clip",
+    "data.seed": "not in verl 0.4.1's config; the PRIME trainer reads data.get('seed'), so it is appended (+data.seed)",
+    "reward.custom_reward_function.": "verl 0.4.1 calls it custom_reward_function, loads it as a standalone file, "
+    "and PRIME's main never reads it: entropy_rl.prime_main hands the recipe entropy_rl.reward.compute_score",
+    "actor_rollout_ref.model.external_lib": "the covariance plugin wraps verl 0.9.1's loss API; verl 0.4.1's losses "
+    "return a 4-tuple and its vanilla loss is not in the registry (PRIME's figures need no covariance)",
+    "actor_rollout_ref.actor.policy_loss.loss_mode": "re-set without the +cov plugin suffix",
+    "trainer.logger": "verl 0.4.1 has no file logger: PRIME logs to tensorboard (TENSORBOARD_DIR)",
+}
 
 
-def prime_overrides(spec: dict, model_path: str) -> list[str]:
-    """The implicit PRM of PRIME (beta, its own learning rate), and the paper's group filter."""
+def prime_overrides(spec: dict, model: dict, root: str) -> list[str]:
+    """PRIME's settings for verl 0.4.1's recipe: the implicit PRM (beta, its own learning rate, the
+    policy's token budget per GPU), the paper's group filter, and verl 0.4.1's names of shared settings."""
+    budget = model["max_token_len_per_gpu"]
     return [
-        f"reward_model.model.path={model_path}",
+        f"actor_rollout_ref.actor.policy_loss.loss_mode={spec['loss']['loss_mode']}",
+        f"actor_rollout_ref.actor.grad_clip={spec['grad_clip']}",
+        f"+data.seed={spec['seed']}",
+        f"reward_model.model.path={root}/models/{spec['model']}",
         f"reward_model.model.beta_train={spec['prime']['beta']}",
         f"reward_model.model.optim.lr={spec['prime']['lr']}",
+        # The PRM's forward and update micro-batches packed by tokens like the actor's; its update reads
+        # ppo_max_token_len_per_gpu, which neither verl's nor the recipe's config defines.
+        "reward_model.use_dynamic_bsz=true",
+        f"reward_model.forward_max_token_len_per_gpu={budget}",
+        f"+reward_model.ppo_max_token_len_per_gpu={budget}",
         # Keep prompts whose accuracy is strictly between 0 and 1: the paper drops all-right and all-wrong groups.
         f"data.filter_accuracy={str(spec['filter_groups']).lower()}",
         f"data.accuracy_lower_bound={0.5 / spec['rollout_n']}",
         f"data.accuracy_upper_bound={1 - 0.5 / spec['rollout_n']}",
+        "trainer.logger=[console,tensorboard]",
+        # The recipe finds verl's ppo_trainer through file://verl/trainer/config, relative to the working
+        # directory: from the workflow's it is not there. verl's installed config package is.
+        "hydra.searchpath=[pkg://verl.trainer.config]",
     ]
 
 
-def verl_command(scale_cfg: dict, run_id: str, root: str = "results", reward_fn: str = "reward.py") -> list[str]:
+# The results directory in a command as the workflow records it (rule params): bound to an absolute
+# path, and the interpreter to the job's own, only where the job runs (``bind``), so the recorded
+# command does not change with the checkout's location or the submitting host's Python.
+RESULTS = "@RESULTS@"
+
+
+def verl_command(scale_cfg: dict, run_id: str, root: str = RESULTS) -> list[str]:
     """``python -m verl.trainer.main_ppo`` (or verl-recipe's PRIME) with the run's Hydra overrides."""
     s = run_spec.resolve_run(scale_cfg, run_id)
     overrides = run_spec.verl_overrides(s, covariance_metrics=True)
-    overrides += run_spec.verl_launch_overrides(scale_cfg, run_id, root, reward_fn)
+    overrides += run_spec.verl_launch_overrides(scale_cfg, run_id, root)
     if s["algorithm"] != "prime":
-        return [sys.executable, "-m", "verl.trainer.main_ppo", *overrides]
-    overrides = [o for o in overrides if not o.startswith("algorithm.filter_groups.")]  # PRIME filters by accuracy
-    overrides += prime_overrides(s, f"{root}/models/{s['model']}")
-    return [sys.executable, "-m", "recipe.prime.main_prime", *overrides]
+        return ["python", "-m", "verl.trainer.main_ppo", *overrides]
+    overrides = [o for o in overrides if not o.split("=", 1)[0].startswith(tuple(PRIME_DROPPED))]
+    overrides += prime_overrides(s, scale_cfg["models"][s["model"]], root)
+    return ["python", "-m", "entropy_rl.prime_main", *overrides]  # the recipe's main, with our reward
+
+
+def bind(command: list[str], results_dir: str) -> list[str]:
+    """The recorded command made runnable here: this interpreter, and ``results_dir`` as an absolute path."""
+    root = os.path.abspath(results_dir)
+    return [sys.executable, *(arg.replace(RESULTS, root) for arg in command[1:])]
 
 
 def allocation_nodes(env=os.environ) -> list[str]:

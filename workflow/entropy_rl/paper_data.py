@@ -7,6 +7,11 @@ template; sources already in verl's format keep their own prompt. Code rows
 carry their tests in ``reward_model.ground_truth`` with the test style in
 ``reward_model.style`` (``code:stdio``, ``code:asserts``, ``code:pytest``), which
 the grader dispatches on.
+
+A part reads only the fields it uses (some sources carry gigabytes of model
+outputs beside the questions), keeps only the rows its ``where`` allows, and
+``check_source`` holds a downloaded snapshot against the parts' globs and fields
+from file listings and schemas alone, before anything is built.
 """
 
 from __future__ import annotations
@@ -16,26 +21,125 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
-from .data import VERL_COLUMNS, DataError, read_parquet
+from .data import VERL_COLUMNS, DataError
 
 
-def read_files(root: str | Path, pattern: str) -> pd.DataFrame:
-    """All rows of the parquet / JSON-lines / JSON files under ``root`` matching ``pattern``."""
+def part_files(root: str | Path, pattern: str) -> list[Path]:
+    """The files under ``root`` matching ``pattern``, without the hub client's own cache."""
     root = Path(root)
-    files = sorted(p for p in root.glob(pattern) if p.is_file() and ".cache" not in p.parts)
+    return sorted(p for p in root.glob(pattern) if p.is_file() and ".cache" not in p.relative_to(root).parts)
+
+
+def _no_match(root: Path, pattern: str) -> str:
+    present = sorted(str(p.relative_to(root)) for p in part_files(root, "**/*"))[:20]
+    return f"no file under {root} matches {pattern!r}; files there include {present}"
+
+
+def part_columns(part: dict) -> list[str]:
+    """The fields a part reads: a verl row's prompt and reward (and ability when it filters on
+    it), or a question and an answer; and the fields its ``where`` filters on."""
+    if part["format"] == "verl":
+        used = ["prompt", "reward_model"] + (["ability"] if "ability" in part else [])
+    else:
+        used = [part["question"], part["answer"]]
+    return list(dict.fromkeys(used + list(part.get("where", {}))))
+
+
+def file_fields(path: Path) -> list[str]:
+    """A file's field names from its parquet schema or its first JSON record, reading nothing more."""
+    try:
+        if path.suffix == ".parquet":
+            return list(pq.read_schema(path).names)
+        if path.suffix == ".jsonl":
+            with open(path, encoding="utf-8") as lines:
+                first = next((line for line in lines if line.strip()), "{}")
+            return list(json.loads(first))
+        if path.suffix == ".json":
+            records = json.loads(path.read_text(encoding="utf-8"))
+            first = records[0] if isinstance(records, list) and records else records
+            return list(first) if isinstance(first, dict) else []
+    except Exception as exc:  # a truncated file, a Git LFS pointer, foreign bytes
+        raise DataError(f"{path}: not a readable {path.suffix} file ({type(exc).__name__}: {exc})") from exc
+    raise DataError(f"{path}: cannot read a {path.suffix!r} file (parquet, jsonl or json expected)")
+
+
+def check_source(source_dir: str | Path, parts: dict) -> list[str]:
+    """One message per mismatch between a downloaded source and the parts that read it (a glob
+    matching nothing, an unreadable file, a field a part uses missing); empty when all is well.
+
+    Only file listings, parquet schemas and first JSON records are read, so this runs in
+    seconds as soon as a source is downloaded."""
+    root = Path(source_dir)
+    if not root.is_dir():
+        return [f"source {root}: not downloaded (no such directory)"]
+    problems = []
+    for name, part in parts.items():
+        files = part_files(root, part["files"])
+        if not files:
+            problems.append(f"part {name}: {_no_match(root, part['files'])}")
+        lacking: dict[str, list[tuple[Path, list[str]]]] = {}
+        for path in files:
+            try:
+                fields = file_fields(path)
+            except DataError as exc:
+                problems.append(f"part {name}: {exc}")
+                continue
+            for column in part_columns(part):
+                if column not in fields:
+                    lacking.setdefault(column, []).append((path, fields))
+        # Shards of one split share a schema: one message per missing field, not per shard.
+        for column, [(path, fields), *more] in lacking.items():
+            also = f" and {len(more)} more of its files" if more else ""
+            problems.append(f"part {name}: no field {column!r} in {path}{also} (fields: {fields})")
+    return problems
+
+
+def verify_source(source_dir: str | Path, parts: dict) -> None:
+    """``check_source``, raising a ``DataError`` that lists every problem."""
+    problems = check_source(source_dir, parts)
+    if problems:
+        listed = "\n".join(f"- {p}" for p in problems)
+        raise DataError(f"{source_dir}: the configured parts do not fit this source:\n{listed}")
+
+
+def read_files(root: str | Path, pattern: str, columns: list[str] | None = None) -> pd.DataFrame:
+    """The rows of the parquet / JSON-lines / JSON files under ``root`` matching ``pattern``;
+    only ``columns`` when given (parquet reads no other column from disk)."""
+    root = Path(root)
+    files = part_files(root, pattern)
     if not files:
-        present = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())[:20]
-        raise DataError(f"no file under {root} matches {pattern!r}; files there include {present}")
+        raise DataError(_no_match(root, pattern))
     frames = []
     for path in files:
         if path.suffix == ".parquet":
-            frames.append(read_parquet(path))
+            try:
+                frame = pd.read_parquet(path, columns=columns)
+            except Exception as exc:  # pyarrow's errors for a truncated, empty or foreign file
+                raise DataError(f"{path}: not a readable parquet file ({type(exc).__name__}: {exc})") from exc
         elif path.suffix in (".jsonl", ".json"):
-            frames.append(pd.read_json(path, lines=path.suffix == ".jsonl"))
+            # dtype=False: answers stay the text their authors wrote ("0123" is not 123.0).
+            frame = pd.read_json(path, lines=path.suffix == ".jsonl", dtype=False)
+            frame = frame if columns is None else frame[columns]
         else:
             raise DataError(f"{path}: cannot read a {path.suffix!r} file (parquet, jsonl or json expected)")
+        frames.append(frame)
     return pd.concat(frames, ignore_index=True)
+
+
+def keep_rows(frame: pd.DataFrame, part: dict, name: str) -> pd.DataFrame:
+    """The rows a part keeps: those whose ``where`` fields hold an allowed value and, for verl
+    sources, whose ability is the part's. Applied before any holdout, so held-out sizes count kept rows."""
+    for column, allowed in part.get("where", {}).items():
+        kept = frame[frame[column].isin(allowed)]
+        if kept.empty:
+            seen = sorted({str(v) for v in frame[column].head(10_000)})[:10]
+            raise DataError(f"part {name}: no row has {column} in {allowed}; values there include {seen}")
+        frame = kept
+    if part["format"] == "verl" and "ability" in part:
+        frame = frame[frame["ability"].astype(str).str.lower() == part["ability"].lower()]
+    return frame.reset_index(drop=True)
 
 
 def holdout(frame: pd.DataFrame, size: int, keep: str, seed: int) -> pd.DataFrame:
@@ -55,6 +159,8 @@ def _answer(value, after: str | None, tests: bool) -> str:
         if not value:
             raise DataError("an empty answer list")
         value = value[0]
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        value = int(value)  # AMC's answers are stored as float64: 142.0 is the answer "142"
     text = str(value)
     if after is not None:
         if after not in text:
@@ -64,7 +170,8 @@ def _answer(value, after: str | None, tests: bool) -> str:
 
 
 def _field(row, name: str, part_name: str):
-    if name not in row or row[name] is None:
+    # A JSON-lines record without the key reads as NaN, a parquet null as None.
+    if name not in row or row[name] is None or (isinstance(row[name], float) and np.isnan(row[name])):
         raise DataError(f"part {part_name}: a row has no field {name!r} (fields: {sorted(row.keys())})")
     return row[name]
 
@@ -73,6 +180,7 @@ def part_rows(
     frame: pd.DataFrame, part: dict, name: str, templates: dict, seed: int, data_source: str | None = None
 ) -> pd.DataFrame:
     """verl rows for one config part; ``data_source`` names the benchmark (or the part when training)."""
+    frame = keep_rows(frame, part, name)
     if "holdout" in part:
         frame = holdout(frame, part["holdout"]["size"], part["holdout"]["keep"], seed)
     ability = "code" if "tests" in part else "math"
@@ -81,8 +189,6 @@ def part_rows(
     rows = []
     for i, row in enumerate(frame.to_dict("records")):
         if part["format"] == "verl":
-            if "ability" in part and str(row.get("ability", "")).lower() != part["ability"].lower():
-                continue
             prompt = [dict(m) for m in _field(row, "prompt", name)]
             gold = _field(row, "reward_model", name)["ground_truth"]
             gold = gold if isinstance(gold, str) else json.dumps(gold.tolist() if hasattr(gold, "tolist") else gold)
@@ -107,14 +213,16 @@ def part_rows(
             }
         )
     if not rows:
-        raise DataError(f"part {name}: no rows left (check its files and ability filter)")
+        raise DataError(f"part {name}: no rows left (check its files, its ability and where filters)")
     return pd.DataFrame(rows, columns=VERL_COLUMNS)
 
 
 def build_part(
     source_dir: str | Path, part: dict, name: str, templates: dict, seed: int, data_source: str | None = None
 ) -> pd.DataFrame:
-    return part_rows(read_files(source_dir, part["files"]), part, name, templates, seed, data_source)
+    verify_source(source_dir, {name: part})  # a wrong glob or field fails here, naming what is there
+    frame = read_files(source_dir, part["files"], part_columns(part))
+    return part_rows(frame, part, name, templates, seed, data_source)
 
 
 def shuffle(frame: pd.DataFrame, seed: int) -> pd.DataFrame:

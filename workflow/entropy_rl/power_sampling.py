@@ -24,13 +24,14 @@ redraw, against which plain sampling draws each response token once.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 import torch
 
-from . import evaluate, generation
+from . import evaluate, generation, prompt_format
 
 
 @dataclass
@@ -99,7 +100,9 @@ class VllmProposer:
     token's logprob is then taken after the 1/α temperature, i.e. log q. log p comes from a second
     batched call that scores prefix + draft with prompt logprobs, which vLLM computes from the raw
     logits whatever the mode (``vllm_logprobs``). Each request has its own seed, drawn from
-    ``seed``, so a run repeats exactly. A draft ends at any of ``stop_ids`` (the tokenizer's EOS and
+    ``seed``, so its draws depend on that seed and its logits alone; the logits of a request repeat
+    whatever else is in its batch only with vLLM's batch invariance, which ``vllm_engine`` turns on
+    (see there for what that holds on). A draft ends at any of ``stop_ids`` (the tokenizer's EOS and
     the model's generation config's, as vLLM's own stopping has it) or at its budget.
     """
 
@@ -147,9 +150,27 @@ def stop_ids(model_dir: str, tokenizer) -> tuple[int, ...]:
     return tuple(sorted(i for i in ids if i is not None))
 
 
+# vLLM repeats a seeded request only if its logits do not depend on what else is batched with it.
+# Power sampling batches every chain of an MCMC step together, and with two engines in one process and
+# vLLM's engine core in a subprocess the batches depend on timing. VLLM_BATCH_INVARIANT=1 makes each
+# request's logits independent of its batch (vllm/model_executor/layers/batch_invariant.py: Triton
+# matmul, log-softmax and mean kernels; split-k off; cascade attention off; for tensor parallelism,
+# NCCL pinned to one channel and a tree all-reduce, custom all-reduce off: slower decoding). Limits:
+# vLLM 0.24's envs.py says it "Requires NVIDIA GPU with compute capability >= 9.0" while its
+# batch_invariant.py has an Ampere (SM80) path, and vLLM's docs promise repeats only on the same
+# hardware and vLLM version (and so the same GPU model and tensor-parallel size). The alternative,
+# VLLM_ENABLE_V1_MULTIPROCESSING=0 (deterministic scheduling), runs the engine core in this process,
+# which two engines in one process do not suit.
+REPRODUCIBLE_ENV = {"VLLM_BATCH_INVARIANT": "1"}
+
+
 def vllm_engine(model_dir: str, tensor_parallel: int, seed: int, max_model_len: int, memory: float = 0.85):
     """A vLLM engine whose sampled-token logprobs are log q (after temperature), as ``VllmProposer``
-    needs; prompt logprobs stay the model's own log p."""
+    needs; prompt logprobs stay the model's own log p. ``tensor_parallel`` is the model's own
+    (``paper.models.<model>.tensor_parallel``: vLLM refuses a size that does not divide the attention
+    heads). Built batch-invariant (``REPRODUCIBLE_ENV``), so a rerun on the same GPU model, vLLM
+    version and tensor-parallel size draws the same answers."""
+    os.environ.update(REPRODUCIBLE_ENV)  # read by vLLM when the engine starts, and by its workers
     from vllm import LLM
 
     return LLM(model=model_dir, tensor_parallel_size=tensor_parallel, seed=seed, max_model_len=max_model_len,
@@ -282,18 +303,36 @@ def answer_rows(texts, answers, n, start, lengths, drawn, acceptance, loglik, st
     ]  # fmt: skip
 
 
+def context_needed(prompt_ids: list[list[int]], max_new_tokens: int) -> int:
+    """The ``max_model_len`` a power-sampling engine needs: the longest prompt, its longest answer, and
+    the one token a scoring request (``vllm_logprobs``) generates after prompt + answer."""
+    return max(len(x) for x in prompt_ids) + max_new_tokens + 1
+
+
 def sample_method_vllm(llm, base_llm, tokenizer, prompts, answers, styles, method: dict, n: int, max_new_tokens: int,
-                       seed: int, stop_ids: tuple[int, ...]) -> pd.DataFrame:  # fmt: skip
+                       seed: int, stop_ids: tuple[int, ...], chat_template: str | None = None) -> pd.DataFrame:  # fmt: skip
     """Paper scale: ``sample_method`` with vLLM engines (``vllm_engine``), the same rows.
 
     ``llm`` samples (the base model, or an RL checkpoint), ``base_llm`` scores every answer (the same
-    engine when the method samples the base model). All problems go to the engine at once, so it
-    batches them; a power-sampling method advances all its chains together (``VllmProposer``).
-    Answers end at ``stop_ids`` or ``max_new_tokens`` and are graded by their problem's style.
+    engine when the method samples the base model). Prompts are rendered with ``chat_template``
+    (``prompt_format.chat_template``: the model's prompt format; ``None`` is the tokenizer's own) as
+    vLLM's ``LLM.chat`` would. All problems go to the engine at once, so it batches them; a
+    power-sampling method advances all its chains together (``VllmProposer``). Answers end at
+    ``stop_ids`` or ``max_new_tokens`` and are graded by their problem's style. A prompt too long for
+    an engine's ``max_model_len`` stops the run before any draw (vLLM would cut its answers at the
+    context, finish reason "length", which the rows would not show). Plain sampling gives problem k
+    the seed ``seed + k·n``: vLLM draws the i-th of a request's n answers with seed + i, so no two
+    problems share a random stream.
     """
     from vllm import SamplingParams
 
-    ids = [x.tolist() for x in prompt_ids(tokenizer, prompts)]  # chat-templated, as vLLM's own chat does
+    ids = prompt_format.render(tokenizer, prompts, chat_template)
+    for engine in {id(llm): llm, id(base_llm): base_llm}.values():
+        cap = engine.model_config.max_model_len
+        if context_needed(ids, max_new_tokens) > cap:
+            longest = max(range(len(ids)), key=lambda i: len(ids[i]))
+            raise ValueError(f"problem {longest}: its prompt ({len(ids[longest])} tokens) + {max_new_tokens} answer "
+                             f"tokens + 1 scoring token is over the engine's max_model_len {cap}")  # fmt: skip
     if method["kind"] == "power":
         drafts, moves = np.random.SeedSequence(seed).spawn(2)  # independent streams: request seeds, cuts and MH draws
         proposer = VllmProposer(llm, method["alpha"], stop_ids, drafts)
@@ -305,8 +344,11 @@ def sample_method_vllm(llm, base_llm, tokenizer, prompts, answers, styles, metho
         drawn = [c.drawn for c in chains]
         acceptance = [c.accepted / c.proposals if c.proposals else math.nan for c in chains]
     else:
-        params = SamplingParams(n=n, temperature=method["temperature"], max_tokens=max_new_tokens, seed=seed,
-                                ignore_eos=True, stop_token_ids=list(stop_ids))  # fmt: skip
+        params = [
+            SamplingParams(n=n, temperature=method["temperature"], max_tokens=max_new_tokens, seed=seed + k * n,
+                           ignore_eos=True, stop_token_ids=list(stop_ids))
+            for k in range(len(ids))
+        ]  # fmt: skip
         outputs = llm.generate(_tokens_prompts(ids), params, use_tqdm=False)
         responses = [list(c.token_ids) for out in outputs for c in out.outputs]
         drawn = [len(r) for r in responses]

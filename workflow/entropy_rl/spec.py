@@ -10,6 +10,14 @@ from __future__ import annotations
 
 import copy
 
+from . import prompt_format
+
+# What verl imports by name in its workers: the covariance loss plugin and the reward function.
+PLUGIN_MODULE = "entropy_rl.verl_plugin"
+REWARD_MODULE = "entropy_rl.reward"
+# Checkpoints with optimiser state kept per run (the last two: one to resume from, one spare).
+KEEP_CHECKPOINTS = 2
+
 
 def _merge(base: dict, update: dict) -> dict:
     out = copy.deepcopy(base)
@@ -38,6 +46,13 @@ def resolve_run(scale_cfg: dict, run_id: str) -> dict:
     return spec
 
 
+def eval_max_new_tokens(scale_cfg: dict, run_id: str) -> int:
+    """Tokens an evaluation of the run generates: the scale's cap, or the run's own response cap where
+    that is smaller (a model with a short context, like deepseek-math-7b-base, trains and is evaluated
+    within it)."""
+    return min(scale_cfg["eval"]["max_new_tokens"], resolve_run(scale_cfg, run_id)["max_response_length"])
+
+
 def verl_overrides(spec: dict, covariance_metrics: bool = False) -> list[str]:
     """Hydra overrides for ``python -m verl.trainer.main_ppo`` carrying the same settings.
 
@@ -57,7 +72,7 @@ def verl_overrides(spec: dict, covariance_metrics: bool = False) -> list[str]:
         f"actor_rollout_ref.rollout.temperature={spec['temperature']}",
         f"{actor}.optim.lr={spec['lr']}",
         f"{actor}.optim.weight_decay={spec['weight_decay']}",
-        f"{actor}.grad_clip={spec['grad_clip']}",
+        f"{actor}.optim.clip_grad={spec['grad_clip']}",  # verl 0.9.1 reads the optimiser's, never actor.grad_clip
         f"{actor}.ppo_mini_batch_size={spec['ppo_mini_batch_size']}",
         f"{actor}.ppo_epochs={spec['ppo_epochs']}",
         f"{actor}.loss_agg_mode={loss['loss_agg_mode']}",
@@ -84,34 +99,51 @@ def verl_overrides(spec: dict, covariance_metrics: bool = False) -> list[str]:
     ]
 
 
-def verl_launch_overrides(scale_cfg: dict, run_id: str, root: str = "results", reward_fn: str = "reward.py") -> list[str]:
-    """The paper-scale placement of one run: model and data paths, GPUs, checkpoints, resumption.
+def verl_launch_overrides(scale_cfg: dict, run_id: str, root: str) -> list[str]:
+    """The paper-scale placement of one run: model and data paths, GPUs, memory, checkpoints, resumption.
 
-    Paths follow the workflow's layout under ``root``; checkpoints stay in the
-    run's directory and ``resume_mode=auto`` makes a requeued job continue
-    from the last one. ``reward_fn`` is the file verl loads ``compute_score`` from.
+    Paths follow the workflow's layout under ``root``, which the launch binds to an absolute path
+    (``launch.bind``): verl's workers may start in another working directory. Checkpoints stay in the run's directory (the last ``KEEP_CHECKPOINTS``
+    kept) and ``resume_mode=auto`` makes a requeued job continue from the last one. The reward is
+    loaded by module name (``pkg://``), so verl imports it as part of the package.
     """
     run = scale_cfg["runs"][run_id]
     model = scale_cfg["models"][run["model"]]
-    train_set = resolve_run(scale_cfg, run_id)["train_data"]
+    spec = resolve_run(scale_cfg, run_id)
+    actor = "actor_rollout_ref.actor"
+    prompt_len = scale_cfg["data"]["max_prompt_length"]
     return [
         f"actor_rollout_ref.model.path={root}/models/{run['model']}",
-        f"data.train_files={root}/data/train/{train_set}.parquet",
+        f"data.train_files={root}/data/train/{spec['train_data']}.parquet",
         f"data.val_files={root}/data/benchmarks/validation.parquet",
-        f"data.max_prompt_length={scale_cfg['data']['max_prompt_length']}",
+        f"data.max_prompt_length={prompt_len}",
         "data.filter_overlong_prompts=true",
         f"trainer.nnodes={model['nodes']}",
         f"trainer.n_gpus_per_node={model['gpus_per_node']}",
+        # Micro-batches packed by tokens, as the authors' scripts do (use_dynamic_bsz=True); the log-prob
+        # passes of the rollout and reference follow the actor's settings (verl's oc.select defaults).
+        f"{actor}.use_dynamic_bsz=true",
+        f"{actor}.ppo_max_token_len_per_gpu={model['max_token_len_per_gpu']}",
         "actor_rollout_ref.rollout.name=vllm",
         f"actor_rollout_ref.rollout.tensor_model_parallel_size={model['tensor_parallel']}",
+        # Explicit, so verl's vLLM server refuses a model whose context is shorter than prompt + response
+        # instead of silently capping the responses at the model's max_position_embeddings.
+        f"actor_rollout_ref.rollout.max_model_len={prompt_len + spec['max_response_length']}",
+        # Only verl 0.9.1's V1 trainer applies algorithm.filter_groups (its replay buffer); never rely on the default.
+        "trainer.use_v1=true",
+        "algorithm.filter_groups.metric=reward",
         "trainer.project_name=entropy-mechanism",
         f"trainer.experiment_name={run_id}",
         f"trainer.default_local_dir={root}/runs/{run_id}/checkpoints",
+        f"trainer.max_actor_ckpt_to_keep={KEEP_CHECKPOINTS}",
         "trainer.resume_mode=auto",
         "trainer.val_before_train=true",
-        "actor_rollout_ref.model.external_lib=entropy_rl.verl_plugin",
-        f"reward.custom_reward_function.path={reward_fn}",
+        f"actor_rollout_ref.model.external_lib={PLUGIN_MODULE}",
+        f"reward.custom_reward_function.path=pkg://{REWARD_MODULE}",
         "reward.custom_reward_function.name=compute_score",
         # The file log (its path from VERL_FILE_LOGGER_PATH) is what verl_metrics translates.
         "trainer.logger=[console,file]",
+        # The model's recorded prompt format, the one evaluation and power sampling use too
+        # (none for a tokenizer that carries its own template).
+        *filter(None, [prompt_format.verl_override(model.get("chat_template", "tokenizer"))]),
     ]

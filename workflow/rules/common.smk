@@ -5,6 +5,8 @@ import os
 import sys
 from pathlib import Path
 
+from snakemake.exceptions import WorkflowError
+
 from entropy_rl import artifacts
 from entropy_rl import budget
 from entropy_rl import config as config_check
@@ -30,6 +32,11 @@ def image(name):
     its reference changes with its definition, so a rebuilt image reruns what used it."""
     return containers.image_ref(name, workflow.basedir)
 
+
+
+def run_image(wildcards):
+    """PRIME runs on the verl its recipe supports (containers/prime.def); every other run on verl 0.9.1."""
+    return image("prime" if S["runs"][wildcards.run]["algorithm"] == "prime" else "train")
 
 
 def canonical(obj):
@@ -285,17 +292,60 @@ _BUDGET_SHOWN = []
 
 
 def show_budget_once():
-    """The GPU-hours estimate, once: input functions are evaluated while the DAG is built, after the
+    """The GPU-hours estimate and the launch preflight, once: input functions are evaluated while the DAG is built, after the
     command line's targets are known and before any job is submitted (a dry run included)."""
     if not _BUDGET_SHOWN:
         _BUDGET_SHOWN.append(True)
         print_gpu_budget()
+        if workflow.is_main_process:
+            check_launches()
 
 
 def train_data_with_budget(wildcards):
     """run_train_data, and the GPU-hours estimate the first time an input function asks."""
     show_budget_once()
     return run_train_data(wildcards)
+
+
+# ---- paper scale: the preflight (entropy_rl.preflight) --------------------------------------
+
+
+def preflight_scope(wildcards):
+    """What one run's preflight reads: the run, its model and treatment, the defaults, the lengths."""
+    run = S["runs"][wildcards.run]
+    return canonical({
+        "runs": {wildcards.run: run},
+        "models": {run["model"]: S["models"][run["model"]]},
+        "treatments": {run["treatment"]: S["treatments"][run["treatment"]]},
+        "train": S["train"],
+        "data": {"max_prompt_length": S["data"]["max_prompt_length"], "benchmarks": {b: {} for b in BENCHMARKS}},
+        "eval": {"max_new_tokens": S["eval"]["max_new_tokens"]},
+    })  # fmt: skip
+
+
+def preflight_power_scope():
+    return canonical({
+        "runs": {},
+        "models": {POWER["model"]: S["models"][POWER["model"]]},
+        "data": {"max_prompt_length": S["data"]["max_prompt_length"]},
+        "power_sampling": {"model": POWER["model"], "max_new_tokens": POWER["max_new_tokens"]},
+    })  # fmt: skip
+
+
+def check_launches():
+    """Before any job: every run still to train, its exact verl command through verl's own validation,
+    reward loader and loss plugin (the part of the preflight that needs no download)."""
+    runs = requested_runs()
+    if not runs:
+        return
+    from entropy_rl import preflight
+
+    failed = {run: preflight.launch_problems(S, run) for run in runs}
+    failed = {run: problems for run, problems in failed.items() if problems}
+    if failed:
+        lines = [f"  {run}: {p}" for run, problems in failed.items() for p in problems]
+        raise WorkflowError(f"preflight: {len(failed)} of {len(runs)} run(s) would fail at launch; nothing was submitted:\n" + "\n".join(lines))
+    print(f"preflight: {len(runs)} run(s) to train composed and validated by verl, reward and loss plugin loaded", file=sys.stderr)
 
 
 # Only in the process the user started: SLURM jobs (--mode remote) and local subprocess jobs

@@ -26,26 +26,32 @@ if MINI:
 else:
 
     rule evaluate_vllm:
-        """The merged final policy on every benchmark with one vLLM engine on one GPU node:
+        """The merged final policy on every benchmark with one vLLM engine on the model's
+        tensor-parallel GPUs, prompts in the model's prompt format (paper.models.<m>.chat_template):
         math graded by math-verify, code run against its tests in the sandbox."""
         input:
             model="results/runs/{run}/final",
             benchmarks=bench_files(),
-            code=code("evaluate", "grading", "reward", "sandbox", "data"),
+            code=code("evaluate", "grading", "reward", "sandbox", "data", "prompt_format"),
         output:
             samples=expand("results/eval/{{run}}/{benchmark}.parquet", benchmark=BENCHMARKS),
             summary="results/eval/{run}/summary.parquet",
         params:
             protocols=protocols(),
-            max_new_tokens=S["eval"]["max_new_tokens"],
+            max_new_tokens=lambda wc: run_spec.eval_max_new_tokens(S, wc.run),
             pass_k=S["eval"]["pass_k"],
             seed=S["eval"]["seed"],
-            tensor_parallel=lambda wc: S["models"][S["runs"][wc.run]["model"]]["gpus_per_node"],
+            tensor_parallel=lambda wc: S["models"][S["runs"][wc.run]["model"]]["tensor_parallel"],
+            chat_template=lambda wc: S["models"][S["runs"][wc.run]["model"]]["chat_template"],
+        # The engine's GPUs only: vLLM shards the model over `tensor_parallel` of them (a size that
+        # divides its attention heads), and SLURM packs other jobs onto the rest of the node.
         resources:
-            gpu=lambda wc: S["models"][S["runs"][wc.run]["model"]]["gpus_per_node"],
-            cpus_per_task=32,
+            gpu=lambda wc: S["models"][S["runs"][wc.run]["model"]]["tensor_parallel"],
+            cpus_per_task=lambda wc: 8 * S["models"][S["runs"][wc.run]["model"]]["tensor_parallel"],
             mem_mb_per_cpu=8000,
-            runtime=lambda wc: budget.runtime_minutes(eval_hours(wc.run), 8, S["budget"]["walltime_margin"]),
+            runtime=lambda wc: budget.runtime_minutes(
+                eval_hours(wc.run), S["models"][S["runs"][wc.run]["model"]]["tensor_parallel"], S["budget"]["walltime_margin"]
+            ),
         log:
             "results/logs/evaluate/{run}.log",
         container:

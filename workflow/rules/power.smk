@@ -31,13 +31,15 @@ if POWER:
     else:
 
         rule power_sample_vllm:
-            """The same answers on one GPU node: vLLM engines for the method's model and, for an RL
-            checkpoint, the base model that scores its answers; power sampling batches all its chains."""
+            """The same answers on the base model's tensor-parallel GPUs: vLLM engines for the method's
+            model and, for an RL checkpoint, the base model that scores its answers; power sampling
+            batches all its chains. The engines' context is the longest prompt + the answer + 1."""
             input:
                 base=f"results/models/{POWER['model']}",
                 policy=power_policy_with_budget,
+                preflight="results/preflight/power.txt",
                 benchmarks=expand("results/data/benchmarks/{benchmark}.parquet", benchmark=POWER["benchmarks"]),
-                code=code("power_sampling", "evaluate", "generation", "grading", "reward", "sandbox", "data"),
+                code=code("power_sampling", "evaluate", "generation", "grading", "reward", "sandbox", "data", "prompt_format"),
             output:
                 "results/power/samples/{method}.parquet",
             params:
@@ -46,14 +48,16 @@ if POWER:
                 n=POWER["n"],
                 max_new_tokens=POWER["max_new_tokens"],
                 seed=POWER["seed"],
-                tensor_parallel=S["models"][POWER["model"]]["gpus_per_node"],
-                max_model_len=S["data"]["max_prompt_length"] + POWER["max_new_tokens"] + 1,  # + the token a scoring request generates
+                tensor_parallel=S["models"][POWER["model"]]["tensor_parallel"],
+                chat_template=S["models"][POWER["model"]]["chat_template"],
+            # The engines' GPUs only (both engines share them): vLLM shards the model over
+            # `tensor_parallel` of them, a size that divides its attention heads.
             resources:
-                gpu=S["models"][POWER["model"]]["gpus_per_node"],
-                cpus_per_task=32,
+                gpu=S["models"][POWER["model"]]["tensor_parallel"],
+                cpus_per_task=8 * S["models"][POWER["model"]]["tensor_parallel"],
                 mem_mb_per_cpu=8000,
                 runtime=lambda wc: budget.runtime_minutes(
-                    power_hours(wc.method), S["models"][POWER["model"]]["gpus_per_node"], S["budget"]["walltime_margin"]
+                    power_hours(wc.method), S["models"][POWER["model"]]["tensor_parallel"], S["budget"]["walltime_margin"]
                 ),
             log:
                 "results/logs/power/{method}.log",

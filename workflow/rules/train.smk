@@ -30,13 +30,14 @@ else:
             model=run_model_dir,
             train=train_data_with_budget,
             validation="results/data/benchmarks/validation.parquet",
-            code=code("launch", "spec", "verl_plugin", "verl_metrics", "metrics", "reward", "grading", "sandbox"),
+            preflight="results/preflight/{run}.txt",
+            code=code("launch", "spec", "prompt_format", "verl_plugin", "verl_metrics", "metrics", "reward", "grading", "sandbox", "prime_main"),
         output:
             metrics="results/runs/{run}/metrics.parquet",
             final=directory("results/runs/{run}/final"),
         params:
             spec=run_settings,
-            command=lambda wc: launch.verl_command(S, wc.run, reward_fn=os.path.join(PKG, "reward.py")),
+            command=lambda wc: launch.verl_command(S, wc.run),
             gpus_per_node=lambda wc: S["models"][S["runs"][wc.run]["model"]]["gpus_per_node"],
             benchmarks=BENCHMARKS,
         resources:
@@ -49,6 +50,6 @@ else:
         log:
             "results/logs/train/{run}.log",
         container:
-            image("train")
+            run_image
         script:
             "../scripts/train_verl.py"

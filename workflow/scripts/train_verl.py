@@ -22,8 +22,9 @@ log.info(
 package_root = os.path.dirname(os.path.dirname(os.path.abspath(snakemake.input.code[0])))
 pythonpath = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
 env = {**os.environ, "VERL_FILE_LOGGER_PATH": str(verl_log), "PYTHONPATH": pythonpath}
-log.info("command: %s", " ".join(snakemake.params.command))
-code = launch.run(snakemake.params.command, launch.allocation_nodes(), snakemake.params.gpus_per_node, env)
+command = launch.bind(snakemake.params.command, "results")
+log.info("command: %s", " ".join(command))
+code = launch.run(command, launch.allocation_nodes(), snakemake.params.gpus_per_node, env)
 if code != 0:
     sys.exit(f"verl exited with {code}; checkpoints in {ckpt_dir} are kept and a rerun resumes from the last")
 table = verl_metrics.to_metrics_table(verl_metrics.read_attempts(ckpt_dir), snakemake.params.benchmarks)

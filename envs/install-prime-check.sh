@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The PRIME check's verl (tests/test_prime_verl.py, python -m entropy_rl.prime_check): verl 0.4.1 and
+# the setuptools whose pkg_resources it imports, pinned in envs/prime.txt, installed without their
+# dependencies into a folder of their own (.venv/prime-site, or $ENTROPY_RL_PRIME_SITE). The check
+# puts that folder first on the path of a child process and reuses the main environment's torch,
+# Hydra, OmegaConf and Ray; the main environment keeps its verl 0.9.1. Run after the main install.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+site="${ENTROPY_RL_PRIME_SITE:-.venv/prime-site}"
+python="${PYTHON:-.venv/bin/python}"
+pins="$(grep -E '^(verl|setuptools)==' envs/prime.txt)"
+rm -rf "$site"
+# shellcheck disable=SC2086  # one pin a word
+"$python" -m pip install --quiet --no-deps --no-compile --target "$site" $pins
+# verl's wheel also ships top-level `tests` and `scripts` packages, which would shadow others on the path.
+rm -rf "$site/tests" "$site/scripts" "$site/bin"
+"$python" -c "import sys; sys.path.insert(0, '$site'); import verl; assert verl.__version__ == '0.4.1', verl.__version__"

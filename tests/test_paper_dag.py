@@ -129,14 +129,14 @@ def test_gpu_hours_are_printed_before_anything_is_submitted(dry_run):
     assert train > 0 and evaluation > 0 and power > 0 and abs(train + evaluation - total) <= 1
 
 
-def test_power_sampling_jobs_take_a_node_for_their_estimated_time(dry_run):
-    """One node per method (vLLM over its GPUs); Algorithm 1's redraws make power sampling the longest
+def test_power_sampling_jobs_take_their_engines_gpus_for_their_estimated_time(dry_run):
+    """One engine per method, on the model's tensor-parallel GPUs; Algorithm 1's redraws make power sampling the longest
     job, and more MCMC steps longer still; an RL method samples that run's final checkpoint."""
     proc, _ = dry_run
     blocks = re.findall(r"rule power_sample_vllm:.*?(?=\n\n)", proc.stdout, re.DOTALL)
     by_method = {re.search(r"wildcards: method=(\S+)", b).group(1): b for b in blocks}
     assert len(by_method) == POWER_METHODS
-    gpus = PAPER["models"][POWER["model"]]["gpus_per_node"]
+    gpus = PAPER["models"][POWER["model"]]["tensor_parallel"]  # the engine's GPUs (a size that divides the heads)
     resources = {m: job_resources(b) for m, b in by_method.items()}
     assert all(r["gpu"] == gpus for r in resources.values())
     runtime = {m: r["runtime"] for m, r in resources.items()}

@@ -20,7 +20,7 @@ PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
 TOKENS = {"HF_TOKEN": "hf_SENTINELplanDoNotLeak0123", "HUGGING_FACE_HUB_TOKEN": "hf_SENTINELplanDoNotLeak4567"}
 # The flag that gives a SLURM job the workflow's environment less the token (common.smk).
 JOB_ENV_FLAG = "--export-file=.snakemake/slurm_job_environment"
-LOCAL_RULES = {"all", "download_model", "download_dataset", "preflight", "preflight_power"}  # run by the main process, not sbatch
+LOCAL_RULES = {"all", "download_model", "download_dataset", "check_source", "preflight", "preflight_power"}  # run by the main process, not sbatch
 POWER = PAPER["power_sampling"]
 # The power-sampling study's jobs: base, low temperature, power, the RL checkpoints, and the sweep
 # points other than the main setting (common.smk power_methods).
@@ -74,11 +74,13 @@ def test_paper_dry_run_plans_every_stage(dry_run):
     counts = jobs_per_rule(proc.stdout)
     runs, data = len(PAPER["runs"]), PAPER["data"]
     train_sets = {r.get("train_data", PAPER["models"][r["model"]]["train_data"]) for r in PAPER["runs"].values()}
+    sources = len({data["parts"][p]["source"] for s in train_sets for p in data["train_sets"][s]}
+                  | {data["parts"][b["part"]]["source"] for b in data["benchmarks"].values()})  # fmt: skip
     assert counts == {
         "all": 1,
         "download_model": len(PAPER["models"]),
-        "download_dataset": len({data["parts"][p]["source"] for s in train_sets for p in data["train_sets"][s]}
-                                | {data["parts"][b["part"]]["source"] for b in data["benchmarks"].values()}),  # fmt: skip
+        "download_dataset": sources,
+        "check_source": sources,
         "prepare_benchmark": len(data["benchmarks"]),
         "validation_set": 1,
         "prepare_train_set": len(train_sets),
@@ -225,3 +227,19 @@ def test_jobs_parse_the_workflow_without_the_token(workdir):
                "--mode", mode, "-n", f"results/runs/{gated}/metrics.parquet"]  # fmt: skip
         proc = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env, cwd=workdir)
         assert proc.returncode == 0 and "is gated" not in proc.stdout + proc.stderr, (mode, proc.stderr[-3000:])
+
+
+def test_a_source_laid_out_otherwise_stops_before_preparation_and_keeps_the_download(tmp_path):
+    """check_source runs for real on a downloaded snapshot whose files are not where the config reads them."""
+    import pandas as pd
+
+    shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
+    source = tmp_path / "results" / "data" / "sources" / "olympiad"
+    (source / "elsewhere").mkdir(parents=True)
+    pd.DataFrame({"question": ["Find x."], "final_answer": [["3"]]}).to_parquet(source / "elsewhere" / "data.parquet")
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path), "--config", "scale=paper",
+           "--cores", "1", "results/preflight/sources/olympiad.txt"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_TOKEN": "x"}, cwd=tmp_path)
+    log = (tmp_path / "results" / "logs" / "check_source" / "olympiad.log").read_text()
+    assert proc.returncode != 0 and "part olympiad: no file under" in log and "elsewhere/data.parquet" in log, log
+    assert (source / "elsewhere" / "data.parquet").exists() and not (tmp_path / "results" / "preflight" / "sources" / "olympiad.txt").exists()

@@ -87,3 +87,24 @@ def test_a_resumed_run_keeps_the_steps_before_its_checkpoint(tmp_path, monkeypat
         [0.01 * k + 0.5 for k in range(1, 5)] + [0.01 * k for k in range(5, 9)]
     )
     assert table.loc[table["val_acc"].notna(), "step"].tolist() == [0, 4, 8]
+
+
+def test_prime_runs_tensorboard_log_translates_to_the_same_table(tmp_path):
+    """verl 0.4.1 (PRIME) logs to TensorBoard through torch's SummaryWriter; each launch has its own directory."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    first = verl_metrics.next_attempt_log(tmp_path, tensorboard=True)
+    writer = SummaryWriter(str(first))  # what verl 0.4.1's _TensorboardAdapter writes with
+    writer.add_scalar("val-core/math500/acc/mean@1", 0.40, 0)
+    for k, (h, r) in enumerate([(0.9, 0.30), (0.6, 0.45)], start=1):
+        writer.add_scalar("actor/entropy", h, k)
+        writer.add_scalar("critic/score/mean", r, k)
+        writer.add_scalar("response_length/mean", 900.0 + k, k)
+    writer.add_scalar("val-core/math500/acc/mean@1", 0.5, 2)
+    writer.close()
+    second = verl_metrics.next_attempt_log(tmp_path, tensorboard=True)
+    assert (first.name, second.name) == ("tensorboard.1", "tensorboard.2")
+    records = verl_metrics.read_attempts(tmp_path)
+    table = verl_metrics.to_metrics_table(records, ["math500"])
+    assert table["step"].tolist() == [0, 1, 2]
+    assert table["entropy"].tolist()[:2] == pytest.approx([0.9, 0.6]) and table["val_acc"].iloc[2] == pytest.approx(0.5)

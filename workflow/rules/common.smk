@@ -202,6 +202,11 @@ def source_dir(part):
     return f"results/data/sources/{S['data']['parts'][part]['source']}"
 
 
+def source_checked(part):
+    """The record that a part's downloaded source matches what the config reads from it."""
+    return f"results/preflight/sources/{S['data']['parts'][part]['source']}.txt"
+
+
 def hub_download_dir(kind, name):
     """Where a downloaded model or dataset source lands."""
     return f"results/models/{name}" if kind == "models" else f"results/data/sources/{name}"

@@ -56,10 +56,31 @@ else:
         script:
             "../scripts/download.py"
 
+    localrules:
+        check_source,
+
+    rule check_source:
+        """A downloaded source against every part that reads it (globs, fields, readable files),
+        from file listings and schemas only: a mismatch names what is there, and the download stays."""
+        input:
+            source="results/data/sources/{source}",
+            code=code("paper_data"),
+        output:
+            "results/preflight/sources/{source}.txt",
+        params:
+            parts=lambda wc: canonical({n: p for n, p in S["data"]["parts"].items() if p["source"] == wc.source}),
+        log:
+            "results/logs/check_source/{source}.log",
+        container:
+            image("analysis")
+        script:
+            "../scripts/check_source.py"
+
     rule prepare_benchmark:
         """One benchmark as verl parquet, its data_source named for it."""
         input:
             source=lambda wc: source_dir(S["data"]["benchmarks"][wc.benchmark]["part"]),
+            checked=lambda wc: source_checked(S["data"]["benchmarks"][wc.benchmark]["part"]),
             code=code("paper_data", "data"),
         output:
             "results/data/benchmarks/{benchmark}.parquet",
@@ -92,6 +113,7 @@ else:
         """An RL training set: its parts as verl parquet, shuffled together."""
         input:
             sources=lambda wc: sorted({source_dir(p) for p in S["data"]["train_sets"][wc.train_set]}),
+            checked=lambda wc: sorted({source_checked(p) for p in S["data"]["train_sets"][wc.train_set]}),
             code=code("paper_data", "data"),
         output:
             "results/data/train/{train_set}.parquet",

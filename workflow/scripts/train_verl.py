@@ -14,14 +14,16 @@ ckpt_dir = run_dir / "checkpoints"
 shaping = [p for p in snakemake.input.code if Path(p).stem in ("reward", "grading", "sandbox", "verl_plugin")]
 fingerprint = checkpoints.fingerprint(snakemake.params.spec, shaping)
 resuming = checkpoints.claim(ckpt_dir, fingerprint)
-verl_log = verl_metrics.next_attempt_log(ckpt_dir)
+# PRIME runs on verl 0.4.1, which logs to TensorBoard only; verl 0.9.1 runs write verl's file log.
+prime = snakemake.params.spec["algorithm"] == "prime"
+verl_log = verl_metrics.next_attempt_log(ckpt_dir, tensorboard=prime)
 log.info(
     "%s; this launch logs to %s", "resuming from the run's checkpoints" if resuming else "starting afresh", verl_log
 )
 # verl's workers import entropy_rl (the covariance loss plugin, the reward): put the package on their path.
 package_root = os.path.dirname(os.path.dirname(os.path.abspath(snakemake.input.code[0])))
 pythonpath = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
-env = {**os.environ, "VERL_FILE_LOGGER_PATH": str(verl_log), "PYTHONPATH": pythonpath}
+env = {**os.environ, "TENSORBOARD_DIR" if prime else "VERL_FILE_LOGGER_PATH": str(verl_log), "PYTHONPATH": pythonpath}
 command = launch.bind(snakemake.params.command, "results")
 log.info("command: %s", " ".join(command))
 code = launch.run(command, launch.allocation_nodes(), snakemake.params.gpus_per_node, env)

@@ -47,7 +47,8 @@ def test_vllm_outputs_are_graded_row_by_row(monkeypatch):
 
     class Engine:
         def chat(self, messages, params, use_tqdm):
-            assert params == {"n": 2, "temperature": 0.6, "max_tokens": 64, "seed": 0}
+            # one request per problem, each answer with a seed of its own (vLLM: request seed + i)
+            assert params == [{"n": 2, "temperature": 0.6, "max_tokens": 64, "seed": seed} for seed in (0, 2)]
             assert messages[0] == [{"role": "user", "content": "1+1?"}]
             return [types.SimpleNamespace(outputs=[Completion("\\boxed{2}", [1, 2]), Completion("\\boxed{3}", [1])]),
                     types.SimpleNamespace(outputs=[Completion(ADD, [1] * 9), Completion(WRONG_ADD, [1] * 9)])]  # fmt: skip

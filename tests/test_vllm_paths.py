@@ -225,6 +225,8 @@ def test_evaluation_uses_the_models_prompt_format(vllm, model_dir):
     assert llm.chat_templates[-1] == template
     tok = llm.get_tokenizer()
     assert [tok.decode(p) for p in llm.prompts[-3:]] == [f"Question: {c[0]['content']}\nAnswer:" for c in CONV]
+    # Every answer of the benchmark has its own seed: problem k's i-th answer is seeded 0 + k*n + i.
+    assert llm.seeds[-6:] == list(range(6))
 
 
 def test_power_sampling_renders_prompts_with_the_models_format(vllm, model_dir):

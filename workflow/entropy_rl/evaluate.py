@@ -103,12 +103,15 @@ def vllm_samples(llm, frame: pd.DataFrame, protocol: dict, max_tokens: int, seed
     Prompts go through the model's prompt format as verl's rollout does: ``chat_template`` is
     ``prompt_format.chat_template(<the model's format>, tokenizer)``, and ``None`` leaves vLLM's own
     resolution (the tokenizer's template, refused when there is none). Each response is graded by its
-    row's style (math-verify, or the code sandbox). One request per problem with ``n`` answers and
-    ``seed``: vLLM draws the i-th answer of every problem with seed + i.
+    row's style (math-verify, or the code sandbox). One request per problem k with ``n`` answers and
+    seed ``seed + k·n``: vLLM draws a request's i-th answer with its seed + i, so every answer of the
+    benchmark has a seed of its own and no two problems share their random draws.
     """
     from vllm import SamplingParams  # the GPU image has vLLM; the mini scale never imports it
 
-    params = SamplingParams(n=protocol["n"], temperature=protocol["temperature"], max_tokens=max_tokens, seed=seed)
+    n = protocol["n"]
+    params = [SamplingParams(n=n, temperature=protocol["temperature"], max_tokens=max_tokens, seed=seed + k * n)
+              for k in range(len(frame))]  # fmt: skip
     template = {} if chat_template is None else {"chat_template": chat_template}
     outputs = llm.chat([list(p) for p in frame["prompt"]], params, use_tqdm=False, **template)
     completions = [c for out in outputs for c in out.outputs]

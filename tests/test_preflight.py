@@ -4,6 +4,7 @@ runs, and every vLLM engine checked against the model's published config.json an
 
 import copy
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -136,3 +137,41 @@ def test_the_command_line_reports_each_run(capsys):
     assert preflight.main(["qwen2.5-7b-grpo", "qwen2.5-7b-grpo-clipcov", "--config", str(ROOT / "config.yaml")]) == 0
     out = capsys.readouterr().out
     assert "ok   qwen2.5-7b-grpo " in out and "preflight: 0 of 2 runs with problems" in out
+
+
+def test_the_preflight_rule_stops_a_run_whose_model_is_too_short_and_passes_it_once_fixed(mini_tokenizer, tmp_path):
+    """The local rule each train_verl job depends on, run by Snakemake on a downloaded model and prepared
+    data (a tiny Qwen2 stands in for Qwen2.5-0.5B): first with a context shorter than prompt + response."""
+    import os
+    import subprocess
+    import sys
+
+    from entropy_rl import models
+
+    shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
+    model_dir = tmp_path / "results" / "models" / "qwen2.5-0.5b"
+    tiny, tokenizer = models.build_mini_model("qwen2", dict(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, num_kv_heads=1),
+                                              mini_tokenizer, seed=0)  # fmt: skip
+    tiny.save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    write_verl_parquet(tmp_path / "results" / "data" / "train" / "eurus2-math.parquet", ["eurus2-math-train"] * 8)
+    write_verl_parquet(tmp_path / "results" / "data" / "benchmarks" / "validation.parquet", sorted(PAPER["data"]["benchmarks"]))
+    target = "results/preflight/qwen2.5-0.5b-grpo.txt"
+    cmd = [sys.executable, "-m", "snakemake", target, "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path), "--config", "scale=paper",
+           "--cores", "1", "--allowed-rules", "preflight"]  # fmt: skip
+
+    def context(tokens):
+        config = json.loads((model_dir / "config.json").read_text())
+        config["max_position_embeddings"] = tokens
+        (model_dir / "config.json").write_text(json.dumps(config))
+
+    context(4096)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_TOKEN": "x"}, cwd=tmp_path)
+    log = (tmp_path / "results" / "logs" / "preflight" / "qwen2.5-0.5b-grpo.log").read_text()
+    print(log[-1500:])
+    assert proc.returncode != 0 and not (tmp_path / target).exists()
+    assert "train qwen2.5-0.5b-grpo (rollout): max_model_len 10240" in log and "4096" in log
+    context(32768)  # what Qwen2.5-0.5B's config.json says
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_TOKEN": "x"}, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / target).read_text() == "preflight of qwen2.5-0.5b-grpo: no problem found\n"

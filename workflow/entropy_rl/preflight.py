@@ -20,6 +20,8 @@ them for a whole scale of ``config.yaml``; the ``preflight`` rule runs them per 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import math
 import os
@@ -114,7 +116,8 @@ def command_problems(command: list[str], spec: dict) -> list[str]:
         from verl.trainer.ppo.utils import need_critic, need_reference_policy
         from verl.utils.config import validate_config
 
-        validate_config(config=cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
+        with contextlib.redirect_stdout(io.StringIO()):  # its "all checks passed" line, once per run
+            validate_config(config=cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
     except Exception as error:
         problems.append(_problem("verl validate_config", error))
     # verl checks the token budget only when it packs the first micro-batch, on the GPU nodes
@@ -288,17 +291,27 @@ def dataset_problems(cfg) -> list[str]:
 # ---- one run, and the command line ------------------------------------------------------------
 
 
+def stages(scale_cfg: dict, run: str, results: str = "results") -> list[str]:
+    """The parts of a run's preflight that what exists now allows: launch always, model and data once present."""
+    spec = run_spec.resolve_run(scale_cfg, run)
+    model_dir = Path(results, "models", spec["model"])
+    data = [Path(results, "data", "train", f"{spec['train_data']}.parquet"), Path(results, "data", "benchmarks", "validation.parquet")]
+    found = ["launch"]
+    if (model_dir / "config.json").exists():
+        found.append("model")
+        if spec["algorithm"] != "prime" and all(p.exists() for p in data):
+            found.append("data")
+    return found
+
+
 def run_problems(scale_cfg: dict, run: str, results: str = "results") -> list[str]:
-    """Everything checkable for one run with what exists now: launch always, model and data once present."""
+    """Everything checkable for one run with what exists now (``stages``)."""
+    checks = stages(scale_cfg, run, results)
     problems = launch_problems(scale_cfg, run, results)
     model = scale_cfg["runs"][run]["model"]
-    model_dir = Path(results, "models", model)
-    if (model_dir / "config.json").exists():
-        problems += model_problems(scale_cfg, model, model_dir)
-    spec = run_spec.resolve_run(scale_cfg, run)
-    train = Path(results, "data", "train", f"{spec['train_data']}.parquet")
-    validation = Path(results, "data", "benchmarks", "validation.parquet")
-    if spec["algorithm"] != "prime" and not problems and model_dir.exists() and train.exists() and validation.exists():
+    if "model" in checks:
+        problems += model_problems(scale_cfg, model, Path(results, "models", model))
+    if "data" in checks and not problems:
         cfg = compose(bound_command(scale_cfg, run, results)[3:])
         problems += data_problems(cfg, sorted(scale_cfg["data"]["benchmarks"]))
     return problems
@@ -319,7 +332,8 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         problems = run_problems(scale_cfg, run, args.results)
         failed += bool(problems)
-        print(f"{'FAIL' if problems else 'ok  '} {run} ({time.perf_counter() - start:.1f} s)")
+        checked = ", ".join(stages(scale_cfg, run, args.results))
+        print(f"{'FAIL' if problems else 'ok  '} {run} ({checked}; {time.perf_counter() - start:.1f} s)")
         for p in problems:
             print(f"     - {p}")
     print(f"preflight: {failed} of {len(args.runs or scale_cfg['runs'])} runs with problems")

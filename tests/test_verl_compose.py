@@ -30,7 +30,7 @@ def test_run_composes_against_verl_config(scale, run):
     s = spec.resolve_run(scfg, run)
     overrides = spec.verl_overrides(s, covariance_metrics=scale == "paper")
     if scale == "paper":
-        overrides += spec.verl_launch_overrides(scfg, run)
+        overrides += spec.verl_launch_overrides(scfg, run, "/results")
     cfg = composed(overrides)  # an unknown or misspelt key raises here
     actor = cfg.actor_rollout_ref.actor
     if scale == "paper":
@@ -49,7 +49,7 @@ def test_run_composes_against_verl_config(scale, run):
 def test_paper_hyperparameters_reach_verl():
     paper = CONFIG["paper"]
     for run, expected in [("qwen2.5-7b-grpo-klcov", 2e-3), ("qwen2.5-32b-grpo-klcov", 2e-4)]:
-        cfg = composed(spec.verl_overrides(spec.resolve_run(paper, run)) + spec.verl_launch_overrides(paper, run))
+        cfg = composed(spec.verl_overrides(spec.resolve_run(paper, run)) + spec.verl_launch_overrides(paper, run, "/results"))
         assert cfg.actor_rollout_ref.actor.policy_loss.kl_cov_ratio == expected  # a fraction, not a percentage
     cfg = composed(spec.verl_overrides(spec.resolve_run(paper, "qwen2.5-7b-grpo-clipcov")))
     actor = cfg.actor_rollout_ref.actor
@@ -60,7 +60,7 @@ def test_paper_hyperparameters_reach_verl():
     base = spec.resolve_run(paper, "qwen2.5-7b-grpo")
     assert base["prompts_per_step"] // base["ppo_mini_batch_size"] == 8  # 8 policy updates per rollout
     assert composed(spec.verl_overrides(spec.resolve_run(paper, "qwen2.5-7b-grpo-cliphigher"))).actor_rollout_ref.actor.clip_ratio_high == 0.28
-    launch = composed(spec.verl_overrides(base) + spec.verl_launch_overrides(paper, "qwen2.5-32b-grpo"))
+    launch = composed(spec.verl_overrides(base) + spec.verl_launch_overrides(paper, "qwen2.5-32b-grpo", "/results"))
     assert (launch.trainer.nnodes, launch.trainer.n_gpus_per_node, launch.trainer.resume_mode) == (4, 8, "auto")
     assert list(launch.trainer.logger) == ["console", "file"]
 

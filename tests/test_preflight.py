@@ -176,3 +176,18 @@ def test_the_preflight_rule_stops_a_run_whose_model_is_too_short_and_passes_it_o
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_TOKEN": "x"}, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / target).read_text() == "preflight of qwen2.5-0.5b-grpo: no problem found\n"
+
+
+def test_a_passed_launch_is_not_checked_again_until_its_command_or_code_changes(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(preflight, "launch_problems", lambda scale, run, results="results": calls.append(run) or [])
+    for _ in range(2):
+        assert preflight.launch_problems_cached(PAPER, "qwen2.5-7b-grpo", tmp_path) == []
+    assert calls == ["qwen2.5-7b-grpo"]
+    changed = copy.deepcopy(PAPER)
+    changed["runs"]["qwen2.5-7b-grpo"]["overrides"] = {"lr": 1.0e-6}
+    preflight.launch_problems_cached(changed, "qwen2.5-7b-grpo", tmp_path)
+    assert calls == ["qwen2.5-7b-grpo"] * 2
+    monkeypatch.setattr(preflight, "launch_problems", lambda scale, run, results="results": ["broken"])
+    assert preflight.launch_problems_cached(changed, "qwen2.5-7b-grpo-dapo", tmp_path) == ["broken"]
+    assert preflight.launch_problems_cached(changed, "qwen2.5-7b-grpo-dapo", tmp_path) == ["broken"]  # a failure is never cached

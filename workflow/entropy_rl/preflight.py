@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import io
 import json
 import math
@@ -88,6 +89,37 @@ def launch_problems(scale_cfg: dict, run: str, results: str = "results") -> list
     if spec["algorithm"] == "prime":
         return prime_problems(run, command)
     return command_problems(command, spec)
+
+
+# Modules whose code the launch checks run (besides verl's): a change to one invalidates a passed check.
+LAUNCH_CODE = ("preflight", "launch", "spec", "prompt_format", "verl_plugin", "metrics", "reward", "grading", "sandbox",
+               "prime_check", "prime_main")  # fmt: skip
+
+
+def launch_key(scale_cfg: dict, run: str) -> str:
+    """What a passed launch check depends on: the exact command, the verl versions it ran on, our code."""
+    from importlib import metadata
+
+    from . import prime_check
+
+    here = Path(__file__).parent
+    digest = hashlib.sha256(json.dumps([launch.verl_command(scale_cfg, run), metadata.version("verl"), prime_check.PRIME_VERL]).encode())
+    for name in LAUNCH_CODE:
+        digest.update((here / f"{name}.py").read_bytes())
+    return digest.hexdigest()
+
+
+def launch_problems_cached(scale_cfg: dict, run: str, cache_dir: str | Path) -> list[str]:
+    """``launch_problems``, skipped for a command that passed before with the same verl and code (a
+    paper-scale plan would otherwise import verl and check every run at each invocation)."""
+    passed = Path(cache_dir) / launch_key(scale_cfg, run)
+    if passed.exists():
+        return []
+    problems = launch_problems(scale_cfg, run)
+    if not problems:
+        passed.parent.mkdir(parents=True, exist_ok=True)
+        passed.write_text(f"{run}\n")
+    return problems
 
 
 def prime_problems(run: str, command: list[str]) -> list[str]:

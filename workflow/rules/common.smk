@@ -345,7 +345,7 @@ def check_launches():
         return
     from entropy_rl import preflight
 
-    failed = {run: preflight.launch_problems(S, run) for run in runs}
+    failed = {run: preflight.launch_problems_cached(S, run, ".snakemake/preflight-launches") for run in runs}
     failed = {run: problems for run, problems in failed.items() if problems}
     if failed:
         lines = [f"  {run}: {p}" for run, problems in failed.items() for p in problems]

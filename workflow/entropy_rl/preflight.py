@@ -6,12 +6,14 @@ A booking of GPU nodes is lost to a job that dies at start. Before any GPU job, 
   verl's Hydra config and passed to ``verl.utils.config.validate_config``, as ``main_ppo`` does;
   the reward is loaded by verl's own loader (``get_custom_reward_fn``) and scores a right and a
   wrong answer; the loss plugin is imported by verl's ``import_external_libs`` and the configured
-  loss is called with the actor config verl builds (``omega_conf_to_dataclass``).
+  loss is called with the actor config verl builds (``omega_conf_to_dataclass``); the token budget
+  of a micro-batch holds prompt + response. PRIME commands go through verl 0.4.1 (``prime_check``).
 * **model** (once downloaded): every vLLM engine the model will be started in (training rollout,
   evaluation, power sampling) fits its ``config.json`` and tokenizer: context, tensor-parallel
-  size, prompt format (``engine_problems``); verl's own ``HFModelConfig`` loads it as a worker would.
-* **data** (once prepared): the train and validation parquet as verl's ``RLHFDataset`` reads them,
-  and validation ``data_source`` values naming the benchmarks (verl names its metrics after them).
+  size, prompt format (``prompt_format.engine_problems``).
+* **data** (once prepared): verl's own ``HFModelConfig`` loads the model's tokenizer with the recorded
+  template as a worker would, and the train and validation parquet go through verl's ``RLHFDataset``;
+  validation ``data_source`` values must name the benchmarks (verl names its metrics after them).
 
 Each check returns problems as sentences; none raises. ``python -m entropy_rl.preflight`` runs
 them for a whole scale of ``config.yaml``; the ``preflight`` rule runs them per run before its GPU job.
@@ -251,18 +253,6 @@ def model_problems(scale_cfg: dict, model: str, model_dir: str | Path, tokenizer
                                               model_dir if tokenizer_dir == "" else tokenizer_dir)  # fmt: skip
         problems += [f"{engine['job']}: {p}" for p in found if f"{engine['job']}: {p}" not in problems]
     return problems
-
-
-def hf_model_problems(cfg) -> list[str]:
-    """verl's own model config (tokenizer, chat template, hf config, plugin), as each worker builds it."""
-    from verl.utils.config import omega_conf_to_dataclass
-    from verl.workers.config import HFModelConfig
-
-    try:
-        model = omega_conf_to_dataclass(cfg.actor_rollout_ref.model, HFModelConfig)
-    except Exception as error:
-        return [_problem("verl HFModelConfig", error)]
-    return [] if getattr(model.tokenizer, "chat_template", None) else ["the tokenizer verl loads has no chat template"]
 
 
 # ---- data: once prepared ----------------------------------------------------------------------

@@ -93,7 +93,8 @@ def launch_problems(scale_cfg: dict, run: str, results: str = "results") -> list
     return command_problems(command, spec)
 
 
-# Modules whose code the launch checks run (besides verl's): a change to one invalidates a passed check.
+# Modules whose code the launch checks run (besides verl's): a change to one invalidates a passed check
+# and reruns the preflight rule (its code inputs).
 LAUNCH_CODE = ("preflight", "launch", "spec", "prompt_format", "verl_plugin", "metrics", "reward", "grading", "sandbox",
                "prime_check", "prime_main")  # fmt: skip
 

@@ -13,6 +13,7 @@ from entropy_rl import config as config_check
 from entropy_rl import containers
 from entropy_rl import hub
 from entropy_rl import launch
+from entropy_rl import preflight
 from entropy_rl import spec as run_spec
 
 config_check.validate(config)
@@ -343,8 +344,6 @@ def check_launches():
     runs = requested_runs()
     if not runs:
         return
-    from entropy_rl import preflight
-
     failed = {run: preflight.launch_problems_cached(S, run, ".snakemake/preflight-launches") for run in runs}
     failed = {run: problems for run, problems in failed.items() if problems}
     if failed:

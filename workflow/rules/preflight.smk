@@ -15,7 +15,7 @@ if not MINI:
             model=run_model_dir,
             train=run_train_data,
             validation="results/data/benchmarks/validation.parquet",
-            code=code("preflight", "launch", "spec", "prompt_format", "verl_plugin", "reward", "grading", "sandbox", "prime_check", "prime_main"),
+            code=code(*preflight.LAUNCH_CODE),
         output:
             "results/preflight/{run}.txt",
         params:

@@ -13,15 +13,19 @@ def check_metrics(frame: pd.DataFrame, benchmarks, steps: int, val_every: int) -
     for col in metrics.BASE_COLUMNS + ["val_acc"] + [f"val_acc/{b}" for b in benchmarks]:
         assert col in frame.columns, col
     assert frame["step"].tolist() == list(range(steps + 1))
-    assert (frame["entropy"] > 0).all() and frame["entropy"].notna().all()
+    # Eq. 5 over the update batch: undefined only on a step whose groups the filter all dropped.
+    measured = frame["kept_prompt_frac"].fillna(1) > 0
+    assert (frame.loc[measured, "entropy"] > 0).all() and frame.loc[~measured, "entropy"].isna().all()
     assert np.isnan(frame["entropy_change"].iloc[0])
-    assert np.allclose(frame["entropy_change"].iloc[1:], np.diff(frame["entropy"]))
+    assert np.allclose(frame["entropy_change"].iloc[1:], np.diff(frame["entropy"]), equal_nan=True)
     assert frame["reward_mean"].between(0, 1).all() and (frame["response_length"] >= 1).all()
     val_steps = frame.loc[frame["val_acc"].notna(), "step"].tolist()
     assert val_steps == sorted(set(range(0, steps + 1, val_every)) | {steps})
     assert frame["val_acc"].dropna().between(0, 1).all()
     updated = frame["pg_loss"].notna()
     assert (frame.loc[updated, "cov_top0.02"] >= frame.loc[updated, "cov_top20"] - 1e-12).all()
+    assert frame.loc[updated, "bandit_cov"].notna().all() and frame.loc[~updated, "bandit_cov"].isna().all()
+    assert frame["cov_touched_frac"].dropna().between(0, 1).all()
 
 
 def check_eval(samples: pd.DataFrame, summary_row: pd.Series, protocol: dict, size: int) -> None:

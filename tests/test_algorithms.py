@@ -15,7 +15,7 @@ from entropy_rl import algorithms
 LOSS = dict(
     loss_mode="vanilla", loss_agg_mode="token-mean", clip_ratio_low=0.2, clip_ratio_high=0.28,
     entropy_coeff=0.0, kl_loss_coef=0.0, kl_loss_type="low_var_kl",
-    clip_cov_ratio=0.05, clip_cov_lb=0.1, clip_cov_ub=5.0, kl_cov_ratio=0.05, ppo_kl_coef=1.0,
+    clip_cov_ratio=0.05, clip_cov_lb=0.1, clip_cov_ub=5.0, kl_cov_ratio=0.05, ppo_kl_coef=1.0, clip_ratio_c=3.0,
 )  # fmt: skip
 
 

@@ -82,6 +82,9 @@ def test_validation_points_and_fit_run():
     fit = analysis.fit_run(m)
     assert fit["n"] == 11 and fit["a"] == pytest.approx(A) and fit["b"] == pytest.approx(B)
     assert analysis.fit_run(m, column="val_acc/math")["a"] == pytest.approx(A)
+    # a validated step whose groups the filter all dropped has no Eq. 5 entropy: it is no point of the law
+    m.loc[m["step"] == 20, "entropy"] = np.nan
+    assert 20 not in analysis.validation_points(m)["step"].tolist() and analysis.fit_run(m)["n"] == 10
 
 
 def test_early_prediction_uses_only_early_points_and_predicts_later_ones():
@@ -233,28 +236,61 @@ def test_log_linear_fit_recovers_slope():
 
 
 def covariance_run(sign=1.0, seed=0, n=80):
-    """Entropy falls by an amount proportional to the covariance (Theorem 2), plus noise."""
+    """Entropy falls by an amount proportional to the bandit covariance (Theorem 1), plus noise; the
+    token covariance (cov_all) is a different, unrelated series; hard prompts carry less covariance."""
     rng = np.random.default_rng(seed)
     cov = sign * (0.05 + 0.05 * np.exp(-np.arange(n) / 15)) + rng.normal(0, 0.005, n)
     entropy = 1.0 - np.r_[0.0, np.cumsum(0.5 * cov[:-1])]
-    return pd.DataFrame({"step": np.arange(n), "entropy": entropy, "cov_all": cov,
-                         "cov_acc_low": 0.3 * cov + rng.normal(0, 0.002, n), "cov_acc_mid": 0.8 * cov,
-                         "cov_acc_high": cov + rng.normal(0, 0.002, n)})  # fmt: skip
+    frame = pd.DataFrame({"step": np.arange(n), "entropy": entropy, "bandit_cov": cov, "cov_all": rng.normal(0.001, 0.001, n),
+                          "bandit_cov_acc0.125": 0.3 * cov + rng.normal(0, 0.002, n), "bandit_cov_acc0.5": 0.8 * cov,
+                          "bandit_cov_acc0.875": cov + rng.normal(0, 0.002, n)})  # fmt: skip
+    frame.loc[frame.index % 7 == 3, "bandit_cov_acc0.125"] = np.nan  # steps without a prompt of accuracy 1/8
+    return frame
+
+
+def test_covariance_columns_match_the_metrics_contract():
+    from entropy_rl import metrics  # the producer (loads torch; the analysis does not)
+
+    assert analysis.TOKEN_COV_TOP == list(metrics.COV_TOP)
+    assert analysis.BANDIT_ACC == metrics.BANDIT_ACC
+    assert {analysis.TOKEN_COV, analysis.BANDIT_COV, *analysis.BANDIT_ACC} <= set(metrics.BASE_COLUMNS)
 
 
 def test_covariance_dynamics_tracks_entropy_change():
-    d = analysis.covariance_dynamics(covariance_run())
-    assert d["pearson_r"] > 0.9 and d["p_value"] < 1e-6
+    """Row t's bandit covariance is paired with H[t] - H[t+1]: here exactly proportional, so r = 1."""
+    run = covariance_run()
+    d = analysis.covariance_dynamics(run)
+    assert d["column"] == "bandit_cov" and d["n_steps"] == 79
+    assert d["pearson_r"] == pytest.approx(1.0) and d["p_value"] < 1e-6
     assert d["positive_share"] == 1.0
+    lagged = run.assign(bandit_cov=run["bandit_cov"].shift(1))  # paired with the previous step's change
+    assert analysis.covariance_dynamics(lagged)["pearson_r"] < 0.99
     assert analysis.covariance_dynamics(covariance_run(sign=-1.0))["positive_share"] == 0.0
+    assert abs(analysis.covariance_dynamics(run, "cov_all")["pearson_r"]) < 0.5  # the token covariance is another quantity
+    with pytest.raises(KeyError, match="bandit_cov"):
+        analysis.covariance_dynamics(run.drop(columns="bandit_cov"))
+
+
+def test_covariance_dynamics_skips_steps_without_covariance():
+    run = covariance_run()
+    run.loc[[5, 6], "bandit_cov"] = np.nan
+    d = analysis.covariance_dynamics(run)
+    assert d["n_steps"] == 77 and d["positive_share"] == 1.0
+    with pytest.raises(ValueError, match="at least 3 steps with bandit_cov"):
+        analysis.covariance_dynamics(run.assign(bandit_cov=np.nan))
 
 
 def test_covariance_by_difficulty_orders_groups():
-    d = analysis.covariance_by_difficulty(covariance_run())
-    assert d["mean"]["cov_acc_low"] < d["mean"]["cov_acc_mid"] < d["mean"]["cov_acc_high"]
+    run = covariance_run()
+    d = analysis.covariance_by_difficulty(run)
+    means = d["mean"]
+    assert means["bandit_cov_acc0.125"] < means["bandit_cov_acc0.5"] < means["bandit_cov_acc0.875"]
+    assert d["n_paired_steps"] == int(run["bandit_cov_acc0.125"].notna().sum()) < len(run)
     assert d["hard_below_easy_p"] < 1e-6
-    flipped = covariance_run().rename(columns={"cov_acc_low": "cov_acc_high", "cov_acc_high": "cov_acc_low"})
+    flipped = run.rename(columns={"bandit_cov_acc0.125": "bandit_cov_acc0.875", "bandit_cov_acc0.875": "bandit_cov_acc0.125"})
     assert analysis.covariance_by_difficulty(flipped)["hard_below_easy_p"] > 0.5
+    few = run.assign(**{"bandit_cov_acc0.875": np.where(run["step"] < 4, run["bandit_cov_acc0.875"], np.nan)})
+    assert math.isnan(analysis.covariance_by_difficulty(few)["hard_below_easy_p"])
 
 
 def test_entropy_stability_and_final_value():
@@ -278,5 +314,17 @@ def test_covariance_distribution_skips_steps_without_covariance():
     m.loc[0, ["cov_all", "cov_top0.02", "cov_top0.2", "cov_top2", "cov_top20", "cov_top50"]] = np.nan  # all groups filtered
     row = analysis.covariance_distribution(m)
     assert row["cov_all"] == m.loc[1, "cov_all"] and row.notna().all()
+    assert row.name == 1  # the step it was read at
+    assert list(row.index) == ["cov_top0.02", "cov_top0.2", "cov_top2", "cov_top20", "cov_top50", "cov_all"]
     with pytest.raises(ValueError, match="no step with a measured covariance"):
         analysis.covariance_distribution(m.assign(cov_all=np.nan))
+
+
+def test_covariance_distribution_reads_training_step_1():
+    """Row 0 is the rollout of the base policy (the paper's training step 1), whatever order the rows are in."""
+    m = covariance_run().iloc[::-1]
+    for col in ("cov_top0.02", "cov_top0.2", "cov_top2", "cov_top20", "cov_top50"):
+        m[col] = 3 * m["cov_all"]
+    row = analysis.covariance_distribution(m)
+    assert row.name == 0 and row["cov_all"] == m.loc[0, "cov_all"]
+    assert analysis.covariance_distribution(m, step=5)["cov_all"] == m.loc[5, "cov_all"]

@@ -96,18 +96,22 @@ def test_method_names(run_spec, name):
 # ---- measurements and verdicts on synthetic runs ----------------------------------------------
 
 
-def run_metrics(n=60, tau=10.0, a=0.3, b=1.0, h_end=0.1, cov_sign=1.0, seed=0, length_growth=0.2):
+def run_metrics(n=60, tau=10.0, a=0.3, b=1.0, h_start=1.0, h_end=0.1, cov_sign=1.0, seed=0, length_growth=0.2,
+                cliphigher=np.nan, touched=np.nan):  # fmt: skip
+    """A metrics table of the contract: entropy from h_start to h_end, the bandit covariance (and by
+    accuracy group, smaller on hard prompts) and the token covariance following the entropy drop."""
     rng = np.random.default_rng(seed)
     step = np.arange(n)
-    entropy = h_end + (1.0 - h_end) * np.exp(-step / tau) + rng.normal(0, 0.002, n)
+    entropy = h_end + (h_start - h_end) * np.exp(-step / tau) + rng.normal(0, 0.002, n)
     val = step % 5 == 0
     acc = {f"val_acc/{bench}": np.where(val, np.clip(analysis.entropy_law(entropy, a, b) + rng.normal(0, 0.01, n), 0, 1), np.nan)
            for bench in ("x", "y")}  # fmt: skip
     cov = cov_sign * (0.02 + 0.1 * np.exp(-step / tau))
-    frame = pd.DataFrame({"step": step, "entropy": entropy, "response_length": 10 + length_growth * step, "cov_all": cov, **acc,
-                          "cov_acc_low": 0.5 * cov, "cov_acc_mid": cov, "cov_acc_high": 1.5 * cov})  # fmt: skip
-    for col, k in {"cov_top0.02": 50, "cov_top0.2": 20, "cov_top2": 8, "cov_top20": 2, "cov_top50": 1.2}.items():
-        frame[col] = k * cov
+    frame = pd.DataFrame({"step": step, "entropy": entropy, "response_length": 10 + length_growth * step, "cov_all": cov / 100, **acc,
+                          "bandit_cov": cov, "bandit_cov_acc0.125": 0.5 * cov, "bandit_cov_acc0.5": cov, "bandit_cov_acc0.875": 1.5 * cov,
+                          "cliphigher_cov": cliphigher, "cov_touched_frac": touched})  # fmt: skip
+    for col, k in {"cov_top0.02": 500, "cov_top0.2": 200, "cov_top2": 80, "cov_top20": 20, "cov_top50": 12}.items():
+        frame[col] = k * frame["cov_all"]
     frame["val_acc"] = frame[["val_acc/x", "val_acc/y"]].mean(axis=1, skipna=False)
     return frame
 
@@ -154,17 +158,108 @@ def test_missing_artifact_and_missing_paper_value_are_not_comparable(tmp_path):
     assert row["verdict"] == audit.NOT_COMPARABLE and "no runs for fig04_code_fits" in row["why"]
     row = audit.judge({**claim("covariance_group", kind="number", paper=None, artifact="fig08", group="cov_all"), "paper_note": "lost"}, study)
     assert row["verdict"] == audit.NOT_COMPARABLE and row["why"] == "lost"
-    assert row["measured"] == pytest.approx(0.12)
+    assert row["measured"] == pytest.approx(0.0012)
 
 
 def test_covariance_claims_flip_with_the_data(tmp_path):
     good = make_study(tmp_path, {"r": (spec(), run_metrics(), {"x": 0.5})}, {"fig08": ["r"]})
+    assert audit.judge(claim("covariance_tracks_entropy", artifact="fig08"), good)["verdict"] == audit.REPRODUCED
     assert audit.judge(claim("covariance_positive", artifact="fig08", share=0.9), good)["verdict"] == audit.REPRODUCED
     assert audit.judge(claim("covariance_by_difficulty", artifact="fig08"), good)["verdict"] == audit.REPRODUCED
-    assert audit.judge(claim("covariance_outliers", artifact="fig08", ratio=10), good)["verdict"] == audit.REPRODUCED
     bad = make_study(tmp_path, {"r": (spec(), run_metrics(cov_sign=-1.0), {"x": 0.5})}, {"fig08": ["r"]})
+    assert audit.judge(claim("covariance_tracks_entropy", artifact="fig08"), bad)["verdict"] == audit.NOT_REPRODUCED
     assert audit.judge(claim("covariance_positive", artifact="fig08", share=0.9), bad)["verdict"] == audit.NOT_REPRODUCED
     assert audit.judge(claim("covariance_by_difficulty", artifact="fig08"), bad)["verdict"] == audit.NOT_REPRODUCED
+
+
+def test_figure8_claims_measure_the_bandit_covariance(tmp_path):
+    """The ledger's Figure 8 claims read bandit_cov: a token covariance of the opposite sign changes nothing."""
+    frame = run_metrics()
+    frame["cov_all"] = -frame["cov_all"]
+    study = make_study(tmp_path, {"r": (spec(), frame, {"x": 0.5})}, {"fig08_covariance": ["r"]})
+    for i in ("covariance/tracks-entropy-change", "covariance/positive", "covariance/harder-smaller"):
+        row = audit.judge(ledger_claim(i), study)
+        assert row["verdict"] == audit.REPRODUCED, row
+        assert "bandit" in row["how"] and "bandit" in ledger_claim(i)["claim"]
+    frame = run_metrics()
+    frame["bandit_cov"] = -frame["bandit_cov"]
+    frame[["bandit_cov_acc0.125", "bandit_cov_acc0.875"]] = frame[["bandit_cov_acc0.875", "bandit_cov_acc0.125"]].to_numpy()
+    study = make_study(tmp_path, {"r": (spec(), frame, {"x": 0.5})}, {"fig08_covariance": ["r"]})
+    for i in ("covariance/tracks-entropy-change", "covariance/positive", "covariance/harder-smaller"):
+        assert audit.judge(ledger_claim(i), study)["verdict"] == audit.NOT_REPRODUCED, i
+    frame["bandit_cov_acc0.125"] = np.where(frame["step"] < 4, frame["bandit_cov_acc0.125"], np.nan)  # hard prompts on 4 steps
+    study = make_study(tmp_path, {"r": (spec(), frame, {"x": 0.5})}, {"fig08_covariance": ["r"]})
+    row = audit.judge(ledger_claim("covariance/harder-smaller"), study)
+    assert row["verdict"] == audit.NOT_COMPARABLE and "4 steps with prompts of both" in row["why"]
+
+
+def ledger_claim(claim_id: str) -> dict:
+    return next(c for c in LEDGER["claims"] if c["id"] == claim_id)
+
+
+def table1_run(scale: float = 1.0, outlier: float = 1885.0, mean: float = 0.003) -> pd.DataFrame:
+    """Training step 1 (row 0) carries Table 1's values times ``scale``, the top 0.02% at ``outlier`` times
+    the all-token mean; later steps carry other values, which Table 1 must not read."""
+    frame = run_metrics()
+    paper = {"cov_top0.2": 3.112, "cov_top2": 1.385, "cov_top20": 0.351, "cov_top50": 0.152}
+    for col, v in paper.items():
+        frame[col] = 10.0
+        frame.loc[0, col] = scale * v
+    frame["cov_all"], frame["cov_top0.02"] = 10.0, 10.0
+    frame.loc[0, "cov_all"] = scale * mean
+    frame.loc[0, "cov_top0.02"] = scale * outlier * mean
+    return frame
+
+
+def test_table1_cells_are_judged_within_a_factor_of_2_at_step_1(tmp_path):
+    cells = {c["id"]: c for c in LEDGER["claims"] if c["id"].startswith("table1/") and c["kind"] == "number"}
+    assert {i: c["paper"] for i, c in cells.items()} == {
+        "table1/top-0.02": 5.654, "table1/top-0.2": 3.112, "table1/top-2": 1.385,
+        "table1/top-20": 0.351, "table1/top-50": 0.152, "table1/all": 0.003}  # fmt: skip
+    assert all(c["tolerance"]["factor"] == 2 and "paper_note" not in c for c in cells.values())
+    artifact = {"table01_covariance_distribution": ["r"]}
+    for scale, verdict in ((1.9, audit.REPRODUCED), (0.55, audit.REPRODUCED), (2.1, audit.NOT_REPRODUCED), (0.45, audit.NOT_REPRODUCED)):
+        study = make_study(tmp_path, {"r": (spec(), table1_run(scale), {"x": 0.5})}, artifact, scale="paper")
+        for i, c in cells.items():
+            row = audit.judge(c, study)
+            assert row["verdict"] == verdict, (scale, row)
+            assert row["measured"] == pytest.approx(scale * c["paper"], rel=1e-3)  # read at step 1, not later
+            assert "training step 1" in row["how"] and "factor 2" in row["tolerance"]
+    negative = make_study(tmp_path, {"r": (spec(), table1_run(-1.0), {"x": 0.5})}, artifact, scale="paper")
+    assert audit.judge(cells["table1/all"], negative)["verdict"] == audit.NOT_REPRODUCED  # same sign needed
+    mini = audit.judge(cells["table1/all"], make_study(tmp_path, {"r": (spec(), table1_run(), {"x": 0.5})}, artifact))
+    assert mini["verdict"] == audit.NOT_COMPARABLE and "paper scale" in mini["why"]
+
+
+def test_factor_tolerance_is_symmetric_and_keeps_the_sign():
+    assert audit.factor_interval(3.0, 2) == (1.5, 6.0)
+    assert audit.factor_interval(-0.03, 2) == (-0.06, -0.015)
+    lo, hi = audit.factor_interval(0.0, 2)
+    assert lo == hi == 0.0
+
+
+def test_factor_tolerance_is_for_numbers_only():
+    bad = {**LEDGER, "claims": [{**ledger_claim("table1/outliers"), "tolerance": {"factor": 2, "why": "w"}}]}
+    with pytest.raises(ValueError, match="tolerance.factor applies to number claims only"):
+        audit.check_ledger(bad)
+    with pytest.raises(config.ConfigError):
+        config.validate_against(bad, SCHEMA, "claims.yaml")
+    low = {**LEDGER, "claims": [{**ledger_claim("table1/all"), "tolerance": {"factor": 1, "why": "w"}}]}
+    with pytest.raises(config.ConfigError, match="factor"):
+        config.validate_against(low, SCHEMA, "claims.yaml")
+
+
+def test_table1_outliers_compare_with_the_papers_ratio(tmp_path):
+    c = ledger_claim("table1/outliers")
+    artifact = {"table01_covariance_distribution": ["r"]}
+    holds = audit.judge(c, make_study(tmp_path, {"r": (spec(), table1_run(outlier=200), {"x": 0.5})}, artifact))
+    assert holds["verdict"] == audit.REPRODUCED
+    assert "= 200x" in holds["measured"] and "paper 1885x" in holds["measured"] and "188x" in holds["how"]
+    short = audit.judge(c, make_study(tmp_path, {"r": (spec(), table1_run(outlier=150), {"x": 0.5})}, artifact))
+    assert short["verdict"] == audit.NOT_REPRODUCED and "= 150x" in short["measured"]
+    for mean in (0.0, -0.003):
+        row = audit.judge(c, make_study(tmp_path, {"r": (spec(), table1_run(mean=mean), {"x": 0.5})}, artifact))
+        assert row["verdict"] == audit.NOT_REPRODUCED and row["measured"].startswith("undefined")
 
 
 def test_law_fit_test_rejects_a_run_that_does_not_follow_the_law(tmp_path):
@@ -195,6 +290,128 @@ def test_treatment_claims_compare_with_the_same_models_grpo(tmp_path):
     assert gain["measured"] == pytest.approx(10.0)
 
 
+@pytest.mark.parametrize("coefficients", [(0.001, 0.01, 0.03), (0.0001, 0.001, 0.005, 0.01)])  # mini, paper
+def test_entropy_loss_sensitivity_by_rank_of_the_coefficient(tmp_path, coefficients):
+    """The smallest coefficient ends near GRPO (within a quarter of GRPO's entropy drop), the largest explodes."""
+    c = ledger_claim("entropy-loss/sensitive")
+
+    def study(small_end, large_end):
+        ends = [small_end, *np.linspace(0.3, 0.5, len(coefficients) - 2), large_end]
+        runs = {"grpo": (spec(), run_metrics(h_end=0.1), {"x": 0.4})}
+        for i, (coef, end) in enumerate(zip(coefficients, ends)):
+            runs[f"ent{coef}"] = (spec(ent=coef), run_metrics(h_end=end, seed=i + 1), {"x": 0.4})
+        return make_study(tmp_path, runs, {"fig09_entropy_loss": list(runs)})
+
+    row = audit.judge(c, study(small_end=0.2, large_end=3.0))
+    assert row["verdict"] == audit.REPRODUCED, row
+    assert f"smallest entropy_coeff {coefficients[0]:g}" in row["measured"] and f"largest {coefficients[-1]:g}" in row["measured"]
+    assert audit.judge(c, study(small_end=0.6, large_end=3.0))["verdict"] == audit.NOT_REPRODUCED  # the smallest moves entropy
+    assert audit.judge(c, study(small_end=0.2, large_end=0.5))["verdict"] == audit.NOT_REPRODUCED  # the largest does not explode
+    assert audit.judge(c, study(small_end=0.2, large_end=0.9))["verdict"] == audit.NOT_REPRODUCED  # above 2x GRPO but below its start
+
+
+def test_entropy_loss_sensitivity_needs_two_coefficients(tmp_path):
+    runs = {"grpo": (spec(), run_metrics(), {"x": 0.4}), "ent": (spec(ent=0.01), run_metrics(h_end=3.0), {"x": 0.4})}
+    row = audit.judge(ledger_claim("entropy-loss/sensitive"), make_study(tmp_path, runs, {"fig09_entropy_loss": list(runs)}))
+    assert row["verdict"] == audit.NOT_COMPARABLE and "fewer than 2 Entropy loss coefficients" in row["why"]
+
+
+def test_kl_cov_entropy_10x_over_the_last_third(tmp_path):
+    c = ledger_claim("cov-methods/kl-cov-entropy-10x")
+    assert c["measure"]["artifact"] == "fig12_entropy_accuracy"
+
+    def study(kl_end):
+        runs = {"grpo": (spec(model="l"), run_metrics(h_end=0.01), {"x": 0.4}),
+                "kl": (spec("kl_cov", model="l", ppo_kl_coef=1.0), run_metrics(h_end=kl_end, seed=1), {"x": 0.4}),
+                "clip": (spec("clip_cov", 1.0, 1.0, model="l"), run_metrics(h_end=0.02, seed=2), {"x": 0.4})}  # fmt: skip
+        return make_study(tmp_path, runs, {"fig12_entropy_accuracy": list(runs)})
+
+    row = audit.judge(c, study(0.3))
+    assert row["verdict"] == audit.REPRODUCED and row["measured"].startswith("kl ") and "vs grpo" in row["measured"]
+    assert audit.judge(c, study(0.1))["verdict"] == audit.NOT_REPRODUCED
+
+
+def cov_method_runs(clip_cov_scale=1.0, touched=(2e-4, 5e-4), cliphigher=(-0.025, -0.035)) -> dict:
+    """Figures 11 (model m) and 12 (model l): GRPO, Clip-higher, Clip-Cov and KL-Cov each."""
+    runs = {}
+    for model, ch in zip(("m", "l"), cliphigher):
+        runs[f"{model}-grpo"] = (spec(model=model), run_metrics(), {"x": 0.4})
+        runs[f"{model}-ch"] = (spec(high=0.28, model=model), run_metrics(cliphigher=ch, seed=1), {"x": 0.4})
+        clip = run_metrics(touched=touched[0], seed=2)
+        clip["cov_all"] *= clip_cov_scale
+        runs[f"{model}-clip"] = (spec("clip_cov", 1.0, 1.0, model=model, clip_cov_lb=1.0, clip_cov_ub=5.0), clip, {"x": 0.4})
+        runs[f"{model}-kl"] = (spec("kl_cov", model=model, ppo_kl_coef=1.0), run_metrics(touched=touched[1], seed=3), {"x": 0.4})
+    return runs
+
+
+def cov_method_study(tmp_path, runs, scale="mini"):
+    return make_study(tmp_path, runs, {"fig11_covariance_methods": [r for r in runs if r.startswith("m-")],
+                                       "fig12_entropy_accuracy": [r for r in runs if r.startswith("l-")]}, scale)  # fmt: skip
+
+
+def test_clip_cov_bounds_over_the_mean_token_covariance(tmp_path):
+    c = ledger_claim("control/clip-cov-bounds")
+    row = audit.judge(c, cov_method_study(tmp_path, cov_method_runs()))  # mean cov_all ~3.7e-4: 1 / 3.7e-4 ~ 2,700x
+    assert row["verdict"] == audit.REPRODUCED and "m-clip" in row["measured"] and "l-clip" in row["measured"]
+    assert audit.judge(c, cov_method_study(tmp_path, cov_method_runs(clip_cov_scale=10)))["verdict"] == audit.NOT_REPRODUCED
+    negative = audit.judge(c, cov_method_study(tmp_path, cov_method_runs(clip_cov_scale=-1)))
+    assert negative["verdict"] == audit.NOT_REPRODUCED and "undefined" in negative["measured"]
+
+
+def test_clip_higher_covariance_is_a_number_judged_within_a_factor_of_2(tmp_path):
+    c = ledger_claim("control/clip-higher-covariance")
+    assert c["paper"] == -0.03 and c["kind"] == "number" and c["tolerance"]["factor"] == 2
+    row = audit.judge(c, cov_method_study(tmp_path, cov_method_runs(), scale="paper"))
+    assert row["measured"] == pytest.approx(-0.03) and row["verdict"] == audit.REPRODUCED  # pooled over m-ch and l-ch
+    assert "m-ch" in row["how"] and "l-ch" in row["how"]
+    for values in ((-0.1, -0.1), (0.03, 0.03), (-0.01, -0.01)):
+        row = audit.judge(c, cov_method_study(tmp_path, cov_method_runs(cliphigher=values), scale="paper"))
+        assert row["verdict"] == audit.NOT_REPRODUCED, (values, row)
+    mini = audit.judge(c, cov_method_study(tmp_path, cov_method_runs()))
+    assert mini["verdict"] == audit.NOT_COMPARABLE and "paper scale" in mini["why"]
+    none = audit.judge(c, cov_method_study(tmp_path, cov_method_runs(cliphigher=(np.nan, np.nan)), scale="paper"))
+    assert none["verdict"] == audit.NOT_COMPARABLE and "no step" in none["why"]
+
+
+def test_clip_higher_covariance_pools_what_the_scale_has(tmp_path):
+    """Without Figure 12's runs the measure pools Figure 11's alone."""
+    runs = {r: v for r, v in cov_method_runs().items() if r.startswith("m-")}
+    study = make_study(tmp_path, runs, {"fig11_covariance_methods": list(runs)}, "paper")
+    row = audit.judge(ledger_claim("control/clip-higher-covariance"), study)
+    assert row["measured"] == pytest.approx(-0.025)
+    row = audit.judge(ledger_claim("control/clip-higher-covariance"), make_study(tmp_path, runs, {}, "paper"))
+    assert row["verdict"] == audit.NOT_COMPARABLE and "fig11_covariance_methods, fig12_entropy_accuracy" in row["why"]
+
+
+def test_touched_fraction_between_1e4_and_1e3(tmp_path):
+    c = ledger_claim("control/touched-fraction")
+    row = audit.judge(c, cov_method_study(tmp_path, cov_method_runs()))
+    assert row["verdict"] == audit.REPRODUCED and row["measured"].count("Clip-Cov") == 2 and row["measured"].count("KL-Cov") == 2
+    assert audit.judge(c, cov_method_study(tmp_path, cov_method_runs(touched=(2e-4, 2e-3))))["verdict"] == audit.NOT_REPRODUCED
+    assert audit.judge(c, cov_method_study(tmp_path, cov_method_runs(touched=(5e-5, 5e-4))))["verdict"] == audit.NOT_REPRODUCED
+
+
+def test_also_names_known_artifacts():
+    bad = {**LEDGER, "claims": [{**ledger_claim("control/touched-fraction"),
+                                 "measure": {**ledger_claim("control/touched-fraction")["measure"], "also": ["fig99_nope"]}}]}  # fmt: skip
+    with pytest.raises(ValueError, match="unknown artifact 'fig99_nope'"):
+        audit.check_ledger(bad)
+
+
+def test_paper_note_of_a_judged_claim_is_shown(tmp_path):
+    c = ledger_claim("coefficients/data-dependent")
+    assert "Eurus-RL-Data-Difficult" in c["paper_note"] and "not public" in c["paper_note"]
+    runs = {"a": (spec(), run_metrics(), {"x": 0.5}), "b": (spec(), run_metrics(a=0.5, b=1.2, seed=1), {"x": 0.5})}
+    row = audit.judge(c, make_study(tmp_path, runs, {"appC_training_data": list(runs)}))
+    assert "Eurus-RL-Data-Difficult" in row["why"]
+
+
+def test_benchmark_tolerances_say_they_cover_evaluation_noise_only():
+    whys = [LEDGER["table2"]["tolerance"]["why"]] + [ledger_claim(i)["tolerance"]["why"] for i in
+            ("cov-methods/gain-7b", "cov-methods/gain-32b", "cov-methods/aime24-32b", "cov-methods/aime25-32b")]  # fmt: skip
+    assert all("one seed" in w and "not run-to-run (seed) variance" in w for w in whys)
+
+
 def test_paper_table2_average_is_not_the_plain_mean_of_its_cells():
     row = audit.consistency_rows(LEDGER)[0]
     assert row["verdict"] == audit.NOT_REPRODUCED
@@ -222,7 +439,7 @@ def test_reports_render_every_row(tmp_path):
 def test_table01_and_table02_written_as_csv_and_markdown(tmp_path):
     t1 = tables.table01_covariance_distribution({"r": run_metrics()}, labels={"r": "Run"})
     assert list(t1.index) == ["Top 0.02%", "Top 0.2%", "Top 2%", "Top 20%", "Top 50%", "All"]
-    assert t1.loc["All", "Run, first step"] == pytest.approx(0.12)
+    assert t1.loc["All", "Run, first step"] == pytest.approx(0.0012)
     summaries = {"a": pd.DataFrame({"benchmark": ["x", "y"], "avg_at_n": [0.5, 0.3]})}
     t2 = tables.table02_benchmarks(summaries, labels={"a": "GRPO"}, benchmark_names={"x": "x (AIME 2024)", "y": "y"})
     assert list(t2.columns) == ["x (AIME 2024)", "y", "Avg."] and t2.loc["GRPO", "Avg."] == pytest.approx(40.0)

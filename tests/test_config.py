@@ -43,8 +43,13 @@ def test_shipped_configs_validate(config):
         (lambda c: c["mini"]["data"]["train_sets"]["chain-sums"]["from"].append("mul2"), r"data\.train_sets\.chain-sums\.from: unknown benchmark 'mul2'"),
         (lambda c: c["paper"]["runs"]["qwen2.5-7b-grpo"].update(model="qwen3-7b"), r"paper\.runs\.qwen2\.5-7b-grpo\.model: unknown model 'qwen3-7b'"),
         (lambda c: c["paper"]["models"]["qwen2.5-7b"].update(hub="not a hub id"), r"paper\.models\.qwen2\.5-7b\.hub: 'not a hub id' does not match"),
+        (lambda c: c["paper"]["runs"]["qwen2.5-7b-grpo-dapo"].update(recipe="section5"), r"paper\.runs\.qwen2\.5-7b-grpo-dapo\.recipe: unknown recipe 'section5'; recipes are \['section4-32b', 'section4-7b'\]"),
+        (lambda c: c["paper"]["recipes"]["section4-7b"].update(ppo_mini_batch=32), r"paper\.recipes\.section4-7b: unknown key\(s\) \['ppo_mini_batch'\]"),
+        (lambda c: c["paper"]["recipes"]["section4-7b"]["loss"].update(clip_ratio_c=1.0), r"paper\.recipes\.section4-7b\.loss\.clip_ratio_c: 1\.0 is less than or equal to the minimum of 1"),
+        (lambda c: c["paper"]["recipes"]["section4-7b"].update(ppo_mini_batch_size=512), r"paper\.runs\.qwen2\.5-7b-grpo-\w+: ppo_mini_batch_size \(512\) must not exceed prompts_per_step \(256\) \(from train, recipe 'section4-7b'"),
     ],
-    ids=["misspelt", "algorithm", "model", "treatment", "range", "ratio", "scale", "figure-run", "missing", "early-fit", "head-dim", "train-from", "run-train-set", "train-set-from", "paper-run-model", "paper-hub"],
+    ids=["misspelt", "algorithm", "model", "treatment", "range", "ratio", "scale", "figure-run", "missing", "early-fit", "head-dim", "train-from", "run-train-set", "train-set-from", "paper-run-model", "paper-hub",
+         "run-recipe", "recipe-key", "recipe-dual-clip", "recipe-mini-batch"],
 )
 def test_bad_config_names_the_key(config, edit, message):
     bad = copy.deepcopy(config)
@@ -75,6 +80,21 @@ def test_run_spec_layers_defaults_treatment_and_overrides(config):
     assert (s["model"], s["algorithm"], s["treatment"]) == ("qwen2-m", "grpo", "kl_cov")
 
 
+def test_run_spec_layers_train_recipe_treatment_and_overrides(config):
+    p = config["paper"]
+    p["runs"]["qwen2.5-7b-grpo-cliphigher"]["overrides"] = {"lr": 2e-6, "loss": {"clip_ratio_low": 0.1}}
+    s = spec.resolve_run(p, "qwen2.5-7b-grpo-cliphigher")
+    assert s["recipe"] == "section4-7b" and s["prompts_per_step"] == 256 and s["ppo_mini_batch_size"] == 32  # the recipe over train
+    assert s["rollout_n"] == p["train"]["rollout_n"] and s["gamma"] == p["train"]["gamma"]  # train where the recipe is silent
+    assert s["loss"]["clip_ratio_c"] == 10.0 and s["loss"]["clip_ratio_high"] == 0.28  # the recipe's loss, then the treatment
+    assert s["loss"]["clip_ratio_low"] == 0.1 and s["lr"] == 2e-6  # the run's overrides last
+    assert s["loss"]["clip_cov_ub"] == p["train"]["loss"]["clip_cov_ub"]  # loss merges key by key
+    assert spec.resolve_run(p, "qwen2.5-7b-grpo")["recipe"] is None and spec.resolve_run(config["mini"], "qwen2-m-grpo")["recipe"] is None
+    scope = {k: v for k, v in p.items() if k != "recipes"}  # a reduced config that lost the recipe says so
+    with pytest.raises(KeyError, match="names recipe 'section4-7b'"):
+        spec.resolve_run(scope, "qwen2.5-7b-grpo-cliphigher")
+
+
 def test_algorithm_settings_reach_only_their_runs(config):
     """Editing PRIME's settings must not change (and so rerun) a GRPO run."""
     m = config["mini"]
@@ -93,3 +113,5 @@ def test_verl_overrides_carry_the_same_settings(config):
     assert float(ov["actor_rollout_ref.actor.optim.lr"]) == s["lr"]
     assert int(ov["actor_rollout_ref.rollout.n"]) == s["rollout_n"]
     assert ov["actor_rollout_ref.actor.use_kl_loss"] == "false"
+    assert float(ov["actor_rollout_ref.actor.clip_ratio_c"]) == s["loss"]["clip_ratio_c"]
+    assert int(ov["algorithm.filter_groups.max_num_gen_batches"]) == s["max_num_gen_batches"]

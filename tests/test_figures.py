@@ -38,9 +38,12 @@ def synthetic_metrics(n_steps=120, val_every=6, h0=1.3, h_end=0.05, tau=12.0, a=
     cov_scales = {"cov_top0.02": 5.0, "cov_top0.2": 2.0, "cov_top2": 0.5, "cov_top20": 0.05, "cov_top50": 0.01}
     for col, scale in cov_scales.items():
         frame[col] = scale * decay + rng.normal(0, 1e-4, step.size)
-    for col, scale in {"cov_acc_low": 0.3, "cov_acc_mid": 1.0, "cov_acc_high": 1.5}.items():
-        frame[col] = 1e-3 * scale * decay + rng.normal(0, 1e-4, step.size)
-    frame["cov_acc_high"][rng.random(step.size) < 0.1] = np.nan  # easy groups are missing on some steps
+    frame["bandit_cov"] = 2e-2 * decay + 2e-3 + rng.normal(0, 1e-3, step.size)
+    for col, scale in {"bandit_cov_acc0.125": 0.3, "bandit_cov_acc0.5": 1.0, "bandit_cov_acc0.875": 1.5}.items():
+        frame[col] = 2e-2 * scale * decay + rng.normal(0, 1e-3, step.size)
+    frame["bandit_cov_acc0.875"][rng.random(step.size) < 0.1] = np.nan  # easy groups are missing on some steps
+    frame["cliphigher_cov"] = rng.normal(-0.03, 0.01, step.size)
+    frame["cov_touched_frac"] = np.nan
     frame["pg_loss"] = rng.normal(-0.05, 0.02, step.size)
     frame["pg_clipfrac"] = rng.uniform(0.0, 0.02, step.size)
     frame["ppo_kl"] = rng.normal(1e-3, 5e-4, step.size)
@@ -126,7 +129,7 @@ def test_synthetic_metrics_follow_contract():
     val = m["val_acc"].notna()
     assert val.iloc[0] and val.iloc[-1] and val.sum() == 21
     assert m.loc[val, "val_acc"].between(0, 1).all()
-    assert {"cov_acc_low", "cov_acc_mid", "cov_acc_high", "pg_loss", "pg_clipfrac", "ppo_kl"} <= set(m.columns)
+    assert {"bandit_cov", "bandit_cov_acc0.125", "bandit_cov_acc0.5", "bandit_cov_acc0.875", "pg_loss", "pg_clipfrac", "ppo_kl"} <= set(m.columns)
 
 
 # ---- the contract every figure keeps ------------------------------------------------------------
@@ -320,19 +323,34 @@ def test_fig08_warns_on_several_runs_and_draws_the_first(tmp_path, runs, drawn):
     with pytest.warns(UserWarning, match="fig08 draws one run: using 'grpo'"):
         call("fig08_covariance", runs, tmp_path / "f")
     fig = drawn[0]
-    r = analysis.covariance_dynamics(runs["grpo"])["pearson_r"]
+    r = analysis.covariance_dynamics(runs["grpo"], "bandit_cov")["pearson_r"]
     assert f"Pearson r = {r:.2f}" in texts(fig)
-    ax_d = next(ax for ax in fig.axes if "difficulty" in ax.get_title())
-    assert [t.get_text() for t in ax_d.get_legend().get_texts()] == [
-        "hard (acc ≤ 1/3)",
-        "medium (1/3 < acc ≤ 2/3)",
-        "easy (acc > 2/3)",
-    ]
+    ax_d = next(ax for ax in fig.axes if "accuracy" in ax.get_title())
+    assert [t.get_text() for t in ax_d.get_legend().get_texts()] == ["Accuracy=0.125", "Accuracy=0.5", "Accuracy=0.875"]
 
 
-def test_fig08_needs_the_difficulty_columns(tmp_path, runs):
-    with pytest.raises(ValueError, match="cov_acc_low"):
-        call("fig08_covariance", {"grpo": runs["grpo"].drop(columns="cov_acc_low")}, tmp_path / "f")
+def test_fig08_draws_the_bandit_covariance_beside_next_step_entropy_change_and_the_token_covariance(tmp_path, runs, drawn):
+    m = runs["grpo"]
+    call("fig08_covariance", {"grpo": m}, tmp_path / "f")
+    fig = drawn[0]
+    ax_c, ax_d, ax_t = panels(fig)
+    assert "Eq. 8–9" in ax_c.get_ylabel() and "Bandit" in ax_c.get_ylabel()
+    assert "Eq. 8–9" in ax_d.get_ylabel()
+    assert "Eq. 10" in ax_t.get_ylabel() and "Token" in ax_t.get_ylabel()
+    np.testing.assert_allclose(ax_c.lines[0].get_ydata(), m["bandit_cov"])
+    np.testing.assert_allclose(ax_t.lines[0].get_ydata(), m["cov_all"])
+    twin = next(ax for ax in fig.axes if ax not in (ax_c, ax_d, ax_t) and ax.bbox.bounds == ax_c.bbox.bounds)
+    neg_dH = twin.lines[0].get_ydata()
+    np.testing.assert_allclose(neg_dH[:-1], m["entropy"].to_numpy()[:-1] - m["entropy"].to_numpy()[1:])  # row t: H[t] - H[t+1]
+    assert np.isnan(neg_dH[-1])
+    token_r = analysis.covariance_dynamics(m, "cov_all")["pearson_r"]
+    assert f"Pearson r = {token_r:.2f}" in texts(fig)
+
+
+def test_fig08_needs_the_bandit_and_token_covariance_columns(tmp_path, runs):
+    for column in ("bandit_cov", "bandit_cov_acc0.125", "cov_all"):
+        with pytest.raises(ValueError, match=column):
+            call("fig08_covariance", {"grpo": runs["grpo"].drop(columns=column)}, tmp_path / "f")
 
 
 @pytest.mark.parametrize(

@@ -191,3 +191,14 @@ def test_a_passed_launch_is_not_checked_again_until_its_command_or_code_changes(
     monkeypatch.setattr(preflight, "launch_problems", lambda scale, run, results="results": ["broken"])
     assert preflight.launch_problems_cached(changed, "qwen2.5-7b-grpo-dapo", tmp_path) == ["broken"]
     assert preflight.launch_problems_cached(changed, "qwen2.5-7b-grpo-dapo", tmp_path) == ["broken"]  # a failure is never cached
+
+
+def test_a_launch_without_the_paper_measures_trainer_is_refused():
+    """verl's plain trainer would train fine and log none of Eq. 5, Eq. 10 or Eq. 8-9: the preflight says so."""
+    command = preflight.bound_command(PAPER, "qwen2.5-7b-grpo")
+    cfg = preflight.compose(command[3:])
+    assert preflight.trainer_problems(cfg) == []
+    plain = preflight.compose([*command[3:], "trainer.v1.trainer_mode=sync"])
+    assert any("logs none of the paper's measures" in p for p in preflight.trainer_problems(plain))
+    unknown = preflight.compose([*command[3:], "trainer.v1.trainer_mode=entropy_papr"])
+    assert any("entropy_papr" in p for p in preflight.trainer_problems(unknown))

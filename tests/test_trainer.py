@@ -82,6 +82,11 @@ def test_every_algorithm_and_treatment_trains(setting, algorithm, treatment):
     frame = trainer.train(s, out / "base", paths["train"], val, run_dir)
     check_metrics(frame, list(BENCH), steps=4, val_every=2)
     assert frame["pg_loss"].iloc[:-1].notna().all()
+    # Section 4.5's token counts come from the loss calls of the treatments they describe.
+    touched = frame["cov_touched_frac"].iloc[:-1]
+    assert touched.notna().all() if treatment in ("clip_cov", "kl_cov") else touched.isna().all()
+    if treatment != "clip_higher":
+        assert frame["cliphigher_cov"].isna().all()
     before, after = models.load(out / "base")[0], models.load(run_dir / "final")[0]
     moved = sum(float((p - q).detach().abs().sum()) for p, q in zip(before.parameters(), after.parameters()))
     assert moved > 0
@@ -103,9 +108,43 @@ def test_group_filter_drops_uniform_groups(setting, monkeypatch):
     s = spec.resolve_run(cfg, "r")
     monkeypatch.setattr(trainer.grading, "score", lambda golds, texts: [0.0] * len(golds))
     frame = trainer.train(s, out / "base", paths["train"], val, out / "filtered")
-    assert (frame["kept_prompt_frac"].iloc[:-1] == 0).all() and frame["pg_loss"].isna().all()
+    assert (frame["kept_prompt_frac"] == 0).all() and frame["pg_loss"].isna().all()
+    assert frame["entropy"].isna().all()  # Eq. 5 is over the update batch, and there is none
     base, final = models.load(out / "base")[0], models.load(out / "filtered" / "final")[0]
     assert all(torch.equal(p, q) for p, q in zip(base.parameters(), final.parameters()))
+
+
+def test_entropy_is_measured_on_the_groups_the_filter_keeps(setting, monkeypatch):
+    """Eq. 5 over the update batch, as the authors' trainer logs it: only the one mixed group here."""
+    out, paths, val, cfg = setting
+    cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": "grpo", "treatment": "none"}})
+    s = spec.resolve_run(cfg, "r")
+    n = s["rollout_n"]
+    monkeypatch.setattr(trainer.grading, "score", lambda golds, texts: [float(i < n and i % 2 == 0) for i in range(len(golds))])
+    seen, real = [], trainer.metrics.policy_entropy
+    monkeypatch.setattr(trainer.metrics, "policy_entropy", lambda ent, mask: seen.append(len(ent)) or real(ent, mask))
+    frame = trainer.train(s, out / "base", paths["train"], val, out / "one-group")
+    assert seen == [n] * (s["steps"] + 1) and frame["entropy"].notna().all()
+    assert frame["kept_prompt_frac"].tolist() == [1 / s["prompts_per_step"]] * (s["steps"] + 1)
+
+
+def test_a_step_whose_groups_are_all_dropped_draws_the_next_prompts(setting, monkeypatch):
+    """Every first batch of a step all wrong, every second one with a mixed group: each step updates on the second."""
+    out, paths, val, cfg = setting
+    cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": "grpo", "treatment": "none"}})
+    s = spec.resolve_run(cfg, "r")
+    n, batch = s["rollout_n"], s["prompts_per_step"] * s["rollout_n"]
+    drawn = []
+
+    def score(golds, texts):
+        if len(golds) != batch:  # validation
+            return [0.0] * len(golds)
+        drawn.append(len(golds))
+        return [float(len(drawn) % 2 == 0 and i < n and i % 2 == 0) for i in range(len(golds))]
+
+    monkeypatch.setattr(trainer.grading, "score", score)
+    frame = trainer.train(s, out / "base", paths["train"], val, out / "redrawn")
+    assert len(drawn) == 2 * (s["steps"] + 1) and frame["entropy"].notna().all() and frame["pg_loss"].iloc[:-1].notna().all()
 
 
 class Interrupted(Exception):

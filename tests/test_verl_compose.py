@@ -58,8 +58,13 @@ def test_paper_hyperparameters_reach_verl():
     kl_cov = composed(spec.verl_overrides(spec.resolve_run(paper, "qwen2.5-7b-grpo-klcov")))
     assert kl_cov.actor_rollout_ref.actor.policy_loss.ppo_kl_coef == 1.0  # the paper's KL coefficient, not verl's 0.1
     base = spec.resolve_run(paper, "qwen2.5-7b-grpo")
-    assert base["prompts_per_step"] // base["ppo_mini_batch_size"] == 8  # 8 policy updates per rollout
-    assert composed(spec.verl_overrides(spec.resolve_run(paper, "qwen2.5-7b-grpo-cliphigher"))).actor_rollout_ref.actor.clip_ratio_high == 0.28
+    assert base["prompts_per_step"] // base["ppo_mini_batch_size"] == 2  # Section 2: 512 prompts in updates of 256
+    section4 = spec.resolve_run(paper, "qwen2.5-7b-grpo-dapo")
+    assert section4["prompts_per_step"] // section4["ppo_mini_batch_size"] == 8  # Section 4's scripts: 256 in updates of 32
+    cliphigher = composed(spec.verl_overrides(spec.resolve_run(paper, "qwen2.5-7b-grpo-cliphigher"))).actor_rollout_ref.actor
+    assert cliphigher.clip_ratio_high == 0.28 and cliphigher.clip_ratio_c == 10.0  # the recipe's dual clip, then the treatment
+    assert composed(spec.verl_overrides(base)).actor_rollout_ref.actor.clip_ratio_c == 3.0  # Section 2: verl's default
+    assert composed(spec.verl_overrides(section4)).algorithm.filter_groups.max_num_gen_batches == 10
     launch = composed(spec.verl_overrides(base) + spec.verl_launch_overrides(paper, "qwen2.5-32b-grpo", "/results"))
     assert (launch.trainer.nnodes, launch.trainer.n_gpus_per_node, launch.trainer.resume_mode) == (4, 8, "auto")
     assert list(launch.trainer.logger) == ["console", "file"]
@@ -70,7 +75,7 @@ def test_misspelt_override_is_refused():
         composed(["actor_rollout_ref.actor.policy_loss.kl_cov_ration=0.1"])
 
 
-def test_covariance_plugin_keeps_verls_loss_and_adds_metrics():
+def test_loss_plugin_keeps_verls_loss_and_adds_token_counts():
     import torch
 
     from entropy_rl import algorithms, verl_plugin
@@ -87,5 +92,6 @@ def test_covariance_plugin_keeps_verls_loss_and_adds_metrics():
         torch.manual_seed(0)
         wrapped, logged = core_algos.get_policy_loss_fn(mode + "+cov")(old, log_prob, adv, mask, "token-mean", cfg)
         assert torch.equal(plain, wrapped)
-        summary = verl_plugin.metrics.covariance_summary(log_prob, adv, mask)
-        assert logged["actor/cov_top2"] == summary["cov_top2"] and logged["actor/cov_all"] == summary["cov_all"]
+        stats = verl_plugin.measures.loss_token_stats(cfg, log_prob, old, adv, mask, logged)
+        assert {f"actor/{k}": v for k, v in stats.items()}.items() <= logged.items()
+        assert ("actor/cov_touched_tokens" in logged) == (mode != "vanilla")

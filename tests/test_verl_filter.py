@@ -72,3 +72,48 @@ def test_groups_with_equal_rewards_are_dropped_and_refilled(transfer_queue):
     assert len(kept) == 4 and len(batch.keys) == 4 * n
     assert all(len(set(rewards[uid])) > 1 for uid in kept)  # no group with all-equal rewards survives
     assert metrics["training/filter_groups/evicted_samples"] == 6 and refills and sum(refills) >= 6
+
+
+def test_paper_measures_read_the_whole_update_batch(transfer_queue):
+    """verl's own advantage step on a batch in the TransferQueue, then the plugin trainer's measures:
+    the same numbers as entropy_rl.metrics on the padded batch (what the mini trainer computes)."""
+    from transfer_queue import KVBatchMeta
+    from verl.utils.tensordict_utils import list_of_dict_to_tensordict
+
+    from entropy_rl import metrics, spec, verl_plugin
+
+    tq, cfg = transfer_queue
+    assert cfg.trainer.v1.trainer_mode == spec.TRAINER_MODE
+    g = torch.Generator().manual_seed(5)
+    n, keys, rows = cfg.actor_rollout_ref.rollout.n, [], []
+    for prompt, right in enumerate([1, 4, 7]):  # the three difficulty groups of Figure 8
+        for session in range(n):
+            length = int(torch.randint(3, 9, (1,), generator=g))
+            scores = torch.zeros(length)
+            scores[-1] = float(session < right)
+            keys.append(f"m{prompt}_{session}_0")
+            rows.append({"uid": f"m{prompt}", "response_mask": torch.ones(length, dtype=torch.int64), "rm_scores": scores,
+                         "old_log_probs": -torch.rand(length, generator=g) * 2, "entropy": torch.rand(length, generator=g)})  # fmt: skip
+    tq.kv_batch_put(keys=keys, partition_id="train", fields=list_of_dict_to_tensordict(rows))
+    batch = KVBatchMeta(partition_id="train", keys=keys, tags=[{} for _ in keys])
+
+    trainer = object.__new__(verl_plugin.PaperMeasuresTrainer)  # only the advantage step runs: it reads config
+    trainer.config = cfg
+    logged = {}
+    verl_plugin.PaperMeasuresTrainer._compute_advantage(trainer, batch, logged)
+
+    padded = tq.kv_batch_get(keys=keys, partition_id="train", select_fields=["advantages"]).to_padded_tensor()
+    width = padded["advantages"].shape[1]
+    pad = lambda t: torch.nn.functional.pad(t, (0, width - len(t)))  # noqa: E731
+    mask, lp, ent = (torch.stack([pad(r[k].float()) for r in rows]) for k in ("response_mask", "old_log_probs", "entropy"))
+    adv = padded["advantages"]
+    rewards = [float(r["rm_scores"].sum()) for r in rows]
+    uids = [r["uid"] for r in rows]
+    expected = {"entropy": metrics.policy_entropy(ent, mask), **metrics.covariance_summary(lp, adv, mask),
+                **metrics.bandit_covariance(lp, adv, mask, uids, rewards)}  # fmt: skip
+    print({k: round(v, 4) for k, v in logged.items()})
+    assert logged.keys() == {f"paper/{k}" for k in expected}
+    for key, value in expected.items():
+        assert logged[f"paper/{key}"] == pytest.approx(value, rel=1e-6), key
+    # verl's GRPO advantage is one value per response, normalised within each prompt's group
+    assert torch.allclose(adv[0, : int(mask[0].sum())], adv[0, 0].expand(int(mask[0].sum())))

@@ -18,12 +18,20 @@ def test_verl_file_log_translates_to_contract(tmp_path, monkeypatch):
     for k, (h, r) in enumerate([(0.9, 0.30), (0.6, 0.45), (0.5, 0.50), (0.45, 0.52)], start=1):
         logger.log(
             {
-                "actor/entropy": h,
+                "actor/entropy": h + 1.0,  # verl's token-mean; the paper's Eq. 5 (paper/entropy) takes precedence
+                "paper/entropy": h,
                 "critic/score/mean": r,
                 "response_length/mean": 900.0 + k,
                 "actor/pg_loss": -0.01,
-                "actor/cov_all": 0.002,
-                "actor/cov_top0.02": 5.0 - k,
+                "paper/cov_all": 0.002,
+                "paper/cov_top0.02": 5.0 - k,
+                "paper/bandit_cov": 0.01 * k,
+                "paper/bandit_cov_acc0.5": 0.02,
+                # means over micro-batches of the loss plugin's sums and counts
+                "actor/cliphigher_cov_sum": -0.06,
+                "actor/cliphigher_tokens": 2.0 if k < 4 else 0.0,
+                "actor/cov_touched_tokens": 1.0,
+                "actor/response_tokens": 4000.0,
             },
             step=k,
         )
@@ -39,6 +47,9 @@ def test_verl_file_log_translates_to_contract(tmp_path, monkeypatch):
     # verl's step k logs the rollout of the policy before update k: row k - 1.
     assert table["entropy"].tolist()[:4] == [0.9, 0.6, 0.5, 0.45] and math.isnan(table["entropy"].iloc[4])
     assert table.loc[0, "reward_mean"] == 0.30 and table.loc[0, "cov_top0.02"] == 4.0
+    assert table["bandit_cov"].tolist()[:4] == pytest.approx([0.01, 0.02, 0.03, 0.04]) and table.loc[1, "bandit_cov_acc0.5"] == 0.02
+    assert table.loc[0, "cliphigher_cov"] == pytest.approx(-0.03) and math.isnan(table.loc[3, "cliphigher_cov"])
+    assert table.loc[0, "cov_touched_frac"] == pytest.approx(2.5e-4)
     assert table["entropy_change"].iloc[1] == pytest.approx(-0.3)
     # Validation at step k scores the policy after update k: row k.
     assert table.loc[table["val_acc"].notna(), "step"].tolist() == [0, 2, 4]

@@ -64,6 +64,9 @@ def actor_config(loss: dict, rollout_n: int, mini_batch_size: int) -> FSDPActorC
         clip_ratio=loss["clip_ratio_low"],
         clip_ratio_low=loss["clip_ratio_low"],
         clip_ratio_high=loss["clip_ratio_high"],
+        # The dual-clip bound of the vanilla loss. Every run spec carries it (the config schema requires
+        # it); a bare loss dict without it (tests of the loss alone) gets verl's own default, 3.0.
+        clip_ratio_c=loss["clip_ratio_c"],
         policy_loss=policy_loss,
         loss_agg_mode=loss["loss_agg_mode"],
         entropy_coeff=loss["entropy_coeff"],

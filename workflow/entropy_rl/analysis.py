@@ -30,10 +30,11 @@ def entropy_law(H, a: float, b: float):
 
 
 def validation_points(metrics: pd.DataFrame, column: str = "val_acc") -> pd.DataFrame:
-    """Steps where ``column`` was measured, because only those carry an observed R."""
+    """Steps where ``column`` was measured, because only those carry an observed R, and entropy too
+    (Eq. 5 is over the update batch: undefined on a mini step whose groups the filter all dropped)."""
     if column not in metrics.columns:
         raise KeyError(f"metrics table has no column {column!r}")
-    rows = metrics.loc[metrics[column].notna(), ["step", "entropy", column]]
+    rows = metrics.loc[metrics[column].notna() & metrics["entropy"].notna(), ["step", "entropy", column]]
     rows = rows.rename(columns={column: "R"}).sort_values("step")
     return rows.reset_index(drop=True).astype({"step": int, "entropy": float, "R": float})
 
@@ -276,6 +277,25 @@ def log_linear_fit(x, y) -> dict:
 
 # ---- Section 3.3: covariance and entropy dynamics --------------------------------------------
 
+# The metrics contract's covariance columns (workflow/entropy_rl/metrics.py produces them; named
+# here again so the study layer needs no torch). Two quantities, not one:
+# - Table 1's token covariance, Eq. 10: the centred log-prob x advantage product of each token of a
+#   batch; the mean of the top p% of tokens and of all tokens.
+TOKEN_COV_TOP = ["cov_top0.02", "cov_top0.2", "cov_top2", "cov_top20", "cov_top50"]
+TOKEN_COV = "cov_all"
+# - Figure 8's bandit covariance, Eq. 8-9: per prompt, the covariance over its responses of the
+#   length-normalised log pi(y|x) and pi(y|x)*A(y, x), averaged over the batch's prompts; and the
+#   same over only the prompts whose group accuracy is 1, 4 or 7 of 8 (legend "Accuracy=0.125" ...).
+BANDIT_COV = "bandit_cov"
+BANDIT_ACC = {"bandit_cov_acc0.125": 0.125, "bandit_cov_acc0.5": 0.5, "bandit_cov_acc0.875": 0.875}
+HARDEST, EASIEST = "bandit_cov_acc0.125", "bandit_cov_acc0.875"
+
+
+def _column(metrics: pd.DataFrame, column: str) -> pd.Series:
+    if column not in metrics.columns:
+        raise KeyError(f"metrics table has no column {column!r}")
+    return metrics[column]
+
 
 def entropy_decrease(metrics: pd.DataFrame) -> pd.Series:
     """−ΔH per step: H(t) − H(t+1), the drop that step's update causes (NaN at the last step)."""
@@ -283,58 +303,62 @@ def entropy_decrease(metrics: pd.DataFrame) -> pd.Series:
     return m["entropy"] - m["entropy"].shift(-1)
 
 
-def covariance_dynamics(metrics: pd.DataFrame) -> dict:
-    """How the covariance term tracks the entropy change (Figure 8, left) and its sign.
+def covariance_dynamics(metrics: pd.DataFrame, column: str = BANDIT_COV) -> dict:
+    """How a covariance tracks the entropy change (Figure 8, left) and its sign.
 
-    Theorem 2 says H(k+1) − H(k) ≈ −η·Cov, so −ΔH and the covariance should
-    rise and fall together: ``pearson_r`` (and its p-value) is their
-    correlation over steps, with ΔH the change from this step to the next
-    (the update a step's batch drives). ``positive_share`` is the share of
-    steps with a positive covariance.
+    Theorem 1 says H(t+1) − H(t) ≈ −η·Cov(t), so −ΔH and the covariance
+    should rise and fall together. The paper's Figure 8 draws the bandit
+    covariance (Eq. 8–9, ``bandit_cov``, the default); ``column="cov_all"``
+    gives the same statistics for Table 1's token covariance (Eq. 10).
+    ``pearson_r`` (and its two-sided p-value) is their correlation over steps,
+    pairing row t's covariance with −(H[t+1] − H[t]): the change the update
+    of step t's batch causes. ``positive_share`` is the share of steps with a
+    positive covariance; steps without one (every group filtered) are left out.
     """
     m = metrics.sort_values("step")
-    both = pd.DataFrame({"cov": m["cov_all"], "neg_dH": entropy_decrease(m)}).dropna()
+    cov = _column(m, column)
+    both = pd.DataFrame({"cov": cov, "neg_dH": entropy_decrease(m)}).dropna()
     if len(both) < 3:
-        raise ValueError(f"need at least 3 steps with covariance and entropy change, got {len(both)}")
+        raise ValueError(f"need at least 3 steps with {column} and an entropy change, got {len(both)}")
     r, p = scipy.stats.pearsonr(both["cov"], both["neg_dH"])
-    cov = m["cov_all"].dropna()
-    return {"pearson_r": float(r), "p_value": float(p), "n_steps": len(both),
+    cov = cov.dropna()
+    return {"column": column, "pearson_r": float(r), "p_value": float(p), "n_steps": len(both),
             "positive_share": float((cov > 0).mean()), "mean_cov": float(cov.mean())}  # fmt: skip
 
 
 def covariance_by_difficulty(metrics: pd.DataFrame) -> dict:
-    """Mean covariance per difficulty group over training (Figure 8, right).
+    """Mean bandit covariance (Eq. 8–9) per accuracy group over training (Figure 8, right).
 
-    Groups are prompts whose responses were right ≤1/3 (hard), 1/3–2/3 and
-    >2/3 (easy) of the time. ``hard_below_easy_p`` is a one-sided Wilcoxon
-    signed-rank test over the steps where both the hard and easy groups
-    occur: small means hard prompts carry less covariance than easy ones.
+    The groups are the prompts of a step whose group accuracy is 1/8 (hardest),
+    4/8 and 7/8 (easiest), as in the paper's legend; a step without such a
+    prompt has NaN there. ``hard_below_easy_p`` is a one-sided Wilcoxon
+    signed-rank test over the steps where both the 1/8 and the 7/8 groups
+    occur: small means hard prompts carry less covariance than easy ones. It
+    is NaN below 5 such steps, or when the two groups never differ.
     """
-    from .metrics import ACC_GROUPS
-
-    means = {g: float(metrics[g].mean()) for g in ACC_GROUPS}
-    paired = metrics[["cov_acc_low", "cov_acc_high"]].dropna()
+    means = {g: float(_column(metrics, g).mean()) for g in BANDIT_ACC}
+    paired = metrics[[HARDEST, EASIEST]].dropna()
     p = math.nan
-    if len(paired) >= 5:
-        p = float(scipy.stats.wilcoxon(paired["cov_acc_low"], paired["cov_acc_high"], alternative="less").pvalue)
+    if len(paired) >= 5 and (paired[HARDEST] != paired[EASIEST]).any():
+        p = float(scipy.stats.wilcoxon(paired[HARDEST], paired[EASIEST], alternative="less").pvalue)
     return {"mean": means, "n_paired_steps": len(paired), "hard_below_easy_p": p}
 
 
 def covariance_distribution(metrics: pd.DataFrame, step: int | None = None) -> pd.Series:
-    """Table 1: mean covariance of the top p% of tokens and of all tokens, at one step.
+    """Table 1: mean token covariance (Eq. 10) of the top p% of tokens and of all tokens, at one step.
 
-    ``step`` None takes the first step with a measured covariance (a step whose
-    groups were all filtered out has none), where the policy is still closest
-    to the base model.
+    ``step`` None takes the first step with a measured covariance, as Table 1
+    reports training step 1: both the mini trainer and the verl translation
+    number the rollout of the base policy, before any update, row 0 (a step
+    whose groups were all filtered out has no covariance and is skipped). The
+    Series is named after the step it was read at.
     """
-    from .metrics import COV_TOP
-
     m = metrics.sort_values("step")
-    m = m.loc[m["cov_all"].notna()] if step is None else m.loc[m["step"] == step]
+    m = m.loc[_column(m, TOKEN_COV).notna()] if step is None else m.loc[m["step"] == step]
     if m.empty:
         raise ValueError(f"no step with a measured covariance{'' if step is None else f' at step {step}'}")
     row = m.iloc[0]
-    return row[[*COV_TOP, "cov_all"]].astype(float)
+    return row[[*TOKEN_COV_TOP, TOKEN_COV]].astype(float).rename(int(row["step"]))
 
 
 # ---- Section 4: entropy treatments -----------------------------------------------------------

@@ -28,7 +28,7 @@ ARTIFACTS = {
     "fig05_early_prediction": Artifact("figure", "Figure 5", "Late validation accuracy predicted from a fit on the early steps only."),
     "fig06_algorithms": Artifact("figure", "Figure 6", "The fitted curves of one base model under different RL algorithms, beside one pooled curve."),
     "fig07_coefficients_vs_size": Artifact("figure", "Figure 7", "The coefficients a and b against the non-embedding parameter count (log scale), with log-linear fits.", ("metrics", "models")),
-    "fig08_covariance": Artifact("figure", "Figure 8", "The covariance term beside the entropy decrease -dH over training, and the covariance by prompt difficulty."),
+    "fig08_covariance": Artifact("figure", "Figure 8", "The bandit covariance (Eq. 8-9, per prompt over its responses, batch mean) beside the entropy decrease -dH over training and by prompt accuracy (1/8, 4/8, 7/8), with the batch-level token covariance (Eq. 10) beside -dH."),
     "fig09_entropy_loss": Artifact("figure", "Figure 9", "Entropy and validation accuracy with an entropy loss of several coefficients."),
     "fig10_reference_kl": Artifact("figure", "Figure 10", "Entropy and validation accuracy with a KL penalty to the reference model."),
     "fig11_covariance_methods": Artifact("figure", "Figure 11", "GRPO, Clip-higher, Clip-Cov and KL-Cov: entropy, response length and validation accuracy."),

@@ -10,9 +10,11 @@ figure or table draws. Verdicts:
   analogue is still shown), a claim whose runs this scale does not have, or a
   paper value missing from the project's copy of the paper. The reason is given.
 
-Tolerances come from the ledger and are statistical (a confidence interval
-over runs, binomial noise of a benchmark of that size), never fitted to a
-result.
+Tolerances come from the ledger and are set before any result: statistical
+(a confidence interval over runs, binomial noise of a benchmark of that
+size) where the data give a spread, or a stated factor (``tolerance.factor``:
+measured/paper within [1/factor, factor]) where the paper reports one value
+of one run and nothing to build an interval from. Never fitted to a result.
 
 The companion power-sampling study (Karan & Du, 2025) is audited from its
 answers (``results/power/samples``). The answers to one problem are correlated
@@ -290,45 +292,93 @@ def log_linear_in_size(study: Study, artifact: str, coefficient: str) -> Measure
     return Measured("; ".join(parts), f"analysis.log_linear_fit of {coefficient} against non-embedding parameters, runs of {artifact}", holds=bool(holds))
 
 
+def _quantity(column: str) -> str:
+    return {analysis.BANDIT_COV: "bandit covariance (Eq. 8-9)", analysis.TOKEN_COV: "token covariance (Eq. 10, all tokens)"}.get(column, column)
+
+
 @measurement
-def covariance_tracks_entropy(study: Study, artifact: str) -> Measured:
+def covariance_tracks_entropy(study: Study, artifact: str, column: str = analysis.BANDIT_COV) -> Measured:
+    """Positive, significant Pearson correlation over steps between the covariance (by default the
+    paper's Figure 8 quantity, the bandit covariance) at step t and −(H[t+1] − H[t])."""
     run = study.runs(artifact)[0]
-    d = analysis.covariance_dynamics(study.metrics(run))
+    d = analysis.covariance_dynamics(study.metrics(run), column)
     return Measured(f"r = {d['pearson_r']:.2f} (p = {d['p_value']:.3g}, {d['n_steps']} steps)",
-                    f"analysis.covariance_dynamics on {run}: Pearson correlation of cov_all with -(H[t+1] - H[t])",
+                    f"analysis.covariance_dynamics on {run}: Pearson correlation of {column}, the {_quantity(column)}, at step t with -(H[t+1] - H[t])",
                     holds=bool(d["pearson_r"] > 0 and d["p_value"] < 0.05))  # fmt: skip
 
 
 @measurement
-def covariance_positive(study: Study, artifact: str, share: float) -> Measured:
+def covariance_positive(study: Study, artifact: str, share: float, column: str = analysis.BANDIT_COV) -> Measured:
     run = study.runs(artifact)[0]
-    d = analysis.covariance_dynamics(study.metrics(run))
-    return Measured(f"{100 * d['positive_share']:.0f}% of steps", f"share of steps of {run} with cov_all > 0",
+    d = analysis.covariance_dynamics(study.metrics(run), column)
+    return Measured(f"{100 * d['positive_share']:.0f}% of steps (mean {d['mean_cov']:.3g})",
+                    f"share of the steps of {run} with {column} > 0, the {_quantity(column)}",
                     holds=bool(d["positive_share"] >= share))  # fmt: skip
 
 
 @measurement
 def covariance_by_difficulty(study: Study, artifact: str) -> Measured:
+    """The bandit covariance of the prompts with accuracy 1/8 lies below that of the prompts with
+    accuracy 7/8: one-sided Wilcoxon signed-rank test over the steps with both, p < 0.05."""
     run = study.runs(artifact)[0]
     d = analysis.covariance_by_difficulty(study.metrics(run))
-    means = ", ".join(f"{k.removeprefix('cov_acc_')} {v:.3g}" for k, v in d["mean"].items())
-    return Measured(f"mean covariance {means}; one-sided Wilcoxon p = {d['hard_below_easy_p']:.3g}",
-                    f"analysis.covariance_by_difficulty on {run} over {d['n_paired_steps']} steps with both groups",
-                    holds=bool(d["hard_below_easy_p"] < 0.05))  # fmt: skip
+    if d["n_paired_steps"] < 5:
+        raise NotComparable(f"{run} has {d['n_paired_steps']} steps with prompts of both accuracy 1/8 and 7/8; the test needs 5")
+    means = ", ".join(f"acc {analysis.BANDIT_ACC[k]:g}: {v:.3g}" for k, v in d["mean"].items())
+    p = d["hard_below_easy_p"]
+    return Measured(f"mean bandit covariance {means}; one-sided Wilcoxon p = {p:.3g}" if np.isfinite(p)
+                    else f"mean bandit covariance {means}; no test: the two groups never differ",
+                    f"analysis.covariance_by_difficulty on {run}: {analysis.HARDEST} against {analysis.EASIEST} over the {d['n_paired_steps']} steps with both",
+                    holds=bool(p < 0.05))  # fmt: skip
 
 
 @measurement
 def covariance_group(study: Study, artifact: str, group: str) -> Measured:
+    """One cell of Table 1: the token covariance (Eq. 10) of one group at training step 1."""
     run = study.runs(artifact)[0]
-    return Measured(float(analysis.covariance_distribution(study.metrics(run))[group]), f"{group} of {run} at its first step with a measured covariance")
+    dist = analysis.covariance_distribution(study.metrics(run))
+    return Measured(float(dist[group]), f"{group} of {run} at training step 1 (its first step with a measured covariance, row {dist.name})")
 
 
 @measurement
-def covariance_outliers(study: Study, artifact: str, ratio: float) -> Measured:
+def covariance_outliers(study: Study, artifact: str, paper_top: float, paper_all: float, within: float) -> Measured:
+    """Table 1's outliers: the top 0.02% of tokens over the all-token mean at training step 1, at least
+    the paper's ratio (``paper_top`` / ``paper_all``) divided by ``within``. The ratio is undefined, and
+    the claim not reproduced, when the all-token mean is not positive."""
     run = study.runs(artifact)[0]
     dist = analysis.covariance_distribution(study.metrics(run))
-    r = float(dist["cov_top0.02"] / dist["cov_all"])
-    return Measured(f"top 0.02% / all = {r:.1f}", f"Table 1 columns of {run} at its first step with a measured covariance", holds=bool(r >= ratio))
+    top, mean = float(dist["cov_top0.02"]), float(dist["cov_all"])
+    paper = paper_top / paper_all
+    needed = paper / within
+    how = (f"Table 1 columns of {run} at training step 1 (row {dist.name}); paper {paper_top:g} / {paper_all:g} = {paper:.0f}x, "
+           f"reproduced at {needed:.0f}x or more (within a factor {within:g} of the paper's ratio)")  # fmt: skip
+    if not mean > 0:
+        return Measured(f"undefined: the all-token mean is {mean:.3g} (top 0.02% {top:.3g}); paper {paper:.0f}x", how, holds=False)
+    ratio = top / mean
+    return Measured(f"top 0.02% / all = {top:.3g} / {mean:.3g} = {ratio:.0f}x; paper {paper:.0f}x", how, holds=bool(ratio >= needed))
+
+
+def _artifact_runs(study: Study, artifact: str, also: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The runs of ``artifact`` and of the artifacts in ``also``, each once; the artifacts this scale
+    does not have are skipped, and none at all is not comparable."""
+    runs, missing = [], []
+    for name in (artifact, *also):
+        try:
+            runs += [r for r in study.runs(name) if r not in runs]
+        except NotComparable:
+            missing.append(name)
+    if not runs:
+        raise NotComparable(f"this scale has no runs for {', '.join(missing)}")
+    return runs
+
+
+def _mean_column(study: Study, run: str, column: str) -> tuple[float, int]:
+    """Mean over the steps where ``column`` is defined, and how many steps that is."""
+    m = study.metrics(run)
+    if column not in m.columns:
+        raise ValueError(f"metrics of run {run!r} have no column {column!r} (written by an older trainer?)")
+    values = m[column].dropna()
+    return (float(values.mean()) if len(values) else math.nan), len(values)
 
 
 def _baseline(study: Study, runs: list[str], model: str | None = None) -> str:
@@ -356,6 +406,125 @@ def entropy_rises_with(study: Study, artifact: str, parameter: str, method_name:
     points.sort()
     holds = all(b[1] > a[1] for a, b in itertools.pairwise(points))
     return Measured(", ".join(f"{p:g}: {h:.3f}" for p, h in points), f"final entropy (last 10% of steps) per {parameter}, runs of {artifact}", holds=bool(holds))
+
+
+def _start_entropy(study: Study, run: str) -> float:
+    """Mean entropy over the first 10% of steps (at least 3): where a run starts, as ``_final_entropy``
+    is where it ends."""
+    m = study.metrics(run).sort_values("step")
+    return float(m["entropy"].dropna().head(max(3, len(m) // 10)).mean())
+
+
+@measurement
+def entropy_loss_sensitivity(
+    study: Study, artifact: str, parameter: str, method_name: str, band: float, explode: float
+) -> Measured:
+    """Section 4.1's reading of Figure 9, by rank of the coefficient (so it holds at any scale's values):
+
+    - the smallest coefficient barely moves entropy: its run's final entropy lies within ``band``
+      times the entropy the GRPO baseline consumed (its start minus its end) of GRPO's final entropy;
+    - the largest makes it explode: its run ends above its own starting entropy and above
+      ``explode`` times GRPO's final entropy.
+
+    Start and end are the means over the first and last 10% of steps. Coefficients come from the runs' specs.
+    """
+    runs = study.runs(artifact)
+    treated = sorted((study.specs[r]["loss"][parameter], r) for r in runs if study.method(r) == method_name)
+    if len({c for c, _ in treated}) < 2:
+        raise NotComparable(f"{artifact} has fewer than 2 {method_name} coefficients")
+    base = _baseline(study, runs)
+    h0_start, h0_end = _start_entropy(study, base), _final_entropy(study, base)
+    (c_small, small), (c_large, large) = treated[0], treated[-1]
+    h_small = _final_entropy(study, small)
+    h_large_start, h_large = _start_entropy(study, large), _final_entropy(study, large)
+    width = band * abs(h0_start - h0_end)
+    barely = abs(h_small - h0_end) <= width
+    explodes = h_large > h_large_start and h_large > explode * h0_end
+    value = (f"GRPO {h0_start:.3g} → {h0_end:.3g}; smallest {parameter} {c_small:g} ends {h_small:.3g} "
+             f"({h_small - h0_end:+.3g}, band ±{width:.3g}: {'barely moves' if barely else 'moves'}); "
+             f"largest {c_large:g} {h_large_start:.3g} → {h_large:.3g} (explodes above max(start, {explode:g}× GRPO's end = "
+             f"{explode * h0_end:.3g}): {'yes' if explodes else 'no'}); all: "
+             + ", ".join(f"{c:g}: {_final_entropy(study, r):.3g}" for c, r in treated))  # fmt: skip
+    return Measured(value, f"entropy, means over the first and last 10% of steps, {method_name} runs of {artifact} by rank of {parameter}, against its GRPO run",
+                    holds=bool(barely and explodes))  # fmt: skip
+
+
+@measurement
+def entropy_ratio_late(study: Study, artifact: str, method: str, factor: float, tail: float) -> Measured:
+    """Per model of the artifact, the ``method`` run's mean entropy over the last ``tail`` of training
+    is at least ``factor`` times its GRPO run's (Section 4.3: once the baseline plateaus)."""
+    runs = study.runs(artifact)
+    picked = [r for r in runs if study.method(r) == method]
+    if not picked:
+        raise NotComparable(f"{artifact} has no {method} run")
+
+    def late(run):
+        m = study.metrics(run).sort_values("step")
+        first, last = m["step"].min(), m["step"].max()
+        return float(m.loc[m["step"] >= first + (1 - tail) * (last - first), "entropy"].mean())
+
+    parts, holds = [], True
+    for r in picked:
+        base = _baseline(study, runs, study.specs[r]["model"])
+        h, h0 = late(r), late(base)
+        ratio = h / h0 if h0 > 0 else math.inf
+        parts.append(f"{r} {h:.3g} vs {base} {h0:.3g}: {ratio:.3g}×")
+        holds &= ratio >= factor
+    return Measured("; ".join(parts), f"mean entropy over the last {tail:.3g} of the steps, {method} over the same model's GRPO run, runs of {artifact}",
+                    holds=bool(holds))  # fmt: skip
+
+
+@measurement
+def clip_cov_bounds(study: Study, artifact: str, bound: str, exceeds: float, also: list[str] = ()) -> Measured:
+    """Every Clip-Cov run's covariance bound (``bound`` of its spec, e.g. clip_cov_lb) over the mean over
+    steps of its batch-level token covariance (``cov_all``, Eq. 10) exceeds ``exceeds``; a mean that
+    is not positive leaves the ratio undefined (not reproduced)."""
+    runs = [r for r in _artifact_runs(study, artifact, also) if study.method(r) == "Clip-Cov"]
+    if not runs:
+        raise NotComparable(f"{', '.join((artifact, *also))} have no Clip-Cov run")
+    parts, holds = [], True
+    for r in runs:
+        lb = float(study.specs[r]["loss"][bound])
+        mean, steps = _mean_column(study, r, analysis.TOKEN_COV)
+        if mean > 0:
+            parts.append(f"{r}: {bound} {lb:g} / mean cov_all {mean:.3g} = {lb / mean:.3g}×")
+            holds &= lb / mean > exceeds
+        else:
+            parts.append(f"{r}: mean cov_all {mean:.3g} over {steps} steps, ratio undefined")
+            holds = False
+    return Measured("; ".join(parts), f"{bound} from each Clip-Cov run's spec over its mean token covariance (Eq. 10, all tokens of a batch) over steps",
+                    holds=bool(holds))  # fmt: skip
+
+
+@measurement
+def cliphigher_covariance(study: Study, artifact: str, also: list[str] = ()) -> Measured:
+    """Mean Eq. 10 covariance of the tokens clip-higher adds to the gradient (``cliphigher_cov``), over
+    the steps where it is defined, pooled over the Clip-higher runs (every defined step weighs the same)."""
+    runs = [r for r in _artifact_runs(study, artifact, also) if study.method(r) == "Clip-higher"]
+    if not runs:
+        raise NotComparable(f"{', '.join((artifact, *also))} have no Clip-higher run")
+    per_run = {r: _mean_column(study, r, "cliphigher_cov") for r in runs}
+    steps = [v for r in runs for v in study.metrics(r)["cliphigher_cov"].dropna()]
+    if not steps:
+        raise NotComparable(f"no step of {', '.join(runs)} has a token that clip-higher adds")
+    detail = ", ".join(f"{r} {mean:.3g} ({n} steps)" for r, (mean, n) in per_run.items())
+    return Measured(float(np.mean(steps)), f"mean of cliphigher_cov over the {len(steps)} steps where it is defined, pooled over {detail}")
+
+
+@measurement
+def touched_fraction(study: Study, artifact: str, low: float, high: float, also: list[str] = ()) -> Measured:
+    """Every Clip-Cov and KL-Cov run's mean over steps of ``cov_touched_frac`` (the share of response
+    tokens detached or penalised) lies in [``low``, ``high``]."""
+    runs = [r for r in _artifact_runs(study, artifact, also) if study.method(r) in ("Clip-Cov", "KL-Cov")]
+    if not runs:
+        raise NotComparable(f"{', '.join((artifact, *also))} have no Clip-Cov or KL-Cov run")
+    parts, holds = [], True
+    for r in runs:
+        mean, _ = _mean_column(study, r, "cov_touched_frac")
+        parts.append(f"{r} ({study.method(r)}) {mean:.3g}")
+        holds &= low <= mean <= high
+    return Measured("; ".join(parts), f"mean over steps of cov_touched_frac, Clip-Cov and KL-Cov runs of {', '.join((artifact, *also))}, against [{low:g}, {high:g}]",
+                    holds=bool(holds))  # fmt: skip
 
 
 @measurement
@@ -679,19 +848,33 @@ def judge(claim: dict, study: Study) -> dict:
     except NotComparable as err:
         return {**row, "verdict": NOT_COMPARABLE, "why": str(err)}
     row.update(measured=m.value, how=m.how)
+    note = f" (note: {claim['paper_note']})" if claim.get("paper_note") and claim.get("paper") is not None else ""
     if claim["kind"] == "qualitative":
         row["tolerance"] = tol.get("why", "")
-        return {**row, "verdict": REPRODUCED if m.holds else NOT_REPRODUCED, "why": f"test: {claim['test']}"}
-    if m.interval is not None:
-        row["tolerance"] = f"[{m.interval[0]:.3g}, {m.interval[1]:.3g}]: {tol.get('why', '')}"
+        return {**row, "verdict": REPRODUCED if m.holds else NOT_REPRODUCED, "why": f"test: {claim['test']}{note}"}
+    interval, rule = m.interval, ""
+    if "factor" in tol:  # the ledger's own rule replaces any interval the measurement brings
+        interval, rule = factor_interval(float(m.value), tol["factor"]), f" (within a factor {tol['factor']:g} of the measured value, same sign)"
+    if interval is not None:
+        row["tolerance"] = f"[{interval[0]:.3g}, {interval[1]:.3g}]{rule}: {tol.get('why', '')}"
     if claim.get("paper") is None:
         return {**row, "verdict": NOT_COMPARABLE, "why": claim.get("paper_note", "the paper's value is not in the project's copy of the paper")}
     if study.scale != "paper":
-        return {**row, "verdict": NOT_COMPARABLE, "why": f"numbers are compared at paper scale; this is the {study.scale} scale's analogue"}
-    lo, hi = m.interval
+        return {**row, "verdict": NOT_COMPARABLE, "why": f"numbers are compared at paper scale; this is the {study.scale} scale's analogue{note}"}
+    if interval is None:
+        raise ValueError(f"claim {claim['id']!r}: {claim['measure']['fn']} gives no acceptance interval and the ledger no tolerance.factor")
+    lo, hi = interval
     inside = lo <= claim["paper"] <= hi
     return {**row, "verdict": REPRODUCED if inside else NOT_REPRODUCED,
-            "why": f"paper value {'inside' if inside else 'outside'} the acceptance interval"}  # fmt: skip
+            "why": f"paper value {'inside' if inside else 'outside'} the acceptance interval{note}"}  # fmt: skip
+
+
+def factor_interval(measured: float, factor: float) -> tuple[float, float]:
+    """The paper values a measurement accepts within a factor: measured/factor to measured·factor (ordered,
+    so a negative measurement accepts only negative values; zero accepts none but zero). The paper value is
+    inside exactly when measured/paper lies in [1/factor, factor]: the rule is symmetric in the two."""
+    lo, hi = sorted((measured / factor, measured * factor))
+    return lo, hi
 
 
 def consistency_rows(ledger: dict) -> list[dict]:
@@ -723,8 +906,11 @@ def check_ledger(ledger: dict) -> None:
         seen.add(claim["id"])
         if claim["measure"]["fn"] not in MEASUREMENTS:
             raise ValueError(f"{where}: unknown measure.fn {claim['measure']['fn']!r}; known are {sorted(MEASUREMENTS)}")
-        if claim["measure"]["artifact"] not in (*ARTIFACTS, *POWER_ARTIFACTS):
-            raise ValueError(f"{where}: unknown artifact {claim['measure']['artifact']!r}; known are {sorted((*ARTIFACTS, *POWER_ARTIFACTS))}")
+        for name in (claim["measure"]["artifact"], *claim["measure"].get("also", ())):
+            if name not in (*ARTIFACTS, *POWER_ARTIFACTS):
+                raise ValueError(f"{where}: unknown artifact {name!r}; known are {sorted((*ARTIFACTS, *POWER_ARTIFACTS))}")
+        if "factor" in claim.get("tolerance", {}) and claim["kind"] != "number":
+            raise ValueError(f"{where}: tolerance.factor applies to number claims only")
     widths = {len(cells) for rows in ledger["table2"]["rows"].values() for cells in rows.values()}
     if widths != {len(ledger["table2"]["columns"])}:
         raise ValueError(f"claims.yaml table2: rows must have one value per column ({len(ledger['table2']['columns'])})")

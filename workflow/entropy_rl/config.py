@@ -60,6 +60,7 @@ def validate(config: dict) -> dict:
 def check_references(scfg: dict, scale: str) -> None:
     """Cross-references and limits a JSON schema cannot express, for one scale's section."""
     models, treatments, runs = scfg["models"], scfg["treatments"], scfg["runs"]
+    recipes = scfg.get("recipes", {})
     for run_id, run in runs.items():
         if run["model"] not in models:
             raise ConfigError(f"config key {scale}.runs.{run_id}.model: unknown model {run['model']!r}; models are {sorted(models)}")
@@ -67,12 +68,20 @@ def check_references(scfg: dict, scale: str) -> None:
             raise ConfigError(
                 f"config key {scale}.runs.{run_id}.treatment: unknown treatment {run['treatment']!r}; treatments are {sorted(treatments)}"
             )
+        if "recipe" in run and run["recipe"] not in recipes:
+            raise ConfigError(f"config key {scale}.runs.{run_id}.recipe: unknown recipe {run['recipe']!r}; recipes are {sorted(recipes)}")
     for run_id in runs:
-        loss = spec.resolve_run(scfg, run_id)["loss"]
+        resolved = spec.resolve_run(scfg, run_id)
+        loss, layers = resolved["loss"], _layers(runs[run_id])
         if loss["clip_cov_lb"] >= loss["clip_cov_ub"]:
             raise ConfigError(
                 f"config key {scale}.runs.{run_id}: clip_cov_lb ({loss['clip_cov_lb']}) must be below clip_cov_ub "
-                f"({loss['clip_cov_ub']}) (from train.loss, treatment {runs[run_id]['treatment']!r} and the run's overrides)"
+                f"({loss['clip_cov_ub']}) (from {layers})"
+            )
+        if resolved["ppo_mini_batch_size"] > resolved["prompts_per_step"]:
+            raise ConfigError(
+                f"config key {scale}.runs.{run_id}: ppo_mini_batch_size ({resolved['ppo_mini_batch_size']}) must not exceed "
+                f"prompts_per_step ({resolved['prompts_per_step']}) (from {layers})"
             )
     for name, art in scfg.get("artifacts", {}).items():
         for run_id in art["runs"]:
@@ -114,6 +123,12 @@ def check_references(scfg: dict, scale: str) -> None:
             f"config key {scale}.analysis.early_fit_steps: {early} must cover at least 3 validation points "
             f"(every {train['val_every']} steps from 0) and end before the last step ({train['steps']})"
         )
+
+
+def _layers(run: dict) -> str:
+    """Where a run's settings come from, for an error message."""
+    recipe = f", recipe {run['recipe']!r}" if "recipe" in run else ""
+    return f"train{recipe}, treatment {run['treatment']!r} and the run's overrides"
 
 
 def check_paper_data(scfg: dict) -> None:

@@ -32,12 +32,9 @@ from . import analysis, atomic
 
 DPI = 150
 MARKS = ((1 / 12, "1/12"), (1 / 3, "1/3"))  # fractions of training quoted in the paper (Section 2.3)
-# Covariance by prompt difficulty (share of a prompt's responses that are right), as in metrics.ACC_GROUPS.
-DIFFICULTY = {
-    "cov_acc_low": "hard (acc ≤ 1/3)",
-    "cov_acc_mid": "medium (1/3 < acc ≤ 2/3)",
-    "cov_acc_high": "easy (acc > 2/3)",
-}
+# Figure 8 (right): the bandit covariance of the prompts whose group accuracy is 1, 4 or 7 of 8,
+# labelled as in the paper's legend (columns of analysis.BANDIT_ACC).
+DIFFICULTY = {col: f"Accuracy={acc:g}" for col, acc in analysis.BANDIT_ACC.items()}
 # Quantities drawn against the training step: column → (panel title, y label).
 STEP_PANELS = {
     "entropy": ("Policy entropy", "Entropy (nats)"),
@@ -493,55 +490,71 @@ def fig07_coefficients_vs_size(
 def fig08_covariance(
     metrics_by_run: dict[str, pd.DataFrame], *, labels: dict[str, str] | None = None, stem, caption: str = ""
 ) -> tuple[Path, Path]:
-    """Figure 8: the covariance term tracks the entropy change (left) and is smaller on hard prompts (right).
+    """Figure 8: the bandit covariance tracks the entropy change (left) and is smaller on hard prompts
+    (middle); Table 1's token covariance over the same steps (right).
 
-    Left: covariance of all tokens and −ΔH (entropy change to the next step)
-    on twin axes with a shared zero, and their Pearson r from
-    ``analysis.covariance_dynamics``. Right: covariance per difficulty group,
-    a 5-step rolling mean over faint raw values, with the one-sided Wilcoxon
-    test of ``analysis.covariance_by_difficulty``. Draws the first run only.
+    Left: the paper's covariance, the bandit covariance of Eq. 8–9
+    (``bandit_cov``: per prompt over its responses, averaged over the batch),
+    and −ΔH on twin axes with a shared zero; row t's covariance is drawn
+    beside −(H[t+1] − H[t]), the change its update causes (Theorem 1), with
+    their Pearson r from ``analysis.covariance_dynamics``. Middle: the bandit
+    covariance of the prompts whose accuracy is 1/8, 4/8 and 7/8 (a 5-step
+    rolling mean over faint raw points; a group is missing on steps without
+    such a prompt), with the one-sided Wilcoxon test of
+    ``analysis.covariance_by_difficulty``. Right: the batch-level token
+    covariance of Eq. 10 (``cov_all``, Table 1's "All") beside −ΔH, so both
+    quantities are shown. Draws the first run only.
     """
     _style()
-    runs = _runs(metrics_by_run, "fig08", ("step", "entropy", "cov_all", *DIFFICULTY))
+    runs = _runs(metrics_by_run, "fig08", ("step", "entropy", analysis.BANDIT_COV, *DIFFICULTY, analysis.TOKEN_COV))
     run = runs[0]
     if len(runs) > 1:
         warnings.warn(f"fig08 draws one run: using {run!r}, ignoring {runs[1:]}", stacklevel=2)
     m = metrics_by_run[run].sort_values("step")
     try:
-        dynamics = analysis.covariance_dynamics(m)
+        dynamics = analysis.covariance_dynamics(m, analysis.BANDIT_COV)
     except ValueError as err:
         raise ValueError(f"fig08: run {run!r}: {err}") from err
+    try:
+        token = analysis.covariance_dynamics(m, analysis.TOKEN_COV)
+    except ValueError:
+        token = None
     by_difficulty = analysis.covariance_by_difficulty(m)
     neg_dH = analysis.entropy_decrease(m)
 
     deep = sns.color_palette("deep")
-    fig, (ax_c, ax_d) = plt.subplots(1, 2, figsize=(10.0, 3.8), layout="constrained")
-    ax_h = ax_c.twinx()
-    ax_h.grid(False)
-    ax_c.plot(m["step"], m["cov_all"], color=deep[0], lw=1.4)
-    ax_h.plot(m["step"], neg_dH, color=deep[3], lw=1.2, alpha=0.85)
-    ax_c.axhline(0, color="0.5", lw=0.8)
-    _align_zero(ax_c, ax_h)
-    ax_c.legend(handles=[Line2D([], [], color=deep[0], lw=1.4, label="Cov (all tokens), left"),
-                         Line2D([], [], color=deep[3], lw=1.2, label="−ΔH (next step), right")],
-                loc="upper center", fontsize=8)  # fmt: skip
-    _box(ax_c, f"Pearson r = {dynamics['pearson_r']:.2f}\np = {dynamics['p_value']:.2g}, "
-               f"{dynamics['n_steps']} steps", y=0.03)  # fmt: skip
-    ax_c.set_title(f"Covariance and entropy change: {_label(labels, run)}", fontsize=9)
-    ax_c.set_xlabel("Training step")
-    ax_c.set_ylabel("Covariance")
-    ax_h.set_ylabel("−ΔH (nats)")
+    fig, (ax_c, ax_d, ax_t) = plt.subplots(1, 3, figsize=(14.0, 3.9), layout="constrained")
+    for ax, column, color, name, stats in ((ax_c, analysis.BANDIT_COV, deep[0], "bandit Cov (Eq. 8–9)", dynamics),
+                                           (ax_t, analysis.TOKEN_COV, deep[4], "token Cov (Eq. 10)", token)):  # fmt: skip
+        ax_h = ax.twinx()
+        ax_h.grid(False)
+        ax.plot(m["step"], m[column], color=color, lw=1.4)
+        ax_h.plot(m["step"], neg_dH, color=deep[3], lw=1.2, alpha=0.85)
+        ax.axhline(0, color="0.5", lw=0.8)
+        _align_zero(ax, ax_h)
+        ax.legend(handles=[Line2D([], [], color=color, lw=1.4, label=f"{name}, left"),
+                           Line2D([], [], color=deep[3], lw=1.2, label="−ΔH = H(t) − H(t+1), right")],
+                  loc="upper center", fontsize=8)  # fmt: skip
+        note = (f"Pearson r = {stats['pearson_r']:.2f}\np = {stats['p_value']:.2g}, {stats['n_steps']} steps"
+                if stats else "too few steps for a correlation")  # fmt: skip
+        _box(ax, note, y=0.03)
+        ax.set_xlabel("Training step")
+        ax_h.set_ylabel("−ΔH (nats)")
+    ax_c.set_title(f"Bandit covariance and entropy change: {_label(labels, run)}", fontsize=9)
+    ax_c.set_ylabel("Bandit covariance, Eq. 8–9 (per prompt, batch mean)")
+    ax_t.set_title("Token covariance (Table 1's all-token mean) and entropy change", fontsize=9)
+    ax_t.set_ylabel("Token covariance, Eq. 10 (batch mean)")
 
     for col, color in zip(DIFFICULTY, (deep[3], deep[1], deep[2])):
-        ax_d.plot(m["step"], m[col], color=color, lw=0.6, alpha=0.3)
+        ax_d.plot(m["step"], m[col], color=color, lw=0, marker=".", ms=3, alpha=0.35)
         ax_d.plot(m["step"], m[col].rolling(5, min_periods=1).mean(), color=color, lw=1.6, label=DIFFICULTY[col])
     ax_d.axhline(0, color="0.5", lw=0.8)
     p = by_difficulty["hard_below_easy_p"]
-    _box(ax_d, f"hard < easy: Wilcoxon p = {p:.2g}" if np.isfinite(p) else "hard < easy: too few paired steps",
-         y=0.03)  # fmt: skip
-    ax_d.set_title("Covariance by prompt difficulty (5-step rolling mean)", fontsize=9)
+    _box(ax_d, f"0.125 < 0.875: Wilcoxon p = {p:.2g}\n{by_difficulty['n_paired_steps']} steps with both" if np.isfinite(p)
+         else "0.125 < 0.875: too few steps with both groups", y=0.03)  # fmt: skip
+    ax_d.set_title("Bandit covariance by prompt accuracy (5-step rolling mean)", fontsize=9)
     ax_d.set_xlabel("Training step")
-    ax_d.set_ylabel("Covariance")
+    ax_d.set_ylabel("Bandit covariance, Eq. 8–9 (group mean)")
     ax_d.legend(loc="upper right", fontsize=8)
     _caption(fig, caption)
     return save(fig, stem)

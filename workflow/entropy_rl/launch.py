@@ -29,6 +29,7 @@ PRIME_RECIPE_COMMIT = "8d9e350ea58c7ad4b50dd14d9dcb50577242c55f"
 PRIME_DROPPED = {
     "algorithm.filter_groups.": "PRIME filters groups by accuracy (data.filter_accuracy)",
     "trainer.use_v1": "verl 0.9.1's V1 trainer; verl 0.4.1 has no such key and PRIME runs its own loop",
+    "trainer.v1.": "the V1 trainer with the paper's measures (verl_plugin) is verl 0.9.1's; PRIME runs verl 0.4.1's loop",
     "actor_rollout_ref.actor.optim.clip_grad": "verl 0.4.1 reads actor.grad_clip",
     "data.seed": "not in verl 0.4.1's config; the PRIME trainer reads data.get('seed'), so it is appended (+data.seed)",
     "reward.custom_reward_function.": "verl 0.4.1 calls it custom_reward_function, loads it as a standalone file, "
@@ -66,6 +67,10 @@ def prime_overrides(spec: dict, model: dict, root: str) -> list[str]:
         "hydra.searchpath=[pkg://verl.trainer.config]",
     ]
 
+
+# Every process of a verl 0.9.1 run imports the plugin when it imports verl (verl's own hook): the
+# driver's Ray actor that builds the trainer looks `trainer.v1.trainer_mode` up in verl's registry.
+VERL_ENV = {"VERL_USE_EXTERNAL_MODULES": run_spec.PLUGIN_MODULE}
 
 # The results directory in a command as the workflow records it (rule params): bound to an absolute
 # path, and the interpreter to the job's own, only where the job runs (``bind``), so the recorded

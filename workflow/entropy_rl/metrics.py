@@ -1,61 +1,132 @@
 """Per-step training metrics: the columns of ``results/runs/{run}/metrics.parquet``.
 
-The covariance of a token is the paper's centred cross-product (Section 4.2):
-Cov(y_i) = (log π(y_i) − mean_j log π(y_j)) · (A(y_i) − mean_j A(y_j)) over the
-N valid tokens of a batch. Table 1 reports the mean of the top p% of tokens.
+Every measure here is computed the same way at both scales: the mini trainer calls these
+functions directly, and at paper scale ``verl_plugin`` calls them inside verl's trainer (on the
+whole update batch) and inside its loss (on each micro-batch, where Clip-Cov and KL-Cov act).
+
+- Entropy is the paper's Eq. 5: each response's mean token entropy, averaged over the responses
+  of the batch the policy is updated on (after the group filter), as the authors' trainer logs it
+  (``train_entropy/all`` in recipe/dapo/dapo_ray_trainer.py of PRIME-RL/Entropy-Mechanism-of-RL).
+- The token covariance (Table 1) is Eq. 10: Cov(y_i) = (log π(y_i) − mean_j log π(y_j)) ·
+  (A(y_i) − mean_j A(y_j)) over the N valid tokens of that batch, under the rollout policy.
+- The bandit covariance (Figure 8) is Eq. 8–9: per prompt, the covariance over its responses of
+  the length-normalised log π(y|x) and π(y|x)·A(y, x), averaged over the prompts of the batch.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import torch
 
 # Column name -> fraction of tokens (Table 1: top 0.02%, 0.2%, 2%, 20%, 50%).
 COV_TOP = {"cov_top0.02": 0.0002, "cov_top0.2": 0.002, "cov_top2": 0.02, "cov_top20": 0.2, "cov_top50": 0.5}
-# Difficulty groups by the share of a prompt's responses that are correct (Figure 8).
-ACC_GROUPS = {"cov_acc_low": (0.0, 1 / 3), "cov_acc_mid": (1 / 3, 2 / 3), "cov_acc_high": (2 / 3, 1.0)}
+# Figure 8 (right): prompts whose group accuracy is 1, 4 or 7 of 8 (legend "Accuracy=0.125, 0.5, 0.875").
+BANDIT_ACC = {"bandit_cov_acc0.125": 0.125, "bandit_cov_acc0.5": 0.5, "bandit_cov_acc0.875": 0.875}
 BASE_COLUMNS = [
     "step", "entropy", "entropy_change", "reward_mean", "response_length", "kept_prompt_frac",
-    "cov_all", *COV_TOP, *ACC_GROUPS, "pg_loss", "pg_clipfrac", "ppo_kl",
+    "cov_all", *COV_TOP, "bandit_cov", *BANDIT_ACC, "cliphigher_cov", "cov_touched_frac",
+    "pg_loss", "pg_clipfrac", "ppo_kl",
 ]  # fmt: skip
 
 
-def masked_token_mean(values: torch.Tensor, mask: torch.Tensor) -> float:
-    """Token-level mean over valid tokens: the paper's Eq. 5 when ``values`` are entropies."""
-    mask = mask.bool()
-    return float(values.detach()[mask].mean()) if mask.any() else math.nan
+def response_means(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Each response's mean over its valid tokens (a response with none gives NaN)."""
+    mask = mask.to(values.dtype)
+    return (values.detach() * mask).sum(dim=1) / mask.sum(dim=1)
+
+
+def policy_entropy(token_entropy: torch.Tensor, mask: torch.Tensor) -> float:
+    """The paper's Eq. 5: the mean over responses of each response's mean token entropy."""
+    per_response = response_means(token_entropy.double(), mask)
+    per_response = per_response[~per_response.isnan()]
+    return float(per_response.mean()) if per_response.numel() else math.nan
 
 
 def token_covariance(log_prob: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Centred log-prob × advantage product of every valid token (flattened)."""
-    lp = log_prob[mask.bool()].double()
-    adv = advantages[mask.bool()].double()
+    """Eq. 10 for every valid token (flattened): centred log-prob × centred advantage."""
+    lp = log_prob.detach()[mask.bool()].double()
+    adv = advantages.detach()[mask.bool()].double()
     return (lp - lp.mean()) * (adv - adv.mean())
 
 
-def covariance_summary(log_prob, advantages, mask, group_acc: torch.Tensor | None = None) -> dict:
-    """Mean covariance over all tokens, over the top p% tokens, and per difficulty group.
-
-    ``group_acc`` gives, per response, the accuracy of its prompt's group; the
-    token covariance is then averaged within each difficulty band.
-    """
+def covariance_summary(log_prob, advantages, mask) -> dict:
+    """Table 1: the mean token covariance over all tokens and over the top p% of tokens."""
     cov = token_covariance(log_prob, advantages, mask)
     out = {"cov_all": float(cov.mean()) if cov.numel() else math.nan}
     ordered = torch.sort(cov, descending=True).values
     for name, frac in COV_TOP.items():
         k = max(1, math.ceil(frac * len(ordered)))
         out[name] = float(ordered[:k].mean()) if len(ordered) else math.nan
-    for name in ACC_GROUPS:
-        out[name] = math.nan
-    if group_acc is not None and cov.numel():
-        token_acc = group_acc[:, None].expand_as(mask)[mask.bool()]
-        for name, (lo, hi) in ACC_GROUPS.items():
-            sel = (token_acc > lo) & (token_acc <= hi) if lo > 0 else (token_acc >= lo) & (token_acc <= hi)
-            if sel.any():
-                out[name] = float(cov[sel].mean())
     return out
+
+
+def bandit_covariance(log_prob, advantages, mask, group_index, rewards) -> dict:
+    """Figure 8's covariance (Eq. 8–9), overall and by prompt difficulty.
+
+    For each prompt group: x = (1/|y|) Σ_t log π(y_t) per response (Eq. 9), π(y|x) read as exp(x)
+    (the length-normalised probability; the unnormalised product vanishes for long responses), and
+    A(y, x) the response's advantage (its mean over its tokens: one value per response for outcome
+    estimators). The group's covariance is the population covariance over its responses of x and
+    exp(x)·A; ``bandit_cov`` averages it over the groups, ``bandit_cov_acc*`` over the groups whose
+    accuracy (mean reward) is 1/8, 4/8 or 7/8.
+    """
+    x = response_means(log_prob.double(), mask).numpy()
+    a = response_means(advantages.double(), mask).numpy()
+    groups = pd.DataFrame({"g": np.asarray(group_index), "x": x, "pa": np.exp(x) * a, "r": np.asarray(rewards, float)})
+    per_group = groups.groupby("g", sort=False).apply(
+        lambda d: pd.Series({"cov": float(np.mean((d.x - d.x.mean()) * (d.pa - d.pa.mean()))), "acc": d.r.mean()}),
+        include_groups=False,
+    )
+    out = {"bandit_cov": float(per_group["cov"].mean()) if len(per_group) else math.nan}
+    for name, level in BANDIT_ACC.items():
+        sel = np.isclose(per_group["acc"], level) if len(per_group) else []
+        out[name] = float(per_group.loc[sel, "cov"].mean()) if np.any(sel) else math.nan
+    return out
+
+
+def loss_token_stats(config, log_prob, old_log_prob, advantages, mask, loss_metrics: dict) -> dict:
+    """Sums and counts, one loss call at a time, for two claims of Section 4.5.
+
+    - Clip-higher (ε_high > ε_low) lets tokens with A > 0 and 1+ε_low < ratio ≤ 1+ε_high into the
+      gradient; their Eq. 10 covariance ("≈ −0.03") is centred over the call's tokens, as verl's
+      Clip-Cov and KL-Cov centre theirs: ``cliphigher_cov_sum`` / ``cliphigher_tokens``.
+    - Clip-Cov detaches, and KL-Cov penalises, a few tokens of each call ("10^-4 to 10^-3"):
+      ``cov_touched_tokens`` / ``response_tokens``. Clip-Cov's count is its own clip fraction
+      (verl's ``pg_clipfrac`` of that loss counts exactly the detached tokens); KL-Cov's is the
+      top-k size verl selects, max(1, ⌊N·kl_cov_ratio⌋).
+    Sums and counts, not ratios, so that means over calls (verl averages a metric over its
+    micro-batches) divide into the pooled ratio.
+    """
+    valid = mask.bool()
+    n_tokens = int(valid.sum())
+    out = {"response_tokens": float(n_tokens)}
+    mode = config.policy_loss.loss_mode
+    if mode.startswith("clip_cov"):
+        out["cov_touched_tokens"] = float(round(float(loss_metrics["actor/pg_clipfrac"]) * n_tokens))
+    elif mode.startswith("kl_cov"):
+        out["cov_touched_tokens"] = float(max(1, int(n_tokens * config.policy_loss.kl_cov_ratio))) if n_tokens else 0.0
+    low, high = config.clip_ratio_low, config.clip_ratio_high
+    if high > low and n_tokens:
+        lp, adv = log_prob.detach().double(), advantages.detach().double()
+        cov = (lp - lp[valid].mean()) * (adv - adv[valid].mean())
+        ratio = torch.exp(lp - old_log_prob.detach().double())
+        band = valid & (adv > 0) & (ratio > 1 + low) & (ratio <= 1 + high)
+        out["cliphigher_cov_sum"] = float(cov[band].sum())
+        out["cliphigher_tokens"] = float(band.sum())
+    return out
+
+
+def pooled_loss_stats(stats: list[dict]) -> dict:
+    """The step's ``cliphigher_cov`` and ``cov_touched_frac`` from its calls' sums and counts."""
+    total = lambda key: sum(s.get(key, 0.0) for s in stats)  # noqa: E731
+    has = lambda key: any(key in s for s in stats)  # noqa: E731
+    return {
+        "cliphigher_cov": total("cliphigher_cov_sum") / total("cliphigher_tokens") if total("cliphigher_tokens") else math.nan,
+        "cov_touched_frac": total("cov_touched_tokens") / total("response_tokens") if has("cov_touched_tokens") and total("response_tokens") else math.nan,
+    }  # fmt: skip
 
 
 def complete_table(rows) -> pd.DataFrame:

@@ -168,6 +168,7 @@ def command_problems(command: list[str], spec: dict) -> list[str]:
         problems.append(f"algorithm.filter_groups.enable is {cfg.algorithm.filter_groups.enable}, the run says {spec['filter_groups']}")
     problems += reward_problems(cfg, spec)
     problems += loss_problems(cfg)
+    problems += trainer_problems(cfg)
     return problems
 
 
@@ -213,9 +214,25 @@ def loss_problems(cfg) -> list[str]:
     except Exception as error:
         return [_problem(f"loss {actor.policy_loss.loss_mode}", error)]
     problems = [] if math.isfinite(float(loss)) else [f"loss {actor.policy_loss.loss_mode} is {float(loss)}"]
-    if "actor/cov_all" not in metrics:
-        problems.append(f"loss {actor.policy_loss.loss_mode} logs no covariance summary (actor/cov_all)")
+    if "actor/response_tokens" not in metrics:
+        problems.append(f"loss {actor.policy_loss.loss_mode} logs no token counts (actor/response_tokens): not the plugin's")
     return problems
+
+
+def trainer_problems(cfg) -> list[str]:
+    """The V1 trainer the command names, looked up in verl's registry after importing the modules the
+    launch environment names, as ``import verl`` does in the Ray actor that builds the trainer."""
+    from verl.trainer.ppo.v1 import get_trainer_cls
+    from verl.utils.import_utils import import_external_libs
+
+    try:
+        import_external_libs(launch.VERL_ENV["VERL_USE_EXTERNAL_MODULES"].split(","))
+        trainer_cls = get_trainer_cls(cfg.trainer.v1.trainer_mode)
+    except Exception as error:
+        return [_problem(f"trainer {cfg.trainer.v1.trainer_mode}", error)]
+    if trainer_cls.__module__ != run_spec.PLUGIN_MODULE:
+        return [f"trainer {cfg.trainer.v1.trainer_mode} is {trainer_cls.__qualname__}: it logs none of the paper's measures"]
+    return []
 
 
 # ---- model: once downloaded -------------------------------------------------------------------

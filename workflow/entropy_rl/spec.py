@@ -14,6 +14,8 @@ from . import prompt_format
 
 # What verl imports by name in its workers: the covariance loss plugin and the reward function.
 PLUGIN_MODULE = "entropy_rl.verl_plugin"
+# The trainer that module registers with verl (verl's synchronous V1 trainer plus the paper's measures).
+TRAINER_MODE = "entropy_paper"
 REWARD_MODULE = "entropy_rl.reward"
 # Checkpoints with optimiser state kept per run (the last two: one to resume from, one spare).
 KEEP_CHECKPOINTS = 2
@@ -30,20 +32,44 @@ def _merge(base: dict, update: dict) -> dict:
 
 
 def resolve_run(scale_cfg: dict, run_id: str) -> dict:
-    """The full, self-contained settings of one run (what the rule passes as ``params``)."""
+    """The full, self-contained settings of one run (what the rule passes as ``params``).
+
+    Layers, each updating the one before (``loss`` merges key by key): the scale's ``train``
+    defaults, the run's named ``recipe`` (a partial ``train`` section of the scale's ``recipes``,
+    e.g. the paper's Section 4 launch settings), the treatment (into ``loss``), the run's
+    ``overrides``. The spec names its recipe (or None).
+    """
     run = scale_cfg["runs"][run_id]
     treatment = scale_cfg["treatments"][run["treatment"]]
-    spec = _merge(scale_cfg["train"], {"loss": treatment})
+    recipe = run.get("recipe")
+    recipes = scale_cfg.get("recipes", {})
+    if recipe is not None and recipe not in recipes:
+        raise KeyError(f"run {run_id!r} names recipe {recipe!r}, which this config's recipes do not hold: {sorted(recipes)}")
+    spec = _merge(scale_cfg["train"], recipes[recipe] if recipe is not None else {})
+    spec = _merge(spec, {"loss": treatment})
     spec = _merge(spec, run.get("overrides", {}))
     # PRIME's settings belong to PRIME runs only: otherwise editing them would
     # change, and so rerun, every other run.
     if run["algorithm"] != "prime":
         spec.pop("prime", None)
-    spec.update(run_id=run_id, model=run["model"], algorithm=run["algorithm"], treatment=run["treatment"])
+    spec.update(run_id=run_id, model=run["model"], algorithm=run["algorithm"], treatment=run["treatment"], recipe=recipe)
     model = scale_cfg.get("models", {}).get(run["model"], {})
     if "train_data" in run or "train_data" in model:  # a named training set (paper scale: always)
         spec["train_data"] = run.get("train_data", model.get("train_data"))
     return spec
+
+
+def run_scope(scale_cfg: dict, run_id: str) -> dict:
+    """The parts of a scale's config that ``resolve_run`` reads for one run: resolving the run from
+    them gives its whole spec, and a change elsewhere in the config leaves them as they are."""
+    run = scale_cfg["runs"][run_id]
+    return {
+        "runs": {run_id: run},
+        "models": {run["model"]: scale_cfg["models"][run["model"]]},
+        "treatments": {run["treatment"]: scale_cfg["treatments"][run["treatment"]]},
+        "recipes": {run["recipe"]: scale_cfg["recipes"][run["recipe"]]} if "recipe" in run else {},
+        "train": scale_cfg["train"],
+    }
 
 
 def eval_max_new_tokens(scale_cfg: dict, run_id: str) -> int:
@@ -57,8 +83,8 @@ def verl_overrides(spec: dict, covariance_metrics: bool = False) -> list[str]:
     """Hydra overrides for ``python -m verl.trainer.main_ppo`` carrying the same settings.
 
     With ``covariance_metrics`` the loss mode is the ``<mode>+cov`` wrapper of
-    ``verl_plugin`` (same loss, plus the covariance summary in verl's metrics);
-    the launch overrides load that plugin into verl's workers.
+    ``verl_plugin`` (same loss, plus the token counts of Section 4.5's claims in
+    verl's metrics); the launch overrides load that plugin into verl's workers.
     """
     loss = spec["loss"]
     loss_mode = loss["loss_mode"] + ("+cov" if covariance_metrics else "")
@@ -78,6 +104,7 @@ def verl_overrides(spec: dict, covariance_metrics: bool = False) -> list[str]:
         f"{actor}.loss_agg_mode={loss['loss_agg_mode']}",
         f"{actor}.clip_ratio_low={loss['clip_ratio_low']}",
         f"{actor}.clip_ratio_high={loss['clip_ratio_high']}",
+        f"{actor}.clip_ratio_c={loss['clip_ratio_c']}",  # dual-clip bound of the vanilla PPO loss
         f"{actor}.entropy_coeff={loss['entropy_coeff']}",
         f"{actor}.use_kl_loss={str(loss['kl_loss_coef'] > 0).lower()}",
         f"{actor}.kl_loss_coef={loss['kl_loss_coef']}",
@@ -89,6 +116,8 @@ def verl_overrides(spec: dict, covariance_metrics: bool = False) -> list[str]:
         f"{actor}.policy_loss.kl_cov_ratio={loss['kl_cov_ratio']}",
         f"{actor}.policy_loss.ppo_kl_coef={loss['ppo_kl_coef']}",
         f"algorithm.filter_groups.enable={str(spec['filter_groups']).lower()}",
+        # For the record: verl 0.9.1's V1 trainer refills filtered groups from its replay buffer and ignores it.
+        f"algorithm.filter_groups.max_num_gen_batches={spec['max_num_gen_batches']}",
         f"actor_rollout_ref.rollout.val_kwargs.temperature={spec['val_protocol']['temperature']}",
         f"actor_rollout_ref.rollout.val_kwargs.n={spec['val_protocol']['n']}",
         f"actor_rollout_ref.rollout.val_kwargs.do_sample={str(spec['val_protocol']['temperature'] > 0).lower()}",
@@ -131,6 +160,8 @@ def verl_launch_overrides(scale_cfg: dict, run_id: str, root: str) -> list[str]:
         f"actor_rollout_ref.rollout.max_model_len={prompt_len + spec['max_response_length']}",
         # Only verl 0.9.1's V1 trainer applies algorithm.filter_groups (its replay buffer); never rely on the default.
         "trainer.use_v1=true",
+        # The measures of Eq. 5, Eq. 10 and Eq. 8-9 on each whole update batch (verl_plugin.PaperMeasuresTrainer).
+        f"trainer.v1.trainer_mode={TRAINER_MODE}",
         "algorithm.filter_groups.metric=reward",
         "trainer.project_name=entropy-mechanism",
         f"trainer.experiment_name={run_id}",

@@ -12,9 +12,10 @@ from pathlib import Path
 import pandas as pd
 
 from . import analysis, atomic
-from .metrics import COV_TOP
 
-COV_GROUPS = {**{col: f"Top {col.removeprefix('cov_top')}%" for col in COV_TOP}, "cov_all": "All"}
+# Table 1's rows: the token covariance (Eq. 10) columns of the metrics contract, named in analysis so
+# the tables need no torch (metrics.py, which produces them, does).
+COV_GROUPS = {**{col: f"Top {col.removeprefix('cov_top')}%" for col in analysis.TOKEN_COV_TOP}, analysis.TOKEN_COV: "All"}
 
 
 def table01_covariance_distribution(metrics_by_run: dict[str, pd.DataFrame], labels: dict[str, str], **_) -> pd.DataFrame:

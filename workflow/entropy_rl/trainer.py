@@ -8,8 +8,9 @@ with verl's estimator, then take one optimiser step per mini-batch of
 loss. Later mini-batches are off-policy, which is what the PPO clip, Clip-Cov
 and KL-Cov act on.
 
-Row ``t`` of the metrics describes policy π_t before its update: the entropy
-of its rollout batch and, every ``val_every`` steps, its validation accuracy.
+Row ``t`` of the metrics describes policy π_t before its update: the entropy (Eq. 5) and the
+covariances (Eq. 10, Eq. 8–9) of the batch it is updated on (the groups the filter keeps, as in
+verl) and, every ``val_every`` steps, its validation accuracy. ``metrics`` defines each measure.
 """
 
 from __future__ import annotations
@@ -120,7 +121,7 @@ def train(
             )
             log.info("resuming from %s: steps 0-%d done", path, start - 1)
 
-    def update(rollout, rewards: np.ndarray, old_log_prob, prompt_acc: np.ndarray, keep_groups: np.ndarray) -> dict:
+    def update(rollout, rewards: np.ndarray, old_log_prob, keep_groups: np.ndarray) -> dict:
         """Advantages of the kept groups, then ``ppo_epochs`` passes of verl's actor loss over mini-batches."""
         keep = group_rows(keep_groups, n)
         batch = rollout.select(keep)
@@ -138,12 +139,11 @@ def train(
         if reference is not None and loss_cfg["kl_loss_coef"] > 0:
             with torch.no_grad():
                 ref_lp, _ = generation.forward_response(reference, batch, temp, with_entropy=False)
-        out = metrics.covariance_summary(
-            old_lp, advantages, mask, torch.from_numpy(np.repeat(prompt_acc[keep_groups], n))
-        )
+        out = metrics.covariance_summary(old_lp, advantages, mask)
+        out.update(metrics.bandit_covariance(old_lp, advantages, mask, group_index, rewards[keep]))
 
         policy.train()
-        step_metrics = []
+        step_metrics, token_stats = [], []
         for _ in range(spec["ppo_epochs"]):
             for groups in minibatches(len(keep_groups), spec["ppo_mini_batch_size"], rng):
                 sel = group_rows(groups, n)
@@ -160,6 +160,8 @@ def train(
                 torch.nn.utils.clip_grad_norm_(policy.parameters(), spec["grad_clip"])
                 optimizer.step()
                 step_metrics.append(m)
+                token_stats.append(metrics.loss_token_stats(config, log_prob, old_lp[sel], advantages[sel], mb.response_mask, m))
+        out.update(metrics.pooled_loss_stats(token_stats))
         out["pg_loss"] = float(np.mean([m["actor/pg_loss"] for m in step_metrics]))
         out["pg_clipfrac"] = float(np.mean([m.get("actor/pg_clipfrac", math.nan) for m in step_metrics]))
         out["ppo_kl"] = float(np.mean([m.get("actor/ppo_kl", math.nan) for m in step_metrics]))
@@ -167,36 +169,39 @@ def train(
 
     started = time.time()
     for step in range(start, spec["steps"] + 1):
-        if cursor + spec["prompts_per_step"] > len(order):
-            order, cursor = rng.permutation(len(prompts)), 0
-        idx = order[cursor : cursor + spec["prompts_per_step"]]
-        cursor += len(idx)
-        batch_prompts = [prompts[i] for i in idx]
-        golds = [answers[i] for i in idx for _ in range(n)]
-
+        # Keep only prompts whose group has both correct and wrong answers: the batch the policy is
+        # updated on, whose entropy (Eq. 5) the row reports. The kept groups are not topped up to a
+        # full batch, but a step that keeps none draws the next prompts, up to max_num_gen_batches
+        # times, as verl's trainer keeps generating until it has a batch to update on.
         policy.eval()
-        rollout = generation.generate(policy, tokenizer, batch_prompts, n=n, temperature=temp, max_new_tokens=max_len)
-        rewards = np.asarray(grading.score(golds, rollout.texts), dtype=np.float32)
+        for _ in range(max(1, spec["max_num_gen_batches"])):
+            if cursor + spec["prompts_per_step"] > len(order):
+                order, cursor = rng.permutation(len(prompts)), 0
+            idx = order[cursor : cursor + spec["prompts_per_step"]]
+            cursor += len(idx)
+            golds = [answers[i] for i in idx for _ in range(n)]
+            rollout = generation.generate(policy, tokenizer, [prompts[i] for i in idx], n=n, temperature=temp, max_new_tokens=max_len)
+            rewards = np.asarray(grading.score(golds, rollout.texts), dtype=np.float32)
+            prompt_acc = rewards.reshape(-1, n).mean(axis=1)
+            keep_groups = np.flatnonzero((prompt_acc > 0) & (prompt_acc < 1)) if spec["filter_groups"] else np.arange(len(idx))
+            if len(keep_groups):
+                break
         with torch.no_grad():
             old_log_prob, token_entropy = generation.forward_response(policy, rollout, temp)
-        entropy = metrics.masked_token_mean(token_entropy, rollout.response_mask)
+        kept = group_rows(keep_groups, n)
+        entropy = metrics.policy_entropy(token_entropy[kept], rollout.response_mask[kept])
         row = {
             "step": step,
             "entropy": entropy,
             "reward_mean": float(rewards.mean()),
             "response_length": float(rollout.response_mask.sum(dim=1).float().mean()),
+            "kept_prompt_frac": len(keep_groups) / len(idx),
         }
         if step % spec["val_every"] == 0 or step == spec["steps"]:
             row.update(validate(policy, tokenizer, val_sets, max_len))
         if step < spec["steps"]:
-            # Keep only prompts whose group has both correct and wrong answers.
-            prompt_acc = rewards.reshape(-1, n).mean(axis=1)
-            keep_groups = (
-                np.flatnonzero((prompt_acc > 0) & (prompt_acc < 1)) if spec["filter_groups"] else np.arange(len(idx))
-            )
-            row["kept_prompt_frac"] = len(keep_groups) / len(idx)
             if len(keep_groups):
-                row.update(update(rollout, rewards, old_log_prob, prompt_acc, keep_groups))
+                row.update(update(rollout, rewards, old_log_prob, keep_groups))
             else:
                 log.info("step %d: no prompt with mixed outcomes; no update", step)
         rows.append(row)

@@ -19,14 +19,25 @@ import pandas as pd
 
 from . import metrics
 
+# verl's key -> column; where two keys feed one column, the later wins. verl 0.9.1 runs log the
+# paper's measures of each whole update batch as paper/* (verl_plugin.PaperMeasuresTrainer). PRIME
+# runs on verl 0.4.1, whose only entropy is its own actor/entropy: the same batch (the groups the
+# filter kept), aggregated token-mean rather than Eq. 5's mean of response means.
 TRAINING_KEYS = {
     "actor/entropy": "entropy",
+    "paper/entropy": "entropy",
     "critic/score/mean": "reward_mean",
     "response_length/mean": "response_length",
     "actor/pg_loss": "pg_loss",
     "actor/pg_clipfrac": "pg_clipfrac",
     "actor/ppo_kl": "ppo_kl",
-    **{f"actor/{name}": name for name in ["cov_all", *metrics.COV_TOP]},
+    **{f"paper/{name}": name for name in ["cov_all", *metrics.COV_TOP, "bandit_cov", *metrics.BANDIT_ACC]},
+}
+# Columns pooled from the loss plugin's per-micro-batch sums and counts: verl logs each one's mean
+# over the micro-batches, so the ratio of the two means is the ratio of the pooled sums.
+LOSS_RATIOS = {
+    "cliphigher_cov": ("actor/cliphigher_cov_sum", "actor/cliphigher_tokens"),
+    "cov_touched_frac": ("actor/cov_touched_tokens", "actor/response_tokens"),
 }
 VALIDATION_KEY = re.compile(r"^val-core/(?P<source>.+)/(?P<var>acc|reward)/mean@(?P<n>\d+)$")
 
@@ -87,6 +98,9 @@ def to_metrics_table(records: list[dict], benchmarks: list[str]) -> pd.DataFrame
     for record in records:
         step, data = int(record["step"]), record["data"]
         train = {col: float(data[key]) for key, col in TRAINING_KEYS.items() if key in data}
+        for col, (part, whole) in LOSS_RATIOS.items():
+            if part in data and whole in data:
+                train[col] = float(data[part]) / float(data[whole]) if float(data[whole]) else math.nan
         if train and step >= 1:
             rows.setdefault(step - 1, {}).update(train)
         for key, value in data.items():

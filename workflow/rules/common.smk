@@ -318,12 +318,8 @@ def train_data_with_budget(wildcards):
 
 def preflight_scope(wildcards):
     """What one run's preflight reads: the run, its model and treatment, the defaults, the lengths."""
-    run = S["runs"][wildcards.run]
     return canonical({
-        "runs": {wildcards.run: run},
-        "models": {run["model"]: S["models"][run["model"]]},
-        "treatments": {run["treatment"]: S["treatments"][run["treatment"]]},
-        "train": S["train"],
+        **run_spec.run_scope(S, wildcards.run),
         "data": {"max_prompt_length": S["data"]["max_prompt_length"], "benchmarks": {b: {} for b in BENCHMARKS}},
         "eval": {"max_new_tokens": S["eval"]["max_new_tokens"]},
     })  # fmt: skip

@@ -23,7 +23,8 @@ log.info(
 # verl's workers import entropy_rl (the covariance loss plugin, the reward): put the package on their path.
 package_root = os.path.dirname(os.path.dirname(os.path.abspath(snakemake.input.code[0])))
 pythonpath = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
-env = {**os.environ, "TENSORBOARD_DIR" if prime else "VERL_FILE_LOGGER_PATH": str(verl_log), "PYTHONPATH": pythonpath}
+env = {**os.environ, "TENSORBOARD_DIR" if prime else "VERL_FILE_LOGGER_PATH": str(verl_log), "PYTHONPATH": pythonpath,
+       **({} if prime else launch.VERL_ENV)}  # fmt: skip
 command = launch.bind(snakemake.params.command, "results")
 log.info("command: %s", " ".join(command))
 code = launch.run(command, launch.allocation_nodes(), snakemake.params.gpus_per_node, env)

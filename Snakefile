@@ -12,6 +12,7 @@ report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/cluster.smk"
 
 
 wildcard_constraints:

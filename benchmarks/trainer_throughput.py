@@ -15,8 +15,8 @@ import time
 import numpy as np
 import torch
 import yaml
-
-from entropy_rl import algorithms, data, generation, models, spec, tokenizer
+from entropy_rl.core import formats, model_size, spec
+from entropy_rl.mini import algorithms, data, generation, models, tokenizer
 
 
 def main() -> None:
@@ -34,7 +34,7 @@ def main() -> None:
     small["pretrain"] = dict(small["pretrain"], prompts=64, repeats=1)
     with tempfile.TemporaryDirectory() as tmp:
         paths = data.prepare_mini_data(small, tmp)
-        prompts, answers = data.prompts_and_answers(data.load_verl_parquet(paths["train"]))
+        prompts, answers = formats.prompts_and_answers(formats.load_verl_parquet(paths["train"]))
         texts = [p[-1]["content"] + f" \\boxed{{{a}}}" for p, a in zip(prompts, answers)]
         tokenizer.build_tokenizer(texts, cfg["tokenizer"]["vocab_size"]).save_pretrained(tmp + "/tok")
         model, tok = models.build_mini_model(cfg["models"][args.model]["family"], cfg["models"][args.model], tmp + "/tok", 0)
@@ -69,7 +69,7 @@ def main() -> None:
         if r:
             rollout_rates.append(int(rollout.response_mask.sum()) / (t1 - t0))
             update_rates.append(updates / (t3 - t2))
-    params = models.non_embedding_params(model)
+    params = model_size.non_embedding_params(model.config.to_dict())
     print(f"model {args.model} ({params} non-embedding parameters), {per_step} prompts x {n} samples, "
           f"max {s['max_response_length']} new tokens, mini-batch {mb} prompts, {args.threads} thread(s), {args.repeats} repeats")
     print(f"rollout tokens/s:        median {statistics.median(rollout_rates):8.0f}  (min {min(rollout_rates):.0f}, max {max(rollout_rates):.0f})")

@@ -9,7 +9,7 @@ import pytest  # noqa: E402
 
 @pytest.fixture(scope="session")
 def mini_tokenizer(tmp_path_factory):
-    from entropy_rl import tokenizer
+    from entropy_rl.mini import tokenizer
 
     texts = [f"Calculate {a} + {b}. Put the final answer in \\boxed{{{a + b}}}." for a in range(10) for b in range(10)]
     tok = tokenizer.build_tokenizer(texts + ["Question: Answer:"], 300)
@@ -21,7 +21,7 @@ def mini_tokenizer(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_policy(mini_tokenizer, tmp_path_factory):
     """A freshly initialised tiny Qwen2, saved and loaded back as a hub model would be."""
-    from entropy_rl import models
+    from entropy_rl.mini import models
 
     arch = dict(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, num_kv_heads=1)
     model, tok = models.build_mini_model("qwen2", arch, mini_tokenizer, seed=0)

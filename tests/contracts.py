@@ -2,15 +2,14 @@
 
 import numpy as np
 import pandas as pd
-
-from entropy_rl import metrics
+from entropy_rl.core import metric_columns
 
 EVAL_SAMPLE_COLUMNS = ["benchmark", "problem_id", "sample", "response", "extracted", "ground_truth", "correct"]
 
 
 def check_metrics(frame: pd.DataFrame, benchmarks, steps: int, val_every: int) -> None:
     """results/runs/{run}/metrics.parquet: one row per step, the agreed columns, sane values."""
-    for col in metrics.BASE_COLUMNS + ["val_acc"] + [f"val_acc/{b}" for b in benchmarks]:
+    for col in metric_columns.BASE_COLUMNS + ["val_acc"] + [f"val_acc/{b}" for b in benchmarks]:
         assert col in frame.columns, col
     assert frame["step"].tolist() == list(range(steps + 1))
     # Eq. 5 over the update batch: undefined only on a step whose groups the filter all dropped.

@@ -1,1 +1,23 @@
-"""Reproduction of the entropy mechanism of RL for reasoning LMs: the stages the workflow runs."""
+"""Reproduction of the entropy mechanism of RL for reasoning LMs: the stages the workflow runs.
+
+Four layers, each a subpackage; the import rule between them is a contract the tests check
+(``[tool.importlinter]`` in pyproject.toml):
+
+- ``core``: what both scales share: data formats, grading, the code sandbox, the reward, the run
+  spec and config, the metrics contract and the measures, resume fingerprints, job plumbing.
+- ``mini``: the CPU miniature: reasoning-gym tasks, the tokenizer and tiny models, generation,
+  the paper's algorithms, the trainer, evaluation and the power-sampling proposal with transformers.
+- ``paper``: the GPU scale: hub downloads, paper datasets, verl launch, plugin and metrics, the
+  preflight, containers, the GPU budget, vLLM evaluation and proposal.
+- ``study``: what turns runs into the paper's findings: analysis, figures, tables, the
+  power-sampling study, the audit. It loads no torch, verl or vLLM.
+
+``mini`` and ``paper`` import only ``core``; ``study`` imports only ``core``.
+"""
+
+from pathlib import Path
+
+# The checkout, found from this package's own location (the one place that knows it).
+PACKAGE_DIR = Path(__file__).resolve().parent
+WORKFLOW_DIR = PACKAGE_DIR.parent
+PROJECT_DIR = WORKFLOW_DIR.parent

@@ -1,10 +1,10 @@
 rule fit_run:
     """R = -a exp(H) + b on one run's validation points, and the early-step prediction."""
     input:
-        metrics="results/runs/{run}/metrics.parquet",
-        code=code("analysis"),
+        metrics=RUN_METRICS,
+        code=code("study.analysis"),
     output:
-        "results/analysis/fits/{run}.json",
+        RUN_FIT,
     params:
         early_fit_steps=S["analysis"]["early_fit_steps"],
     log:
@@ -18,9 +18,9 @@ rule fit_run:
 rule fit_table:
     """Every run's fit in one table."""
     input:
-        fits=expand("results/analysis/fits/{run}.json", run=RUNS),
+        fits=expand(RUN_FIT, run=RUNS),
     output:
-        csv="results/analysis/fits.csv",
+        csv=FIT_TABLE,
         parquet="results/analysis/fits.parquet",
     log:
         "results/logs/fit_table.log",

@@ -4,12 +4,12 @@ rule audit:
         ledger=os.path.join(workflow.basedir, "claims.yaml"),
         schema=os.path.join(workflow.basedir, "workflow", "schemas", "claims.schema.yaml"),
         metrics=run_metrics(RUNS),
-        summaries=expand("results/eval/{run}/summary.parquet", run=RUNS),
-        models=expand("results/models/{model}", model=MODELS),
+        summaries=expand(EVAL_SUMMARY, run=RUNS),
+        models=expand(MODEL_DIR, model=MODELS),
         power=power_samples(list(power_methods())) if POWER else [],
-        code=code("audit", "analysis", "artifacts", "power_study", "evaluate"),
+        code=code("study.audit"),
     output:
-        md="results/audit/audit.md",
+        md=AUDIT_MD,
         html=report("results/audit/audit.html", caption="../report/audit.rst", category="Audit"),
         csv="results/audit/audit.csv",
     params:

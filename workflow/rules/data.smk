@@ -3,10 +3,10 @@ if MINI:
     rule prepare_mini_data:
         """Procedural tasks from reasoning-gym at fixed seeds, as verl parquet."""
         input:
-            code=code("data"),
+            code=code("mini.data"),
         output:
-            train="results/data/train.parquet",
-            pretrain="results/data/pretrain.parquet",
+            train=TRAIN_DATA,
+            pretrain=PRETRAIN_CORPUS,
             benchmarks=bench_files(),
         params:
             spec=canonical({k: v for k, v in S["data"].items() if k != "train_sets"}),
@@ -21,9 +21,9 @@ if MINI:
         """A further training set from other task families, for runs that name it (Appendix C)."""
         input:
             benchmarks=bench_files(),
-            code=code("data"),
+            code=code("mini.data"),
         output:
-            "results/data/train/{train_set}.parquet",
+            TRAIN_SET,
         params:
             spec=lambda wc: canonical(S["data"]["train_sets"][wc.train_set]),
             benchmarks=canonical(S["data"]["benchmarks"]),
@@ -40,9 +40,9 @@ else:
     rule download_dataset:
         """One hub dataset at its locked commit (or from the mirror), every file checksummed."""
         input:
-            code=code("hub"),
+            code=code("paper.hub"),
         output:
-            directory("results/data/sources/{source}"),
+            directory(SOURCE_DIR),
         params:
             repo=lambda wc: S["data"]["sources"][wc.source]["hub"],
             revision=lambda wc: S["data"]["sources"][wc.source].get("revision"),
@@ -63,10 +63,10 @@ else:
         """A downloaded source against every part that reads it (globs, fields, readable files),
         from file listings and schemas only: a mismatch names what is there, and the download stays."""
         input:
-            source="results/data/sources/{source}",
-            code=code("paper_data"),
+            source=SOURCE_DIR,
+            code=code("paper.data"),
         output:
-            "results/preflight/sources/{source}.txt",
+            SOURCE_CHECKED,
         params:
             parts=lambda wc: canonical({n: p for n, p in S["data"]["parts"].items() if p["source"] == wc.source}),
         log:
@@ -81,9 +81,9 @@ else:
         input:
             source=lambda wc: source_dir(S["data"]["benchmarks"][wc.benchmark]["part"]),
             checked=lambda wc: source_checked(S["data"]["benchmarks"][wc.benchmark]["part"]),
-            code=code("paper_data", "data"),
+            code=code("paper.data"),
         output:
-            "results/data/benchmarks/{benchmark}.parquet",
+            BENCHMARK_FILE,
         params:
             part=lambda wc: canonical(S["data"]["parts"][S["data"]["benchmarks"][wc.benchmark]["part"]]),
             part_name=lambda wc: S["data"]["benchmarks"][wc.benchmark]["part"],
@@ -101,7 +101,7 @@ else:
         input:
             bench_files(),
         output:
-            "results/data/benchmarks/validation.parquet",
+            VALIDATION_SET,
         log:
             "results/logs/validation_set.log",
         container:
@@ -114,9 +114,9 @@ else:
         input:
             sources=lambda wc: sorted({source_dir(p) for p in S["data"]["train_sets"][wc.train_set]}),
             checked=lambda wc: sorted({source_checked(p) for p in S["data"]["train_sets"][wc.train_set]}),
-            code=code("paper_data", "data"),
+            code=code("paper.data"),
         output:
-            "results/data/train/{train_set}.parquet",
+            TRAIN_SET,
         params:
             parts=lambda wc: {p: canonical(S["data"]["parts"][p]) for p in S["data"]["train_sets"][wc.train_set]},
             templates=canonical(S["data"]["prompt_templates"]),

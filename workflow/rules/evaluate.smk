@@ -6,11 +6,12 @@ if MINI:
         input:
             model="results/runs/{run}/final",
             benchmarks=bench_files(),
-            code=code("evaluate", "generation", "grading", "reward", "data", "models"),
+            code=code("mini.evaluate", "mini.data", "mini.models"),
         output:
             samples=expand("results/eval/{{run}}/{benchmark}.parquet", benchmark=BENCHMARKS),
             summary="results/eval/{run}/summary.parquet",
         params:
+            backend="mini",
             protocols=protocols(),
             max_new_tokens=S["eval"]["max_new_tokens"],
             pass_k=S["eval"]["pass_k"],
@@ -32,11 +33,12 @@ else:
         input:
             model="results/runs/{run}/final",
             benchmarks=bench_files(),
-            code=code("evaluate", "grading", "reward", "sandbox", "data", "prompt_format"),
+            code=code("paper.evaluate"),
         output:
             samples=expand("results/eval/{{run}}/{benchmark}.parquet", benchmark=BENCHMARKS),
             summary="results/eval/{run}/summary.parquet",
         params:
+            backend="paper",
             protocols=protocols(),
             max_new_tokens=lambda wc: run_spec.eval_max_new_tokens(S, wc.run),
             pass_k=S["eval"]["pass_k"],
@@ -57,4 +59,4 @@ else:
         container:
             image("eval")
         script:
-            "../scripts/evaluate_vllm.py"
+            "../scripts/evaluate.py"

@@ -1,4 +1,4 @@
-# One rule per paper figure and table, named as in workflow/entropy_rl/artifacts.py. Each asks only
+# One rule per paper figure and table, named as in workflow/entropy_rl/study/artifacts.py. Each asks only
 # for the runs its config entry lists, so `snakemake fig07_coefficients_vs_size` trains only those.
 
 for _name in ARTIFACT_NAMES:

@@ -3,10 +3,10 @@ if MINI:
     rule build_tokenizer:
         """Byte-level BPE trained offline on the mini task corpus."""
         input:
-            corpus="results/data/pretrain.parquet",
-            code=code("tokenizer"),
+            corpus=PRETRAIN_CORPUS,
+            code=code("mini.tokenizer", "mini.data"),
         output:
-            directory("results/models/tokenizer"),
+            directory(TOKENIZER_DIR),
         params:
             vocab_size=S["tokenizer"]["vocab_size"],
         log:
@@ -20,12 +20,12 @@ if MINI:
     rule build_mini_model:
         """A tiny Hugging Face model, pre-trained on the mini tasks and saved like a hub model."""
         input:
-            tokenizer="results/models/tokenizer",
-            corpus="results/data/pretrain.parquet",
+            tokenizer=TOKENIZER_DIR,
+            corpus=PRETRAIN_CORPUS,
             benchmarks=bench_files(),
-            code=code("models", "evaluate", "generation", "grading"),
+            code=code("mini.models", "mini.evaluate", "mini.data"),
         output:
-            directory("results/models/{model}"),
+            directory(MODEL_DIR),
         params:
             arch=lambda wc: canonical(S["models"][wc.model]),
             pretrain=canonical(S["pretrain"]),
@@ -49,9 +49,9 @@ else:
     rule download_model:
         """A base model from the hub at its locked commit (or the mirror), every file checksummed."""
         input:
-            code=code("hub"),
+            code=code("paper.hub"),
         output:
-            directory("results/models/{model}"),
+            directory(MODEL_DIR),
         params:
             repo=lambda wc: S["models"][wc.model]["hub"],
             revision=lambda wc: S["models"][wc.model].get("revision"),

@@ -11,10 +11,11 @@ if POWER:
                 base=f"results/models/{POWER['model']}",
                 policy=power_policy,
                 benchmarks=expand("results/data/benchmarks/{benchmark}.parquet", benchmark=POWER["benchmarks"]),
-                code=code("power_sampling", "evaluate", "generation", "grading", "reward", "data", "models"),
+                code=code("mini.power_sampling", "mini.data", "mini.models"),
             output:
                 "results/power/samples/{method}.parquet",
             params:
+                backend="mini",
                 method=lambda wc: power_methods()[wc.method],
                 problems=POWER["problems"],
                 n=POWER["n"],
@@ -39,10 +40,11 @@ if POWER:
                 policy=power_policy_with_budget,
                 preflight="results/preflight/power.txt",
                 benchmarks=expand("results/data/benchmarks/{benchmark}.parquet", benchmark=POWER["benchmarks"]),
-                code=code("power_sampling", "evaluate", "generation", "grading", "reward", "sandbox", "data", "prompt_format"),
+                code=code("paper.power_sampling"),
             output:
                 "results/power/samples/{method}.parquet",
             params:
+                backend="paper",
                 method=lambda wc: power_methods()[wc.method],
                 problems=POWER["problems"],
                 n=POWER["n"],
@@ -64,13 +66,13 @@ if POWER:
             container:
                 image("eval")
             script:
-                "../scripts/power_sample_vllm.py"
+                "../scripts/power_sample.py"
 
     rule power01_accuracy:
         """Single-shot accuracy per benchmark and token cost of each method (that paper's Table 1)."""
         input:
             samples=power_samples(power_main_methods()),
-            code=code("power_study", "evaluate", "figures"),
+            code=code("study.power_study"),
         output:
             csv=report("results/tables/power01_accuracy.csv", caption="../report/artifact.rst", category="Power sampling"),
             md="results/tables/power01_accuracy.md",
@@ -95,7 +97,7 @@ if POWER:
                 _name
             input:
                 samples=power_samples(_methods),
-                code=code("power_study", "evaluate", "figures"),
+                code=code("study.power_study"),
             output:
                 pdf=f"results/figures/{_name}.pdf",
                 png=report(f"results/figures/{_name}.png", caption="../report/artifact.rst", category="Power sampling"),

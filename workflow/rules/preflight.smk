@@ -1,6 +1,6 @@
 # Paper scale: every GPU job waits for a preflight that runs verl's own checks on exactly what the
-# job will run (entropy_rl.preflight). The launch part already ran when the workflow was planned
-# (common.smk, check_launches); these rules add what needs the downloads and the prepared data.
+# job will run (entropy_rl.paper.preflight). The launch part already ran when the workflow was planned
+# (cluster.smk, check_launches); these rules add what needs the downloads and the prepared data.
 
 if not MINI:
 
@@ -14,10 +14,10 @@ if not MINI:
         input:
             model=run_model_dir,
             train=run_train_data,
-            validation="results/data/benchmarks/validation.parquet",
+            validation=VALIDATION_SET,
             code=code(*preflight.LAUNCH_CODE),
         output:
-            "results/preflight/{run}.txt",
+            RUN_PREFLIGHT,
         params:
             scope=preflight_scope,
         log:
@@ -32,10 +32,10 @@ if not MINI:
         rule preflight_power:
             """The power-sampling model against every vLLM engine the study starts it in."""
             input:
-                model=f"results/models/{POWER['model']}",
-                code=code("preflight", "prompt_format"),
+                model=MODEL_DIR.format(model=POWER["model"]),
+                code=code("paper.preflight"),
             output:
-                "results/preflight/power.txt",
+                POWER_PREFLIGHT,
             params:
                 scope=preflight_power_scope(),
             log:

@@ -6,10 +6,10 @@ if MINI:
             model=run_model_dir,
             train=run_train_data,
             benchmarks=bench_files(),
-            code=code("trainer", "algorithms", "prime", "metrics", "generation", "grading", "evaluate", "data", "models"),
+            code=code("mini.trainer"),
         output:
-            metrics="results/runs/{run}/metrics.parquet",
-            final=directory("results/runs/{run}/final"),
+            metrics=RUN_METRICS,
+            final=directory(RUN_FINAL),
         params:
             spec=run_settings,
         threads: 1
@@ -29,16 +29,16 @@ else:
         input:
             model=run_model_dir,
             train=train_data_with_budget,
-            validation="results/data/benchmarks/validation.parquet",
-            preflight="results/preflight/{run}.txt",
-            code=code("launch", "spec", "prompt_format", "verl_plugin", "verl_metrics", "metrics", "reward", "grading", "sandbox", "prime_main"),
+            validation=VALIDATION_SET,
+            preflight=RUN_PREFLIGHT,
+            code=code("paper.launch", "paper.verl_metrics", *launch.TRAINING_MODULES),
         output:
-            metrics="results/runs/{run}/metrics.parquet",
-            final=directory("results/runs/{run}/final"),
+            metrics=RUN_METRICS,
+            final=directory(RUN_FINAL),
         params:
             spec=run_settings,
             command=lambda wc: launch.verl_command(S, wc.run),
-            gpus_per_node=lambda wc: S["models"][S["runs"][wc.run]["model"]]["gpus_per_node"],
+            gpus_per_node=lambda wc: run_model_spec(wc.run)["gpus_per_node"],
             benchmarks=BENCHMARKS,
         resources:
             nodes=lambda wc: train_resources(wc.run)["nodes"],

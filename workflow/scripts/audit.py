@@ -1,8 +1,8 @@
 from pathlib import Path
 
 import yaml
-
-from entropy_rl import atomic, audit, config, logs
+from entropy_rl.core import atomic, config, logs
+from entropy_rl.study import audit
 
 log = logs.setup(snakemake.log[0])
 with open(snakemake.input.ledger) as fh:

@@ -1,21 +1,22 @@
 import json
 from pathlib import Path
 
-from entropy_rl import atomic, data, evaluate, logs, models
+from entropy_rl.core import atomic, formats, logs, model_size
+from entropy_rl.mini import evaluate, models
 
 log = logs.setup(snakemake.log[0], snakemake.threads)
 arch, settings = snakemake.params.arch, snakemake.params.pretrain
 seed = models.model_seed(snakemake.wildcards.model, settings["seed"])
 model, tok = models.build_mini_model(arch["family"], arch, snakemake.input.tokenizer, seed)
-corpus = data.load_verl_parquet(snakemake.input.corpus)
-prompts, _ = data.prompts_and_answers(corpus)
+corpus = formats.load_verl_parquet(snakemake.input.corpus)
+prompts, _ = formats.prompts_and_answers(corpus)
 losses = models.pretrain(model, tok, prompts, list(corpus["response"]), settings["steps"], settings["batch_size"], settings["lr"], seed)
 
 # Starting pass rates, so a model that solves nothing is caught here, not after RL.
 pass_rates = {}
 for path in snakemake.input.benchmarks:
     name = Path(path).stem
-    p, a = data.prompts_and_answers(data.load_verl_parquet(path))
+    p, a = formats.prompts_and_answers(formats.load_verl_parquet(path))
     pass_rates[name] = evaluate.accuracy(model, tok, p, a, snakemake.params.protocols[name], snakemake.params.max_new_tokens)
 log.info("starting pass rates %s", pass_rates)
 if max(pass_rates.values()) == 0:
@@ -25,7 +26,7 @@ meta = {
     "family": arch["family"],
     "seed": seed,
     "arch": arch,
-    "non_embedding_params": models.non_embedding_params(model),
+    "non_embedding_params": model_size.non_embedding_params(model.config.to_dict()),
     "pretrain_final_loss": losses[-1],
     "starting_pass_rates": pass_rates,
 }

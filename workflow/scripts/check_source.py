@@ -1,7 +1,8 @@
 # A downloaded dataset source against the parts that read it: every mismatch, one line each.
 import sys
 
-from entropy_rl import atomic, logs, paper_data
+from entropy_rl.core import atomic, logs
+from entropy_rl.paper import data as paper_data
 
 log = logs.setup(snakemake.log[0])
 problems = paper_data.check_source(snakemake.input.source, snakemake.params.parts)

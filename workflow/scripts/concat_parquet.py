@@ -1,6 +1,5 @@
 import pandas as pd
-
-from entropy_rl import atomic, logs
+from entropy_rl.core import atomic, logs
 
 log = logs.setup(snakemake.log[0])
 frame = pd.concat([pd.read_parquet(path) for path in snakemake.input], ignore_index=True)

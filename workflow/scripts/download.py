@@ -1,4 +1,5 @@
-from entropy_rl import hub, logs
+from entropy_rl.core import logs
+from entropy_rl.paper import hub
 
 log = logs.setup(snakemake.log[0])
 p = snakemake.params

@@ -1,22 +1,24 @@
+# The final policy on every benchmark: graded samples per benchmark and their summary. The rule's
+# `backend` param picks the scale's evaluation (entropy_rl.mini.evaluate: a Hugging Face model;
+# entropy_rl.paper.evaluate: a vLLM engine); both have the entry evaluate_benchmarks.
+import importlib
 from pathlib import Path
 
 import pandas as pd
-import torch
-
-from entropy_rl import atomic, data, evaluate, logs, models
+from entropy_rl.core import atomic, formats, logs, scoring
 
 log = logs.setup(snakemake.log[0], snakemake.threads)
-model, tok = models.load(snakemake.input.model)  # one load for all benchmarks
+p = snakemake.params
+backend = importlib.import_module(f"entropy_rl.{p.backend}.evaluate")
+frames = {Path(path).stem: formats.load_verl_parquet(path) for path in snakemake.input.benchmarks}
 rows = []
-for bench_path, out_path in zip(snakemake.input.benchmarks, snakemake.output.samples):
-    name = Path(bench_path).stem
-    proto = snakemake.params.protocols[name]
-    prompts, answers = data.prompts_and_answers(data.load_verl_parquet(bench_path))
-    torch.manual_seed(snakemake.params.seed)  # sampled benchmarks draw the same samples on every run
-    samples = evaluate.sample_benchmark(model, tok, prompts, answers, proto["temperature"], proto["n"], snakemake.params.max_new_tokens)
+# The rule lists the samples files in the order of its benchmarks.
+for (name, samples), out_path in zip(
+    backend.evaluate_benchmarks(snakemake.input.model, frames, p), snakemake.output.samples
+):
     samples.insert(0, "benchmark", name)
     atomic.to_parquet(samples, out_path)
-    summary = evaluate.summarize(samples, snakemake.params.pass_k)
-    rows.append({"benchmark": name, "temperature": proto["temperature"], **summary})
+    summary = scoring.summarize(samples, p.pass_k)
+    rows.append({"benchmark": name, "temperature": p.protocols[name]["temperature"], **summary})
     log.info("%s %s", name, summary)
 atomic.to_parquet(pd.DataFrame(rows), snakemake.output.summary)

@@ -4,8 +4,8 @@ import inspect
 from pathlib import Path
 
 import pandas as pd
-
-from entropy_rl import analysis, figures, logs
+from entropy_rl.core import logs, model_size
+from entropy_rl.study import figures
 
 log = logs.setup(snakemake.log[0])
 runs = snakemake.params.runs
@@ -16,7 +16,7 @@ available = {
     "caption": snakemake.params.caption,
 }
 if "models" in snakemake.input.keys():
-    available["sizes"] = {run: analysis.non_embedding_params(path) for run, path in zip(runs, snakemake.input.models)}
+    available["sizes"] = {run: model_size.non_embedding_params(path) for run, path in zip(runs, snakemake.input.models)}
     log.info("non-embedding parameters %s", available["sizes"])
 plot = getattr(figures, snakemake.rule)
 wanted = inspect.signature(plot).parameters

@@ -1,8 +1,8 @@
 import json
 
 import pandas as pd
-
-from entropy_rl import analysis, atomic, logs
+from entropy_rl.core import atomic, logs
+from entropy_rl.study import analysis
 
 log = logs.setup(snakemake.log[0])
 metrics = pd.read_parquet(snakemake.input.metrics)

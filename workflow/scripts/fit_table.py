@@ -1,6 +1,7 @@
 import json
 
-from entropy_rl import analysis, atomic, logs
+from entropy_rl.core import atomic, logs
+from entropy_rl.study import analysis
 
 log = logs.setup(snakemake.log[0])
 fits = {}

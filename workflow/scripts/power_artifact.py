@@ -3,8 +3,8 @@ import inspect
 from pathlib import Path
 
 import pandas as pd
-
-from entropy_rl import logs, power_study, tables
+from entropy_rl.core import logs
+from entropy_rl.study import power_study, tables
 
 log = logs.setup(snakemake.log[0])
 p = snakemake.params

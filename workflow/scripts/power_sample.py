@@ -1,26 +1,26 @@
+# One power-sampling-study method: n graded answers to each problem, with their base-model likelihood
+# and token cost. The rule's `backend` param picks the scale's sampler (entropy_rl.mini.power_sampling:
+# Hugging Face models; entropy_rl.paper.power_sampling: vLLM engines on the base model's GPUs); both
+# have the entry sample_benchmarks.
+import importlib
 from pathlib import Path
 
 import pandas as pd
-
-from entropy_rl import atomic, data, logs, models, power_sampling
+from entropy_rl.core import atomic, formats, logs
 
 log = logs.setup(snakemake.log[0], snakemake.threads)
 p = snakemake.params
-base, tokenizer = models.load(snakemake.input.base)
-policy = base if snakemake.input.policy == snakemake.input.base else models.load(snakemake.input.policy)[0]
+backend = importlib.import_module(f"entropy_rl.{p.backend}.power_sampling")
+frames = {Path(path).stem: formats.load_verl_parquet(path).head(p.problems) for path in snakemake.input.benchmarks}
 log.info("method %s: %s", snakemake.wildcards.method, p.method)
-frames = []
-for path in snakemake.input.benchmarks:
-    prompts, answers = data.prompts_and_answers(data.load_verl_parquet(path).head(p.problems))
-    frame = power_sampling.sample_method(
-        policy, tokenizer, base, prompts, answers, p.method, p.n, p.max_new_tokens, p.seed
-    )
-    frame.insert(0, "benchmark", Path(path).stem)
+answers = []
+for name, samples in backend.sample_benchmarks(snakemake.input.base, snakemake.input.policy, frames, p):
+    samples.insert(0, "benchmark", name)
     log.info(
         "%s: accuracy %.3f, %.1f tokens drawn per answer",
-        Path(path).stem,
-        frame["correct"].mean(),
-        frame["drawn_tokens"].mean(),
+        name,
+        samples["correct"].mean(),
+        samples["drawn_tokens"].mean(),
     )
-    frames.append(frame)
-atomic.to_parquet(pd.concat(frames, ignore_index=True), snakemake.output[0])
+    answers.append(samples)
+atomic.to_parquet(pd.concat(answers, ignore_index=True), snakemake.output[0])

@@ -1,7 +1,8 @@
 # One run's preflight (or the power study's model): fail with every problem, one line each.
 import sys
 
-from entropy_rl import atomic, logs, preflight
+from entropy_rl.core import atomic, logs
+from entropy_rl.paper import preflight
 
 log = logs.setup(snakemake.log[0])
 scope = snakemake.params.scope

@@ -1,4 +1,5 @@
-from entropy_rl import atomic, logs, paper_data
+from entropy_rl.core import atomic, logs
+from entropy_rl.paper import data as paper_data
 
 log = logs.setup(snakemake.log[0])
 p = snakemake.params

@@ -1,4 +1,5 @@
-from entropy_rl import data, logs
+from entropy_rl.core import logs
+from entropy_rl.mini import data
 
 log = logs.setup(snakemake.log[0])
 paths = data.prepare_mini_data(snakemake.params.spec, "results/data")

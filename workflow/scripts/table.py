@@ -2,8 +2,8 @@
 from pathlib import Path
 
 import pandas as pd
-
-from entropy_rl import logs, tables
+from entropy_rl.core import logs
+from entropy_rl.study import tables
 
 log = logs.setup(snakemake.log[0])
 runs = snakemake.params.runs

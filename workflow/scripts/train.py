@@ -1,7 +1,8 @@
 import json
 from pathlib import Path
 
-from entropy_rl import logs, trainer
+from entropy_rl.core import logs
+from entropy_rl.mini import trainer
 
 log = logs.setup(snakemake.log[0], snakemake.threads)
 spec = snakemake.params.spec
@@ -11,4 +12,4 @@ val_sets = trainer.validation_sets(benchmarks, spec["val_protocol"], spec["val_s
 run_dir = Path(snakemake.output.final).parent
 assert Path(snakemake.output.metrics) == run_dir / "metrics.parquet"
 # A rerun after a kill resumes from run_dir/checkpoints when the spec and this code are unchanged.
-trainer.train(spec, snakemake.input.model, snakemake.input.train, val_sets, run_dir, code_files=snakemake.input.code)
+trainer.train(spec, snakemake.input.model, snakemake.input.train, val_sets, run_dir)

@@ -4,16 +4,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from entropy_rl import atomic, checkpoints, launch, logs, verl_metrics
+import entropy_rl
+from entropy_rl.core import atomic, logs, modules, resume
+from entropy_rl.paper import launch, verl_metrics
 
 log = logs.setup(snakemake.log[0])
 run_dir = Path(snakemake.output.metrics).parent
 ckpt_dir = run_dir / "checkpoints"
 # verl resumes from ckpt_dir (resume_mode=auto) only when it holds this run's trajectory: checkpoints
 # of other settings, or of other reward or loss code, are moved aside and training starts afresh.
-shaping = [p for p in snakemake.input.code if Path(p).stem in ("reward", "grading", "sandbox", "verl_plugin")]
-fingerprint = checkpoints.fingerprint(snakemake.params.spec, shaping)
-resuming = checkpoints.claim(ckpt_dir, fingerprint)
+fingerprint = resume.fingerprint(snakemake.params.spec, modules.closure(*launch.TRAINING_MODULES))
+resuming = resume.claim(ckpt_dir, fingerprint)
 # PRIME runs on verl 0.4.1, which logs to TensorBoard only; verl 0.9.1 runs write verl's file log.
 prime = snakemake.params.spec["algorithm"] == "prime"
 verl_log = verl_metrics.next_attempt_log(ckpt_dir, tensorboard=prime)
@@ -21,8 +22,7 @@ log.info(
     "%s; this launch logs to %s", "resuming from the run's checkpoints" if resuming else "starting afresh", verl_log
 )
 # verl's workers import entropy_rl (the covariance loss plugin, the reward): put the package on their path.
-package_root = os.path.dirname(os.path.dirname(os.path.abspath(snakemake.input.code[0])))
-pythonpath = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
+pythonpath = os.pathsep.join(filter(None, [str(entropy_rl.WORKFLOW_DIR), os.environ.get("PYTHONPATH")]))
 env = {**os.environ, "TENSORBOARD_DIR" if prime else "VERL_FILE_LOGGER_PATH": str(verl_log), "PYTHONPATH": pythonpath,
        **({} if prime else launch.VERL_ENV)}  # fmt: skip
 command = launch.bind(snakemake.params.command, "results")

@@ -1,0 +1,80 @@
+"""The power-sampling study's methods: built from a scale's config, each name once."""
+
+import copy
+import subprocess
+import sys
+
+import pytest
+import yaml
+from entropy_rl.core import power_methods
+from support import ROOT
+
+CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())
+
+
+def build(scale="mini", edit=None):
+    power = copy.deepcopy(CONFIG[scale]["power_sampling"])
+    if edit:
+        edit(power)
+    return power_methods.build(power, {run: f"label of {run}" for run in power["runs"].values()})
+
+
+def test_the_paper_study_has_its_methods_in_order_with_their_settings_and_labels():
+    study = build("paper")
+    assert list(study.methods) == ["base", "low-temp", "power", "grpo", "clip-cov", "kl-cov",
+                                   "power-alpha1", "power-alpha2", "power-alpha8", "power-mcmc0", "power-mcmc2", "power-mcmc5"]  # fmt: skip
+    assert study.methods["low-temp"] == {"kind": "sample", "temperature": 0.25}
+    assert study.methods["power"] == {"kind": "power", "alpha": 4.0, "block_size": 192, "n_mcmc": 10}
+    assert study.methods["power-mcmc2"] == {"kind": "power", "alpha": 4.0, "block_size": 192, "n_mcmc": 2}
+    assert study.methods["grpo"] == {"kind": "sample", "temperature": 1.0, "run": "qwen2.5-7b-grpo-dapo"}
+    assert list(study.labels) == list(study.methods)
+    assert study.labels["low-temp"] == "Low temperature (T = 1/4)"
+    assert study.labels["power-alpha2"] == "Power sampling (alpha 2, B 192, N_MCMC 10)"
+    assert study.labels["grpo"] == "label of qwen2.5-7b-grpo-dapo"
+
+
+def test_each_artifact_draws_the_main_methods_or_the_sweeps():
+    study = build("mini")
+    assert list(study.artifacts) == list(power_methods.WHAT)
+    assert (
+        study.artifacts["power01_accuracy"] == study.main == ["base", "low-temp", "power", "grpo", "clip-cov", "kl-cov"]
+    )
+    assert study.artifacts["power04_hyperparameters"] == [m for m in study.methods if m.startswith("power")]
+    assert "Base model qwen2-m;" in study.caption("power02_pass_at_k", "mini")
+    assert power_methods.output_files("power01_accuracy") == [
+        "results/tables/power01_accuracy.csv",
+        "results/tables/power01_accuracy.md",
+    ]
+    assert power_methods.output_files("power03_likelihoods")[0] == "results/figures/power03_likelihoods.pdf"
+
+
+def test_answers_count_the_problems_each_benchmark_has():
+    study = build("mini", lambda p: p.update(problems=100, n=4, benchmarks=["addsub", "add4"]))
+    assert study.problems({"addsub": {"size": 60}, "add4": {"size": 500}}) == {"addsub": 60, "add4": 100}
+    assert study.answers({"addsub": {"size": 60}, "add4": {}}) == 4 * (60 + 100)
+
+
+@pytest.mark.parametrize(
+    "edit, name",
+    [
+        (lambda p: p["runs"].update(power=p["runs"]["grpo"]), "power"),  # an RL method named as a base-model method
+        (lambda p: p["sweeps"].update(alpha=[1.0, 2.0, 2.0]), "power-alpha2"),  # a sweep point listed twice
+        (lambda p: p["sweeps"].update(alpha=[2, 2.0]), "power-alpha2"),  # two values, one name
+    ],
+)
+def test_a_method_name_registered_twice_is_refused(edit, name):
+    with pytest.raises(ValueError, match=f"power-sampling method '{name}' is registered twice"):
+        build("mini", edit)
+
+
+def test_register_refuses_a_name_it_has():
+    study = build("mini")
+    with pytest.raises(ValueError, match="'base' is registered twice"):
+        study.register("base", {"kind": "sample", "temperature": 0.5}, "Other base")
+    assert study.methods["base"] == {"kind": "sample", "temperature": 1.0} and study.labels["base"] == "Base (T = 1)"
+
+
+def test_the_registry_loads_without_torch():
+    """The rules and the audit's params read it while the workflow is planned."""
+    code = "import sys, entropy_rl.core.power_methods; assert not {'torch', 'transformers', 'vllm'} & set(sys.modules)"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

@@ -1,0 +1,63 @@
+"""The shared reward: math through math-verify, code through the sandbox, for every test style;
+and the paper-scale evaluator's grading of vLLM outputs."""
+
+import json
+import sys
+import types
+from dataclasses import dataclass
+
+import pandas as pd
+from entropy_rl.core import reward, scoring
+from entropy_rl.paper import evaluate
+
+ADD = "Here it is:\n```python\ndef add(a, b):\n    return a + b\n```"
+WRONG_ADD = "```python\ndef add(a, b):\n    return a - b\n```"
+
+
+def test_math_rows_are_graded_by_math_verify():
+    assert reward.compute_score("math500", "so the answer is \\boxed{\\frac{1}{2}}", "0.5", {"style": "rule"}) == 1.0
+    assert reward.compute_score("math500", "\\boxed{3}", "0.5", None) == 0.0
+
+
+def test_code_styles_run_against_their_tests():
+    asserts = json.dumps(["assert add(1, 2) == 3", "assert add(-1, 1) == 0"])
+    assert reward.is_correct("code:asserts", asserts, ADD) and not reward.is_correct("code:asserts", asserts, WRONG_ADD)
+    module = "from solution import add\n\ndef test_add():\n    assert add(2, 2) == 4\n"
+    assert reward.is_correct("code:pytest", module, ADD) and not reward.is_correct("code:pytest", module, WRONG_ADD)
+    stdio = json.dumps({"inputs": ["1 2\n", "5 7\n"], "outputs": ["3\n", "12\n"]})
+    program = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
+    assert reward.is_correct("code:stdio", stdio, program)
+    assert not reward.is_correct("code:stdio", stdio, program.replace("a + b", "a * b"))
+    assert not reward.is_correct("code:asserts", asserts, "no code block here")
+    assert reward.compute_score("kodcode", ADD, module, {"style": "code:pytest"}) == 1.0
+
+
+@dataclass
+class Completion:
+    text: str
+    token_ids: list
+
+
+def test_vllm_outputs_are_graded_row_by_row(monkeypatch):
+    # vLLM needs a GPU and is not installed here: a stand-in with vLLM's call shape
+    # (LLM.chat -> [RequestOutput(outputs=[CompletionOutput(text, token_ids)])]).
+    fake = types.ModuleType("vllm")
+    fake.SamplingParams = lambda **kw: kw
+    monkeypatch.setitem(sys.modules, "vllm", fake)
+
+    class Engine:
+        def chat(self, messages, params, use_tqdm):
+            # one request per problem, each answer with a seed of its own (vLLM: request seed + i)
+            assert params == [{"n": 2, "temperature": 0.6, "max_tokens": 64, "seed": seed} for seed in (0, 2)]
+            assert messages[0] == [{"role": "user", "content": "1+1?"}]
+            return [types.SimpleNamespace(outputs=[Completion("\\boxed{2}", [1, 2]), Completion("\\boxed{3}", [1])]),
+                    types.SimpleNamespace(outputs=[Completion(ADD, [1] * 9), Completion(WRONG_ADD, [1] * 9)])]  # fmt: skip
+
+    frame = pd.DataFrame({
+        "prompt": [[{"role": "user", "content": "1+1?"}], [{"role": "user", "content": "write add"}]],
+        "reward_model": [{"style": "rule", "ground_truth": "2"}, {"style": "code:asserts", "ground_truth": json.dumps(["assert add(1, 2) == 3"])}],
+    })  # fmt: skip
+    samples = evaluate.vllm_samples(Engine(), frame, {"temperature": 0.6, "n": 2}, 64, 0)
+    assert list(samples["correct"]) == [True, False, True, False]
+    assert list(samples["sample"]) == [0, 1, 0, 1] and list(samples["response_tokens"]) == [2, 1, 9, 9]
+    assert scoring.summarize(samples, [1, 2])["pass_at_2"] == 1.0

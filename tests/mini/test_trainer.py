@@ -1,0 +1,245 @@
+"""The mini trainer runs every algorithm and treatment and honours the metrics contract."""
+
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+import torch
+import yaml
+from contracts import check_metrics
+from entropy_rl.core import atomic, formats, grading, resume, spec
+from entropy_rl.mini import checkpoints, data, models, trainer
+from support import ROOT
+
+BENCH = {
+    "easy": {
+        "task": "chain_sum",
+        "size": 8,
+        "params": {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1},
+        "protocol": {"temperature": 0.0, "n": 1},
+    },
+    "hard": {
+        "task": "chain_sum",
+        "size": 8,
+        "params": {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1},
+        "protocol": {"temperature": 0.6, "n": 2},
+    },
+}
+
+
+DATA = {
+    "seed": 1,
+    "train": {"from": ["easy", "hard"], "size": 64},
+    "pretrain": {
+        "from": ["easy"],
+        "prompts": 200,
+        "repeats": 2,
+        "worked_share": 0.3,
+        "wrong_share": 0.4,
+        "wrong_offsets": [-1, 1],
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def setting(tmp_path_factory, mini_tokenizer):
+    out = tmp_path_factory.mktemp("trainer")
+    paths = data.prepare_mini_data(dict(DATA, benchmarks=BENCH), out)
+    arch = dict(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, num_kv_heads=1)
+    model, tok = models.build_mini_model("qwen2", arch, mini_tokenizer, seed=0)
+    corpus = formats.load_verl_parquet(paths["pretrain"])
+    models.pretrain(
+        model,
+        tok,
+        formats.prompts_and_answers(corpus)[0],
+        list(corpus["response"]),
+        steps=150,
+        batch_size=32,
+        lr=3e-3,
+        seed=0,
+    )
+    model.save_pretrained(out / "base")
+    tok.save_pretrained(out / "base")
+    val = trainer.validation_sets({b: paths[b] for b in BENCH}, {"temperature": 0.6, "n": 2}, 4)
+    cfg = yaml.safe_load((ROOT / "config.yaml").read_text())["mini"]
+    cfg["train"].update(steps=4, prompts_per_step=8, rollout_n=4, ppo_mini_batch_size=4, val_every=2, lr=1e-3)
+    return out, paths, val, cfg
+
+
+@pytest.mark.parametrize(
+    "algorithm, treatment",
+    [("grpo", "none"), ("rloo", "none"), ("reinforce_plus_plus", "none"), ("prime", "none"),
+     ("grpo", "clip_cov"), ("grpo", "kl_cov"), ("grpo", "entropy_loss"), ("grpo", "ref_kl"), ("grpo", "clip_higher")],
+)  # fmt: skip
+def test_every_algorithm_and_treatment_trains(setting, algorithm, treatment):
+    out, paths, val, cfg = setting
+    cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": algorithm, "treatment": treatment}})
+    # Unfiltered groups so every step updates even when this tiny model's groups agree.
+    s = spec.resolve_run(cfg, "r")
+    s["filter_groups"] = False
+    run_dir = out / f"{algorithm}-{treatment}"
+    frame = trainer.train(s, out / "base", paths["train"], val, run_dir)
+    check_metrics(frame, list(BENCH), steps=4, val_every=2)
+    assert frame["pg_loss"].iloc[:-1].notna().all()
+    # Section 4.5's token counts come from the loss calls of the treatments they describe.
+    touched = frame["cov_touched_frac"].iloc[:-1]
+    assert touched.notna().all() if treatment in ("clip_cov", "kl_cov") else touched.isna().all()
+    if treatment != "clip_higher":
+        assert frame["cliphigher_cov"].isna().all()
+    before, after = models.load(out / "base")[0], models.load(run_dir / "final")[0]
+    moved = sum(float((p - q).detach().abs().sum()) for p, q in zip(before.parameters(), after.parameters()))
+    assert moved > 0
+
+
+def test_same_seed_same_run(setting):
+    out, paths, val, cfg = setting
+    cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": "grpo", "treatment": "none"}})
+    s = spec.resolve_run(cfg, "r")
+    a = trainer.train(s, out / "base", paths["train"], val, out / "seed-a")
+    b = trainer.train(s, out / "base", paths["train"], val, out / "seed-b")
+    assert a.equals(b)
+
+
+def test_group_filter_drops_uniform_groups(setting, monkeypatch):
+    """With filtering on, a batch whose groups are all wrong leads to no update."""
+    out, paths, val, cfg = setting
+    cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": "grpo", "treatment": "none"}})
+    s = spec.resolve_run(cfg, "r")
+    monkeypatch.setattr(trainer.grading, "score", lambda golds, texts: [0.0] * len(golds))
+    frame = trainer.train(s, out / "base", paths["train"], val, out / "filtered")
+    assert (frame["kept_prompt_frac"] == 0).all() and frame["pg_loss"].isna().all()
+    assert frame["entropy"].isna().all()  # Eq. 5 is over the update batch, and there is none
+    base, final = models.load(out / "base")[0], models.load(out / "filtered" / "final")[0]
+    assert all(torch.equal(p, q) for p, q in zip(base.parameters(), final.parameters()))
+
+
+def test_entropy_is_measured_on_the_groups_the_filter_keeps(setting, monkeypatch):
+    """Eq. 5 over the update batch, as the authors' trainer logs it: only the one mixed group here."""
+    out, paths, val, cfg = setting
+    cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": "grpo", "treatment": "none"}})
+    s = spec.resolve_run(cfg, "r")
+    n = s["rollout_n"]
+    monkeypatch.setattr(trainer.grading, "score", lambda golds, texts: [float(i < n and i % 2 == 0) for i in range(len(golds))])
+    seen, real = [], trainer.metrics.policy_entropy
+    monkeypatch.setattr(trainer.metrics, "policy_entropy", lambda ent, mask: seen.append(len(ent)) or real(ent, mask))
+    frame = trainer.train(s, out / "base", paths["train"], val, out / "one-group")
+    assert seen == [n] * (s["steps"] + 1) and frame["entropy"].notna().all()
+    assert frame["kept_prompt_frac"].tolist() == [1 / s["prompts_per_step"]] * (s["steps"] + 1)
+
+
+def test_a_step_whose_groups_are_all_dropped_draws_the_next_prompts(setting, monkeypatch):
+    """Every first batch of a step all wrong, every second one with a mixed group: each step updates on the second."""
+    out, paths, val, cfg = setting
+    cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": "grpo", "treatment": "none"}})
+    s = spec.resolve_run(cfg, "r")
+    n, batch = s["rollout_n"], s["prompts_per_step"] * s["rollout_n"]
+    drawn = []
+
+    def score(golds, texts):
+        if len(golds) != batch:  # validation
+            return [0.0] * len(golds)
+        drawn.append(len(golds))
+        return [float(len(drawn) % 2 == 0 and i < n and i % 2 == 0) for i in range(len(golds))]
+
+    monkeypatch.setattr(trainer.grading, "score", score)
+    frame = trainer.train(s, out / "base", paths["train"], val, out / "redrawn")
+    assert len(drawn) == 2 * (s["steps"] + 1) and frame["entropy"].notna().all() and frame["pg_loss"].iloc[:-1].notna().all()
+
+
+class Interrupted(Exception):
+    """Stands in for a kill: raised mid-step, after that step's rollout has drawn its random numbers."""
+
+
+def weights(path):
+    return models.load(path)[0].state_dict()
+
+
+@pytest.mark.parametrize("algorithm, treatment", [("grpo", "kl_cov"), ("prime", "none")])
+def test_a_run_interrupted_mid_step_resumes_to_the_same_end(setting, monkeypatch, caplog, algorithm, treatment):
+    out, paths, val, cfg = setting
+    cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": algorithm, "treatment": treatment}})
+    s = spec.resolve_run(cfg, "r")
+    s.update(filter_groups=False, save_every=2)
+    whole = trainer.train(s, out / "base", paths["train"], val, out / f"whole-{algorithm}")
+    assert not (out / f"whole-{algorithm}" / "checkpoints").exists()  # resume state goes once the outputs exist
+
+    run_dir = out / f"resumed-{algorithm}"
+    calls = []
+
+    def grade_then_die(golds, texts):
+        calls.append(1)
+        if len(calls) == 4:  # step 3: its rollout is sampled, the checkpoint after step 1 is the last
+            raise Interrupted
+        return grading.score(golds, texts)
+
+    monkeypatch.setattr(trainer, "grading", SimpleNamespace(score=grade_then_die))
+    with pytest.raises(Interrupted):
+        trainer.train(s, out / "base", paths["train"], val, run_dir)
+    assert [p.name for p in checkpoints.completed(run_dir / "checkpoints")] == ["step_000002"]
+    assert not (run_dir / "metrics.parquet").exists() and not (run_dir / "final").exists()
+
+    monkeypatch.setattr(trainer, "grading", grading)
+    with caplog.at_level("INFO", logger="entropy_rl.mini.trainer"):
+        resumed = trainer.train(s, out / "base", paths["train"], val, run_dir)
+    assert "steps 0-1 done" in caplog.text
+    pd.testing.assert_frame_equal(resumed, whole, check_exact=True)
+    pd.testing.assert_frame_equal(pd.read_parquet(run_dir / "metrics.parquet"), whole, check_exact=True)
+    a, b = weights(out / f"whole-{algorithm}" / "final"), weights(run_dir / "final")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_checkpoints_of_other_settings_or_code_are_set_aside_not_resumed(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))  # code is named by module, read from its file
+    code, twin = tmp_path / "fp_probe.py", tmp_path / "fp_probe_twin.py"
+    code.write_text("x = 1\n")
+    twin.write_text("x = 1\n")
+    s = {"seed": 0, "lr": 1e-3, "save_every": 5}
+    fp = resume.fingerprint(s, ["fp_probe"])
+    assert resume.fingerprint(dict(s, save_every=7), ["fp_probe"]) == fp  # how often it saves changes nothing
+    assert resume.fingerprint(s, ["fp_probe_twin"]) != fp  # the same text under another module name
+    d = tmp_path / "checkpoints"
+    assert resume.claim(d, fp) is False
+    checkpoints.save(d, 5, {"step": 5})
+    checkpoints.save(d, 10, {"step": 10})
+    assert [p.name for p in checkpoints.completed(d)] == ["step_000010"]  # only the latest is kept
+    assert resume.claim(d, fp) is True
+    assert checkpoints.latest(d)[1] == {"step": 10}
+
+    code.write_text("x = 2\n")
+    assert resume.claim(d, resume.fingerprint(s, ["fp_probe"])) is False
+    assert checkpoints.latest(d) is None
+    assert checkpoints.latest(tmp_path / "checkpoints.stale-1")[1] == {"step": 10}  # kept, not deleted
+    assert resume.claim(d, resume.fingerprint(dict(s, lr=2e-3), ["fp_probe"])) is False
+    assert (tmp_path / "checkpoints.stale-2" / resume.RECORD).exists()
+
+
+def test_an_unreadable_checkpoint_names_itself(tmp_path):
+    d = tmp_path / "checkpoints"
+    checkpoints.save(d, 3, {"step": 3})
+    (d / "step_000003" / "state.pt").write_bytes(b"truncated")
+    with pytest.raises(
+        RuntimeError,
+        match=r"step_000003/state.pt: unreadable checkpoint .* delete .*step_000003 to start this run afresh",
+    ):
+        checkpoints.latest(d)
+
+
+def test_outputs_appear_whole_or_not_at_all(tmp_path):
+    target = tmp_path / "metrics.parquet"
+    frame = pd.DataFrame({"step": [0, 1]})
+    with pytest.raises(Interrupted), atomic.output(target) as tmp:
+        frame.to_parquet(tmp)
+        raise Interrupted
+    assert list(tmp_path.iterdir()) == []  # neither the target nor the temporary
+    atomic.to_parquet(frame, target)
+    with pytest.raises(Interrupted), atomic.output(target) as tmp:
+        tmp.write_bytes(b"half")
+        raise Interrupted
+    pd.testing.assert_frame_equal(pd.read_parquet(target), frame)  # the earlier whole file is untouched
+    final = tmp_path / "final"
+    for version in ("old", "new"):
+        with atomic.output(final) as tmp:
+            tmp.mkdir()
+            (tmp / version).write_text(version)
+    assert [p.name for p in final.iterdir()] == ["new"]  # a directory is replaced, never merged
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["final", "metrics.parquet"]

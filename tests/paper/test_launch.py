@@ -1,0 +1,56 @@
+"""Paper-scale launches and the GPU-hours estimate, up to the GPU boundary."""
+
+import os
+import socket
+import sys
+
+import yaml
+from entropy_rl.core import spec
+from entropy_rl.paper import budget, launch
+from support import ROOT
+
+PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
+
+
+def test_grpo_runs_launch_verls_main_ppo_with_the_covariance_loss_and_our_reward():
+    cmd = launch.bind(launch.verl_command(PAPER, "qwen2.5-32b-grpo-klcov"), "/scratch/results")
+    assert cmd[1:3] == ["-m", "verl.trainer.main_ppo"] and cmd[0] == sys.executable
+    assert "actor_rollout_ref.actor.policy_loss.loss_mode=kl_cov+cov" in cmd
+    assert "reward.custom_reward_function.path=pkg://entropy_rl.core.reward" in cmd  # imported as part of the package
+    assert "data.train_files=/scratch/results/data/train/dapo-math.parquet" in cmd  # Section 4 trains on DAPO-Math
+    assert "actor_rollout_ref.rollout.tensor_model_parallel_size=8" in cmd and "trainer.nnodes=4" in cmd
+
+
+def test_prime_runs_verl_recipes_trainer_with_its_implicit_prm_and_the_accuracy_filter():
+    cmd = launch.verl_command(PAPER, "qwen2.5-7b-prime")
+    assert cmd[1:3] == ["-m", "entropy_rl.paper.prime_main"]  # the recipe's main with our reward (verl 0.4.1)
+    assert "reward_model.model.beta_train=0.05" in cmd and "reward_model.model.optim.lr=1e-06" in cmd
+    assert not any(o.startswith("algorithm.filter_groups") for o in cmd)
+    lower = float(next(o for o in cmd if o.startswith("data.accuracy_lower_bound=")).split("=")[1])
+    upper = float(next(o for o in cmd if o.startswith("data.accuracy_upper_bound=")).split("=")[1])
+    assert 0 < lower < 1 / 8 and 7 / 8 < upper < 1  # drops all-wrong and all-right groups of 8, keeps the rest
+
+
+def test_ray_on_slurm_puts_the_head_on_the_first_node_and_a_worker_on_each_other():
+    head, workers = launch.ray_commands(["gpu01", "gpu02", "gpu03", "gpu04"], 8, 6379)
+    assert head[:4] == ["srun", "--nodes=1", "--ntasks=1", "--nodelist=gpu01"] and "--head" in head and "--num-gpus=8" in head
+    assert workers[:4] == ["srun", "--nodes=3", "--ntasks=3", "--nodelist=gpu02,gpu03,gpu04"] and "--address=gpu01:6379" in workers
+    assert launch.ray_commands(["gpu01"], 8, 6379)[1] is None
+    assert launch.allocation_nodes({}) == [socket.gethostname()]
+
+
+def test_single_node_launch_runs_the_driver_and_returns_its_exit_code():
+    assert launch.run(["python3", "-c", "raise SystemExit(3)"], ["localhost"], 8, dict(os.environ)) == 3
+
+
+def test_gpu_hours_grow_with_model_size_and_prime_costs_more():
+    b = PAPER["budget"]
+    hours = {run: budget.train_gpu_hours(spec.resolve_run(PAPER, run), PAPER["models"][PAPER["runs"][run]["model"]], b, 6000)
+             for run in ["qwen2.5-0.5b-grpo", "qwen2.5-7b-grpo", "qwen2.5-32b-grpo", "qwen2.5-7b-prime"]}  # fmt: skip
+    assert hours["qwen2.5-0.5b-grpo"] < hours["qwen2.5-7b-grpo"] < hours["qwen2.5-32b-grpo"]
+    assert hours["qwen2.5-7b-prime"] > hours["qwen2.5-7b-grpo"]
+    # 7B GRPO, Section 2's 1,200 steps of 512 x 8 responses: FLOPs / (8 GPUs at the configured utilisation) -- thousands
+    # of GPU-hours (about 4,000), not tens of thousands.
+    assert 100 < hours["qwen2.5-7b-grpo"] < 5000
+    assert budget.runtime_minutes(hours["qwen2.5-7b-grpo"], 8, 1.5) == int(-(-hours["qwen2.5-7b-grpo"] / 8 * 60 * 1.5 // 1))
+    assert budget.runtime_minutes(0.01, 8, 1.5) == 60  # the floor

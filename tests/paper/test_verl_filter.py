@@ -1,0 +1,118 @@
+"""The paper drops prompts whose 8 responses are all right or all wrong, and refills the batch.
+
+In verl 0.9.1 only the V1 trainer does this, in its replay buffer. Here the replay buffer is built
+by verl's own trainer code (``PPOTrainer._build_replay_buffer``) from a paper run's composed
+config, on a real TransferQueue in a local Ray, and fed finished groups as the rollout would.
+"""
+
+import types
+
+import pytest
+import torch
+import yaml
+from entropy_rl.paper import preflight
+from support import ROOT
+
+PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
+
+
+@pytest.fixture(scope="module")
+def transfer_queue():
+    tq = pytest.importorskip("transfer_queue")
+    cfg = preflight.compose(preflight.bound_command(PAPER, "qwen2.5-7b-grpo")[3:])
+    cfg.transfer_queue.backend.SimpleStorage.num_data_storage_units = 1  # one storage actor: this machine has 2 cores
+    tq.init(cfg.transfer_queue)
+    yield tq, cfg
+    tq.close()
+    import ray
+
+    ray.shutdown()
+
+
+def test_groups_with_equal_rewards_are_dropped_and_refilled(transfer_queue):
+    from verl.trainer.ppo.v1.trainer_base import PPOTrainer
+
+    tq, cfg = transfer_queue
+    assert cfg.trainer.use_v1 and cfg.algorithm.filter_groups.enable
+    n = cfg.actor_rollout_ref.rollout.n
+    made = []
+
+    def finished_group(rewards):
+        """A prompt whose n responses are scored: trajectories {uid}_{session}_0, then the prompt's tag."""
+        uid = f"p{len(made)}"
+        made.append((uid, tuple(rewards)))
+        for session, reward in enumerate(rewards):
+            scores = torch.zeros(1, 4)
+            scores[0, -1] = reward  # verl puts the sequence reward on the last response token
+            tq.kv_put(key=f"{uid}_{session}_0", partition_id="train", fields={"rm_scores": scores}, tag={"status": "finished"})
+        tq.kv_put(key=uid, partition_id="train", tag={"is_prompt": True, "status": "finished", "global_steps": 1})
+
+    refills = []
+
+    def refill(count):  # the trainer's _add_prompts_to_generate: new prompts, here with mixed rewards
+        refills.append(count)
+        for _ in range(count):
+            finished_group([1.0, 0.0] * (n // 2))
+        return count
+
+    trainer = types.SimpleNamespace(config=cfg, trainer_mode=cfg.trainer.v1.trainer_mode, _add_prompts_to_generate=refill)
+    trainer._resolve_filter_groups_metric = types.MethodType(PPOTrainer._resolve_filter_groups_metric, trainer)
+    buffer = PPOTrainer._build_replay_buffer(trainer)
+    buffer.poll_interval = 0.01
+    for rewards in [[1.0] * n] * 3 + [[0.0] * n] * 3 + [[1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0][:n]] * 2:
+        finished_group(rewards)
+    groups_in = len(made)
+
+    batch, metrics = buffer.sample(global_steps=1, partition_id="train", batch_size=4)
+
+    kept = {key.split("_")[0] for key in batch.keys}
+    rewards = dict(made)
+    print(f"groups in: {groups_in} (6 with equal rewards), refilled: {refills}, kept: {sorted(kept)}, metrics: {metrics}")
+    assert len(kept) == 4 and len(batch.keys) == 4 * n
+    assert all(len(set(rewards[uid])) > 1 for uid in kept)  # no group with all-equal rewards survives
+    assert metrics["training/filter_groups/evicted_samples"] == 6 and refills and sum(refills) >= 6
+
+
+def test_paper_measures_read_the_whole_update_batch(transfer_queue):
+    """verl's own advantage step on a batch in the TransferQueue, then the plugin trainer's measures:
+    the same numbers as entropy_rl.core.metrics on the padded batch (what the mini trainer computes)."""
+    from entropy_rl.core import metrics
+    from entropy_rl.paper import launch, verl_plugin
+    from transfer_queue import KVBatchMeta
+    from verl.utils.tensordict_utils import list_of_dict_to_tensordict
+
+    tq, cfg = transfer_queue
+    assert cfg.trainer.v1.trainer_mode == launch.TRAINER_MODE
+    g = torch.Generator().manual_seed(5)
+    n, keys, rows = cfg.actor_rollout_ref.rollout.n, [], []
+    for prompt, right in enumerate([1, 4, 7]):  # the three difficulty groups of Figure 8
+        for session in range(n):
+            length = int(torch.randint(3, 9, (1,), generator=g))
+            scores = torch.zeros(length)
+            scores[-1] = float(session < right)
+            keys.append(f"m{prompt}_{session}_0")
+            rows.append({"uid": f"m{prompt}", "response_mask": torch.ones(length, dtype=torch.int64), "rm_scores": scores,
+                         "old_log_probs": -torch.rand(length, generator=g) * 2, "entropy": torch.rand(length, generator=g)})  # fmt: skip
+    tq.kv_batch_put(keys=keys, partition_id="train", fields=list_of_dict_to_tensordict(rows))
+    batch = KVBatchMeta(partition_id="train", keys=keys, tags=[{} for _ in keys])
+
+    trainer = object.__new__(verl_plugin.PaperMeasuresTrainer)  # only the advantage step runs: it reads config
+    trainer.config = cfg
+    logged = {}
+    verl_plugin.PaperMeasuresTrainer._compute_advantage(trainer, batch, logged)
+
+    padded = tq.kv_batch_get(keys=keys, partition_id="train", select_fields=["advantages"]).to_padded_tensor()
+    width = padded["advantages"].shape[1]
+    pad = lambda t: torch.nn.functional.pad(t, (0, width - len(t)))  # noqa: E731
+    mask, lp, ent = (torch.stack([pad(r[k].float()) for r in rows]) for k in ("response_mask", "old_log_probs", "entropy"))
+    adv = padded["advantages"]
+    rewards = [float(r["rm_scores"].sum()) for r in rows]
+    uids = [r["uid"] for r in rows]
+    expected = {"entropy": metrics.policy_entropy(ent, mask), **metrics.covariance_summary(lp, adv, mask),
+                **metrics.bandit_covariance(lp, adv, mask, uids, rewards)}  # fmt: skip
+    print({k: round(v, 4) for k, v in logged.items()})
+    assert logged.keys() == {f"paper/{k}" for k in expected}
+    for key, value in expected.items():
+        assert logged[f"paper/{key}"] == pytest.approx(value, rel=1e-6), key
+    # verl's GRPO advantage is one value per response, normalised within each prompt's group
+    assert torch.allclose(adv[0, : int(mask[0].sum())], adv[0, 0].expand(int(mask[0].sum())))

@@ -1,0 +1,675 @@
+"""The claims ledger, the artifact catalogue and the audit's measurements and verdicts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from entropy_rl.core import config, power_methods
+from entropy_rl.study import analysis, artifacts, audit, figures, tables
+from support import ROOT
+
+LEDGER = yaml.safe_load((ROOT / "claims.yaml").read_text())
+SCHEMA = ROOT / "workflow" / "schemas" / "claims.schema.yaml"
+
+
+# ---- the ledger and the catalogue -------------------------------------------------------------
+
+
+def test_ledger_is_valid_and_cross_references_hold():
+    config.validate_against(LEDGER, SCHEMA, "claims.yaml")
+    audit.check_ledger(LEDGER)
+
+
+def test_ledger_errors_name_the_claim():
+    bad = {
+        **LEDGER,
+        "claims": [{**LEDGER["claims"][0], "measure": {"fn": "nope", "artifact": "fig02_cumulative_shares"}}],
+    }
+    with pytest.raises(ValueError, match=r"claim 'shares/entropy-1-12': unknown measure.fn 'nope'"):
+        audit.check_ledger(bad)
+    missing = {**LEDGER, "claims": [{k: v for k, v in LEDGER["claims"][0].items() if k != "source"}]}
+    with pytest.raises(config.ConfigError, match="claims.yaml key claims.0: 'source' is a required property"):
+        config.validate_against(missing, SCHEMA, "claims.yaml")
+
+
+def test_a_measurement_name_registered_twice_is_refused():
+    """Claims name their measurement; a second function under a known name must fail, not replace the first."""
+    first = audit.MEASUREMENTS["cumulative_share"]
+
+    def cumulative_share(study, artifact):
+        raise AssertionError("never called")
+
+    with pytest.raises(
+        ValueError,
+        match=r"measurement 'cumulative_share' is registered twice: in entropy_rl\.study\.audit\.entropy_law and in ",
+    ):
+        audit.measurement(cumulative_share)
+    assert audit.MEASUREMENTS["cumulative_share"] is first
+
+
+def test_ledger_holds_the_papers_headline_numbers():
+    paper = {c["id"]: c["paper"] for c in LEDGER["claims"]}
+    assert (paper["shares/entropy-1-12"], paper["shares/performance-1-12"]) == (73, 76)
+    assert (paper["shares/entropy-1-3"], paper["shares/performance-1-3"]) == (94, 93)
+    assert (paper["prediction/rmse-math"], paper["prediction/rmse-code"]) == (0.9, 1.2)
+    assert (paper["prediction/final-math"], paper["prediction/final-code"]) == (0.5, 1.9)
+    assert (paper["cov-methods/gain-7b"], paper["cov-methods/gain-32b"]) == (2.0, 6.4)
+    rows = LEDGER["table2"]["rows"]
+    assert len(rows) == 2 and all(len(methods) == 4 for methods in rows.values())
+
+
+def test_paper_gains_follow_from_its_table2():
+    """The +2.0 / +6.4 of Section 4.3 are KL-Cov's Avg. minus GRPO's in the ledger's Table 2."""
+    rows = LEDGER["table2"]["rows"]
+    avg = LEDGER["table2"]["columns"].index("Avg.")
+    for model, gain in (("Qwen2.5-7B", 2.0), ("Qwen2.5-32B", 6.4)):
+        best = max(rows[model]["Clip-Cov"][avg], rows[model]["KL-Cov"][avg])
+        assert best - rows[model]["GRPO"][avg] == pytest.approx(gain)
+
+
+def test_catalogue_matches_schema_and_plotting_functions():
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    assert set(schema["$defs"]["artifacts"]["properties"]) == set(artifacts.ARTIFACTS)
+    for name in artifacts.FIGURES:
+        assert callable(getattr(figures, name)), name
+    for name in artifacts.TABLES:
+        assert callable(getattr(tables, name)), name
+
+
+def test_caption_names_scale_runs_and_settings():
+    base = {"steps": 60, "prompts_per_step": 32, "rollout_n": 8, "lr": 3e-4, "temperature": 1.0, "val_every": 5, "algorithm": "grpo",
+            "loss": {"loss_mode": "vanilla", "clip_ratio_low": 0.2, "clip_ratio_high": 0.2, "entropy_coeff": 0.0, "kl_loss_coef": 0.0}}  # fmt: skip
+    kl = {**base, "loss": {**base["loss"], "loss_mode": "kl_cov", "kl_cov_ratio": 0.1, "ppo_kl_coef": 1.0}}
+    text = artifacts.caption("fig11_covariance_methods", "mini", {"g": base, "k": kl}, {"g": "GRPO run", "k": "KL run"})
+    assert text.startswith("Mini scale. GRPO, Clip-higher")
+    assert "60 steps of 32 prompts x 8 responses, lr 0.0003" in text
+    assert "GRPO run: GRPO" in text and "KL run: GRPO, KL-Cov ratio 0.1, coefficient 1" in text
+
+
+def spec(loss_mode="vanilla", low=0.2, high=0.2, ent=0.0, kl=0.0, algorithm="grpo", model="m", **loss):
+    return {"algorithm": algorithm, "model": model,
+            "loss": {"loss_mode": loss_mode, "clip_ratio_low": low, "clip_ratio_high": high, "entropy_coeff": ent, "kl_loss_coef": kl, **loss}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("run_spec", "name"),
+    [
+        (spec(), "GRPO"),
+        (spec(algorithm="rloo"), "RLOO"),
+        (spec(high=0.28), "Clip-higher"),
+        (spec("clip_cov", 1.0, 1.0), "Clip-Cov"),
+        (spec("kl_cov"), "KL-Cov"),
+        (spec(ent=0.01), "Entropy loss"),
+        (spec(kl=0.1), "Reference KL"),
+    ],
+)
+def test_method_names(run_spec, name):
+    assert audit.method(run_spec) == name
+
+
+# ---- measurements and verdicts on synthetic runs ----------------------------------------------
+
+
+def run_metrics(n=60, tau=10.0, a=0.3, b=1.0, h_start=1.0, h_end=0.1, cov_sign=1.0, seed=0, length_growth=0.2,
+                cliphigher=np.nan, touched=np.nan):  # fmt: skip
+    """A metrics table of the contract: entropy from h_start to h_end, the bandit covariance (and by
+    accuracy group, smaller on hard prompts) and the token covariance following the entropy drop."""
+    rng = np.random.default_rng(seed)
+    step = np.arange(n)
+    entropy = h_end + (h_start - h_end) * np.exp(-step / tau) + rng.normal(0, 0.002, n)
+    val = step % 5 == 0
+    acc = {f"val_acc/{bench}": np.where(val, np.clip(analysis.entropy_law(entropy, a, b) + rng.normal(0, 0.01, n), 0, 1), np.nan)
+           for bench in ("x", "y")}  # fmt: skip
+    cov = cov_sign * (0.02 + 0.1 * np.exp(-step / tau))
+    frame = pd.DataFrame({"step": step, "entropy": entropy, "response_length": 10 + length_growth * step, "cov_all": cov / 100, **acc,
+                          "bandit_cov": cov, "bandit_cov_acc0.125": 0.5 * cov, "bandit_cov_acc0.5": cov, "bandit_cov_acc0.875": 1.5 * cov,
+                          "cliphigher_cov": cliphigher, "cov_touched_frac": touched})  # fmt: skip
+    for col, k in {"cov_top0.02": 500, "cov_top0.2": 200, "cov_top2": 80, "cov_top20": 20, "cov_top50": 12}.items():
+        frame[col] = k * frame["cov_all"]
+    frame["val_acc"] = frame[["val_acc/x", "val_acc/y"]].mean(axis=1, skipna=False)
+    return frame
+
+
+def make_study(
+    tmp_path, runs: dict[str, tuple[dict, pd.DataFrame, dict]], artifact_runs: dict, scale="mini"
+) -> audit.Study:
+    """runs: id -> (spec, metrics, {benchmark: accuracy})."""
+    metrics, summaries = {}, {}
+    for run, (_, frame, accs) in runs.items():
+        metrics[run] = tmp_path / f"{run}.metrics.parquet"
+        frame.to_parquet(metrics[run])
+        summaries[run] = tmp_path / f"{run}.summary.parquet"
+        pd.DataFrame({"benchmark": list(accs), "avg_at_n": list(accs.values())}).to_parquet(summaries[run])
+    return audit.Study(
+        scale=scale, artifacts=artifact_runs, specs={r: v[0] for r, v in runs.items()},
+        metrics_paths={r: str(p) for r, p in metrics.items()}, summary_paths={r: str(p) for r, p in summaries.items()},
+        model_paths={}, val_samples={"x": 400, "y": 400}, bench_sizes={"x": 500, "y": 500},
+        bench_roles={"AIME24": "x", "MATH-500": "y"}, model_roles={"Qwen2.5-7B": "m"}, fit_steps=20,
+    )  # fmt: skip
+
+
+def claim(fn, kind="qualitative", paper="text", **measure):
+    return {"id": fn, "claim": fn, "source": "test", "kind": kind, "paper": paper, "measure": {"fn": fn, **measure},
+            "test": "t", "tolerance": {"why": "w"}}  # fmt: skip
+
+
+def test_shares_number_is_not_comparable_at_mini_and_judged_at_paper(tmp_path):
+    runs = {f"r{i}": (spec(), run_metrics(seed=i, tau=8 + 2 * i), {"x": 0.5, "y": 0.5}) for i in range(4)}
+    c = claim("cumulative_share", kind="number", paper=73, artifact="fig02", quantity="entropy", at=1 / 12)
+    mini = audit.judge(c, make_study(tmp_path, runs, {"fig02": list(runs)}))
+    assert mini["verdict"] == audit.NOT_COMPARABLE and "paper scale" in mini["why"]
+    measured = mini["measured"]
+    assert 0 < measured < 100
+    lo, hi = (float(v) for v in mini["tolerance"].split("]")[0].strip("[").split(", "))
+    assert lo <= measured <= hi
+    paper_scale = make_study(tmp_path, runs, {"fig02": list(runs)}, scale="paper")
+    assert audit.judge({**c, "paper": round(measured)}, paper_scale)["verdict"] == audit.REPRODUCED
+    assert audit.judge({**c, "paper": 5}, paper_scale)["verdict"] == audit.NOT_REPRODUCED
+
+
+def test_missing_artifact_and_missing_paper_value_are_not_comparable(tmp_path):
+    runs = {"r": (spec(), run_metrics(), {"x": 0.5, "y": 0.5})}
+    study = make_study(tmp_path, runs, {"fig08": ["r"]}, scale="paper")
+    row = audit.judge(claim("law_fits_within_noise", artifact="fig04_code_fits"), study)
+    assert row["verdict"] == audit.NOT_COMPARABLE and "no runs for fig04_code_fits" in row["why"]
+    row = audit.judge(
+        {
+            **claim("covariance_group", kind="number", paper=None, artifact="fig08", group="cov_all"),
+            "paper_note": "lost",
+        },
+        study,
+    )
+    assert row["verdict"] == audit.NOT_COMPARABLE and row["why"] == "lost"
+    assert row["measured"] == pytest.approx(0.0012)
+
+
+def test_covariance_claims_flip_with_the_data(tmp_path):
+    good = make_study(tmp_path, {"r": (spec(), run_metrics(), {"x": 0.5})}, {"fig08": ["r"]})
+    assert audit.judge(claim("covariance_tracks_entropy", artifact="fig08"), good)["verdict"] == audit.REPRODUCED
+    assert audit.judge(claim("covariance_positive", artifact="fig08", share=0.9), good)["verdict"] == audit.REPRODUCED
+    assert audit.judge(claim("covariance_by_difficulty", artifact="fig08"), good)["verdict"] == audit.REPRODUCED
+    bad = make_study(tmp_path, {"r": (spec(), run_metrics(cov_sign=-1.0), {"x": 0.5})}, {"fig08": ["r"]})
+    assert audit.judge(claim("covariance_tracks_entropy", artifact="fig08"), bad)["verdict"] == audit.NOT_REPRODUCED
+    assert (
+        audit.judge(claim("covariance_positive", artifact="fig08", share=0.9), bad)["verdict"] == audit.NOT_REPRODUCED
+    )
+    assert audit.judge(claim("covariance_by_difficulty", artifact="fig08"), bad)["verdict"] == audit.NOT_REPRODUCED
+
+
+def test_figure8_claims_measure_the_bandit_covariance(tmp_path):
+    """The ledger's Figure 8 claims read bandit_cov: a token covariance of the opposite sign changes nothing."""
+    frame = run_metrics()
+    frame["cov_all"] = -frame["cov_all"]
+    study = make_study(tmp_path, {"r": (spec(), frame, {"x": 0.5})}, {"fig08_covariance": ["r"]})
+    for i in ("covariance/tracks-entropy-change", "covariance/positive", "covariance/harder-smaller"):
+        row = audit.judge(ledger_claim(i), study)
+        assert row["verdict"] == audit.REPRODUCED, row
+        assert "bandit" in row["how"] and "bandit" in ledger_claim(i)["claim"]
+    frame = run_metrics()
+    frame["bandit_cov"] = -frame["bandit_cov"]
+    frame[["bandit_cov_acc0.125", "bandit_cov_acc0.875"]] = frame[
+        ["bandit_cov_acc0.875", "bandit_cov_acc0.125"]
+    ].to_numpy()
+    study = make_study(tmp_path, {"r": (spec(), frame, {"x": 0.5})}, {"fig08_covariance": ["r"]})
+    for i in ("covariance/tracks-entropy-change", "covariance/positive", "covariance/harder-smaller"):
+        assert audit.judge(ledger_claim(i), study)["verdict"] == audit.NOT_REPRODUCED, i
+    frame["bandit_cov_acc0.125"] = np.where(
+        frame["step"] < 4, frame["bandit_cov_acc0.125"], np.nan
+    )  # hard prompts on 4 steps
+    study = make_study(tmp_path, {"r": (spec(), frame, {"x": 0.5})}, {"fig08_covariance": ["r"]})
+    row = audit.judge(ledger_claim("covariance/harder-smaller"), study)
+    assert row["verdict"] == audit.NOT_COMPARABLE and "4 steps with prompts of both" in row["why"]
+
+
+def ledger_claim(claim_id: str) -> dict:
+    return next(c for c in LEDGER["claims"] if c["id"] == claim_id)
+
+
+def table1_run(scale: float = 1.0, outlier: float = 1885.0, mean: float = 0.003) -> pd.DataFrame:
+    """Training step 1 (row 0) carries Table 1's values times ``scale``, the top 0.02% at ``outlier`` times
+    the all-token mean; later steps carry other values, which Table 1 must not read."""
+    frame = run_metrics()
+    paper = {"cov_top0.2": 3.112, "cov_top2": 1.385, "cov_top20": 0.351, "cov_top50": 0.152}
+    for col, v in paper.items():
+        frame[col] = 10.0
+        frame.loc[0, col] = scale * v
+    frame["cov_all"], frame["cov_top0.02"] = 10.0, 10.0
+    frame.loc[0, "cov_all"] = scale * mean
+    frame.loc[0, "cov_top0.02"] = scale * outlier * mean
+    return frame
+
+
+def test_table1_cells_are_judged_within_a_factor_of_2_at_step_1(tmp_path):
+    cells = {c["id"]: c for c in LEDGER["claims"] if c["id"].startswith("table1/") and c["kind"] == "number"}
+    assert {i: c["paper"] for i, c in cells.items()} == {
+        "table1/top-0.02": 5.654, "table1/top-0.2": 3.112, "table1/top-2": 1.385,
+        "table1/top-20": 0.351, "table1/top-50": 0.152, "table1/all": 0.003}  # fmt: skip
+    assert all(c["tolerance"]["factor"] == 2 and "paper_note" not in c for c in cells.values())
+    artifact = {"table01_covariance_distribution": ["r"]}
+    for scale, verdict in (
+        (1.9, audit.REPRODUCED),
+        (0.55, audit.REPRODUCED),
+        (2.1, audit.NOT_REPRODUCED),
+        (0.45, audit.NOT_REPRODUCED),
+    ):
+        study = make_study(tmp_path, {"r": (spec(), table1_run(scale), {"x": 0.5})}, artifact, scale="paper")
+        for i, c in cells.items():
+            row = audit.judge(c, study)
+            assert row["verdict"] == verdict, (scale, row)
+            assert row["measured"] == pytest.approx(scale * c["paper"], rel=1e-3)  # read at step 1, not later
+            assert "training step 1" in row["how"] and "factor 2" in row["tolerance"]
+    negative = make_study(tmp_path, {"r": (spec(), table1_run(-1.0), {"x": 0.5})}, artifact, scale="paper")
+    assert audit.judge(cells["table1/all"], negative)["verdict"] == audit.NOT_REPRODUCED  # same sign needed
+    mini = audit.judge(cells["table1/all"], make_study(tmp_path, {"r": (spec(), table1_run(), {"x": 0.5})}, artifact))
+    assert mini["verdict"] == audit.NOT_COMPARABLE and "paper scale" in mini["why"]
+
+
+def test_factor_tolerance_is_symmetric_and_keeps_the_sign():
+    assert audit.factor_interval(3.0, 2) == (1.5, 6.0)
+    assert audit.factor_interval(-0.03, 2) == (-0.06, -0.015)
+    lo, hi = audit.factor_interval(0.0, 2)
+    assert lo == hi == 0.0
+
+
+def test_factor_tolerance_is_for_numbers_only():
+    bad = {**LEDGER, "claims": [{**ledger_claim("table1/outliers"), "tolerance": {"factor": 2, "why": "w"}}]}
+    with pytest.raises(ValueError, match="tolerance.factor applies to number claims only"):
+        audit.check_ledger(bad)
+    with pytest.raises(config.ConfigError):
+        config.validate_against(bad, SCHEMA, "claims.yaml")
+    low = {**LEDGER, "claims": [{**ledger_claim("table1/all"), "tolerance": {"factor": 1, "why": "w"}}]}
+    with pytest.raises(config.ConfigError, match="factor"):
+        config.validate_against(low, SCHEMA, "claims.yaml")
+
+
+def test_table1_outliers_compare_with_the_papers_ratio(tmp_path):
+    c = ledger_claim("table1/outliers")
+    artifact = {"table01_covariance_distribution": ["r"]}
+    holds = audit.judge(c, make_study(tmp_path, {"r": (spec(), table1_run(outlier=200), {"x": 0.5})}, artifact))
+    assert holds["verdict"] == audit.REPRODUCED
+    assert "= 200x" in holds["measured"] and "paper 1885x" in holds["measured"] and "188x" in holds["how"]
+    short = audit.judge(c, make_study(tmp_path, {"r": (spec(), table1_run(outlier=150), {"x": 0.5})}, artifact))
+    assert short["verdict"] == audit.NOT_REPRODUCED and "= 150x" in short["measured"]
+    for mean in (0.0, -0.003):
+        row = audit.judge(c, make_study(tmp_path, {"r": (spec(), table1_run(mean=mean), {"x": 0.5})}, artifact))
+        assert row["verdict"] == audit.NOT_REPRODUCED and row["measured"].startswith("undefined")
+
+
+def test_law_fit_test_rejects_a_run_that_does_not_follow_the_law(tmp_path):
+    follows = make_study(tmp_path, {"r": (spec(), run_metrics(), {"x": 0.5})}, {"fig03": ["r"]})
+    assert audit.judge(claim("law_fits_within_noise", artifact="fig03"), follows)["verdict"] == audit.REPRODUCED
+    frame = run_metrics()
+    val = frame["val_acc"].notna()
+    for col in ("val_acc/x", "val_acc/y", "val_acc"):  # accuracy zig-zags regardless of entropy
+        frame.loc[val, col] = np.tile([0.2, 0.6], val.sum())[: val.sum()]
+    breaks = make_study(tmp_path, {"r": (spec(), frame, {"x": 0.5})}, {"fig03": ["r"]})
+    assert audit.judge(claim("law_fits_within_noise", artifact="fig03"), breaks)["verdict"] == audit.NOT_REPRODUCED
+
+
+def test_treatment_claims_compare_with_the_same_models_grpo(tmp_path):
+    runs = {
+        "grpo": (spec(), run_metrics(h_end=0.1), {"x": 0.40, "y": 0.40}),
+        "clip": (
+            spec("clip_cov", 1.0, 1.0, clip_cov_ratio=0.01),
+            run_metrics(h_end=0.3, seed=1),
+            {"x": 0.50, "y": 0.50},
+        ),
+        "kl": (spec("kl_cov", ppo_kl_coef=1.0), run_metrics(h_end=0.4, seed=2), {"x": 0.45, "y": 0.45}),
+        "ent": (spec(ent=0.01), run_metrics(h_end=0.6, seed=3), {"x": 0.41, "y": 0.40}),
+    }
+    study = make_study(tmp_path, runs, {"t": list(runs)})
+    assert (
+        audit.judge(claim("treatment_entropy_above_baseline", artifact="t", methods=["Clip-Cov", "KL-Cov"]), study)[
+            "verdict"
+        ]
+        == audit.REPRODUCED
+    )
+    assert (
+        audit.judge(
+            claim("accuracy_vs_baseline", artifact="t", methods=["Clip-Cov", "KL-Cov"], direction="higher"), study
+        )["verdict"]
+        == audit.REPRODUCED
+    )
+    assert (
+        audit.judge(
+            claim("accuracy_vs_baseline", artifact="t", methods=["Entropy loss"], direction="not_higher"), study
+        )["verdict"]
+        == audit.REPRODUCED
+    )
+    assert (
+        audit.judge(claim("accuracy_vs_baseline", artifact="t", methods=["Clip-Cov"], direction="lower"), study)[
+            "verdict"
+        ]
+        == audit.NOT_REPRODUCED
+    )
+    assert (
+        audit.judge(
+            claim("entropy_rises_with", artifact="t", parameter="entropy_coeff", method_name="Entropy loss"), study
+        )["verdict"]
+        == audit.REPRODUCED
+    )
+    gain = audit.judge(claim("best_gain_over_grpo", kind="number", paper=10.0, artifact="t", model="Qwen2.5-7B"), study)
+    assert gain["measured"] == pytest.approx(10.0)
+
+
+@pytest.mark.parametrize("coefficients", [(0.001, 0.01, 0.03), (0.0001, 0.001, 0.005, 0.01)])  # mini, paper
+def test_entropy_loss_sensitivity_by_rank_of_the_coefficient(tmp_path, coefficients):
+    """The smallest coefficient ends near GRPO (within a quarter of GRPO's entropy drop), the largest explodes."""
+    c = ledger_claim("entropy-loss/sensitive")
+
+    def study(small_end, large_end):
+        ends = [small_end, *np.linspace(0.3, 0.5, len(coefficients) - 2), large_end]
+        runs = {"grpo": (spec(), run_metrics(h_end=0.1), {"x": 0.4})}
+        for i, (coef, end) in enumerate(zip(coefficients, ends)):
+            runs[f"ent{coef}"] = (spec(ent=coef), run_metrics(h_end=end, seed=i + 1), {"x": 0.4})
+        return make_study(tmp_path, runs, {"fig09_entropy_loss": list(runs)})
+
+    row = audit.judge(c, study(small_end=0.2, large_end=3.0))
+    assert row["verdict"] == audit.REPRODUCED, row
+    assert (
+        f"smallest entropy_coeff {coefficients[0]:g}" in row["measured"]
+        and f"largest {coefficients[-1]:g}" in row["measured"]
+    )
+    assert (
+        audit.judge(c, study(small_end=0.6, large_end=3.0))["verdict"] == audit.NOT_REPRODUCED
+    )  # the smallest moves entropy
+    assert (
+        audit.judge(c, study(small_end=0.2, large_end=0.5))["verdict"] == audit.NOT_REPRODUCED
+    )  # the largest does not explode
+    assert (
+        audit.judge(c, study(small_end=0.2, large_end=0.9))["verdict"] == audit.NOT_REPRODUCED
+    )  # above 2x GRPO but below its start
+
+
+def test_entropy_loss_sensitivity_needs_two_coefficients(tmp_path):
+    runs = {"grpo": (spec(), run_metrics(), {"x": 0.4}), "ent": (spec(ent=0.01), run_metrics(h_end=3.0), {"x": 0.4})}
+    row = audit.judge(
+        ledger_claim("entropy-loss/sensitive"), make_study(tmp_path, runs, {"fig09_entropy_loss": list(runs)})
+    )
+    assert row["verdict"] == audit.NOT_COMPARABLE and "fewer than 2 Entropy loss coefficients" in row["why"]
+
+
+def test_kl_cov_entropy_10x_over_the_last_third(tmp_path):
+    c = ledger_claim("cov-methods/kl-cov-entropy-10x")
+    assert c["measure"]["artifact"] == "fig12_entropy_accuracy"
+
+    def study(kl_end):
+        runs = {"grpo": (spec(model="l"), run_metrics(h_end=0.01), {"x": 0.4}),
+                "kl": (spec("kl_cov", model="l", ppo_kl_coef=1.0), run_metrics(h_end=kl_end, seed=1), {"x": 0.4}),
+                "clip": (spec("clip_cov", 1.0, 1.0, model="l"), run_metrics(h_end=0.02, seed=2), {"x": 0.4})}  # fmt: skip
+        return make_study(tmp_path, runs, {"fig12_entropy_accuracy": list(runs)})
+
+    row = audit.judge(c, study(0.3))
+    assert row["verdict"] == audit.REPRODUCED and row["measured"].startswith("kl ") and "vs grpo" in row["measured"]
+    assert audit.judge(c, study(0.1))["verdict"] == audit.NOT_REPRODUCED
+
+
+def cov_method_runs(clip_cov_scale=1.0, touched=(2e-4, 5e-4), cliphigher=(-0.025, -0.035)) -> dict:
+    """Figures 11 (model m) and 12 (model l): GRPO, Clip-higher, Clip-Cov and KL-Cov each."""
+    runs = {}
+    for model, ch in zip(("m", "l"), cliphigher):
+        runs[f"{model}-grpo"] = (spec(model=model), run_metrics(), {"x": 0.4})
+        runs[f"{model}-ch"] = (spec(high=0.28, model=model), run_metrics(cliphigher=ch, seed=1), {"x": 0.4})
+        clip = run_metrics(touched=touched[0], seed=2)
+        clip["cov_all"] *= clip_cov_scale
+        runs[f"{model}-clip"] = (
+            spec("clip_cov", 1.0, 1.0, model=model, clip_cov_lb=1.0, clip_cov_ub=5.0),
+            clip,
+            {"x": 0.4},
+        )
+        runs[f"{model}-kl"] = (
+            spec("kl_cov", model=model, ppo_kl_coef=1.0),
+            run_metrics(touched=touched[1], seed=3),
+            {"x": 0.4},
+        )
+    return runs
+
+
+def cov_method_study(tmp_path, runs, scale="mini"):
+    return make_study(tmp_path, runs, {"fig11_covariance_methods": [r for r in runs if r.startswith("m-")],
+                                       "fig12_entropy_accuracy": [r for r in runs if r.startswith("l-")]}, scale)  # fmt: skip
+
+
+def test_clip_cov_bounds_over_the_mean_token_covariance(tmp_path):
+    c = ledger_claim("control/clip-cov-bounds")
+    row = audit.judge(c, cov_method_study(tmp_path, cov_method_runs()))  # mean cov_all ~3.7e-4: 1 / 3.7e-4 ~ 2,700x
+    assert row["verdict"] == audit.REPRODUCED and "m-clip" in row["measured"] and "l-clip" in row["measured"]
+    assert (
+        audit.judge(c, cov_method_study(tmp_path, cov_method_runs(clip_cov_scale=10)))["verdict"]
+        == audit.NOT_REPRODUCED
+    )
+    negative = audit.judge(c, cov_method_study(tmp_path, cov_method_runs(clip_cov_scale=-1)))
+    assert negative["verdict"] == audit.NOT_REPRODUCED and "undefined" in negative["measured"]
+
+
+def test_clip_higher_covariance_is_a_number_judged_within_a_factor_of_2(tmp_path):
+    c = ledger_claim("control/clip-higher-covariance")
+    assert c["paper"] == -0.03 and c["kind"] == "number" and c["tolerance"]["factor"] == 2
+    row = audit.judge(c, cov_method_study(tmp_path, cov_method_runs(), scale="paper"))
+    assert row["measured"] == pytest.approx(-0.03) and row["verdict"] == audit.REPRODUCED  # pooled over m-ch and l-ch
+    assert "m-ch" in row["how"] and "l-ch" in row["how"]
+    for values in ((-0.1, -0.1), (0.03, 0.03), (-0.01, -0.01)):
+        row = audit.judge(c, cov_method_study(tmp_path, cov_method_runs(cliphigher=values), scale="paper"))
+        assert row["verdict"] == audit.NOT_REPRODUCED, (values, row)
+    mini = audit.judge(c, cov_method_study(tmp_path, cov_method_runs()))
+    assert mini["verdict"] == audit.NOT_COMPARABLE and "paper scale" in mini["why"]
+    none = audit.judge(c, cov_method_study(tmp_path, cov_method_runs(cliphigher=(np.nan, np.nan)), scale="paper"))
+    assert none["verdict"] == audit.NOT_COMPARABLE and "no step" in none["why"]
+
+
+def test_clip_higher_covariance_pools_what_the_scale_has(tmp_path):
+    """Without Figure 12's runs the measure pools Figure 11's alone."""
+    runs = {r: v for r, v in cov_method_runs().items() if r.startswith("m-")}
+    study = make_study(tmp_path, runs, {"fig11_covariance_methods": list(runs)}, "paper")
+    row = audit.judge(ledger_claim("control/clip-higher-covariance"), study)
+    assert row["measured"] == pytest.approx(-0.025)
+    row = audit.judge(ledger_claim("control/clip-higher-covariance"), make_study(tmp_path, runs, {}, "paper"))
+    assert row["verdict"] == audit.NOT_COMPARABLE and "fig11_covariance_methods, fig12_entropy_accuracy" in row["why"]
+
+
+def test_touched_fraction_between_1e4_and_1e3(tmp_path):
+    c = ledger_claim("control/touched-fraction")
+    row = audit.judge(c, cov_method_study(tmp_path, cov_method_runs()))
+    assert (
+        row["verdict"] == audit.REPRODUCED
+        and row["measured"].count("Clip-Cov") == 2
+        and row["measured"].count("KL-Cov") == 2
+    )
+    assert (
+        audit.judge(c, cov_method_study(tmp_path, cov_method_runs(touched=(2e-4, 2e-3))))["verdict"]
+        == audit.NOT_REPRODUCED
+    )
+    assert (
+        audit.judge(c, cov_method_study(tmp_path, cov_method_runs(touched=(5e-5, 5e-4))))["verdict"]
+        == audit.NOT_REPRODUCED
+    )
+
+
+def test_also_names_known_artifacts():
+    bad = {**LEDGER, "claims": [{**ledger_claim("control/touched-fraction"),
+                                 "measure": {**ledger_claim("control/touched-fraction")["measure"], "also": ["fig99_nope"]}}]}  # fmt: skip
+    with pytest.raises(ValueError, match="unknown artifact 'fig99_nope'"):
+        audit.check_ledger(bad)
+
+
+def test_paper_note_of_a_judged_claim_is_shown(tmp_path):
+    c = ledger_claim("coefficients/data-dependent")
+    assert "Eurus-RL-Data-Difficult" in c["paper_note"] and "not public" in c["paper_note"]
+    runs = {"a": (spec(), run_metrics(), {"x": 0.5}), "b": (spec(), run_metrics(a=0.5, b=1.2, seed=1), {"x": 0.5})}
+    row = audit.judge(c, make_study(tmp_path, runs, {"appC_training_data": list(runs)}))
+    assert "Eurus-RL-Data-Difficult" in row["why"]
+
+
+def test_benchmark_tolerances_say_they_cover_evaluation_noise_only():
+    whys = [LEDGER["table2"]["tolerance"]["why"]] + [ledger_claim(i)["tolerance"]["why"] for i in
+            ("cov-methods/gain-7b", "cov-methods/gain-32b", "cov-methods/aime24-32b", "cov-methods/aime25-32b")]  # fmt: skip
+    assert all("one seed" in w and "not run-to-run (seed) variance" in w for w in whys)
+
+
+def test_paper_table2_average_is_not_the_plain_mean_of_its_cells():
+    row = audit.consistency_rows(LEDGER)[0]
+    assert row["verdict"] == audit.NOT_REPRODUCED
+    means = {name: (reported, mean) for name, reported, mean in audit.table2_row_means(LEDGER["table2"])}
+    reported, mean = means["Qwen2.5-7B GRPO"]
+    assert reported == 38.6 and mean == pytest.approx(273.6 / 7)
+
+
+def test_reports_render_every_row(tmp_path):
+    runs = {"r": (spec(), run_metrics(), {"x": 0.5})}
+    study = make_study(tmp_path, runs, {"fig08_covariance": ["r"], "table01_covariance_distribution": ["r"]})
+    table = audit.run_audit(LEDGER, study)
+    assert len(table) == len(audit.expand_ledger(LEDGER)) + 1
+    counts = audit.verdict_counts(table)
+    assert sum(counts.values()) == len(table) and counts[audit.REPRODUCED] >= 3
+    md = audit.to_markdown(table, "mini")
+    assert md.count("\n| ") == len(table) + 1
+    html = audit.to_html(table, "mini")
+    assert html.count("<tr style=") == len(table)
+
+
+# ---- tables -------------------------------------------------------------------------------------
+
+
+def test_table01_and_table02_written_as_csv_and_markdown(tmp_path):
+    t1 = tables.table01_covariance_distribution({"r": run_metrics()}, labels={"r": "Run"})
+    assert list(t1.index) == ["Top 0.02%", "Top 0.2%", "Top 2%", "Top 20%", "Top 50%", "All"]
+    assert t1.loc["All", "Run, first step"] == pytest.approx(0.0012)
+    summaries = {"a": pd.DataFrame({"benchmark": ["x", "y"], "avg_at_n": [0.5, 0.3]})}
+    t2 = tables.table02_benchmarks(summaries, labels={"a": "GRPO"}, benchmark_names={"x": "x (AIME 2024)", "y": "y"})
+    assert list(t2.columns) == ["x (AIME 2024)", "y", "Avg."] and t2.loc["GRPO", "Avg."] == pytest.approx(40.0)
+    csv, md = tables.write(t2, tmp_path / "table02", "Caption here.")
+    assert pd.read_csv(csv, index_col=0).loc["GRPO", "y"] == pytest.approx(30.0)
+    assert md.read_text().startswith("Caption here.\n\n| Method")
+
+
+# ---- the power-sampling study (Karan & Du, 2025) ------------------------------------------------
+
+POWER_IDS = [c["id"] for c in LEDGER["claims"] if c["id"].startswith("power/")]
+MAIN = {"kind": "power", "alpha": 4.0, "block_size": 8, "n_mcmc": 5}
+SWEEP = {"power-mcmc0": 0, "power-mcmc1": 1, "power-mcmc2": 2, "power": 5, "power-mcmc10": 10}
+
+
+def answers(right, problems=80, n=8, drawn=10, loglik=-0.5, benches=("y", "x")):
+    """n answers to each problem; ``right[i]`` of problem i's answers are correct (an int for all)."""
+    right = np.broadcast_to(right, problems)
+    rows = [{"benchmark": b, "problem_id": i, "sample": s, "correct": s < right[i], "response_tokens": 5,
+             "drawn_tokens": drawn, "acceptance": 1.0, "base_loglik_per_token": loglik + 0.01 * (i % 7)}
+            for b in benches for i in range(problems) for s in range(n)]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def make_power_study(tmp_path, frames: dict[str, pd.DataFrame], scale="mini", model="m") -> audit.Study:
+    """A study of the power-sampling methods in ``frames``; "grpo" samples a GRPO run, "kl" a KL-Cov run."""
+    methods = {"base": {"kind": "sample", "temperature": 1.0}, "low-temp": {"kind": "sample", "temperature": 0.25},
+               "grpo": {"kind": "sample", "temperature": 1.0, "run": "g"}, "kl": {"kind": "sample", "temperature": 1.0, "run": "k"},
+               **{m: dict(MAIN, n_mcmc=v) for m, v in SWEEP.items()}}  # fmt: skip
+    paths = {}
+    for method, frame in frames.items():
+        paths[method] = str(tmp_path / f"{method}.samples.parquet")
+        frame.to_parquet(paths[method])
+    main = ["base", "low-temp", "power", "grpo", "kl"]
+    power = {"model": model, "methods": methods,
+             "runs": {"grpo": "g", "kl": "k"}, "problems": {"y": 80, "x": 80}, "n": 8,
+             "artifacts": {"power01_accuracy": main, "power02_pass_at_k": main, "power03_likelihoods": main, "power04_hyperparameters": list(SWEEP)}}  # fmt: skip
+    study = make_study(
+        tmp_path,
+        {"g": (spec(), run_metrics(), {"x": 0.5}), "k": (spec("kl_cov"), run_metrics(), {"x": 0.5})},
+        {},
+        scale,
+    )
+    study.power, study.power_paths = power, paths
+    return study
+
+
+def power_frames(holds: bool) -> dict[str, pd.DataFrame]:
+    """Answers where every power claim holds (power close to GRPO, above low temperature and base,
+    as diverse as base at large k, likelihoods GRPO > power > base, accuracy rising with N_MCMC, more
+    tokens drawn), or where every one fails."""
+    solvable = np.arange(80) < 72  # 8 problems nobody solves
+    grpo = np.where(np.arange(80) < 48, 8, 0)  # all-or-nothing: 60% single-shot, pass@8 flat at 60%
+    if holds:
+        frames = {"base": answers(3 * solvable, loglik=-0.9), "low-temp": answers(4 * solvable, drawn=10),
+                  "power": answers(5 * solvable, drawn=40, loglik=-0.6), "grpo": answers(grpo, loglik=-0.3),
+                  **{m: answers(np.minimum(v, 5) * solvable, drawn=10 + 6 * v) for m, v in SWEEP.items() if m != "power"}}  # fmt: skip
+    else:
+        frames = {"base": answers(5 * solvable, loglik=-0.3), "low-temp": answers(4 * solvable),
+                  "power": answers(np.where(np.arange(80) < 24, 8, 0), loglik=-0.6), "grpo": answers(grpo, loglik=-0.9),
+                  **{m: answers(np.maximum(5 - v, 0) * solvable) for m, v in SWEEP.items() if m != "power"}}  # fmt: skip
+    return {**frames, "kl": answers(grpo)}
+
+
+@pytest.mark.parametrize("holds", [True, False])
+def test_ledger_power_claims_flip_with_the_answers(tmp_path, holds):
+    study = make_power_study(tmp_path, power_frames(holds))
+    rows = {c["id"]: audit.judge(c, study) for c in audit.expand_ledger(LEDGER) if c["id"] in POWER_IDS}
+    qualitative = [i for i in POWER_IDS if not i.startswith("power/table1/")]
+    assert len(qualitative) == 7
+    for i in qualitative:
+        assert rows[i]["verdict"] == (audit.REPRODUCED if holds else audit.NOT_REPRODUCED), (i, rows[i])
+    for i in POWER_IDS:
+        if i.startswith("power/table1/"):
+            assert rows[i]["verdict"] == audit.NOT_COMPARABLE and "paper scale" in rows[i]["why"], rows[i]
+
+
+def test_power_measurements_report_their_numbers(tmp_path):
+    study = make_power_study(tmp_path, power_frames(True))
+    cost = audit.MEASUREMENTS["power_cost"](study, "power01_accuracy")
+    assert cost.value.startswith("4×") and cost.holds
+    pass_k = audit.MEASUREMENTS["power_compare"](study, "power02_pass_at_k", "pass_at_n", ["power", "GRPO"], "not_below", "MATH-500")
+    assert "power 90, GRPO 60; power − GRPO +30" in pass_k.value  # pass@8 on the solvable 90% against GRPO's flat 60%
+    acc = audit.MEASUREMENTS["power_compare"](study, "power01_accuracy", "accuracy", ["power", "GRPO"], "not_below", "MATH-500")
+    assert "if answers were independent" in acc.value and "80 problems" in acc.how
+    trend = audit.MEASUREMENTS["power_rises_with"](study, "power04_hyperparameters", "n_mcmc", "MATH-500")
+    assert trend.value.startswith("0: 0.0%, 1: 11.2%, 2: 22.5%, 5: 56.2%, 10: 56.2%")
+
+
+def test_power_match_uses_the_standard_error_over_problems(tmp_path):
+    """Power 10 points below GRPO, each solving its own problems all-or-nothing: within the noise of 80
+    problems, though 640 independent answers per method would call it a loss (± 5.4 points)."""
+    frames = power_frames(True)
+    frames["power"] = answers(np.where((np.arange(80) >= 36) & (np.arange(80) < 76), 8, 0))  # GRPO solves 0-47
+    c = next(c for c in LEDGER["claims"] if c["id"] == "power/matches-grpo")
+    row = audit.judge(c, make_power_study(tmp_path, frames))
+    assert row["measured"].startswith("power 50, GRPO 60; power − GRPO -10 ± 20 (± 5.4 if answers were independent)")
+    assert row["verdict"] == audit.REPRODUCED
+    frames["power"] = answers(np.where(np.arange(80) < 48, 4, 0))  # 20 points below on every problem GRPO solves
+    assert audit.judge(c, make_power_study(tmp_path, frames))["verdict"] == audit.NOT_REPRODUCED
+
+
+def test_table1_cells_judged_at_paper_scale_only_for_the_right_model(tmp_path):
+    cells = {c["measure"]["method"]: c for c in LEDGER["claims"] if c["id"].startswith("power/table1/")}
+    assert {m: c["paper"] for m, c in cells.items()} == {"base": 49.8, "low-temp": 62.8, "power": 70.6, "GRPO": 74.0}
+    frames = power_frames(True)
+    paper = make_power_study(tmp_path, frames, scale="paper")
+    row = audit.judge(cells["power"], paper)
+    half = 1.96 * np.sqrt(2) * 100 * np.sqrt(0.5625 * 0.4375 / 80)  # 56.25% on 80 problems: ± 15.4 points
+    assert row["measured"] == pytest.approx(56.25) and row["tolerance"].startswith(
+        f"[{56.25 - half:.3g}, {56.25 + half:.3g}]"
+    )
+    assert row["verdict"] == audit.REPRODUCED  # 70.6 inside
+    assert audit.judge({**cells["power"], "paper": 74.0}, paper)["verdict"] == audit.NOT_REPRODUCED
+    assert audit.judge(cells["GRPO"], paper)["measured"] == pytest.approx(60.0)
+    other = audit.judge(cells["power"], make_power_study(tmp_path, frames, scale="paper", model="other"))
+    assert other["verdict"] == audit.NOT_COMPARABLE and "samples other, not Qwen2.5-7B's role m" in other["why"]
+
+
+def test_power_claims_not_comparable_without_the_study_or_its_benchmark(tmp_path):
+    none = make_study(tmp_path, {"r": (spec(), run_metrics(), {"x": 0.5})}, {})
+    for c in (c for c in LEDGER["claims"] if c["id"] in POWER_IDS):
+        row = audit.judge(c, none)
+        assert row["verdict"] == audit.NOT_COMPARABLE and "no power-sampling study" in row["why"], row
+    study = make_power_study(tmp_path, power_frames(True))
+    study.bench_roles = {"AIME24": "x"}
+    row = audit.judge(next(c for c in LEDGER["claims"] if c["id"] == "power/mcmc-steps"), study)
+    assert row["verdict"] == audit.NOT_COMPARABLE and "plays MATH-500" in row["why"]
+
+
+def test_power_artifacts_are_the_power_rules():
+    """The ledger may name the study's artifacts: one per entry of the power-method registry's WHAT."""
+    assert set(audit.POWER_ARTIFACTS) == set(power_methods.WHAT)
+    assert {c["measure"]["artifact"] for c in LEDGER["claims"] if c["id"] in POWER_IDS} == set(audit.POWER_ARTIFACTS)
+    bad = {**LEDGER, "claims": [{**LEDGER["claims"][0], "measure": {"fn": "power_cost", "artifact": "power09_nope"}}]}
+    with pytest.raises(ValueError, match="unknown artifact 'power09_nope'"):
+        audit.check_ledger(bad)

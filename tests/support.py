@@ -1,0 +1,47 @@
+"""What several test modules share: the checkout, the fixtures, a loss config, the paper plan."""
+
+import os
+import re
+import subprocess
+import sys
+import time
+
+import yaml
+from entropy_rl import PROJECT_DIR as ROOT
+
+FIXTURES = ROOT / "tests" / "fixtures"
+
+# Every key verl's policy losses read, at verl's defaults (clip-higher's 0.28 upper bound).
+LOSS = dict(
+    loss_mode="vanilla", loss_agg_mode="token-mean", clip_ratio_low=0.2, clip_ratio_high=0.28,
+    entropy_coeff=0.0, kl_loss_coef=0.0, kl_loss_type="low_var_kl",
+    clip_cov_ratio=0.05, clip_cov_lb=0.1, clip_cov_ub=5.0, kl_cov_ratio=0.05, ppo_kl_coef=1.0, clip_ratio_c=3.0,
+)  # fmt: skip
+
+
+def local_profile(tmp_dir):
+    """The repository's SLURM profile minus its container setting: Apptainer is not installable
+    here, and Snakemake refuses to plan with --software-deployment-method apptainer without it."""
+    profile = yaml.safe_load((ROOT / "slurm" / "config.yaml").read_text())
+    assert profile.pop("software-deployment-method") == "apptainer"
+    profile.pop("apptainer-args")
+    (tmp_dir / "profile").mkdir(exist_ok=True)
+    (tmp_dir / "profile" / "config.yaml").write_text(yaml.safe_dump(profile))
+    return tmp_dir / "profile"
+
+
+def plan(workdir, *args, env_extra=None):
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")}
+    env.update(env_extra or {})
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir),
+           "--profile", str(local_profile(workdir)), "--config", "scale=paper", "-n", *args]  # fmt: skip
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=workdir)
+    return proc, time.perf_counter() - started
+
+
+def job_resources(block):
+    """A dry-run job's resources line (--verbose) as a dict; numbers as ints, <TBD> left out."""
+    line = re.search(r"^\s+resources: (.*)$", block, re.MULTILINE).group(1)
+    pairs = (item.split("=", 1) for item in line.split(", "))
+    return {k: int(v) if v.isdigit() else v for k, v in pairs if v != "<TBD>"}

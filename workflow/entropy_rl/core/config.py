@@ -1,0 +1,182 @@
+"""Config validation: the JSON schema first, then the cross-references a schema cannot express.
+
+Errors name the offending key as a dotted path and what is allowed there, and
+are raised before Snakemake plans a single job.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from .. import WORKFLOW_DIR
+from . import spec
+
+SCHEMA = WORKFLOW_DIR / "schemas" / "config.schema.yaml"
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def known(where: str, name, defined, what: str, plural: str | None = None) -> None:
+    """``name`` is one of ``defined``, or the error names the key ``where`` and what it could be:
+    "config key <where>: unknown <what> 'name'; <what>s are [...]" (``plural`` when not <what>s)."""
+    if name not in defined:
+        raise ConfigError(f"config key {where}: unknown {what} {name!r}; {plural or what + 's'} are {sorted(defined)}")
+
+
+def _path(error) -> str:
+    return ".".join(str(p) for p in error.absolute_path) or "<top level>"
+
+
+def _explain(error, what: str = "config") -> str:
+    where = _path(error)
+    schema = error.schema
+    if error.validator == "additionalProperties":
+        allowed = sorted(schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(allowed))
+        return f"{what} key {where}: unknown key(s) {extra}; allowed keys are {allowed}"
+    if error.validator == "enum":
+        return f"{what} key {where}: {error.instance!r} is not allowed; allowed values are {schema['enum']}"
+    return f"{what} key {where}: {error.message}"
+
+
+def validate_against(document: dict, schema_path, what: str) -> dict:
+    """Check ``document`` against a JSON schema file; the error names the deepest offending key."""
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    deepest = max(validator.iter_errors(document), key=lambda e: len(e.absolute_path), default=None)
+    if deepest is not None:
+        raise ConfigError(_explain(jsonschema.exceptions.best_match([deepest]), what))
+    return document
+
+
+def validate(config: dict) -> dict:
+    validate_against(config, SCHEMA, "config")
+    scale = config["scale"]
+    if scale not in config:
+        raise ConfigError(f"config key scale: {scale!r} has no section '{scale}:' in the config")
+    for section in ("mini", "paper"):
+        if section in config:
+            check_references(config[section], section)
+    return config
+
+
+def check_references(scfg: dict, scale: str) -> None:
+    """Cross-references and limits a JSON schema cannot express, for one scale's section."""
+    models, treatments, runs = scfg["models"], scfg["treatments"], scfg["runs"]
+    recipes = scfg.get("recipes", {})
+    for run_id, run in runs.items():
+        known(f"{scale}.runs.{run_id}.model", run["model"], models, "model")
+        known(f"{scale}.runs.{run_id}.treatment", run["treatment"], treatments, "treatment")
+        if "recipe" in run:
+            known(f"{scale}.runs.{run_id}.recipe", run["recipe"], recipes, "recipe")
+    for run_id in runs:
+        resolved = spec.resolve_run(scfg, run_id)
+        loss, layers = resolved["loss"], _layers(runs[run_id])
+        if loss["clip_cov_lb"] >= loss["clip_cov_ub"]:
+            raise ConfigError(
+                f"config key {scale}.runs.{run_id}: clip_cov_lb ({loss['clip_cov_lb']}) must be below clip_cov_ub "
+                f"({loss['clip_cov_ub']}) (from {layers})"
+            )
+        if resolved["ppo_mini_batch_size"] > resolved["prompts_per_step"]:
+            raise ConfigError(
+                f"config key {scale}.runs.{run_id}: ppo_mini_batch_size ({resolved['ppo_mini_batch_size']}) must not exceed "
+                f"prompts_per_step ({resolved['prompts_per_step']}) (from {layers})"
+            )
+    for name, art in scfg.get("artifacts", {}).items():
+        for run_id in art["runs"]:
+            known(f"{scale}.artifacts.{name}.runs", run_id, runs, "run")
+    if "power_sampling" in scfg:
+        check_power_sampling(scfg, scale)
+    train = scfg["train"]
+    if train["ppo_mini_batch_size"] > train["prompts_per_step"]:
+        raise ConfigError(
+            f"config key {scale}.train.ppo_mini_batch_size: must not exceed prompts_per_step ({train['prompts_per_step']})"
+        )
+    if scale == "paper":
+        check_paper_data(scfg)
+        return
+    for name, arch in models.items():
+        head_dim, rest = divmod(arch["hidden_size"], arch["num_heads"])
+        if rest or head_dim % 2:
+            raise ConfigError(
+                f"config key {scale}.models.{name}.hidden_size: {arch['hidden_size']} / num_heads {arch['num_heads']} "
+                "must be an even whole number (rotary embeddings rotate pairs of dimensions)"
+            )
+        if arch["num_heads"] % arch.get("num_kv_heads", arch["num_heads"]):
+            raise ConfigError(
+                f"config key {scale}.models.{name}.num_kv_heads: must divide num_heads ({arch['num_heads']})"
+            )
+    benches = scfg["data"]["benchmarks"]
+    sets = scfg["data"].get("train_sets", {})
+    for run_id, run in runs.items():
+        if "train_data" in run:
+            known(f"{scale}.runs.{run_id}.train_data", run["train_data"], sets, "training set", "sets")
+    for part in ["train", "pretrain", *(f"train_sets.{name}" for name in sets)]:
+        section = sets[part.split(".", 1)[1]] if part.startswith("train_sets.") else scfg["data"][part]
+        for name in section["from"]:
+            known(f"{scale}.data.{part}.from", name, benches, "benchmark")
+    for name, bench in scfg["data"]["benchmarks"].items():
+        if bench["protocol"]["temperature"] == 0 and bench["protocol"]["n"] != 1:
+            raise ConfigError(
+                f"config key {scale}.data.benchmarks.{name}.protocol.n: greedy decoding (temperature 0) takes n: 1"
+            )
+    early = scfg["analysis"]["early_fit_steps"]
+    if early // train["val_every"] + 1 < 3 or early >= train["steps"]:
+        raise ConfigError(
+            f"config key {scale}.analysis.early_fit_steps: {early} must cover at least 3 validation points "
+            f"(every {train['val_every']} steps from 0) and end before the last step ({train['steps']})"
+        )
+
+
+def _layers(run: dict) -> str:
+    """Where a run's settings come from, for an error message."""
+    recipe = f", recipe {run['recipe']!r}" if "recipe" in run else ""
+    return f"train{recipe}, treatment {run['treatment']!r} and the run's overrides"
+
+
+def check_paper_data(scfg: dict) -> None:
+    """Every name the paper's data section, models and runs use resolves to something defined."""
+    data = scfg["data"]
+    for name, part in data["parts"].items():
+        known(f"paper.data.parts.{name}.source", part["source"], data["sources"], "source")
+    for name, parts in data["train_sets"].items():
+        for part in parts:
+            known(f"paper.data.train_sets.{name}", part, data["parts"], "part")
+    for name, bench in data["benchmarks"].items():
+        known(f"paper.data.benchmarks.{name}.part", bench["part"], data["parts"], "part")
+        if bench["protocol"]["temperature"] == 0 and bench["protocol"]["n"] != 1:
+            raise ConfigError(
+                f"config key paper.data.benchmarks.{name}.protocol.n: greedy decoding (temperature 0) takes n: 1"
+            )
+    for name, model in scfg["models"].items():
+        known(f"paper.models.{name}.train_data", model["train_data"], data["train_sets"], "train set")
+        if model["gpus_per_node"] % model["tensor_parallel"]:
+            raise ConfigError(
+                f"config key paper.models.{name}.tensor_parallel: must divide gpus_per_node ({model['gpus_per_node']})"
+            )
+    for run_id, run in scfg["runs"].items():
+        if "train_data" in run:
+            known(f"paper.runs.{run_id}.train_data", run["train_data"], data["train_sets"], "train set")
+
+
+def check_power_sampling(scfg: dict, scale: str) -> None:
+    """The power-sampling study samples one base model and RL runs of that same model."""
+    ps, where = scfg["power_sampling"], f"{scale}.power_sampling"
+    known(f"{where}.model", ps["model"], scfg["models"], "model")
+    for name, run in ps["runs"].items():
+        known(f"{where}.runs.{name}", run, scfg["runs"], "run")
+        if scfg["runs"][run]["model"] != ps["model"]:
+            raise ConfigError(
+                f"config key {where}.runs.{name}: run {run!r} trains {scfg['runs'][run]['model']!r}, not {ps['model']!r}"
+            )
+    for bench in ps["benchmarks"]:
+        known(f"{where}.benchmarks", bench, scfg["data"]["benchmarks"], "benchmark")
+    if max(ps["pass_k"]) > ps["n"]:
+        raise ConfigError(
+            f"config key {where}.pass_k: pass@{max(ps['pass_k'])} needs at least that many answers per problem (n is {ps['n']})"
+        )

@@ -1,0 +1,101 @@
+"""The power-sampling study's methods (Karan & Du, 2025), built from a scale's ``power_sampling`` config.
+
+The methods, in this order: plain sampling of the base model (``base``, temperature 1) and at low
+temperature (``low-temp``, 1/alpha), power sampling at the main setting (``power``), each RL
+checkpoint sampled at temperature 1 (named as in ``power_sampling.runs``), and the alpha and N_MCMC
+sweeps (``power-alpha<a>``, ``power-mcmc<n>``; their point at the main setting is ``power``
+itself). A name is a rule wildcard and a file stem, so a name registered twice is refused.
+
+Read by the rules and by the audit's params, so it imports nothing heavy (no torch).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# The study's artifacts, one rule each (power.smk), and what each shows: its caption's first sentence.
+WHAT = {
+    "power01_accuracy": "Single-shot accuracy (%, the mean over all answers) per benchmark, tokens per answer, tokens drawn per answer and their ratio to plain sampling, and the Metropolis-Hastings acceptance rate.",
+    "power02_pass_at_k": "pass@k against k per benchmark (unbiased estimator).",
+    "power03_likelihoods": "The base model's log-likelihood per token of each method's answers.",
+    "power04_hyperparameters": "Power-sampling accuracy against alpha, and against the number of MCMC steps per block.",
+}  # fmt: skip
+TABLES = ("power01_accuracy",)  # the rest are figures
+SWEEP_ARTIFACT = "power04_hyperparameters"  # draws the sweeps; every other artifact the main methods
+PLAIN = ("base", "low-temp", "power")  # the base model's methods at the main setting
+
+
+@dataclass
+class Study:
+    """The methods of one scale's study: name -> settings, and name -> display label, in registration order."""
+
+    config: dict  # the scale's power_sampling entry
+    methods: dict[str, dict] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def register(self, name: str, settings: dict, label: str) -> None:
+        if name in self.methods:
+            raise ValueError(f"power-sampling method {name!r} is registered twice: each name is one job and one file")
+        self.methods[name] = settings
+        self.labels[name] = label
+
+    @property
+    def main(self) -> list[str]:
+        """The methods compared at the main setting: base, low temperature, power and the RL checkpoints."""
+        return [*PLAIN, *self.config["runs"]]
+
+    @property
+    def artifacts(self) -> dict[str, list[str]]:
+        """The methods each artifact shows: every power-sampling setting for the sweep figure, else the main ones."""
+        sweep = [m for m, s in self.methods.items() if s["kind"] == "power"]
+        return {name: sweep if name == SWEEP_ARTIFACT else self.main for name in WHAT}
+
+    def problems(self, benchmarks: dict[str, dict]) -> dict[str, int]:
+        """Problems answered per benchmark of the study: the first ``problems``, or all of a smaller one."""
+        cap = self.config["problems"]
+        return {b: min(cap, benchmarks[b].get("size", cap)) for b in self.config["benchmarks"]}
+
+    def answers(self, benchmarks: dict[str, dict]) -> int:
+        """Answers each method gives: ``n`` to each problem answered."""
+        return self.config["n"] * sum(self.problems(benchmarks).values())
+
+    def caption(self, name: str, scale: str) -> str:
+        """Scale, what is shown, and the study's shared settings."""
+        p = self.config
+        runs = ", ".join(f"{n}: {self.labels[n]}" for n in p["runs"])
+        return (
+            f"{scale.capitalize()} scale, after Karan & Du (2025). {WHAT[name]} Base model {p['model']}; "
+            f"{p['n']} answers to each of the first {p['problems']} problems of {', '.join(p['benchmarks'])}, "
+            f"up to {p['max_new_tokens']} tokens, seed {p['seed']}. Power sampling targets p^alpha with a "
+            f"temperature-1/alpha proposal in blocks of {p['block_size']} tokens (alpha {p['alpha']:g}, "
+            f"{p['n_mcmc']} MCMC steps per block unless swept). RL checkpoints sampled at temperature 1: {runs}."
+        )
+
+
+def _power_label(settings: dict) -> str:
+    return f"Power sampling (alpha {settings['alpha']:g}, B {settings['block_size']}, N_MCMC {settings['n_mcmc']})"
+
+
+def build(power: dict, run_labels: dict[str, str]) -> Study:
+    """Every method of the study ``power`` (a scale's ``power_sampling``); ``run_labels`` names each
+    RL run it samples (run id -> display name)."""
+    study = Study(power)
+    alpha = power["alpha"]
+    main = {"kind": "power", "alpha": alpha, "block_size": power["block_size"], "n_mcmc": power["n_mcmc"]}
+    study.register("base", {"kind": "sample", "temperature": 1.0}, "Base (T = 1)")
+    study.register("low-temp", {"kind": "sample", "temperature": 1.0 / alpha}, f"Low temperature (T = 1/{alpha:g})")
+    study.register("power", main, _power_label(main))
+    for name, run in power["runs"].items():
+        study.register(name, {"kind": "sample", "temperature": 1.0, "run": run}, run_labels[run])
+    sweeps = [(f"power-alpha{a:g}", dict(main, alpha=a)) for a in power["sweeps"]["alpha"] if a != alpha]
+    sweeps += [(f"power-mcmc{n}", dict(main, n_mcmc=n)) for n in power["sweeps"]["n_mcmc"] if n != power["n_mcmc"]]
+    for name, settings in sweeps:
+        study.register(name, settings, _power_label(settings))
+    return study
+
+
+def output_files(name: str) -> list[str]:
+    """The files an artifact of the study writes (the table: CSV and Markdown; figures: PDF and PNG)."""
+    if name in TABLES:
+        return [f"results/tables/{name}.csv", f"results/tables/{name}.md"]
+    return [f"results/figures/{name}.pdf", f"results/figures/{name}.png"]

@@ -1,0 +1,52 @@
+"""Which run a checkpoint directory belongs to, so a rerun resumes only its own trajectory.
+
+A run keeps its checkpoints in ``results/runs/{run}/checkpoints/`` at both scales
+(verl writes its own there at paper scale; the mini trainer's are ``mini.checkpoints``).
+The directory records a fingerprint of what wrote it: the run spec, without the
+save frequency, and the contents of the code that trains. A rerun resumes only
+the same run with the same code; a directory written by anything else is moved
+aside, never deleted, and training starts afresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+
+from . import atomic, modules
+
+log = logging.getLogger(__name__)
+RECORD = "fingerprint.json"
+
+
+def fingerprint(spec: dict, code_modules=()) -> str:
+    """What determines a run's trajectory: its settings (not how often it saves) and its code,
+    each module by its dotted name and source (``modules.closure`` gives the modules)."""
+    digest = hashlib.sha256(json.dumps({k: v for k, v in spec.items() if k != "save_every"}, sort_keys=True).encode())
+    for name in sorted(code_modules):
+        digest.update(name.encode() + b"\0" + modules.source(name).read_bytes())
+    return digest.hexdigest()
+
+
+def claim(directory: str | Path, fp: str) -> bool:
+    """Make ``directory`` the checkpoint directory of the run ``fp``; True if it already was.
+
+    Checkpoints of another spec or other code cannot continue this run: they are
+    moved to ``<directory>.stale-<k>`` with a warning, and False is returned.
+    """
+    directory = Path(directory)
+    record = directory / RECORD
+    if record.exists() and json.loads(record.read_text()).get("fingerprint") == fp:
+        return True
+    if directory.exists() and any(directory.iterdir()):
+        k = 1
+        while directory.with_name(f"{directory.name}.stale-{k}").exists():
+            k += 1
+        aside = directory.with_name(f"{directory.name}.stale-{k}")
+        directory.rename(aside)
+        log.warning("%s was written by other settings or code; moved to %s, starting afresh", directory, aside)
+    directory.mkdir(parents=True, exist_ok=True)
+    atomic.write_text(record, json.dumps({"fingerprint": fp}))
+    return False

@@ -1,0 +1,58 @@
+"""Benchmark evaluation with the paper's protocol, at mini scale (Hugging Face models).
+
+Sampled benchmarks (the AIME/AMC role) draw ``n`` responses at temperature 0.6
+and report avg@n; the rest decode greedily. Every response is graded by
+math-verify. pass@k uses the unbiased estimator of Chen et al. (2021).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pandas as pd
+import torch
+
+from ..core import formats, scoring
+from . import generation, models
+
+
+def sample_benchmark(
+    model, tokenizer, prompts, answers, temperature: float, n: int, max_new_tokens: int, batch_size: int = 256
+) -> pd.DataFrame:
+    """One row per (problem, sample): response, extracted answer, correctness."""
+    rows = []
+    per_batch = max(1, batch_size // n)
+    for start in range(0, len(prompts), per_batch):
+        chunk = prompts[start : start + per_batch]
+        rollout = generation.generate(
+            model, tokenizer, chunk, n=n, temperature=temperature, max_new_tokens=max_new_tokens
+        )
+        rows += scoring.graded_rows(rollout.texts, answers, n, start)
+    return pd.DataFrame(rows)
+
+
+@torch.no_grad()
+def accuracy(model, tokenizer, prompts, answers, protocol: dict, max_new_tokens: int) -> float:
+    samples = sample_benchmark(
+        model, tokenizer, prompts, answers, protocol["temperature"], protocol["n"], max_new_tokens
+    )
+    return float(samples["correct"].mean())
+
+
+def evaluate_benchmarks(model: str, frames: dict[str, pd.DataFrame], params) -> Iterator[tuple[str, pd.DataFrame]]:
+    """The evaluation's entry (the same as ``paper.evaluate.evaluate_benchmarks``): the graded
+    samples of the model in directory ``model`` on each benchmark (``frames``, by name, in verl's
+    layout), as ``(name, samples)`` in the order of ``frames``. One model load for all benchmarks;
+    ``params`` gives ``protocols`` (by benchmark), ``max_new_tokens`` and ``seed``, which each
+    benchmark starts from, so a sampled benchmark draws the same samples on every run."""
+    policy, tokenizer = models.load(model)
+    for name, frame in frames.items():
+        protocol = params.protocols[name]
+        prompts, answers = formats.prompts_and_answers(frame)
+        torch.manual_seed(params.seed)
+        yield (
+            name,
+            sample_benchmark(
+                policy, tokenizer, prompts, answers, protocol["temperature"], protocol["n"], params.max_new_tokens
+            ),
+        )

@@ -1,0 +1,135 @@
+"""Power sampling at mini scale: Algorithm 1 (``core.power_sampling``) with the proposal drawn by a
+Hugging Face model's ``generate`` (``HFProposer``), and the power-sampling study's answers to a
+method (``sample_method``, ``sample_benchmarks``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..core import formats
+from ..core.power_sampling import Chain, answer_rows, chain_costs, method_chains, plain_costs
+from . import generation, models
+
+
+def pad(seqs: list[torch.Tensor], pad_id: int, left: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token sequences as one padded batch and its mask: prompts left-padded, responses right-padded
+    (verl's rollout layout); at least one column, so an empty response still has a place."""
+    width = max(1, max(len(s) for s in seqs))
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for i, s in enumerate(seqs):
+        cols = slice(width - len(s), width) if left else slice(0, len(s))
+        ids[i, cols], mask[i, cols] = s, 1
+    return ids, mask
+
+
+class HFProposer:
+    """The proposal q = p at temperature 1/α, drawn with a Hugging Face model's ``generate``
+    (a ``core.power_sampling.Proposer``)."""
+
+    def __init__(self, model, tokenizer, alpha: float):
+        self.model, self.alpha = model, alpha
+        self.pad_id, self.stop_ids = tokenizer.pad_token_id, (tokenizer.eos_token_id,)
+
+    @torch.no_grad()
+    def extend(self, prefixes: list[torch.Tensor], budgets: list[int]):
+        """Up to ``budgets[i]`` tokens after ``prefixes[i]`` (prompt + response so far), stopping at
+        EOS, each continuation with its log p and log q per token."""
+        ids, mask = pad(prefixes, self.pad_id, left=True)
+        width = ids.shape[1]
+        out = self.model.generate(
+            input_ids=ids, attention_mask=mask, max_new_tokens=max(budgets), do_sample=True, temperature=1.0 / self.alpha,
+            top_k=0, top_p=1.0, pad_token_id=self.pad_id, eos_token_id=list(self.stop_ids),
+            output_logits=True, return_dict_in_generate=True,
+        )  # fmt: skip
+        new = out.sequences[:, width:]
+        # generate returns each step's raw logits; p and q are their softmax at temperature 1 and 1/α.
+        logits = torch.stack(out.logits, dim=1).float()
+        logp = torch.log_softmax(logits, dim=-1).gather(-1, new[..., None]).squeeze(-1)
+        logq = torch.log_softmax(self.alpha * logits, dim=-1).gather(-1, new[..., None]).squeeze(-1)
+        results = []
+        for i, budget in enumerate(budgets):
+            row = new[i, :budget]
+            stop = torch.isin(row, torch.tensor(self.stop_ids)).nonzero()
+            keep = int(stop[0]) + 1 if len(stop) else len(row)
+            results.append((row[:keep].clone(), logp[i, :keep].clone(), logq[i, :keep].clone()))
+        return results
+
+
+def prompt_ids(tokenizer, prompts: list[list[dict]]) -> list[torch.Tensor]:
+    """Each prompt's chat-templated token ids, unpadded (chains grow at their own pace)."""
+    ids, mask = generation.encode_prompts(tokenizer, prompts)
+    return [row[m.bool()] for row, m in zip(ids, mask)]
+
+
+def to_rollout(tokenizer, chains: list[Chain]) -> generation.Rollout:
+    """The chains in the rollout layout (left-padded prompts, right-padded responses) the rest reads."""
+    prompt_ids, prompt_mask = pad([c.prompt for c in chains], tokenizer.pad_token_id, left=True)
+    response_ids, response_mask = pad([c.tokens for c in chains], tokenizer.pad_token_id, left=False)
+    texts = tokenizer.batch_decode(response_ids, skip_special_tokens=True)
+    return generation.Rollout(prompt_ids, prompt_mask, response_ids, response_mask, texts)
+
+
+@torch.no_grad()
+def sample_method(model, tokenizer, base, prompts, answers, method: dict, n: int, max_new_tokens: int, seed: int,
+                  batch_size: int = 256) -> pd.DataFrame:  # fmt: skip
+    """``n`` graded responses per problem from one method, with what the comparison needs of each:
+    the base model's log-likelihood of it (``base``, temperature 1) and the tokens drawn to make it.
+
+    ``method`` is ``{"kind": "sample", "temperature": t}`` (plain sampling from ``model``: the base
+    model, or a trained checkpoint) or ``{"kind": "power", "alpha", "block_size", "n_mcmc"}``
+    (Algorithm 1 on ``model``). ``seed`` fixes every draw.
+    """
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    proposer = HFProposer(model, tokenizer, method["alpha"]) if method["kind"] == "power" else None
+    rows, per_batch = [], max(1, batch_size // n)
+    for start in range(0, len(prompts), per_batch):
+        chunk = prompts[start : start + per_batch]
+        if method["kind"] == "power":
+            chains = method_chains(proposer, prompt_ids(tokenizer, chunk), method, n, max_new_tokens, rng)
+            rollout = to_rollout(tokenizer, chains)
+            drawn, acceptance = chain_costs(chains)
+        else:
+            rollout = generation.generate(
+                model, tokenizer, chunk, n=n, temperature=method["temperature"], max_new_tokens=max_new_tokens
+            )
+            drawn, acceptance = plain_costs(rollout.response_mask.sum(dim=1).tolist())
+        base_logp, _ = generation.forward_response(base, rollout, 1.0, with_entropy=False)
+        lengths = rollout.response_mask.sum(dim=1).tolist()
+        loglik = (base_logp * rollout.response_mask).sum(dim=1).tolist()
+        rows += answer_rows(rollout.texts, answers, n, start, lengths, drawn, acceptance, loglik)
+    return pd.DataFrame(rows)
+
+
+def sample_benchmarks(
+    base: str, policy: str, frames: dict[str, pd.DataFrame], params
+) -> Iterator[tuple[str, pd.DataFrame]]:
+    """The power-sampling study's entry (the same as ``paper.power_sampling.sample_benchmarks``):
+    ``params.n`` answers of one method (``params.method``) to every problem of each benchmark
+    (``frames``, by name, in verl's layout), as ``(name, rows)`` in the order of ``frames``.
+
+    ``policy`` is the model directory the method samples and ``base`` the base model's, which scores
+    every answer (both loaded once); ``params`` also gives ``max_new_tokens`` and ``seed``."""
+    base_model, tokenizer = models.load(base)
+    policy_model = base_model if policy == base else models.load(policy)[0]
+    for name, frame in frames.items():
+        prompts, answers = formats.prompts_and_answers(frame)
+        yield (
+            name,
+            sample_method(
+                policy_model,
+                tokenizer,
+                base_model,
+                prompts,
+                answers,
+                params.method,
+                params.n,
+                params.max_new_tokens,
+                params.seed,
+            ),
+        )

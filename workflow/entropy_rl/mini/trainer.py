@@ -1,0 +1,295 @@
+"""The mini-scale RL trainer: verl's algorithms in one CPU process.
+
+Each step mirrors a verl PPO iteration: sample ``rollout_n`` responses for each
+of ``prompts_per_step`` prompts, grade them, drop groups that are all correct
+or all wrong (as the paper does), recompute old log-probs, compute advantages
+with verl's estimator, then take one optimiser step per mini-batch of
+``ppo_mini_batch_size`` prompts for ``ppo_epochs`` epochs with verl's actor
+loss. Later mini-batches are off-policy, which is what the PPO clip, Clip-Cov
+and KL-Cov act on.
+
+Row ``t`` of the metrics describes policy π_t before its update: the entropy (Eq. 5) and the
+covariances (Eq. 10, Eq. 8–9) of the batch it is updated on (the groups the filter keeps, as in
+verl) and, every ``val_every`` steps, its validation accuracy. ``metrics`` defines each measure.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..core import atomic, formats, grading, metric_columns, metrics, modules, resume
+from . import algorithms, checkpoints, evaluate, generation, models, prime
+
+log = logging.getLogger(__name__)
+
+
+def validation_sets(bench_paths: dict[str, str], protocol: dict, size: int) -> dict:
+    """The first ``size`` problems of every benchmark, all decoded with the validation ``protocol``.
+
+    Validation samples (temperature 0.6, a few samples per problem, as the paper
+    does for AIME and AMC) rather than decoding greedily: a tiny model's greedy
+    accuracy moves in jumps when an argmax flips, while the sampled accuracy
+    tracks the policy the entropy describes.
+    """
+    sets = {}
+    for name, path in sorted(bench_paths.items()):
+        prompts, answers = formats.prompts_and_answers(formats.load_verl_parquet(path).head(size))
+        sets[name] = (prompts, answers, protocol)
+    return sets
+
+
+def validate(model, tokenizer, val_sets: dict, max_new_tokens: int) -> dict:
+    accs = {
+        f"val_acc/{name}": evaluate.accuracy(model, tokenizer, p, a, proto, max_new_tokens)
+        for name, (p, a, proto) in val_sets.items()
+    }
+    accs["val_acc"] = float(np.mean(list(accs.values())))
+    return accs
+
+
+def group_rows(groups: np.ndarray, n: int) -> np.ndarray:
+    """Row indices of the ``n`` responses of each group in ``groups`` (responses are stored grouped)."""
+    return (groups[:, None] * n + np.arange(n)[None, :]).reshape(-1)
+
+
+def minibatches(n_groups: int, groups_per_batch: int, rng: np.random.Generator):
+    order = rng.permutation(n_groups)
+    for start in range(0, n_groups, groups_per_batch):
+        yield order[start : start + groups_per_batch]
+
+
+def train(
+    spec: dict, model_dir: str | Path, train_path: str | Path, val_sets: dict, out_dir: str | Path
+) -> pd.DataFrame:
+    """Run one RL run; writes ``metrics.parquet`` and the final policy ``final/`` under ``out_dir``.
+
+    With ``save_every`` in the spec, the whole state (weights, optimiser moments,
+    every random generator, data cursor, metrics so far) is checkpointed under
+    ``out_dir/checkpoints`` every ``save_every`` steps; a rerun of the same spec
+    and code (this module's closure in the package) resumes from the last checkpoint and ends exactly where an
+    uninterrupted run would. The checkpoints are removed once the outputs exist.
+    """
+    out = Path(out_dir)
+    run = set_up(spec, model_dir, train_path)
+    ckpt_dir, save_every = out / "checkpoints", spec.get("save_every")
+    if save_every and resume.claim(ckpt_dir, resume.fingerprint(spec, modules.closure(__name__))):
+        resume_from(run, ckpt_dir)
+    started = time.time()
+    for step in range(run.start, spec["steps"] + 1):
+        row = training_step(run, step, val_sets)
+        run.rows.append(row)
+        if step % 10 == 0:
+            log.info(
+                "step %d entropy %.4f reward %.3f kept %.2f val %s (%.1fs)",
+                step, row["entropy"], row["reward_mean"], row["kept_prompt_frac"], row.get("val_acc"), time.time() - started,
+            )  # fmt: skip
+        if save_every and (step + 1) % save_every == 0 and step < spec["steps"]:
+            checkpoints.save(ckpt_dir, step + 1, run.snapshot(step + 1))
+    return finish(run, out, ckpt_dir)
+
+
+@dataclass
+class Run:
+    """What a run carries from step to step: the models and optimiser, the numpy generator, the prompt
+    order and cursor, and the metric rows so far. A checkpoint (``snapshot``) holds all of it and
+    torch's global generator."""
+
+    spec: dict
+    policy: object
+    tokenizer: object
+    reference: object | None  # the frozen initial policy, for the KL penalty and PRIME's implicit PRM
+    prm: prime.ImplicitPRM | None
+    actor: object  # verl's actor config: the loss and its treatment
+    optimizer: torch.optim.Optimizer
+    rng: np.random.Generator
+    prompts: list
+    answers: list
+    order: np.ndarray
+    cursor: int = 0
+    rows: list = field(default_factory=list)
+    start: int = 0  # the first step still to run
+
+    def snapshot(self, next_step: int) -> dict:
+        prm = self.prm
+        return {
+            "step": next_step, "rows": json.dumps(self.rows), "cursor": self.cursor, "order": torch.from_numpy(self.order),
+            "torch_rng": torch.get_rng_state(), "numpy_rng": self.rng.bit_generator.state,
+            "policy": self.policy.state_dict(), "optimizer": self.optimizer.state_dict(),
+            **({"prm": prm.model.state_dict(), "prm_optimizer": prm.optimizer.state_dict()} if prm else {}),
+        }  # fmt: skip
+
+    def restore(self, state: dict) -> None:
+        self.policy.load_state_dict(state["policy"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        if self.prm:
+            self.prm.model.load_state_dict(state["prm"])
+            self.prm.optimizer.load_state_dict(state["prm_optimizer"])
+        torch.set_rng_state(state["torch_rng"])
+        self.rng.bit_generator.state = state["numpy_rng"]
+        self.order, self.cursor = state["order"].numpy(), state["cursor"]
+        self.rows, self.start = json.loads(state["rows"]), state["step"]
+
+
+class Batch(NamedTuple):
+    """One step's responses (``rollout_n`` per prompt, stored grouped), their rewards, and the groups kept."""
+
+    rollout: generation.Rollout
+    rewards: np.ndarray
+    keep_groups: np.ndarray
+    n_prompts: int
+
+
+def set_up(spec: dict, model_dir: str | Path, train_path: str | Path) -> Run:
+    """Seed, load the policy (and the reference and PRM when the loss needs them), the optimiser and the
+    training prompts, and draw the first pass's prompt order."""
+    seed = spec["seed"]
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    loss_cfg, is_prime = spec["loss"], spec["algorithm"] == "prime"
+    policy, tokenizer = models.load(model_dir)
+    reference = models.load(model_dir)[0] if loss_cfg["kl_loss_coef"] > 0 or is_prime else None
+    prm = prime.ImplicitPRM(model_dir, spec["prime"], reference) if is_prime else None
+    actor = algorithms.actor_config(loss_cfg, spec["rollout_n"], spec["ppo_mini_batch_size"])
+    optimizer = torch.optim.AdamW(policy.parameters(), lr=spec["lr"], weight_decay=spec["weight_decay"])
+    prompts, answers = formats.prompts_and_answers(formats.load_verl_parquet(train_path))
+    order = rng.permutation(len(prompts))
+    return Run(spec, policy, tokenizer, reference, prm, actor, optimizer, rng, prompts, answers, order)
+
+
+def resume_from(run: Run, ckpt_dir: Path) -> None:
+    """Restore the last checkpoint under ``ckpt_dir``, if there is one; the run goes on from its step."""
+    found = checkpoints.latest(ckpt_dir)
+    if found:
+        path, state = found
+        run.restore(state)
+        log.info("resuming from %s: steps 0-%d done", path, run.start - 1)
+
+
+def training_step(run: Run, step: int, val_sets: dict) -> dict:
+    """Row ``step`` of the metrics: sample and grade a batch with π_t, measure π_t on the groups kept,
+    validate every ``val_every`` steps, and update π_t on those groups (except after the last step)."""
+    spec = run.spec
+    batch = sample_batch(run)
+    with torch.no_grad():
+        old_log_prob, token_entropy = generation.forward_response(run.policy, batch.rollout, spec["temperature"])
+    kept = group_rows(batch.keep_groups, spec["rollout_n"])
+    row = {
+        "step": step,
+        "entropy": metrics.policy_entropy(token_entropy[kept], batch.rollout.response_mask[kept]),
+        "reward_mean": float(batch.rewards.mean()),
+        "response_length": float(batch.rollout.response_mask.sum(dim=1).float().mean()),
+        "kept_prompt_frac": len(batch.keep_groups) / batch.n_prompts,
+    }
+    if step % spec["val_every"] == 0 or step == spec["steps"]:
+        row.update(validate(run.policy, run.tokenizer, val_sets, spec["max_response_length"]))
+    if step < spec["steps"]:
+        if len(batch.keep_groups):
+            row.update(update_policy(run, batch, old_log_prob))
+        else:
+            log.info("step %d: no prompt with mixed outcomes; no update", step)
+    return row
+
+
+def sample_batch(run: Run) -> Batch:
+    """The next ``prompts_per_step`` prompts, ``rollout_n`` responses each, graded.
+
+    Keeps only prompts whose group has both correct and wrong answers: the batch the policy is
+    updated on, whose entropy (Eq. 5) the row reports. The kept groups are not topped up to a
+    full batch, but a step that keeps none draws the next prompts, up to max_num_gen_batches
+    times, as verl's trainer keeps generating until it has a batch to update on.
+    """
+    spec, n = run.spec, run.spec["rollout_n"]
+    size = spec["prompts_per_step"]
+    run.policy.eval()
+    for _ in range(max(1, spec["max_num_gen_batches"])):
+        if run.cursor + size > len(run.order):
+            run.order, run.cursor = run.rng.permutation(len(run.prompts)), 0
+        idx = run.order[run.cursor : run.cursor + size]
+        run.cursor += len(idx)
+        golds = [run.answers[i] for i in idx for _ in range(n)]
+        rollout = generation.generate(run.policy, run.tokenizer, [run.prompts[i] for i in idx], n=n,
+                                      temperature=spec["temperature"], max_new_tokens=spec["max_response_length"])  # fmt: skip
+        rewards = np.asarray(grading.score(golds, rollout.texts), dtype=np.float32)
+        prompt_acc = rewards.reshape(-1, n).mean(axis=1)
+        keep_groups = (
+            np.flatnonzero((prompt_acc > 0) & (prompt_acc < 1)) if spec["filter_groups"] else np.arange(len(idx))
+        )
+        if len(keep_groups):
+            break
+    return Batch(rollout, rewards, keep_groups, len(idx))
+
+
+def update_policy(run: Run, batch: Batch, old_log_prob: torch.Tensor) -> dict:
+    """Advantages of the kept groups and their covariances with the log-probabilities, then the policy update."""
+    spec, n = run.spec, run.spec["rollout_n"]
+    keep = group_rows(batch.keep_groups, n)
+    data = batch.rollout.select(keep)
+    rewards = torch.from_numpy(batch.rewards[keep])
+    group_index = np.repeat(batch.keep_groups, n)
+    old_lp = old_log_prob[keep]
+    mask = data.response_mask
+    if run.prm is not None:
+        advantages = run.prm.advantages(data, rewards, group_index, n, spec["temperature"])
+    else:
+        advantages = algorithms.compute_advantages(spec["algorithm"], rewards, mask, group_index, spec["gamma"])
+    ref_lp = None
+    if run.reference is not None and spec["loss"]["kl_loss_coef"] > 0:
+        with torch.no_grad():
+            ref_lp, _ = generation.forward_response(run.reference, data, spec["temperature"], with_entropy=False)
+    out = metrics.covariance_summary(old_lp, advantages, mask)
+    out.update(metrics.bandit_covariance(old_lp, advantages, mask, group_index, batch.rewards[keep]))
+    out.update(ppo_epochs(run, data, old_lp, advantages, ref_lp, len(batch.keep_groups)))
+    return out
+
+
+def ppo_epochs(run: Run, data, old_lp, advantages, ref_lp, n_groups: int) -> dict:
+    """``ppo_epochs`` passes over the ``n_groups`` kept groups in random mini-batches of ``ppo_mini_batch_size``
+    prompts, one optimiser step each with verl's actor loss; the loss statistics pooled over all of them."""
+    spec, n = run.spec, run.spec["rollout_n"]
+    run.policy.train()
+    step_metrics, token_stats = [], []
+    for _ in range(spec["ppo_epochs"]):
+        for groups in minibatches(n_groups, spec["ppo_mini_batch_size"], run.rng):
+            sel = group_rows(groups, n)
+            mb = data.select(sel)
+            log_prob, ent = generation.forward_response(
+                run.policy, mb, spec["temperature"], with_entropy=spec["loss"]["entropy_coeff"] != 0
+            )
+            loss, m = algorithms.actor_loss(
+                run.actor, log_prob, old_lp[sel], advantages[sel], mb.response_mask, ent,
+                None if ref_lp is None else ref_lp[sel],
+            )  # fmt: skip
+            run.optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(run.policy.parameters(), spec["grad_clip"])
+            run.optimizer.step()
+            step_metrics.append(m)
+            token_stats.append(
+                metrics.loss_token_stats(run.actor, log_prob, old_lp[sel], advantages[sel], mb.response_mask, m)
+            )
+    out = metrics.pooled_loss_stats(token_stats)
+    out["pg_loss"] = float(np.mean([m["actor/pg_loss"] for m in step_metrics]))
+    out["pg_clipfrac"] = float(np.mean([m.get("actor/pg_clipfrac", math.nan) for m in step_metrics]))
+    out["ppo_kl"] = float(np.mean([m.get("actor/ppo_kl", math.nan) for m in step_metrics]))
+    return out
+
+
+def finish(run: Run, out: Path, ckpt_dir: Path) -> pd.DataFrame:
+    """Write the final policy and the metrics table, then drop the checkpoints (the outputs now exist)."""
+    frame = metric_columns.complete_table(run.rows)
+    with atomic.output(out / "final") as tmp:
+        run.policy.save_pretrained(tmp)
+        run.tokenizer.save_pretrained(tmp)
+    atomic.to_parquet(frame, out / "metrics.parquet")
+    checkpoints.clear(ckpt_dir)
+    return frame

@@ -1,0 +1,84 @@
+"""GPU-hours of the paper-scale jobs, estimated from FLOPs before anything is submitted.
+
+A training step generates ``prompts × n`` responses (2·N FLOPs per token,
+decoding at ``rollout_mfu``), re-scores them for the old log-probabilities
+(2·N) and trains on them once per PPO epoch (6·N), both at ``train_mfu``. An
+evaluation generates every benchmark's samples once. N is the parameter
+count; the token counts are the configured expected lengths, not the caps.
+The same estimate, times a margin, is the SLURM runtime each job asks for.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def _seconds(flops: float, gpus: int, mfu: float, budget: dict) -> float:
+    return flops / (gpus * budget["gpu_peak_tflops"] * 1e12 * mfu)
+
+
+def train_gpu_hours(spec: dict, model: dict, budget: dict, val_questions: int) -> float:
+    params = model["params_b"] * 1e9
+    gpus = model["nodes"] * model["gpus_per_node"]
+    responses = spec["prompts_per_step"] * spec["rollout_n"]
+    tokens = responses * (budget["mean_prompt_tokens"] + budget["mean_response_tokens"])
+    generated = responses * budget["mean_response_tokens"]
+    step = _seconds(2 * params * generated, gpus, budget["rollout_mfu"], budget)
+    step += _seconds((2 + 6 * spec["ppo_epochs"]) * params * tokens, gpus, budget["train_mfu"], budget)
+    if spec["algorithm"] == "prime":  # the implicit PRM scores and trains on the same tokens (+ its reference)
+        step += _seconds((2 + 2 + 6) * params * tokens, gpus, budget["train_mfu"], budget)
+    validations = spec["steps"] // spec["val_every"] + 1
+    val_tokens = validations * val_questions * spec["val_protocol"]["n"] * budget["mean_response_tokens"]
+    seconds = spec["steps"] * step + _seconds(2 * params * val_tokens, gpus, budget["rollout_mfu"], budget)
+    return seconds * gpus / 3600
+
+
+def eval_gpu_hours(benchmark_sizes: dict[str, int], protocols: dict, model: dict, budget: dict) -> float:
+    params = model["params_b"] * 1e9
+    gpus = model["gpus_per_node"]
+    generated = sum(size * protocols[b]["n"] for b, size in benchmark_sizes.items()) * budget["mean_response_tokens"]
+    return _seconds(2 * params * generated, gpus, budget["rollout_mfu"], budget) * gpus / 3600
+
+
+def power_sampling_tokens(length: int, block_size: int, n_mcmc: int, prompt: int) -> tuple[float, float]:
+    """Expected tokens drawn and tokens scored (prefilled for log p) to make one answer of ``length``
+    tokens by Algorithm 1 (``core.power_sampling.sample_chains``): each block is drawn once, then each of
+    its N_MCMC redraws starts at a cut uniform over the answer so far, so (k·B + 1)/2 tokens are drawn
+    again on average in block k; every draw is scored with its prefix (prompt + answer so far)."""
+    drawn, scored = float(length), 0.0
+    for end in range(block_size, length + block_size, block_size):
+        end = min(end, length)
+        drawn += n_mcmc * (end + 1) / 2
+        scored += (1 + n_mcmc) * (prompt + end)
+    return drawn, scored
+
+
+def power_gpu_hours(method: dict, answers: int, model: dict, budget: dict, max_new_tokens: int) -> float:
+    """One power-sampling-study job on one node: ``answers`` answers by ``method`` (plain sampling or
+    Algorithm 1), then the base model's log-likelihood of each (one more prefill per answer)."""
+    params = model["params_b"] * 1e9
+    gpus = model["gpus_per_node"]
+    length, prompt = min(budget["mean_response_tokens"], max_new_tokens), budget["mean_prompt_tokens"]
+    drawn, scored = float(length), 0.0
+    if method["kind"] == "power":
+        drawn, scored = power_sampling_tokens(length, method["block_size"], method["n_mcmc"], prompt)
+    scored += prompt + length
+    seconds = _seconds(2 * params * drawn * answers, gpus, budget["rollout_mfu"], budget)
+    seconds += _seconds(2 * params * scored * answers, gpus, budget["train_mfu"], budget)
+    return seconds * gpus / 3600
+
+
+def runtime_minutes(gpu_hours: float, gpus: int, margin: float, floor: int = 60) -> int:
+    """SLURM wall time for a job of ``gpu_hours`` spread over ``gpus``, with a margin and a floor."""
+    return max(floor, int(math.ceil(gpu_hours / gpus * 60 * margin)))
+
+
+def estimate_message(runs: int, train: float, evaluation: float, methods: int, power: float, budget: dict) -> str:
+    """The estimate printed before anything is submitted: ``runs`` still to train (their training and
+    evaluation GPU-hours) and ``methods`` power-sampling jobs still to run (theirs)."""
+    return (
+        f"GPU-hours estimate for {runs} run(s) still to train: {train:,.0f} training + {evaluation:,.0f} evaluation"
+        f" = {train + evaluation:,.0f}; {methods} power-sampling job(s): {power:,.0f}"
+        f" (FLOPs at {budget['train_mfu']:.0%}/{budget['rollout_mfu']:.0%} of"
+        f" {budget['gpu_peak_tflops']} TFLOPS per GPU; see config.yaml paper.budget)"
+    )

@@ -1,0 +1,97 @@
+"""Benchmark evaluation with the paper's protocol, at paper scale: one vLLM engine per checkpoint on
+the model's tensor-parallel GPUs, for all its benchmarks.
+
+Sampled benchmarks draw ``n`` responses at their protocol's temperature; the rest decode greedily.
+Math is graded by math-verify, code run against its tests in the sandbox (``core.scoring``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+
+import pandas as pd
+
+from ..core import prompt_format, scoring
+
+log = logging.getLogger(__name__)
+
+# Evaluation builds one vLLM engine in its process, so it takes vLLM's cheap route to repeatable
+# seeded runs: the engine core in this process, which makes scheduling (and so every batch)
+# deterministic (VLLM_ENABLE_V1_MULTIPROCESSING=0; vLLM's reproducibility docs). The cost: no
+# overlap of the engine's scheduling with this process's Python work, and vLLM reseeds this
+# process's global random generators. vLLM repeats only on the same hardware and vLLM version (and
+# so the same GPU model and tensor-parallel size).
+REPRODUCIBLE_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+
+
+def vllm_engine(model_dir: str, tensor_parallel: int, seed: int, max_model_len: int):
+    """The evaluation engine for one checkpoint: the model's own tensor-parallel size
+    (``paper.models.<model>.tensor_parallel``; vLLM refuses one that does not divide the attention
+    heads), a context of ``max_model_len`` tokens (prompt + answer), deterministic scheduling
+    (``REPRODUCIBLE_ENV``)."""
+    os.environ.update(REPRODUCIBLE_ENV)  # read when the engine starts
+    from vllm import LLM
+
+    return LLM(model=model_dir, tensor_parallel_size=tensor_parallel, seed=seed, max_model_len=max_model_len)
+
+
+def vllm_samples(llm, frame: pd.DataFrame, protocol: dict, max_tokens: int, seed: int,
+                 chat_template: str | None = None) -> pd.DataFrame:  # fmt: skip
+    """One benchmark through a loaded vLLM engine: one row per (problem, sample), as the mini scale's
+    ``sample_benchmark`` gives, with each response's token count.
+
+    Prompts go through the model's prompt format as verl's rollout does: ``chat_template`` is
+    ``prompt_format.chat_template(<the model's format>, tokenizer)``, and ``None`` leaves vLLM's own
+    resolution (the tokenizer's template, refused when there is none). Each response is graded by its
+    row's style (math-verify, or the code sandbox). One request per problem k with ``n`` answers and
+    seed ``seed + k·n``: vLLM draws a request's i-th answer with its seed + i, so every answer of the
+    benchmark has a seed of its own and no two problems share their random draws.
+    """
+    from vllm import SamplingParams  # the GPU image has vLLM; the mini scale never imports it
+
+    n = protocol["n"]
+    params = [SamplingParams(n=n, temperature=protocol["temperature"], max_tokens=max_tokens, seed=seed + k * n)
+              for k in range(len(frame))]  # fmt: skip
+    template = {} if chat_template is None else {"chat_template": chat_template}
+    outputs = llm.chat([list(p) for p in frame["prompt"]], params, use_tqdm=False, **template)
+    completions = [c for out in outputs for c in out.outputs]
+    gold = list(frame["reward_model"])
+    rows = scoring.graded_rows([c.text for c in completions], [g["ground_truth"] for g in gold], protocol["n"],
+                               styles=[g["style"] for g in gold])  # fmt: skip
+    for row, c in zip(rows, completions):
+        row["response_tokens"] = len(c.token_ids)
+    return pd.DataFrame(rows)
+
+
+def evaluate_benchmarks(model: str, frames: dict[str, pd.DataFrame], params) -> Iterator[tuple[str, pd.DataFrame]]:
+    """The evaluation's entry (the same as ``mini.evaluate.evaluate_benchmarks``): the graded
+    samples of the model in directory ``model`` on each benchmark (``frames``, by name, in verl's
+    layout), as ``(name, samples)`` in the order of ``frames``.
+
+    One engine for every benchmark, on ``params.tensor_parallel`` GPUs, with prompts in the model's
+    format (``params.chat_template``; a tokenizer that cannot serve it is refused here) and a context
+    of the longest prompt, rendered as vLLM's chat renders it, + ``params.max_new_tokens``. A model
+    vLLM would refuse stops the job before the engine starts (``prompt_format.engine_problems``).
+    ``params`` also gives ``protocols`` (by benchmark) and ``seed``."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    template = prompt_format.chat_template(params.chat_template, tokenizer)  # refuses a tokenizer that cannot serve it
+    longest = max(
+        len(ids) for f in frames.values() for ids in prompt_format.render(tokenizer, list(f["prompt"]), template)
+    )
+    max_model_len = longest + params.max_new_tokens
+    problems = prompt_format.engine_problems(model, params.tensor_parallel, max_model_len, params.chat_template, model)
+    if problems:
+        raise SystemExit("vLLM would refuse this evaluation:\n- " + "\n- ".join(problems))
+    log.info(
+        "prompt format %s, tensor parallel %d, max_model_len %d",
+        params.chat_template,
+        params.tensor_parallel,
+        max_model_len,
+    )
+    llm = vllm_engine(model, params.tensor_parallel, params.seed, max_model_len)
+    for name, frame in frames.items():
+        yield name, vllm_samples(llm, frame, params.protocols[name], params.max_new_tokens, params.seed, template)

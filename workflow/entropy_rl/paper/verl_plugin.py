@@ -1,0 +1,78 @@
+"""The paper's measures inside verl at paper scale.
+
+verl logs its own entropy (token-mean over the update batch) and no covariance. This module,
+imported by every verl process (``VERL_USE_EXTERNAL_MODULES``, set by the launch, and
+``actor_rollout_ref.model.external_lib`` in the workers), adds the measures of ``entropy_rl.core.metrics``
+computed exactly as the mini trainer computes them:
+
+- a trainer, ``trainer.v1.trainer_mode=entropy_paper``: verl's synchronous V1 trainer, which after
+  verl's own advantage computation reads the update batch (the groups the filter kept) and logs
+  Eq. 5's entropy, Table 1's token covariance (Eq. 10) and Figure 8's bandit covariance (Eq. 8–9)
+  over the whole batch, as ``paper/*``;
+- for each of verl's loss modes used here, a mode ``<mode>+cov`` that calls verl's loss unchanged
+  and logs, per micro-batch (where Clip-Cov and KL-Cov select their tokens), the sums and counts of
+  ``entropy_rl.core.metrics.loss_token_stats`` as ``actor/*``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import transfer_queue as tq
+from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY, get_policy_loss_fn, register_policy_loss
+from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY, register_trainer
+from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
+
+from ..core import metrics as measures  # `metrics` is verl's name for a step's metric dict
+from .launch import TRAINER_MODE
+
+WRAPPED_MODES = ("vanilla", "clip_cov", "kl_cov")
+SUFFIX = "+cov"
+BATCH_FIELDS = ["uid", "response_mask", "rm_scores", "old_log_probs", "advantages", "entropy"]
+
+
+def with_covariance(mode: str):
+    inner = get_policy_loss_fn(mode)
+
+    def loss_fn(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode="token-mean", config=None, rollout_is_weights=None):
+        loss, pg_metrics = inner(
+            old_log_prob=old_log_prob, log_prob=log_prob, advantages=advantages, response_mask=response_mask,
+            loss_agg_mode=loss_agg_mode, config=config, rollout_is_weights=rollout_is_weights,
+        )  # fmt: skip
+        stats = measures.loss_token_stats(config, log_prob, old_log_prob, advantages, response_mask, pg_metrics)
+        pg_metrics.update({f"actor/{k}": v for k, v in stats.items()})
+        return loss, pg_metrics
+
+    loss_fn.__name__ = f"{mode}_with_covariance"
+    return loss_fn
+
+
+def batch_measures(fields) -> dict:
+    """``paper/*`` metrics of one update batch, from the fields verl keeps in its TransferQueue
+    (nested per response; ``to_padded_tensor`` pads them as verl's own advantage step does)."""
+    batch = fields.to_padded_tensor()
+    uid = np.array(batch.pop("uid").tolist(), dtype=object)
+    mask = batch["response_mask"].bool()
+    rewards = (batch["rm_scores"] * mask).sum(dim=-1).double().numpy()
+    log_prob, advantages = batch["old_log_probs"], batch["advantages"]
+    out = {"entropy": measures.policy_entropy(batch["entropy"], mask)}
+    out.update(measures.covariance_summary(log_prob, advantages, mask))
+    out.update(measures.bandit_covariance(log_prob, advantages, mask, uid, rewards))
+    return {f"paper/{k}": v for k, v in out.items()}
+
+
+class PaperMeasuresTrainer(PPOTrainerSync):
+    """verl's synchronous trainer, logging the paper's measures of each update batch."""
+
+    def _compute_advantage(self, batch, metrics: dict):
+        batch = super()._compute_advantage(batch, metrics=metrics)
+        fields = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=BATCH_FIELDS)
+        metrics.update(batch_measures(fields))
+        return batch
+
+
+# verl imports this module in several places of one process; register once (its registries refuse a rebind).
+for _mode in WRAPPED_MODES:
+    if _mode + SUFFIX not in POLICY_LOSS_REGISTRY:
+        register_policy_loss(_mode + SUFFIX)(with_covariance(_mode))
+if TRAINER_MODE not in TRAINER_REGISTRY:
+    register_trainer(TRAINER_MODE)(PaperMeasuresTrainer)

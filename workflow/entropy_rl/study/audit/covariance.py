@@ -1,0 +1,89 @@
+"""Measurements of Section 3 and Table 1: the covariance that drives entropy change, over steps, by
+prompt difficulty and by token."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...core import metric_columns
+from .. import analysis
+from .data import NotComparable, Study
+from .registry import Measured, measurement
+
+
+def _quantity(column: str) -> str:
+    return {
+        metric_columns.BANDIT_COV: "bandit covariance (Eq. 8-9)",
+        metric_columns.TOKEN_COV: "token covariance (Eq. 10, all tokens)",
+    }.get(column, column)
+
+
+@measurement
+def covariance_tracks_entropy(study: Study, artifact: str, column: str = metric_columns.BANDIT_COV) -> Measured:
+    """Positive, significant Pearson correlation over steps between the covariance (by default the
+    paper's Figure 8 quantity, the bandit covariance) at step t and −(H[t+1] − H[t])."""
+    run = study.runs(artifact)[0]
+    d = analysis.covariance_dynamics(study.metrics(run), column)
+    return Measured(f"r = {d['pearson_r']:.2f} (p = {d['p_value']:.3g}, {d['n_steps']} steps)",
+                    f"analysis.covariance_dynamics on {run}: Pearson correlation of {column}, the {_quantity(column)}, at step t with -(H[t+1] - H[t])",
+                    holds=bool(d["pearson_r"] > 0 and d["p_value"] < 0.05))  # fmt: skip
+
+
+@measurement
+def covariance_positive(study: Study, artifact: str, share: float, column: str = metric_columns.BANDIT_COV) -> Measured:
+    run = study.runs(artifact)[0]
+    d = analysis.covariance_dynamics(study.metrics(run), column)
+    return Measured(f"{100 * d['positive_share']:.0f}% of steps (mean {d['mean_cov']:.3g})",
+                    f"share of the steps of {run} with {column} > 0, the {_quantity(column)}",
+                    holds=bool(d["positive_share"] >= share))  # fmt: skip
+
+
+@measurement
+def covariance_by_difficulty(study: Study, artifact: str) -> Measured:
+    """The bandit covariance of the prompts with accuracy 1/8 lies below that of the prompts with
+    accuracy 7/8: one-sided Wilcoxon signed-rank test over the steps with both, p < 0.05."""
+    run = study.runs(artifact)[0]
+    d = analysis.covariance_by_difficulty(study.metrics(run))
+    if d["n_paired_steps"] < 5:
+        raise NotComparable(
+            f"{run} has {d['n_paired_steps']} steps with prompts of both accuracy 1/8 and 7/8; the test needs 5"
+        )
+    means = ", ".join(f"acc {metric_columns.BANDIT_ACC[k]:g}: {v:.3g}" for k, v in d["mean"].items())
+    p = d["hard_below_easy_p"]
+    return Measured(f"mean bandit covariance {means}; one-sided Wilcoxon p = {p:.3g}" if np.isfinite(p)
+                    else f"mean bandit covariance {means}; no test: the two groups never differ",
+                    f"analysis.covariance_by_difficulty on {run}: {analysis.HARDEST} against {analysis.EASIEST} over the {d['n_paired_steps']} steps with both",
+                    holds=bool(p < 0.05))  # fmt: skip
+
+
+@measurement
+def covariance_group(study: Study, artifact: str, group: str) -> Measured:
+    """One cell of Table 1: the token covariance (Eq. 10) of one group at training step 1."""
+    run = study.runs(artifact)[0]
+    dist = analysis.covariance_distribution(study.metrics(run))
+    return Measured(
+        float(dist[group]),
+        f"{group} of {run} at training step 1 (its first step with a measured covariance, row {dist.name})",
+    )
+
+
+@measurement
+def covariance_outliers(study: Study, artifact: str, paper_top: float, paper_all: float, within: float) -> Measured:
+    """Table 1's outliers: the top 0.02% of tokens over the all-token mean at training step 1, at least
+    the paper's ratio (``paper_top`` / ``paper_all``) divided by ``within``. The ratio is undefined, and
+    the claim not reproduced, when the all-token mean is not positive."""
+    run = study.runs(artifact)[0]
+    dist = analysis.covariance_distribution(study.metrics(run))
+    top, mean = float(dist["cov_top0.02"]), float(dist["cov_all"])
+    paper = paper_top / paper_all
+    needed = paper / within
+    how = (f"Table 1 columns of {run} at training step 1 (row {dist.name}); paper {paper_top:g} / {paper_all:g} = {paper:.0f}x, "
+           f"reproduced at {needed:.0f}x or more (within a factor {within:g} of the paper's ratio)")  # fmt: skip
+    if not mean > 0:
+        return Measured(
+            f"undefined: the all-token mean is {mean:.3g} (top 0.02% {top:.3g}); paper {paper:.0f}x", how, holds=False
+        )
+    ratio = top / mean
+    return Measured(
+        f"top 0.02% / all = {top:.3g} / {mean:.3g} = {ratio:.0f}x; paper {paper:.0f}x", how, holds=bool(ratio >= needed)
+    )

@@ -1,0 +1,107 @@
+"""The study the audit reads (``Study``): runs' specs, metrics and evaluation summaries, model sizes and
+the power-sampling study's answers; and ``NotComparable``, raised when this scale cannot make a measurement."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from ...core import model_size
+from .. import analysis
+
+
+class NotComparable(Exception):
+    """The measurement cannot be made at this scale; the message says why."""
+
+
+@dataclass
+class Study:
+    """What the audit reads: run outputs and the per-run settings, loaded lazily."""
+
+    scale: str
+    artifacts: dict[str, list[str]]  # artifact -> runs
+    specs: dict[str, dict]  # run -> resolved run spec
+    metrics_paths: dict[str, str]
+    summary_paths: dict[str, str]
+    model_paths: dict[str, str]  # model -> directory holding its config.json
+    val_samples: dict[str, int]  # benchmark -> validation samples per validation point
+    bench_sizes: dict[str, int]  # benchmark -> problems
+    bench_roles: dict[str, str]  # the paper's benchmark name -> this scale's benchmark
+    model_roles: dict[str, str]  # the paper's model name -> this scale's model
+    fit_steps: int
+    # The power-sampling study, empty when the scale has none: "model" (the base model sampled),
+    # "methods" (name -> settings; power.PLAIN_POWER_METHODS among them), "runs" (RL
+    # method -> the run whose checkpoint it samples), "artifacts" (artifact -> methods it draws),
+    # "problems" (benchmark -> problems answered) and "n" (answers per problem).
+    power: dict = field(default_factory=dict)
+    power_paths: dict[str, str] = field(default_factory=dict)  # method -> its answers (parquet)
+    _cache: dict = field(default_factory=dict)
+
+    def runs(self, artifact: str) -> list[str]:
+        if artifact not in self.artifacts:
+            raise NotComparable(f"this scale has no runs for {artifact}")
+        return self.artifacts[artifact]
+
+    def metrics(self, run: str) -> pd.DataFrame:
+        key = ("metrics", run)
+        if key not in self._cache:
+            self._cache[key] = pd.read_parquet(self.metrics_paths[run])
+        return self._cache[key]
+
+    def summary(self, run: str) -> pd.DataFrame:
+        key = ("summary", run)
+        if key not in self._cache:
+            self._cache[key] = pd.read_parquet(self.summary_paths[run])
+        return self._cache[key]
+
+    def samples(self, method: str) -> pd.DataFrame:
+        key = ("samples", method)
+        if key not in self._cache:
+            self._cache[key] = pd.read_parquet(self.power_paths[method])
+        return self._cache[key]
+
+    def power_study(self) -> dict:
+        if not self.power:
+            raise NotComparable("this scale has no power-sampling study")
+        return self.power
+
+    def power_methods(self, artifact: str) -> list[str]:
+        return self.power_study()["artifacts"][artifact]
+
+    def size(self, run: str) -> int:
+        model = self.specs[run]["model"]
+        key = ("size", model)
+        if key not in self._cache:
+            self._cache[key] = model_size.non_embedding_params(self.model_paths[model])
+        return self._cache[key]
+
+    def method(self, run: str) -> str:
+        return method(self.specs[run])
+
+    def test_average(self, run: str) -> float:
+        """Mean test accuracy over benchmarks (%), Table 2's Avg."""
+        return float(analysis.benchmark_accuracy({run: self.summary(run)}).loc[run, "Avg."])
+
+    def baseline(self, runs: list[str], model: str | None = None) -> str:
+        """The one GRPO run among ``runs`` (of ``model``, when given): what a treatment is compared with."""
+        base = [r for r in runs if self.method(r) == "GRPO" and (model is None or self.specs[r]["model"] == model)]
+        if len(base) != 1:
+            raise NotComparable(f"expected one GRPO baseline among {runs}, found {base}")
+        return base[0]
+
+
+def method(spec: dict) -> str:
+    """The paper's name for what a run does to the loss: GRPO, Clip-higher, Clip-Cov, KL-Cov, Entropy loss, Reference KL."""
+    loss = spec["loss"]
+    if loss["loss_mode"] == "clip_cov":
+        return "Clip-Cov"
+    if loss["loss_mode"] == "kl_cov":
+        return "KL-Cov"
+    if loss["entropy_coeff"]:
+        return "Entropy loss"
+    if loss["kl_loss_coef"]:
+        return "Reference KL"
+    if loss["clip_ratio_high"] > loss["clip_ratio_low"]:
+        return "Clip-higher"
+    return {"grpo": "GRPO", "rloo": "RLOO", "reinforce_plus_plus": "REINFORCE++", "prime": "PRIME"}[spec["algorithm"]]

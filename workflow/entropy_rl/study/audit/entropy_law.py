@@ -1,0 +1,144 @@
+"""Measurements of Section 2: how early entropy and accuracy move, and the law R = -a exp(H) + b
+(its fit, early prediction, and how its coefficients depend on the algorithm, data and model size)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import scipy.stats
+
+from .. import analysis
+from .data import NotComparable, Study
+from .registry import Measured, measurement
+from .stats import bootstrap
+
+
+@measurement
+def cumulative_share(study: Study, artifact: str, quantity: str, at: float) -> Measured:
+    """Pooled share (%) of the entropy drop or accuracy gain reached at a fraction of training, with a
+    bootstrap interval over runs (the paper pools its runs the same way)."""
+    runs = study.runs(artifact)
+    column = {"entropy": "entropy_share", "performance": "perf_share"}[quantity]
+
+    def stat(picked):
+        shares = analysis.pooled_shares({f"{i}:{r}": study.metrics(r) for i, r in enumerate(picked)})
+        return 100 * analysis.share_at(shares, at)[column == "perf_share"]
+
+    value = stat(runs)
+    return Measured(value, f"analysis.pooled_shares over {len(runs)} runs of {artifact}, first validation step at or after {at:.3g} of training",
+                    interval=bootstrap(stat, runs))  # fmt: skip
+
+
+@measurement
+def front_loaded(study: Study, artifact: str, at: float, share: float) -> Measured:
+    """Both pooled shares at fraction ``at`` of training reach ``share``."""
+    runs = study.runs(artifact)
+    pooled = analysis.pooled_shares({r: study.metrics(r) for r in runs})
+    h, r = analysis.share_at(pooled, at)
+    return Measured(f"entropy {100 * h:.0f}%, accuracy {100 * r:.0f}%", f"pooled shares over {len(runs)} runs of {artifact} at {at:.3g} of training",
+                    holds=bool(h >= share and r >= share))  # fmt: skip
+
+
+def _val_noise(study: Study, metrics: pd.DataFrame) -> np.ndarray:
+    """Binomial standard error of each validation point's macro-averaged accuracy."""
+    pts = metrics.loc[metrics["val_acc"].notna()].sort_values("step")
+    var = np.zeros(len(pts))
+    benches = [b for b in study.val_samples if f"val_acc/{b}" in pts]
+    for b in benches:
+        p = pts[f"val_acc/{b}"].to_numpy()
+        var += p * (1 - p) / study.val_samples[b]
+    return np.sqrt(var) / len(benches)
+
+
+@measurement
+def law_fits_within_noise(study: Study, artifact: str) -> Measured:
+    """Every run's residuals from R = -a exp(H) + b are consistent with validation sampling noise:
+    chi-square = sum(residual^2 / SE^2) on n - 2 degrees of freedom, Bonferroni over runs."""
+    runs = study.runs(artifact)
+    pvals, r2 = {}, {}
+    for run in runs:
+        m = study.metrics(run)
+        pts = analysis.validation_points(m)
+        fit = analysis.fit_entropy_law(pts["entropy"], pts["R"])
+        resid = pts["R"] - analysis.entropy_law(pts["entropy"], fit["a"], fit["b"])
+        se = np.maximum(_val_noise(study, m), 1e-6)
+        chi2 = float(np.sum((resid.to_numpy() / se) ** 2))
+        pvals[run] = float(scipy.stats.chi2.sf(chi2, len(pts) - 2))
+        r2[run] = fit["r2"]
+    worst = min(pvals, key=pvals.get)
+    return Measured(f"smallest p = {pvals[worst]:.3g} ({worst}); R² {min(r2.values()):.2f}–{max(r2.values()):.2f}",
+                    f"chi-square of each fit's residuals against binomial validation noise, {len(runs)} runs of {artifact}",
+                    holds=bool(min(pvals.values()) >= 0.05 / len(runs)))  # fmt: skip
+
+
+def _train_data(study: Study, run: str) -> str:
+    return study.specs[run].get("train_data", "train")
+
+
+def _select(study: Study, artifact: str, task: str | None) -> list[str]:
+    runs = study.runs(artifact)
+    if task is None:
+        return runs
+    picked = [r for r in runs if (_train_data(study, r) == "code") == (task == "code")]
+    if not picked:
+        raise NotComparable(f"{artifact} has no {task} runs at this scale")
+    return picked
+
+
+@measurement
+def early_prediction_error(study: Study, artifact: str, quantity: str, task: str | None = None) -> Measured:
+    """Mean over runs of the early-fit prediction RMSE or final-point error (accuracy points), with a
+    95% t-interval over runs."""
+    runs = _select(study, artifact, task)
+    table = analysis.early_prediction_summary({r: study.metrics(r) for r in runs}, study.fit_steps)
+    values = table[{"rmse": "rmse_pct", "final": "final_error_pct"}[quantity]].dropna().to_numpy()
+    mean = float(values.mean())
+    half = (
+        float(scipy.stats.t.ppf(0.975, len(values) - 1) * values.std(ddof=1) / math.sqrt(len(values)))
+        if len(values) > 1
+        else math.inf
+    )
+    return Measured(mean, f"analysis.early_prediction fitted on steps <= {study.fit_steps}, mean over {len(values)} runs of {artifact}",
+                    interval=(mean - half, mean + half))  # fmt: skip
+
+
+@measurement
+def shared_coefficients(study: Study, artifact: str, expect: str = "shared") -> Measured:
+    """F-test of one (a, b) for all runs against one per run. ``expect`` "shared" holds when p >= 0.05
+    (no evidence the runs differ); "different" holds when p < 0.05."""
+    runs = study.runs(artifact)
+    if len(runs) < 2:
+        raise NotComparable(f"{artifact} has fewer than 2 runs at this scale")
+    test = analysis.shared_coefficients_test({r: study.metrics(r) for r in runs})
+    coefs = ", ".join(f"{r} a={f['a']:.2f} b={f['b']:.2f}" for r, f in test["per_run"].items())
+    holds = test["p_value"] >= 0.05 if expect == "shared" else test["p_value"] < 0.05
+    return Measured(f"p = {test['p_value']:.3g}; largest curve gap {test['max_curve_gap_pct']:.1f} points ({coefs})",
+                    f"analysis.shared_coefficients_test over {len(runs)} runs of {artifact}", holds=bool(holds))  # fmt: skip
+
+
+@measurement
+def log_linear_in_size(study: Study, artifact: str, coefficient: str) -> Measured:
+    """The coefficient's least-squares slope in log10(non-embedding parameters) differs from zero (p < 0.05),
+    in every training set of the artifact with 3 or more sizes."""
+    runs = study.runs(artifact)
+    series: dict[str, list[str]] = {}
+    for r in runs:
+        series.setdefault(_train_data(study, r), []).append(r)
+    parts, holds = [], True
+    for data, members in series.items():
+        if len(members) < 3:
+            continue
+        x = [study.size(r) for r in members]
+        y = [analysis.fit_run(study.metrics(r))[coefficient] for r in members]
+        fit = analysis.log_linear_fit(x, y)
+        parts.append(f"{data}: slope {fit['slope']:+.3f} per decade, R² {fit['r2']:.2f}, p {fit['p_value']:.3g}")
+        holds &= fit["p_value"] < 0.05
+    if not parts:
+        raise NotComparable(f"{artifact} has no training set with 3 or more model sizes")
+    return Measured(
+        "; ".join(parts),
+        f"analysis.log_linear_fit of {coefficient} against non-embedding parameters, runs of {artifact}",
+        holds=bool(holds),
+    )

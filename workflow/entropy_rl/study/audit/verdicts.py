@@ -1,0 +1,79 @@
+"""A claim's verdict: its measurement made, then judged by the claim's kind and the ledger's tolerance.
+
+* ``reproduced`` / ``not reproduced``: a qualitative claim's test, at any scale; a number within /
+  outside its tolerance, at paper scale.
+* ``not comparable at this scale``: a number at mini scale (the measured analogue is still shown), a
+  claim whose runs this scale does not have, or a paper value missing from the project's copy of the
+  paper. The reason is given.
+
+Tolerances come from the ledger and are set before any result: statistical (a confidence interval
+over runs, binomial noise of a benchmark of that size) where the data give a spread, or a stated
+factor (``tolerance.factor``: measured/paper within [1/factor, factor]) where the paper reports one
+value of one run and nothing to build an interval from. Never fitted to a result.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from . import accuracy, control, covariance, entropy_law, power  # noqa: F401  importing them fills MEASUREMENTS
+from .data import NotComparable, Study
+from .registry import MEASUREMENTS
+
+REPRODUCED, NOT_REPRODUCED, NOT_COMPARABLE = "reproduced", "not reproduced", "not comparable at this scale"
+
+
+def judge(claim: dict, study: Study) -> dict:
+    """One row of the audit: the claim, the paper's value, the measurement and the verdict with its reason."""
+    row = {"id": claim["id"], "claim": claim["claim"], "source": claim["source"], "kind": claim["kind"],
+           "paper": claim.get("paper"), "unit": claim.get("unit", ""), "measured": None, "how": "", "tolerance": "", "verdict": "", "why": ""}  # fmt: skip
+    tol = claim.get("tolerance", {})
+    try:
+        m = MEASUREMENTS[claim["measure"]["fn"]](study, **{k: v for k, v in claim["measure"].items() if k != "fn"})
+    except NotComparable as err:
+        return {**row, "verdict": NOT_COMPARABLE, "why": str(err)}
+    row.update(measured=m.value, how=m.how)
+    note = f" (note: {claim['paper_note']})" if claim.get("paper_note") and claim.get("paper") is not None else ""
+    if claim["kind"] == "qualitative":
+        row["tolerance"] = tol.get("why", "")
+        return {**row, "verdict": REPRODUCED if m.holds else NOT_REPRODUCED, "why": f"test: {claim['test']}{note}"}
+    interval, rule = m.interval, ""
+    if "factor" in tol:  # the ledger's own rule replaces any interval the measurement brings
+        interval, rule = (
+            factor_interval(float(m.value), tol["factor"]),
+            f" (within a factor {tol['factor']:g} of the measured value, same sign)",
+        )
+    if interval is not None:
+        row["tolerance"] = f"[{interval[0]:.3g}, {interval[1]:.3g}]{rule}: {tol.get('why', '')}"
+    if claim.get("paper") is None:
+        return {
+            **row,
+            "verdict": NOT_COMPARABLE,
+            "why": claim.get("paper_note", "the paper's value is not in the project's copy of the paper"),
+        }
+    if study.scale != "paper":
+        return {
+            **row,
+            "verdict": NOT_COMPARABLE,
+            "why": f"numbers are compared at paper scale; this is the {study.scale} scale's analogue{note}",
+        }
+    if interval is None:
+        raise ValueError(
+            f"claim {claim['id']!r}: {claim['measure']['fn']} gives no acceptance interval and the ledger no tolerance.factor"
+        )
+    lo, hi = interval
+    inside = lo <= claim["paper"] <= hi
+    return {**row, "verdict": REPRODUCED if inside else NOT_REPRODUCED,
+            "why": f"paper value {'inside' if inside else 'outside'} the acceptance interval{note}"}  # fmt: skip
+
+
+def factor_interval(measured: float, factor: float) -> tuple[float, float]:
+    """The paper values a measurement accepts within a factor: measured/factor to measured·factor (ordered,
+    so a negative measurement accepts only negative values; zero accepts none but zero). The paper value is
+    inside exactly when measured/paper lies in [1/factor, factor]: the rule is symmetric in the two."""
+    lo, hi = sorted((measured / factor, measured * factor))
+    return lo, hi
+
+
+def verdict_counts(audit: pd.DataFrame) -> dict[str, int]:
+    return {v: int((audit["verdict"] == v).sum()) for v in (REPRODUCED, NOT_REPRODUCED, NOT_COMPARABLE)}

@@ -1,0 +1,132 @@
+"""Power sampling beside RL: the comparison of Karan & Du (2025) on this workflow's models.
+
+Every method answers the same problems ``n`` times (``mini.power_sampling`` or ``paper.power_sampling``); these
+functions turn those samples into that paper's measurements: single-shot accuracy per
+benchmark (its Table 1), pass@k with the unbiased estimator (its Figure 5), the base model's
+log-likelihood of each method's answers (its Figure 4), and the tokens each method draws.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+from ..core import scoring
+from . import plotting
+
+
+def accuracy_table(samples: dict[str, pd.DataFrame], reference: str = "base") -> pd.DataFrame:
+    """One row per method: single-shot accuracy per benchmark (the mean over all samples, i.e.
+    avg@n), tokens per answer, tokens drawn per answer, and drawn tokens relative to ``reference``
+    (plain sampling, which draws each answer token once)."""
+    rows = {}
+    for method, frame in samples.items():
+        row = frame.groupby("benchmark", sort=True)["correct"].mean().to_dict()
+        row["tokens per answer"] = frame["response_tokens"].mean()
+        row["tokens drawn per answer"] = frame["drawn_tokens"].mean()
+        rows[method] = row
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table["cost vs " + reference] = table["tokens drawn per answer"] / table.loc[reference, "tokens drawn per answer"]
+    return table.rename_axis("method")
+
+
+def pass_at_k_curves(samples: dict[str, pd.DataFrame], ks: list[int]) -> pd.DataFrame:
+    """Unbiased pass@k (Chen et al., 2021) per method, benchmark and k, averaged over problems
+    (``scoring.summarize``, as for every evaluation; a k above the samples per problem is left out)."""
+    rows = []
+    for method, frame in samples.items():
+        for bench, group in frame.groupby("benchmark", sort=True):
+            summary = scoring.summarize(group, ks)
+            rows += [
+                {"method": method, "benchmark": bench, "k": k, "pass_at_k": summary[f"pass_at_{k}"]}
+                for k in ks
+                if f"pass_at_{k}" in summary
+            ]
+    return pd.DataFrame(rows)
+
+
+def likelihoods(samples: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The base model's mean log-likelihood per token of every answer, by method (long format)."""
+    return pd.concat(
+        [
+            f.assign(method=m)[["method", "benchmark", "problem_id", "sample", "base_loglik_per_token", "correct"]]
+            for m, f in samples.items()
+        ],
+        ignore_index=True,
+    )
+
+
+# ---- the study's table and figures, one function per rule (workflow/rules/power.smk) ---------
+
+
+def power01_accuracy(samples: dict[str, pd.DataFrame], labels: dict[str, str]) -> pd.DataFrame:
+    """That paper's Table 1 here: accuracy (%) per benchmark and on average, tokens, cost, acceptance."""
+    table = accuracy_table(samples)
+    benches = [c for c in table.columns if c in set().union(*(set(f["benchmark"]) for f in samples.values()))]
+    table[benches] *= 100
+    table.insert(len(benches), "Avg.", table[benches].mean(axis=1))
+    table["MH acceptance"] = [samples[m]["acceptance"].mean() for m in table.index]
+    return table.rename(index=labels)
+
+
+def power02_pass_at_k(samples, labels, pass_k, stem, caption=None):
+    """pass@k against k per benchmark (that paper's Figure 5): does sharpening keep the base model's diversity?"""
+    curves = pass_at_k_curves(samples, pass_k)
+    benches = sorted(curves["benchmark"].unique())
+    plotting.style()
+    fig, axes = plt.subplots(1, len(benches), figsize=(3.4 * len(benches), 3.0), squeeze=False)
+    colours = plotting.palette(samples)
+    for ax, bench in zip(axes[0], benches):
+        for method in samples:
+            c = curves[(curves["method"] == method) & (curves["benchmark"] == bench)]
+            ax.plot(c["k"], 100 * c["pass_at_k"], marker="o", ms=3, color=colours[method],
+                    label=plotting.label(labels, method))  # fmt: skip
+        ax.set_xscale("log", base=2)
+        ax.set_title(bench)
+        ax.set_xlabel("k")
+        ax.set_ylabel("pass@k (%)")
+    axes[0][-1].legend(fontsize=6, loc="lower right")
+    fig.tight_layout()
+    plotting.caption(fig, caption)
+    return plotting.save(fig, stem)
+
+
+def power03_likelihoods(samples, labels, stem, caption=None):
+    """The base model's log-likelihood per token of each method's answers (that paper's Figure 4)."""
+    data = likelihoods(samples)
+    data["method"] = data["method"].map(lambda m: plotting.label(labels, m))
+    plotting.style()
+    fig, ax = plt.subplots(figsize=(7.0, 3.2))
+    order = [plotting.label(labels, m) for m in samples]
+    sns.boxplot(data=data, y="method", x="base_loglik_per_token", order=order, ax=ax, fliersize=1, color="0.85")
+    means = data.groupby("method")["base_loglik_per_token"].mean()
+    ax.scatter([means[o] for o in order], range(len(order)), color="C3", zorder=3, s=12, label="mean")
+    ax.set_xlabel("Base model log-likelihood per answer token (nats)")
+    ax.set_ylabel("")
+    ax.legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    plotting.caption(fig, caption)
+    return plotting.save(fig, stem)
+
+
+def power04_hyperparameters(samples, settings, stem, caption=None):
+    """Accuracy against alpha (at the main N_MCMC) and against N_MCMC (at the main alpha), that paper's Figure 6."""
+    main = settings["power"]
+    rows = [
+        {"method": m, "alpha": settings[m]["alpha"], "n_mcmc": settings[m]["n_mcmc"], "benchmark": b, "accuracy": 100 * g["correct"].mean()}
+        for m, f in samples.items() for b, g in f.groupby("benchmark")
+    ]  # fmt: skip
+    sweep = pd.DataFrame(rows)
+    plotting.style()
+    fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.0))
+    names = {"alpha": "alpha", "n_mcmc": "N_MCMC"}
+    for ax, knob, fixed in ((axes[0], "alpha", "n_mcmc"), (axes[1], "n_mcmc", "alpha")):
+        part = sweep[sweep[fixed] == main[fixed]].sort_values(knob)
+        sns.lineplot(data=part, x=knob, y="accuracy", hue="benchmark", marker="o", ax=ax)
+        ax.set_xlabel(names[knob])
+        ax.set_ylabel("Accuracy (%)")
+        ax.set_title(f"{names[knob]} swept ({names[fixed]} = {main[fixed]:g})")
+    fig.tight_layout()
+    plotting.caption(fig, caption)
+    return plotting.save(fig, stem)

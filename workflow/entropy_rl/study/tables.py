@@ -1,0 +1,54 @@
+"""Tables of the paper, built from run outputs and written as CSV and Markdown.
+
+Each table function takes loaded inputs and display labels and returns a
+DataFrame; ``write`` stores it with its caption. Values are never rounded in
+the CSV; the Markdown rounds for reading.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+# Table 1's rows: the token covariance (Eq. 10) columns of the metrics contract, named in analysis so
+from ..core import atomic, metric_columns
+from . import analysis
+
+# the tables need no torch (metrics.py, which produces them, does).
+COV_GROUPS = {**{col: f"Top {col.removeprefix('cov_top')}%" for col in metric_columns.COV_TOP}, metric_columns.TOKEN_COV: "All"}
+
+
+def table01_covariance_distribution(metrics_by_run: dict[str, pd.DataFrame], labels: dict[str, str], **_) -> pd.DataFrame:
+    """Table 1: mean covariance of the top p% of tokens and of all tokens.
+
+    Per run, at its first step with a measured covariance (closest to the base
+    model's own distribution) and averaged over all steps.
+    """
+    if not metrics_by_run:
+        raise ValueError("table01: no runs given")
+    columns = {}
+    for run, metrics in metrics_by_run.items():
+        columns[f"{labels.get(run, run)}, first step"] = analysis.covariance_distribution(metrics)
+        columns[f"{labels.get(run, run)}, mean over training"] = metrics[list(COV_GROUPS)].mean()
+    table = pd.DataFrame(columns).rename(index=COV_GROUPS)
+    return table.rename_axis("Group")
+
+
+def table02_benchmarks(summaries: dict[str, pd.DataFrame], labels: dict[str, str], benchmark_names: dict[str, str], **_) -> pd.DataFrame:
+    """Table 2: accuracy (%) per benchmark and method, and the unweighted mean over benchmarks."""
+    if not summaries:
+        raise ValueError("table02: no runs given")
+    table = analysis.benchmark_accuracy(summaries)
+    table.index = [labels.get(run, run) for run in table.index]
+    return table.rename(columns=benchmark_names).rename_axis("Method")
+
+
+def write(table: pd.DataFrame, stem, caption: str) -> tuple[Path, Path]:
+    """``<stem>.csv`` (full precision) and ``<stem>.md`` (caption, then the table to 3 significant digits)."""
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    csv, md = Path(f"{stem}.csv"), Path(f"{stem}.md")
+    atomic.write_text(csv, table.to_csv())
+    atomic.write_text(md, f"{caption}\n\n{table.to_markdown(floatfmt='.3g')}\n")
+    return csv, md

@@ -1,6 +1,6 @@
 """Throughput of the mini trainer's two phases, for a fixed configuration.
 
-Prints rollout tokens/s (sampling with Hugging Face generate) and optimisation
+Prints rollout tokens/s (the mini sampler, ``generation.generate``) and optimisation
 steps/s (one PPO mini-batch: forward, verl's actor loss, backward, AdamW step).
 Run from the repository root: python benchmarks/trainer_throughput.py [--model qwen2-m]
 Measures on freshly initialised weights with the model's architecture from
@@ -49,8 +49,7 @@ def main() -> None:
         t0 = time.perf_counter()
         rollout = generation.generate(model, tok, batch, n=n, temperature=s["temperature"], max_new_tokens=s["max_response_length"])
         t1 = time.perf_counter()
-        with torch.no_grad():
-            old_lp, _ = generation.forward_response(model, rollout, s["temperature"])
+        old_lp = rollout.log_probs  # the sampler's, as the trainer takes them
         rewards = torch.from_numpy(np.random.default_rng(r).integers(0, 2, len(rollout.texts)).astype(np.float32))
         adv = algorithms.compute_advantages("grpo", rewards, rollout.response_mask, np.repeat(np.arange(per_step), n))
         model.train()

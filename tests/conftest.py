@@ -29,3 +29,12 @@ def tiny_policy(mini_tokenizer, tmp_path_factory):
     model.save_pretrained(path)
     tok.save_pretrained(path)
     return models.load(path)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``--dist loadgroup``, see pyproject.toml) a module's tests run on one worker,
+    so its module-scoped fixtures (a smoke study, a trained policy) are built once; the tests on the
+    SLURM cluster share one worker, so one session-wide cluster serves them all."""
+    for item in items:
+        group = "slurm" if "slurm_cluster" in item.fixturenames else item.module.__name__
+        item.add_marker(pytest.mark.xdist_group(group))

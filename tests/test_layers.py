@@ -1,6 +1,7 @@
 """The package's layers: mini, paper and study import only core; core none of them; the study loads
-no torch, verl, vLLM or transformers. Checked by import-linter on the contracts in pyproject.toml
-(every import in a module's text counts, lazy ones included), and by importing for real."""
+no torch, verl, vLLM, transformers or math-verify (nor its sympy). Checked by import-linter on the
+contracts in pyproject.toml (every import in a module's text counts, lazy ones included), and by
+importing for real."""
 
 import json
 import shutil
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from support import ROOT
 
-HEAVY = ("torch", "verl", "vllm", "transformers")
+HEAVY = ("torch", "verl", "vllm", "transformers", "math_verify", "sympy")
 
 
 def lint_imports(package_parent: Path, cwd: Path) -> subprocess.CompletedProcess:

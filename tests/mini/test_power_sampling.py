@@ -30,24 +30,31 @@ class TableProposer:
     stop_ids = (EOS,)
 
     def __init__(self, alpha: float, rng: np.random.Generator):
-        self.alpha, self.rng = alpha, rng
+        self.alpha, self.rng, self.steps = alpha, rng, {}
+
+    def step(self, response: list[int]):
+        """The tokens that may follow ``response``, their log p and log q, and q's cumulative sums."""
+        key = tuple(response[:1])  # p depends on the first response token only
+        if key not in self.steps:
+            dist = next_token(list(key))
+            tokens = [t for t, pr in dist.items() if pr > 0]
+            p = np.array([dist[t] for t in tokens])
+            q = p**self.alpha / (p**self.alpha).sum()
+            self.steps[key] = (tokens, np.log(p), np.log(q), np.cumsum(q))
+        return self.steps[key]
 
     def extend(self, prefixes, budgets):
         out = []
         for prefix, budget in zip(prefixes, budgets):
-            seq, lps, lqs = [int(t) for t in prefix], [], []
+            response, new, lps, lqs = prefix.tolist()[1:], [], [], []  # after the one-token prompt
             for _ in range(budget):
-                dist = next_token(seq[1:])  # after the one-token prompt
-                tokens = [t for t, pr in dist.items() if pr > 0]
-                p = np.array([dist[t] for t in tokens])
-                q = p**self.alpha / (p**self.alpha).sum()
-                j = self.rng.choice(len(tokens), p=q)
-                seq.append(tokens[j])
-                lps.append(math.log(p[j]))
-                lqs.append(math.log(q[j]))
+                tokens, logp, logq, cdf = self.step(response + new)
+                j = min(int(np.searchsorted(cdf, self.rng.random(), side="right")), len(tokens) - 1)
+                new.append(tokens[j])
+                lps.append(logp[j])
+                lqs.append(logq[j])
                 if tokens[j] == EOS:
                     break
-            new = seq[len(prefix) :]
             out.append((torch.tensor(new, dtype=torch.long), torch.tensor(lps), torch.tensor(lqs)))
         return out
 

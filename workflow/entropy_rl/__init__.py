@@ -10,7 +10,7 @@ Four layers, each a subpackage; the import rule between them is a contract the t
 - ``paper``: the GPU scale: hub downloads, paper datasets, verl launch, plugin and metrics, the
   preflight, containers, the GPU budget, vLLM evaluation and proposal.
 - ``study``: what turns runs into the paper's findings: analysis, figures, tables, the
-  power-sampling study, the audit. It loads no torch, verl or vLLM.
+  power-sampling study, the audit. It loads no torch, verl, vLLM or grader.
 
 ``mini`` and ``paper`` import only ``core``; ``study`` imports only ``core``.
 """

@@ -5,7 +5,7 @@ import importlib
 from pathlib import Path
 
 import pandas as pd
-from entropy_rl.core import atomic, formats, logs, scoring
+from entropy_rl.core import atomic, formats, logs, pass_rates
 
 log = logs.setup(snakemake.log[0], snakemake.threads)
 p = snakemake.params
@@ -18,7 +18,7 @@ for (name, samples), out_path in zip(
 ):
     samples.insert(0, "benchmark", name)
     atomic.to_parquet(samples, out_path)
-    summary = scoring.summarize(samples, p.pass_k)
+    summary = pass_rates.summarize(samples, p.pass_k)
     rows.append({"benchmark": name, "temperature": p.protocols[name]["temperature"], **summary})
     log.info("%s %s", name, summary)
 atomic.to_parquet(pd.DataFrame(rows), snakemake.output.summary)

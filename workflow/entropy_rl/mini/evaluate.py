@@ -17,9 +17,11 @@ from . import generation, models
 
 
 def sample_benchmark(
-    model, tokenizer, prompts, answers, temperature: float, n: int, max_new_tokens: int, batch_size: int = 256
+    model, tokenizer, prompts, answers, temperature: float, n: int, max_new_tokens: int, batch_size: int = 1024
 ) -> pd.DataFrame:
-    """One row per (problem, sample): response, extracted answer, correctness."""
+    """One row per (problem, sample): response, extracted answer, correctness. Responses are
+    sampled ``batch_size`` at a time: a tiny model's cost per response falls with the batch
+    (1.5 ms at 1,024 rows against 2.3 ms at 256, benchmarks/profile_mini.py)."""
     rows = []
     per_batch = max(1, batch_size // n)
     for start in range(0, len(prompts), per_batch):

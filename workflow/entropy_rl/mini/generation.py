@@ -20,6 +20,10 @@ class Rollout:
     response_ids: torch.Tensor  # (B, R) right-padded
     response_mask: torch.Tensor  # (B, R)
     texts: list[str]  # decoded responses, without special tokens
+    # Under the sampling policy at the sampling temperature, per response token (0 under the mask);
+    # None when decoding was greedy or the rollout was not sampled here.
+    log_probs: torch.Tensor | None = None  # (B, R)
+    entropy: torch.Tensor | None = None  # (B, R)
 
     @property
     def input_ids(self) -> torch.Tensor:
@@ -37,6 +41,8 @@ class Rollout:
             self.response_ids[idx],
             self.response_mask[idx],
             [self.texts[i] for i in idx.tolist()],
+            None if self.log_probs is None else self.log_probs[idx],
+            None if self.entropy is None else self.entropy[idx],
         )
 
 
@@ -53,7 +59,51 @@ def response_mask_from_ids(response_ids: torch.Tensor, eos_id: int) -> torch.Ten
     return (~after_eos).long()
 
 
+def draw(probs: torch.Tensor) -> torch.Tensor:
+    """One token per row of ``probs``, exactly distributed as that row, from torch's seeded generator:
+    the first token whose cumulative probability exceeds a uniform draw (a zero-probability token is
+    never drawn). One uniform per row, where ``torch.multinomial`` or a Gumbel race costs one per token."""
+    cdf = probs.double().cumsum(dim=-1)
+    u = torch.rand(probs.shape[0], 1, dtype=torch.float64) * cdf[:, -1:]
+    return torch.searchsorted(cdf, u, right=True).squeeze(1).clamp(max=probs.shape[1] - 1)
+
+
 @torch.no_grad()
+def decode(model, ids, mask, temperature: float, max_new_tokens: int, eos: int, pad: int, n: int = 1):
+    """Up to ``max_new_tokens`` tokens after each left-padded row of ``ids``, ``n`` answers per row
+    (rows i*n .. i*n+n-1 answer row i), drawn at ``temperature`` (0: greedy) from the full
+    distribution, and each step's raw logits: ``(tokens (B*n, T), logits (B*n, T, V))``. An answer is
+    padded after its EOS; decoding stops when every answer has one.
+
+    A loop of the model's own forward with its KV cache, where ``model.generate`` spends as much
+    again on per-token bookkeeping (logits processors, stopping criteria) at the mini models' size.
+    Each prompt is encoded once and its cache shared by its ``n`` answers: the prompt is about as
+    long as an answer, so encoding it n times would cost nearly as much as the answers themselves.
+    """
+    position = (torch.cumsum(mask, dim=1) - 1).clamp(min=0)
+    out = model(input_ids=ids, attention_mask=mask, position_ids=position, use_cache=True, logits_to_keep=1)
+    if n > 1:
+        out.past_key_values.batch_repeat_interleave(n)
+        out.logits = out.logits.repeat_interleave(n, dim=0)
+        mask, position = mask.repeat_interleave(n, dim=0), position.repeat_interleave(n, dim=0)
+    tokens, logits = [], []
+    done = torch.zeros(mask.shape[0], dtype=torch.bool)
+    for _ in range(max_new_tokens):
+        step = out.logits[:, -1, :].float()
+        token = draw(torch.softmax(step / temperature, dim=-1)) if temperature > 0 else step.argmax(dim=-1)
+        token = torch.where(done, pad, token)
+        tokens.append(token)
+        logits.append(step)
+        done = done | (token == eos)
+        if done.all() or len(tokens) == max_new_tokens:
+            break
+        mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+        position = position[:, -1:] + 1
+        out = model(input_ids=token[:, None], attention_mask=mask, position_ids=position,
+                    past_key_values=out.past_key_values, use_cache=True, logits_to_keep=1)  # fmt: skip
+    return torch.stack(tokens, dim=1), torch.stack(logits, dim=1)
+
+
 def generate(
     model,
     tokenizer,
@@ -64,25 +114,24 @@ def generate(
 ) -> Rollout:
     """``n`` responses per prompt, grouped: rows i*n .. i*n+n-1 answer prompt i.
 
-    ``temperature == 0`` is greedy decoding. Sampling uses the full distribution
-    (no top-k or top-p truncation) so rollouts are on-policy, as in the paper.
+    ``temperature == 0`` is greedy decoding. Sampling uses the full distribution (no top-k or top-p
+    truncation) so rollouts are on-policy, as in the paper. A sampled rollout keeps each token's
+    log-probability and entropy at the sampling temperature, from the logits it was drawn from:
+    the trainer's old log-probs and Eq. 5's token entropies, equal to what a separate forward
+    pass (``forward_response``) gives.
     """
     ids, mask = encode_prompts(tokenizer, prompts)
-    ids = ids.repeat_interleave(n, dim=0)
-    mask = mask.repeat_interleave(n, dim=0)
-    kwargs = dict(max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
-    if temperature > 0:
-        kwargs.update(do_sample=True, temperature=temperature, top_k=0, top_p=1.0)
-    else:
-        kwargs.update(do_sample=False)
-    out = model.generate(input_ids=ids, attention_mask=mask, **kwargs)
-    response = out[:, ids.shape[1] :]
-    if response.shape[1] == 0:
-        response = torch.full((ids.shape[0], 1), tokenizer.eos_token_id, dtype=ids.dtype)
-    rmask = response_mask_from_ids(response, tokenizer.eos_token_id)
-    response = torch.where(rmask.bool(), response, torch.full_like(response, tokenizer.pad_token_id))
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    response, logits = decode(model, ids, mask, temperature, max(1, max_new_tokens), eos, pad, n)
+    ids, mask = ids.repeat_interleave(n, dim=0), mask.repeat_interleave(n, dim=0)
+    rmask = response_mask_from_ids(response, eos)
+    response = torch.where(rmask.bool(), response, torch.full_like(response, pad))
     texts = tokenizer.batch_decode(response, skip_special_tokens=True)
-    return Rollout(ids, mask, response, rmask, texts)
+    if temperature == 0:
+        return Rollout(ids, mask, response, rmask, texts)
+    logits = logits / temperature
+    log_probs = logprobs_from_logits(logits, response) * rmask
+    return Rollout(ids, mask, response, rmask, texts, log_probs, entropy_from_logits(logits) * rmask)
 
 
 def forward_response(model, rollout: Rollout, temperature: float = 1.0, with_entropy: bool = True):
@@ -94,9 +143,10 @@ def forward_response(model, rollout: Rollout, temperature: float = 1.0, with_ent
     input_ids = rollout.input_ids
     attn = rollout.attention_mask
     position_ids = (torch.cumsum(attn, dim=1) - 1).clamp(min=0)
-    logits = model(input_ids=input_ids, attention_mask=attn, position_ids=position_ids).logits
-    p, r = rollout.prompt_ids.shape[1], rollout.response_ids.shape[1]
-    logits = logits[:, p - 1 : p - 1 + r, :] / temperature
+    r = rollout.response_ids.shape[1]
+    # Only the r positions that predict a response token go through the output layer.
+    logits = model(input_ids=input_ids, attention_mask=attn, position_ids=position_ids, logits_to_keep=r + 1).logits
+    logits = logits[:, :r, :] / temperature
     log_probs = logprobs_from_logits(logits, rollout.response_ids)
     entropy = entropy_from_logits(logits) if with_entropy else None
     return log_probs, entropy

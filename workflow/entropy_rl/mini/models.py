@@ -21,6 +21,10 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, Mistr
 log = logging.getLogger(__name__)
 
 CONFIG_CLASSES = {"qwen2": Qwen2Config, "llama": LlamaConfig, "mistral": MistralConfig}
+# The models' own eager attention rather than transformers' default, torch's SDPA: at a head
+# width of 16 with a padding mask, SDPA on a CPU is the slower (measured on qwen2-m, one thread:
+# a pre-training step 152 -> 115 ms, a rollout of 256 answers 0.47 -> 0.41 s; the same tokens drawn).
+ATTENTION = "eager"
 
 
 def model_config(family: str, arch: dict, tokenizer) -> object:
@@ -44,26 +48,40 @@ def model_config(family: str, arch: dict, tokenizer) -> object:
     return cls(**kwargs)
 
 
-def sft_batch(tokenizer, prompts, responses):
-    """Token ids and labels for supervised responses: loss on the response tokens only."""
+def sft_examples(tokenizer, prompts, responses) -> list[tuple[list[int], list[int]]]:
+    """Token ids and labels of each supervised response (the loss is on the response tokens only),
+    tokenized once for the whole corpus rather than again in every batch."""
     prompt_texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
-    ids, labels = [], []
-    for pt, response in zip(prompt_texts, responses):
-        p = tokenizer(pt, add_special_tokens=False)["input_ids"]
-        r = tokenizer(response, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-        ids.append(p + r)
-        labels.append([-100] * len(p) + r)
-    width = max(map(len, ids))
-    pad = tokenizer.pad_token_id
-    input_ids = torch.tensor([x + [pad] * (width - len(x)) for x in ids])
-    label_ids = torch.tensor([x + [-100] * (width - len(x)) for x in labels])
-    attn = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in ids])
+    prompt_ids = tokenizer(prompt_texts, add_special_tokens=False)["input_ids"]
+    response_ids = tokenizer(list(responses), add_special_tokens=False)["input_ids"]
+    eos = [tokenizer.eos_token_id]
+    return [(p + r + eos, [-100] * len(p) + r + eos) for p, r in zip(prompt_ids, response_ids)]
+
+
+def sft_batch(examples: list[tuple[list[int], list[int]]], pad: int):
+    """Right-padded ids, attention mask and labels of a batch of ``sft_examples``."""
+    width = max(len(ids) for ids, _ in examples)
+    input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in examples])
+    label_ids = torch.tensor([labels + [-100] * (width - len(labels)) for _, labels in examples])
+    attn = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in examples])
     return input_ids, attn, label_ids
+
+
+def response_loss(model, input_ids, attention_mask, labels) -> torch.Tensor:
+    """The mean cross-entropy of the labelled tokens, ``model(..., labels=labels).loss``, with the output
+    layer applied only where there is a label: in the pre-training corpus a sixth of the positions,
+    the rest being prompts and padding."""
+    hidden = model.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    target = labels[:, 1:]
+    labelled = target != -100
+    logits = model.get_output_embeddings()(hidden[:, :-1][labelled])
+    return torch.nn.functional.cross_entropy(logits.float(), target[labelled])
 
 
 def pretrain(model, tokenizer, prompts, responses, steps: int, batch_size: int, lr: float, seed: int) -> list[float]:
     """Supervised pre-training on the mini tasks' responses; returns the loss curve."""
     rng = np.random.default_rng(seed)
+    examples = sft_examples(tokenizer, prompts, responses)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / 20) * 0.5 * (1 + math.cos(math.pi * s / steps))
@@ -71,9 +89,9 @@ def pretrain(model, tokenizer, prompts, responses, steps: int, batch_size: int, 
     model.train()
     losses = []
     for step in range(steps):
-        idx = rng.choice(len(prompts), size=batch_size, replace=False)
-        ids, attn, labels = sft_batch(tokenizer, [prompts[i] for i in idx], [responses[i] for i in idx])
-        loss = model(input_ids=ids, attention_mask=attn, labels=labels).loss
+        idx = rng.choice(len(examples), size=batch_size, replace=False)
+        ids, attn, labels = sft_batch([examples[i] for i in idx], tokenizer.pad_token_id)
+        loss = response_loss(model, ids, attn, labels)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -94,7 +112,7 @@ def model_seed(name: str, base: int) -> int:
 def build_mini_model(family: str, arch: dict, tokenizer_dir: str | Path, seed: int):
     torch.manual_seed(seed)
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
-    model = AutoModelForCausalLM.from_config(model_config(family, arch, tokenizer))
+    model = AutoModelForCausalLM.from_config(model_config(family, arch, tokenizer), attn_implementation=ATTENTION)
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     return model, tokenizer
@@ -102,7 +120,7 @@ def build_mini_model(family: str, arch: dict, tokenizer_dir: str | Path, seed: i
 
 def load(path: str | Path):
     """Load a saved policy the way every stage does (local dir or hub id)."""
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation=ATTENTION)
     tokenizer = AutoTokenizer.from_pretrained(path)
     model.eval()
     return model, tokenizer

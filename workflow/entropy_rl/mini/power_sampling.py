@@ -1,5 +1,5 @@
-"""Power sampling at mini scale: Algorithm 1 (``core.power_sampling``) with the proposal drawn by a
-Hugging Face model's ``generate`` (``HFProposer``), and the power-sampling study's answers to a
+"""Power sampling at mini scale: Algorithm 1 (``core.power_sampling``) with the proposal drawn from a
+Hugging Face model by the mini sampler (``HFProposer``, ``generation.decode``), and the power-sampling study's answers to a
 method (``sample_method``, ``sample_benchmarks``)."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def pad(seqs: list[torch.Tensor], pad_id: int, left: bool) -> tuple[torch.Tensor
 
 
 class HFProposer:
-    """The proposal q = p at temperature 1/α, drawn with a Hugging Face model's ``generate``
+    """The proposal q = p at temperature 1/α, drawn from a Hugging Face model by ``generation.decode``
     (a ``core.power_sampling.Proposer``)."""
 
     def __init__(self, model, tokenizer, alpha: float):
@@ -40,15 +40,8 @@ class HFProposer:
         """Up to ``budgets[i]`` tokens after ``prefixes[i]`` (prompt + response so far), stopping at
         EOS, each continuation with its log p and log q per token."""
         ids, mask = pad(prefixes, self.pad_id, left=True)
-        width = ids.shape[1]
-        out = self.model.generate(
-            input_ids=ids, attention_mask=mask, max_new_tokens=max(budgets), do_sample=True, temperature=1.0 / self.alpha,
-            top_k=0, top_p=1.0, pad_token_id=self.pad_id, eos_token_id=list(self.stop_ids),
-            output_logits=True, return_dict_in_generate=True,
-        )  # fmt: skip
-        new = out.sequences[:, width:]
-        # generate returns each step's raw logits; p and q are their softmax at temperature 1 and 1/α.
-        logits = torch.stack(out.logits, dim=1).float()
+        new, logits = generation.decode(self.model, ids, mask, 1.0 / self.alpha, max(budgets), self.stop_ids[0], self.pad_id)
+        # p and q are the softmax of each step's raw logits at temperature 1 and 1/α.
         logp = torch.log_softmax(logits, dim=-1).gather(-1, new[..., None]).squeeze(-1)
         logq = torch.log_softmax(self.alpha * logits, dim=-1).gather(-1, new[..., None]).squeeze(-1)
         results = []

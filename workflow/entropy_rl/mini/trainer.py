@@ -49,10 +49,22 @@ def validation_sets(bench_paths: dict[str, str], protocol: dict, size: int) -> d
 
 
 def validate(model, tokenizer, val_sets: dict, max_new_tokens: int) -> dict:
-    accs = {
-        f"val_acc/{name}": evaluate.accuracy(model, tokenizer, p, a, proto, max_new_tokens)
-        for name, (p, a, proto) in val_sets.items()
-    }
+    """Accuracy on each validation set and their mean. Sets that share a protocol are sampled
+    together, in batches as large as ``evaluate.sample_benchmark`` takes, not one call per set."""
+    by_protocol: dict[str, list[str]] = {}
+    for name, (_, _, protocol) in val_sets.items():
+        by_protocol.setdefault(json.dumps(protocol, sort_keys=True), []).append(name)
+    accs = {}
+    for key, names in by_protocol.items():
+        protocol = json.loads(key)
+        prompts = [q for name in names for q in val_sets[name][0]]
+        answers = [a for name in names for a in val_sets[name][1]]
+        samples = evaluate.sample_benchmark(model, tokenizer, prompts, answers, protocol["temperature"],
+                                            protocol["n"], max_new_tokens)  # fmt: skip
+        owner = np.repeat(names, [len(val_sets[name][0]) for name in names])[samples["problem_id"]]
+        for name, correct in samples["correct"].groupby(owner):
+            accs[f"val_acc/{name}"] = float(correct.mean())
+    accs = {f"val_acc/{name}": accs[f"val_acc/{name}"] for name in val_sets}  # the sets' order
     accs["val_acc"] = float(np.mean(list(accs.values())))
     return accs
 
@@ -180,8 +192,9 @@ def training_step(run: Run, step: int, val_sets: dict) -> dict:
     validate every ``val_every`` steps, and update π_t on those groups (except after the last step)."""
     spec = run.spec
     batch = sample_batch(run)
-    with torch.no_grad():
-        old_log_prob, token_entropy = generation.forward_response(run.policy, batch.rollout, spec["temperature"])
+    # The sampler's own log-probs and entropies: those of π_t at the rollout temperature, which verl
+    # recomputes with a forward pass only because its rollout engine is another implementation.
+    old_log_prob, token_entropy = batch.rollout.log_probs, batch.rollout.entropy
     kept = group_rows(batch.keep_groups, spec["rollout_n"])
     row = {
         "step": step,

@@ -154,17 +154,25 @@ def pooled_shares(metrics_by_run: dict[str, pd.DataFrame], column: str = "val_ac
     steps" over many models means. Each run's changes are interpolated onto the
     union of the runs' validation fractions.
     """
-    changes = {}
-    for run, metrics in metrics_by_run.items():
-        pts = validation_points(metrics, column)
-        if len(pts) < 2:
-            raise ValueError(f"run {run}: need at least 2 validation points, got {len(pts)}")
-        frac = pts["step"].to_numpy() / int(metrics["step"].max())
-        H, R = pts["entropy"].to_numpy(), pts["R"].to_numpy()
-        changes[run] = (frac, H[0] - H, R - R[0])
-    grid = np.unique(np.concatenate([f for f, _, _ in changes.values()]))
-    dH = sum(np.interp(grid, f, h) for f, h, _ in changes.values())
-    dR = sum(np.interp(grid, f, r) for f, _, r in changes.values())
+    return pool_changes([run_changes(metrics, column, run) for run, metrics in metrics_by_run.items()])
+
+
+def run_changes(metrics: pd.DataFrame, column: str = "val_acc", run: str = "") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One run's part of ``pooled_shares``: its validation steps as fractions of training, and the
+    entropy drop and ``column`` gain from its first validation step to each."""
+    pts = validation_points(metrics, column)
+    if len(pts) < 2:
+        raise ValueError(f"run {run}: need at least 2 validation points, got {len(pts)}")
+    frac = pts["step"].to_numpy() / int(metrics["step"].max())
+    H, R = pts["entropy"].to_numpy(), pts["R"].to_numpy()
+    return frac, H[0] - H, R - R[0]
+
+
+def pool_changes(changes: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> pd.DataFrame:
+    """``pooled_shares`` of runs' ``run_changes`` (a bootstrap over runs pools them many times)."""
+    grid = np.unique(np.concatenate([f for f, _, _ in changes]))
+    dH = sum(np.interp(grid, f, h) for f, h, _ in changes)
+    dR = sum(np.interp(grid, f, r) for f, _, r in changes)
     return pd.DataFrame({"step_frac": grid, "entropy_share": dH / dH[-1], "perf_share": dR / dR[-1]})
 
 

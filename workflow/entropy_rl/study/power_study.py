@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from ..core import scoring
+from ..core import pass_rates
 from . import plotting
 
 
@@ -33,11 +33,11 @@ def accuracy_table(samples: dict[str, pd.DataFrame], reference: str = "base") ->
 
 def pass_at_k_curves(samples: dict[str, pd.DataFrame], ks: list[int]) -> pd.DataFrame:
     """Unbiased pass@k (Chen et al., 2021) per method, benchmark and k, averaged over problems
-    (``scoring.summarize``, as for every evaluation; a k above the samples per problem is left out)."""
+    (``pass_rates.summarize``, as for every evaluation; a k above the samples per problem is left out)."""
     rows = []
     for method, frame in samples.items():
         for bench, group in frame.groupby("benchmark", sort=True):
-            summary = scoring.summarize(group, ks)
+            summary = pass_rates.summarize(group, ks)
             rows += [
                 {"method": method, "benchmark": bench, "k": k, "pass_at_k": summary[f"pass_at_{k}"]}
                 for k in ks

@@ -21,9 +21,10 @@ def cumulative_share(study: Study, artifact: str, quantity: str, at: float) -> M
     bootstrap interval over runs (the paper pools its runs the same way)."""
     runs = study.runs(artifact)
     column = {"entropy": "entropy_share", "performance": "perf_share"}[quantity]
+    changes = {r: analysis.run_changes(study.metrics(r), run=r) for r in runs}  # once, not per resample
 
     def stat(picked):
-        shares = analysis.pooled_shares({f"{i}:{r}": study.metrics(r) for i, r in enumerate(picked)})
+        shares = analysis.pool_changes([changes[r] for r in picked])
         return 100 * analysis.share_at(shares, at)[column == "perf_share"]
 
     value = stat(runs)

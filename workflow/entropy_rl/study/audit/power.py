@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ...core import power_methods, scoring
+from ...core import pass_rates, power_methods
 from .. import power_study
 from .data import NotComparable, Study
 from .registry import Measured, measurement
@@ -66,7 +66,7 @@ def _per_problem(study: Study, method: str, quantity: str, bench: str | None) ->
     if quantity == "pass_at_n":
         counts = groups["correct"].agg(["size", "sum"])
         k = study.power["n"]
-        return pd.Series([100 * scoring.pass_at_k(int(n), int(c), k) for n, c in counts.to_numpy()], index=counts.index)
+        return pd.Series([100 * pass_rates.pass_at_k(int(n), int(c), k) for n, c in counts.to_numpy()], index=counts.index)
     column, scale = _PER_PROBLEM[quantity]
     return scale * groups[column].mean()
 

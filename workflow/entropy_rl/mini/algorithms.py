@@ -46,8 +46,12 @@ def compute_advantages(
     return adv
 
 
-def actor_config(loss: dict, rollout_n: int, mini_batch_size: int) -> FSDPActorConfig:
-    """verl's actor config for one run's loss settings (keys as in verl's ``actor`` section)."""
+def actor_config(loss: dict, rollout_n: int, mini_batch_size: int, max_response_length: int | None = None) -> FSDPActorConfig:
+    """verl's actor config for one run's loss settings (keys as in verl's ``actor`` section).
+
+    ``max_response_length`` is the horizon "seq-mean-token-sum-norm" divides by: verl's actor takes
+    its batch's response width, the rollout's configured length, while the mini trainer trims each
+    mini-batch to its longest answer (``Rollout.trimmed``), so it is passed explicitly."""
     policy_loss = PolicyLossConfig(
         loss_mode=loss["loss_mode"],
         clip_cov_ratio=loss["clip_cov_ratio"],
@@ -74,6 +78,7 @@ def actor_config(loss: dict, rollout_n: int, mini_batch_size: int) -> FSDPActorC
         kl_loss_coef=loss["kl_loss_coef"],
         kl_loss_type=loss["kl_loss_type"],
         use_dynamic_bsz=False,
+        global_batch_info={} if max_response_length is None else {"loss_scale_factor": max_response_length},
     )
 
 
@@ -101,12 +106,12 @@ def actor_loss(
     metrics = {k: float(v) for k, v in metrics.items()}
     metrics["actor/pg_loss"] = float(pg_loss.detach())
     if entropy is not None and config.entropy_coeff != 0:
-        entropy_loss = agg_loss(loss_mat=entropy, loss_mask=mask, loss_agg_mode=config.loss_agg_mode)
+        entropy_loss = agg_loss(loss_mat=entropy, loss_mask=mask, loss_agg_mode=config.loss_agg_mode, **config.global_batch_info)
         loss = loss - config.entropy_coeff * entropy_loss
         metrics["actor/entropy_loss"] = float(entropy_loss.detach())
     if config.use_kl_loss:
         kld = kl_penalty(logprob=log_prob, ref_logprob=ref_log_prob, kl_penalty=config.kl_loss_type)
-        kl_loss = agg_loss(loss_mat=kld, loss_mask=mask, loss_agg_mode=config.loss_agg_mode)
+        kl_loss = agg_loss(loss_mat=kld, loss_mask=mask, loss_agg_mode=config.loss_agg_mode, **config.global_batch_info)
         loss = loss + config.kl_loss_coef * kl_loss
         metrics["actor/kl_loss"] = float(kl_loss.detach())
     return loss, metrics

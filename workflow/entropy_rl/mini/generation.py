@@ -21,7 +21,7 @@ class Rollout:
     response_mask: torch.Tensor  # (B, R)
     texts: list[str]  # decoded responses, without special tokens
     # Under the sampling policy at the sampling temperature, per response token (0 under the mask);
-    # None when decoding was greedy or the rollout was not sampled here.
+    # None when decoding was greedy, the rollout was not sampled here, or they were not asked for.
     log_probs: torch.Tensor | None = None  # (B, R)
     entropy: torch.Tensor | None = None  # (B, R)
 
@@ -32,6 +32,19 @@ class Rollout:
     @property
     def attention_mask(self) -> torch.Tensor:
         return torch.cat([self.prompt_mask, self.response_mask], dim=1)
+
+    def trimmed(self) -> "Rollout":
+        """The same rows without the columns that are padding in every one of them: prompt columns on
+        the left, response columns on the right (at least one). A forward and backward then cost what
+        the rows' tokens do, not the widest prompt and answer of the whole rollout (verl removes
+        padding from its micro-batches for the same reason). A padding column is masked out of
+        attention and of every loss, so log-probs and losses are those of the untrimmed rows."""
+        used = self.prompt_mask.any(dim=0).nonzero()
+        first = int(used[0]) if len(used) else 0
+        width = max(1, int(self.response_mask.sum(dim=1).max()))
+        cut = lambda t: None if t is None else t[:, :width]  # noqa: E731
+        return Rollout(self.prompt_ids[:, first:], self.prompt_mask[:, first:], cut(self.response_ids),
+                       cut(self.response_mask), self.texts, cut(self.log_probs), cut(self.entropy))  # fmt: skip
 
     def select(self, idx) -> "Rollout":
         idx = torch.as_tensor(idx, dtype=torch.long)
@@ -68,40 +81,52 @@ def draw(probs: torch.Tensor) -> torch.Tensor:
     return torch.searchsorted(cdf, u, right=True).squeeze(1).clamp(max=probs.shape[1] - 1)
 
 
+# Finished answers leave the batch once this share of it is done: dropping rows copies the KV
+# cache, so it is done in bulk rather than at every step.
+DROP_FINISHED_SHARE = 0.25
+
+
 @torch.no_grad()
 def decode(model, ids, mask, temperature: float, max_new_tokens: int, eos: int, pad: int, n: int = 1):
     """Up to ``max_new_tokens`` tokens after each left-padded row of ``ids``, ``n`` answers per row
     (rows i*n .. i*n+n-1 answer row i), drawn at ``temperature`` (0: greedy) from the full
     distribution, and each step's raw logits: ``(tokens (B*n, T), logits (B*n, T, V))``. An answer is
-    padded after its EOS; decoding stops when every answer has one.
+    padded after its EOS (its logits there are 0); decoding stops when every answer has one.
 
     A loop of the model's own forward with its KV cache, where ``model.generate`` spends as much
     again on per-token bookkeeping (logits processors, stopping criteria) at the mini models' size.
     Each prompt is encoded once and its cache shared by its ``n`` answers: the prompt is about as
     long as an answer, so encoding it n times would cost nearly as much as the answers themselves.
+    Answers that have ended leave the batch (and the cache) once ``DROP_FINISHED_SHARE`` of it has:
+    an answer's tokens depend only on its own row, so the rest continue as they would have.
     """
     position = (torch.cumsum(mask, dim=1) - 1).clamp(min=0)
     out = model(input_ids=ids, attention_mask=mask, position_ids=position, use_cache=True, logits_to_keep=1)
+    cache, step = out.past_key_values, out.logits[:, -1, :].float()
     if n > 1:
-        out.past_key_values.batch_repeat_interleave(n)
-        out.logits = out.logits.repeat_interleave(n, dim=0)
+        cache.batch_repeat_interleave(n)
+        step = step.repeat_interleave(n, dim=0)
         mask, position = mask.repeat_interleave(n, dim=0), position.repeat_interleave(n, dim=0)
-    tokens, logits = [], []
-    done = torch.zeros(mask.shape[0], dtype=torch.bool)
-    for _ in range(max_new_tokens):
-        step = out.logits[:, -1, :].float()
+    rows = torch.arange(mask.shape[0])  # the answers still in the batch, by their row in the output
+    tokens = torch.full((len(rows), max_new_tokens), pad, dtype=torch.long)
+    logits = torch.zeros(len(rows), max_new_tokens, step.shape[-1])
+    done = torch.zeros(len(rows), dtype=torch.bool)
+    for t in range(max_new_tokens):
         token = draw(torch.softmax(step / temperature, dim=-1)) if temperature > 0 else step.argmax(dim=-1)
         token = torch.where(done, pad, token)
-        tokens.append(token)
-        logits.append(step)
+        tokens[rows, t], logits[rows, t] = token, step
         done = done | (token == eos)
-        if done.all() or len(tokens) == max_new_tokens:
-            break
+        if done.all() or t + 1 == max_new_tokens:
+            return tokens[:, : t + 1], logits[:, : t + 1]
+        if done.float().mean() >= DROP_FINISHED_SHARE:
+            live = (~done).nonzero().squeeze(1)
+            cache.batch_select_indices(live)
+            rows, token, done, mask, position = rows[live], token[live], done[live], mask[live], position[live]
         mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
         position = position[:, -1:] + 1
         out = model(input_ids=token[:, None], attention_mask=mask, position_ids=position,
-                    past_key_values=out.past_key_values, use_cache=True, logits_to_keep=1)  # fmt: skip
-    return torch.stack(tokens, dim=1), torch.stack(logits, dim=1)
+                    past_key_values=cache, use_cache=True, logits_to_keep=1)  # fmt: skip
+        step = out.logits[:, -1, :].float()
 
 
 def generate(
@@ -111,6 +136,7 @@ def generate(
     n: int = 1,
     temperature: float = 1.0,
     max_new_tokens: int = 16,
+    with_log_probs: bool = True,
 ) -> Rollout:
     """``n`` responses per prompt, grouped: rows i*n .. i*n+n-1 answer prompt i.
 
@@ -118,7 +144,8 @@ def generate(
     truncation) so rollouts are on-policy, as in the paper. A sampled rollout keeps each token's
     log-probability and entropy at the sampling temperature, from the logits it was drawn from:
     the trainer's old log-probs and Eq. 5's token entropies, equal to what a separate forward
-    pass (``forward_response``) gives.
+    pass (``forward_response``) gives. Evaluation, which grades only the texts, skips them
+    (``with_log_probs=False``).
     """
     ids, mask = encode_prompts(tokenizer, prompts)
     eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
@@ -127,7 +154,7 @@ def generate(
     rmask = response_mask_from_ids(response, eos)
     response = torch.where(rmask.bool(), response, torch.full_like(response, pad))
     texts = tokenizer.batch_decode(response, skip_special_tokens=True)
-    if temperature == 0:
+    if temperature == 0 or not with_log_probs:
         return Rollout(ids, mask, response, rmask, texts)
     logits = logits / temperature
     log_probs = logprobs_from_logits(logits, response) * rmask

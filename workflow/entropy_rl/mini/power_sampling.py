@@ -89,7 +89,8 @@ def sample_method(model, tokenizer, base, prompts, answers, method: dict, n: int
             drawn, acceptance = chain_costs(chains)
         else:
             rollout = generation.generate(
-                model, tokenizer, chunk, n=n, temperature=method["temperature"], max_new_tokens=max_new_tokens
+                model, tokenizer, chunk, n=n, temperature=method["temperature"], max_new_tokens=max_new_tokens,
+                with_log_probs=False,
             )
             drawn, acceptance = plain_costs(rollout.response_mask.sum(dim=1).tolist())
         base_logp, _ = generation.forward_response(base, rollout, 1.0, with_entropy=False)

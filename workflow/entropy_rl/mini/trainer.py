@@ -171,7 +171,7 @@ def set_up(spec: dict, model_dir: str | Path, train_path: str | Path) -> Run:
     policy, tokenizer = models.load(model_dir)
     reference = models.load(model_dir)[0] if loss_cfg["kl_loss_coef"] > 0 or is_prime else None
     prm = prime.ImplicitPRM(model_dir, spec["prime"], reference) if is_prime else None
-    actor = algorithms.actor_config(loss_cfg, spec["rollout_n"], spec["ppo_mini_batch_size"])
+    actor = algorithms.actor_config(loss_cfg, spec["rollout_n"], spec["ppo_mini_batch_size"], spec["max_response_length"])
     optimizer = torch.optim.AdamW(policy.parameters(), lr=spec["lr"], weight_decay=spec["weight_decay"])
     prompts, answers = formats.prompts_and_answers(formats.load_verl_parquet(train_path))
     order = rng.permutation(len(prompts))
@@ -246,10 +246,10 @@ def update_policy(run: Run, batch: Batch, old_log_prob: torch.Tensor) -> dict:
     """Advantages of the kept groups and their covariances with the log-probabilities, then the policy update."""
     spec, n = run.spec, run.spec["rollout_n"]
     keep = group_rows(batch.keep_groups, n)
-    data = batch.rollout.select(keep)
+    data = batch.rollout.select(keep).trimmed()
     rewards = torch.from_numpy(batch.rewards[keep])
     group_index = np.repeat(batch.keep_groups, n)
-    old_lp = old_log_prob[keep]
+    old_lp = old_log_prob[keep][:, : data.response_ids.shape[1]]
     mask = data.response_mask
     if run.prm is not None:
         advantages = run.prm.advantages(data, rewards, group_index, n, spec["temperature"])
@@ -274,21 +274,22 @@ def ppo_epochs(run: Run, data, old_lp, advantages, ref_lp, n_groups: int) -> dic
     for _ in range(spec["ppo_epochs"]):
         for groups in minibatches(n_groups, spec["ppo_mini_batch_size"], run.rng):
             sel = group_rows(groups, n)
-            mb = data.select(sel)
+            mb = data.select(sel).trimmed()
+            cols = (sel, slice(0, mb.response_ids.shape[1]))  # the mini-batch's rows, trimmed as mb is
             log_prob, ent = generation.forward_response(
                 run.policy, mb, spec["temperature"], with_entropy=spec["loss"]["entropy_coeff"] != 0
             )
+            old, adv = old_lp[cols], advantages[cols]
             loss, m = algorithms.actor_loss(
-                run.actor, log_prob, old_lp[sel], advantages[sel], mb.response_mask, ent,
-                None if ref_lp is None else ref_lp[sel],
-            )  # fmt: skip
+                run.actor, log_prob, old, adv, mb.response_mask, ent, None if ref_lp is None else ref_lp[cols]
+            )
             run.optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(run.policy.parameters(), spec["grad_clip"])
             run.optimizer.step()
             step_metrics.append(m)
             token_stats.append(
-                metrics.loss_token_stats(run.actor, log_prob, old_lp[sel], advantages[sel], mb.response_mask, m)
+                metrics.loss_token_stats(run.actor, log_prob, old, adv, mb.response_mask, m)
             )
     out = metrics.pooled_loss_stats(token_stats)
     out["pg_loss"] = float(np.mean([m["actor/pg_loss"] for m in step_metrics]))

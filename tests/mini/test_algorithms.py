@@ -142,3 +142,21 @@ def test_actor_config_carries_run_settings():
     assert cfg.policy_loss.loss_mode == "kl_cov" and cfg.policy_loss.kl_cov_ratio == 0.002
     assert cfg.policy_loss.ppo_kl_coef == 1.0  # the paper's value, not verl's default of 0.1
     assert cfg.clip_ratio_high == 0.28 and cfg.use_kl_loss and cfg.kl_loss_coef == 0.2
+
+
+def test_seq_mean_token_sum_norm_divides_by_the_configured_response_length():
+    """verl's actor divides this mode's loss by its batch's response width, the rollout's configured
+    length; the mini rollout is only as wide as its longest answer, so the horizon is passed in and
+    the loss does not depend on how much padding a batch carries."""
+    g = torch.Generator().manual_seed(3)
+    b, r, horizon = 8, 5, 26
+    old = -torch.rand(b, r, generator=g) * 3
+    log_prob, adv = old + 0.3 * torch.randn(b, r, generator=g), torch.randn(b, r, generator=g)
+    mask = torch.ones(b, r, dtype=torch.long)
+    pad = lambda t: torch.cat([t, torch.zeros(b, 7, dtype=t.dtype)], dim=1)  # noqa: E731
+    cfg = algorithms.actor_config(dict(LOSS, loss_agg_mode="seq-mean-token-sum-norm"), 4, 2, max_response_length=horizon)
+    narrow, _ = algorithms.actor_loss(cfg, log_prob, old, adv, mask)
+    wide, _ = algorithms.actor_loss(cfg, pad(log_prob), pad(old), pad(adv), pad(mask))
+    assert narrow.item() == pytest.approx(wide.item(), rel=1e-6)
+    unscaled = algorithms.actor_config(dict(LOSS, loss_agg_mode="seq-mean-token-sum-norm"), 4, 2)
+    assert algorithms.actor_loss(unscaled, log_prob, old, adv, mask)[0].item() == pytest.approx(narrow.item() * horizon / r, rel=1e-6)

@@ -96,28 +96,6 @@ def test_answers_leaving_the_batch_early_change_no_answer(policy, monkeypatch):
     assert torch.allclose(rollout.log_probs[mask], log_probs[mask], atol=1e-5)
 
 
-def test_a_trimmed_mini_batch_has_the_log_probs_of_its_padded_rows(policy):
-    """Rollout.trimmed drops the columns that are padding in every row of a selection (the trainer's
-    mini-batches); each remaining token's log-prob is what the padded rows give."""
-    model, tok = policy
-    prompts = PROMPTS[:2] + [[{"role": "user", "content": "Calculate 12345 + 67890 + 13579, then add 24680."}]]
-    torch.manual_seed(0)
-    rollout = generation.generate(model, tok, prompts, n=2, temperature=1.0, max_new_tokens=12)
-    rows = [0, 1, 2]  # not the long prompt's answers
-    part = rollout.select(rows)
-    cut = part.trimmed()
-    assert cut.prompt_ids.shape[1] < part.prompt_ids.shape[1] and cut.prompt_mask[:, 0].any()
-    assert cut.response_ids.shape[1] == int(part.response_mask.sum(dim=1).max())
-    with torch.no_grad():
-        full, _ = generation.forward_response(model, part, temperature=1.0)
-        trimmed, _ = generation.forward_response(model, cut, temperature=1.0)
-    width = cut.response_ids.shape[1]
-    mask = cut.response_mask.bool()
-    assert torch.equal(part.response_mask[:, width:].sum(), torch.tensor(0))
-    assert torch.allclose(full[:, :width][mask], trimmed[mask], atol=1e-5)
-    assert torch.equal(cut.log_probs, part.log_probs[:, :width])
-
-
 def test_sampling_is_seeded(policy):
     model, tok = policy
     runs = []

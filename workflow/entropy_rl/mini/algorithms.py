@@ -50,8 +50,8 @@ def actor_config(loss: dict, rollout_n: int, mini_batch_size: int, max_response_
     """verl's actor config for one run's loss settings (keys as in verl's ``actor`` section).
 
     ``max_response_length`` is the horizon "seq-mean-token-sum-norm" divides by: verl's actor takes
-    its batch's response width, the rollout's configured length, while the mini trainer trims each
-    mini-batch to its longest answer (``Rollout.trimmed``), so it is passed explicitly."""
+    its batch's response width, the rollout's configured length, while the mini sampler's rollout is
+    as wide as its longest answer, so it is passed explicitly."""
     policy_loss = PolicyLossConfig(
         loss_mode=loss["loss_mode"],
         clip_cov_ratio=loss["clip_cov_ratio"],

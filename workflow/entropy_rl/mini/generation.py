@@ -33,19 +33,6 @@ class Rollout:
     def attention_mask(self) -> torch.Tensor:
         return torch.cat([self.prompt_mask, self.response_mask], dim=1)
 
-    def trimmed(self) -> "Rollout":
-        """The same rows without the columns that are padding in every one of them: prompt columns on
-        the left, response columns on the right (at least one). A forward and backward then cost what
-        the rows' tokens do, not the widest prompt and answer of the whole rollout (verl removes
-        padding from its micro-batches for the same reason). A padding column is masked out of
-        attention and of every loss, so log-probs and losses are those of the untrimmed rows."""
-        used = self.prompt_mask.any(dim=0).nonzero()
-        first = int(used[0]) if len(used) else 0
-        width = max(1, int(self.response_mask.sum(dim=1).max()))
-        cut = lambda t: None if t is None else t[:, :width]  # noqa: E731
-        return Rollout(self.prompt_ids[:, first:], self.prompt_mask[:, first:], cut(self.response_ids),
-                       cut(self.response_mask), self.texts, cut(self.log_probs), cut(self.entropy))  # fmt: skip
-
     def select(self, idx) -> "Rollout":
         idx = torch.as_tensor(idx, dtype=torch.long)
         return Rollout(

@@ -246,10 +246,10 @@ def update_policy(run: Run, batch: Batch, old_log_prob: torch.Tensor) -> dict:
     """Advantages of the kept groups and their covariances with the log-probabilities, then the policy update."""
     spec, n = run.spec, run.spec["rollout_n"]
     keep = group_rows(batch.keep_groups, n)
-    data = batch.rollout.select(keep).trimmed()
+    data = batch.rollout.select(keep)
     rewards = torch.from_numpy(batch.rewards[keep])
     group_index = np.repeat(batch.keep_groups, n)
-    old_lp = old_log_prob[keep][:, : data.response_ids.shape[1]]
+    old_lp = old_log_prob[keep]
     mask = data.response_mask
     if run.prm is not None:
         advantages = run.prm.advantages(data, rewards, group_index, n, spec["temperature"])
@@ -274,14 +274,13 @@ def ppo_epochs(run: Run, data, old_lp, advantages, ref_lp, n_groups: int) -> dic
     for _ in range(spec["ppo_epochs"]):
         for groups in minibatches(n_groups, spec["ppo_mini_batch_size"], run.rng):
             sel = group_rows(groups, n)
-            mb = data.select(sel).trimmed()
-            cols = (sel, slice(0, mb.response_ids.shape[1]))  # the mini-batch's rows, trimmed as mb is
+            mb = data.select(sel)
             log_prob, ent = generation.forward_response(
                 run.policy, mb, spec["temperature"], with_entropy=spec["loss"]["entropy_coeff"] != 0
             )
-            old, adv = old_lp[cols], advantages[cols]
+            old, adv = old_lp[sel], advantages[sel]
             loss, m = algorithms.actor_loss(
-                run.actor, log_prob, old, adv, mb.response_mask, ent, None if ref_lp is None else ref_lp[cols]
+                run.actor, log_prob, old, adv, mb.response_mask, ent, None if ref_lp is None else ref_lp[sel]
             )
             run.optimizer.zero_grad()
             loss.backward()

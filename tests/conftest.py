@@ -31,6 +31,7 @@ def tiny_policy(mini_tokenizer, tmp_path_factory):
     return models.load(path)
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist turns the mark into the test's group
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (``--dist loadgroup``, see pyproject.toml) a module's tests run on one worker,
     so its module-scoped fixtures (a smoke study, a trained policy) are built once; the tests on the
@@ -38,3 +39,21 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         group = "slurm" if "slurm_cluster" in item.fixturenames else item.module.__name__
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+class GroupsTakeEffect:
+    """pytest-xdist carries a test's group in its node id; when that stops working (pytest 9.2 made the
+    id read-only to it: pytest-dev/pytest-xdist#1386) the tests are silently spread one by one and
+    every module's costly fixture is built on both workers. Stop instead."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        if not getattr(config.option, "loadgroup", False):  # set on xdist's workers under --dist loadgroup
+            return
+        lost = [item.nodeid for item in items if "@" not in item.nodeid]
+        if lost:
+            raise pytest.UsageError(f"--dist loadgroup lost the test groups (e.g. {lost[0]}); see tests/conftest.py")
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(GroupsTakeEffect())

@@ -32,6 +32,9 @@ if MINI:
             protocols=protocols(),
             max_new_tokens=S["eval"]["max_new_tokens"],
         threads: 1
+        # Every base model first, then the runs (train.smk), then what reads them: a model built last
+        # leaves its run, evaluation and every figure that needs them to run on one core at the end.
+        priority: 2
         log:
             "results/logs/build_mini_model/{model}.log",
         container:

@@ -13,6 +13,7 @@ if MINI:
         params:
             spec=run_settings,
         threads: 1
+        priority: 1  # after the base models, before the evaluations and samples (models.smk)
         log:
             "results/logs/train/{run}.log",
         container:

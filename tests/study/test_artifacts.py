@@ -26,3 +26,11 @@ def test_every_artifact_is_a_figure_or_a_table():
     assert set(artifacts.FIGURES) | set(artifacts.TABLES) == set(artifacts.ARTIFACTS)
     assert not set(artifacts.FIGURES) & set(artifacts.TABLES)
     assert len(artifacts.ARTIFACTS) == 18
+
+
+def test_a_rules_files_are_read_back_by_run_and_replicate():
+    replicates = {"b": ["b", "b@r1"], "a": ["a", "a@r1"]}
+    files = ["b.parquet", "b@r1.parquet", "a.parquet", "a@r1.parquet"]
+    assert artifacts.by_replicate(replicates, files) == {"b": files[:2], "a": files[2:]}
+    with pytest.raises(ValueError, match="3 files for 4 replicates"):
+        artifacts.by_replicate(replicates, files[:3])

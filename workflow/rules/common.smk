@@ -18,7 +18,10 @@ config_check.validate(config)
 
 SCALE = config["scale"]
 MINI = SCALE == "mini"
-S = config[SCALE]
+# The study's base seed moves every seed of the scale at once (`snakemake --config seed=1`), and each
+# run and base model is repeated `replicates` times, each replicate a run (or model) of its own.
+SEED = config.get("seed", 0)
+S = run_spec.with_replicates(config[SCALE], SEED)
 RUNS = sorted(S["runs"])
 MODELS = sorted(S["models"])
 BENCHMARKS = sorted(S["data"]["benchmarks"])
@@ -136,9 +139,14 @@ def artifact_runs(name):
     return S["artifacts"][name]["runs"]
 
 
+def with_replicates(runs):
+    """The runs and every replicate of each (core.spec.with_replicates), in order."""
+    return [rep for run in runs for rep in run_spec.replicates(S, run)]
+
+
 def artifact_inputs(name):
     """Only what the artifact reads: its runs' metrics (or evaluations), their models' configs."""
-    runs = artifact_runs(name)
+    runs = with_replicates(artifact_runs(name))
     needs = artifacts.ARTIFACTS[name].needs
     inputs = {"code": code("study.figures", "study.tables", "study.artifacts")}
     if "metrics" in needs:
@@ -173,6 +181,7 @@ def artifact_params(name):
     labels = {r: run_label(r) for r in runs}
     return {
         "runs": runs,
+        "replicates": {r: run_spec.replicates(S, r) for r in runs},
         "labels": labels,
         "specs": canonical(specs),
         "fit_steps": S["analysis"]["early_fit_steps"],

@@ -6,7 +6,8 @@ from entropy_rl.mini import evaluate, models
 
 log = logs.setup(snakemake.log[0], snakemake.threads)
 arch, settings = snakemake.params.arch, snakemake.params.pretrain
-seed = models.model_seed(snakemake.wildcards.model, settings["seed"])
+# A replicate (core.spec.with_replicates) is its model under its own pre-training seed.
+seed = models.model_seed(arch.get("replicate_of", snakemake.wildcards.model), arch.get("pretrain_seed", settings["seed"]))
 model, tok = models.build_mini_model(arch["family"], arch, snakemake.input.tokenizer, seed)
 corpus = formats.load_verl_parquet(snakemake.input.corpus)
 prompts, _ = formats.prompts_and_answers(corpus)

@@ -5,20 +5,26 @@ from pathlib import Path
 
 import pandas as pd
 from entropy_rl.core import logs, model_size
-from entropy_rl.study import figures
+from entropy_rl.study import artifacts, figures
 
 log = logs.setup(snakemake.log[0])
-runs = snakemake.params.runs
+runs, replicates = snakemake.params.runs, snakemake.params.replicates
+# Every replicate's metrics, by run (the run itself first); a figure draws the runs as configured.
+replicate_metrics = {
+    run: [pd.read_parquet(p) for p in paths] for run, paths in artifacts.by_replicate(replicates, snakemake.input.metrics).items()
+}
 available = {
+    "replicates": replicate_metrics,
     "labels": snakemake.params.labels,
     "specs": snakemake.params.specs,
     "fit_steps": snakemake.params.fit_steps,
     "caption": snakemake.params.caption,
 }
-if "models" in snakemake.input.keys():
-    available["sizes"] = {run: model_size.non_embedding_params(path) for run, path in zip(runs, snakemake.input.models)}
+if "models" in snakemake.input.keys():  # a model's replicates share its architecture, so its size
+    models = artifacts.by_replicate(replicates, snakemake.input.models)
+    available["sizes"] = {run: model_size.non_embedding_params(paths[0]) for run, paths in models.items()}
     log.info("non-embedding parameters %s", available["sizes"])
 plot = getattr(figures, snakemake.rule)
 wanted = inspect.signature(plot).parameters
-metrics = {run: pd.read_parquet(path) for run, path in zip(runs, snakemake.input.metrics)}
+metrics = {run: replicate_metrics[run][0] for run in runs}
 plot(metrics, stem=str(Path(snakemake.output.pdf).with_suffix("")), **{k: v for k, v in available.items() if k in wanted})

@@ -44,10 +44,65 @@ def resolve_run(scale_cfg: dict, run_id: str) -> dict:
     if run["algorithm"] != "prime":
         spec.pop("prime", None)
     spec.update(run_id=run_id, model=run["model"], algorithm=run["algorithm"], treatment=run["treatment"], recipe=recipe)
+    if "replicate_of" in run:  # a replicate (with_replicates): the run it repeats, and which repeat it is
+        spec.update(replicate_of=run["replicate_of"], replicate=run["replicate"])
     model = scale_cfg.get("models", {}).get(run["model"], {})
     if "train_data" in run or "train_data" in model:  # a named training set (paper scale: always)
         spec["train_data"] = run.get("train_data", model.get("train_data"))
     return spec
+
+
+# A replicate's name: its run's (or model's), "@r" and its index. Replicate 0 is the run as configured
+# and keeps the plain name, so a scale with one replicate names nothing differently.
+REPLICATE = "@r"
+
+
+def replicate_names(name: str, count: int) -> list[str]:
+    """``name`` and its replicates 1 .. count-1: ``name``, ``name@r1``, ``name@r2``, ..."""
+    return [name] + [f"{name}{REPLICATE}{k}" for k in range(1, count)]
+
+
+def replicate_of(name: str) -> tuple[str, int]:
+    """The configured run (or model) a replicate's name stands for, and the replicate's index."""
+    base, sep, index = name.partition(REPLICATE)
+    return base, int(index) if sep else 0
+
+
+def with_replicates(scale_cfg: dict, base_seed: int = 0) -> dict:
+    """The scale's config with every run and base model repeated ``replicates`` times under its own seed.
+
+    Replicate k of a run trains replicate k of its base model with RL seed ``train.seed + base_seed + k``;
+    replicate k of a model is pre-trained (at mini scale) from seed ``pretrain.seed + base_seed + k``.
+    Each replicate is an ordinary run (or model) of the returned config, so one seed's rerun is one job
+    and every rule, and ``resolve_run``, take it as they take a configured run; its entry names what it
+    replicates (``replicate_of``) and its index (``replicate``). ``base_seed`` moves every seed at once:
+    the same study under another draw of its randomness. With one replicate and base seed 0 the config
+    comes back as it was."""
+    count = scale_cfg.get("replicates", 1)
+    out = copy.deepcopy(scale_cfg)
+    if count == 1 and base_seed == 0:
+        return out
+    runs, models = {}, {}
+    for name, model in scale_cfg["models"].items():
+        for k, rep in enumerate(replicate_names(name, count)):
+            models[rep] = {**copy.deepcopy(model), "replicate_of": name, "replicate": k}
+            if "pretrain" in scale_cfg:
+                models[rep]["pretrain_seed"] = scale_cfg["pretrain"]["seed"] + base_seed + k
+    rl_seed = scale_cfg["train"]["seed"] + base_seed
+    for name, run in scale_cfg["runs"].items():
+        for k, rep in enumerate(replicate_names(name, count)):
+            entry = {**copy.deepcopy(run), "replicate_of": name, "replicate": k}
+            entry["model"] = replicate_names(run["model"], count)[k]
+            entry["overrides"] = _merge(run.get("overrides", {}), {"seed": rl_seed + k})
+            runs[rep] = entry
+    out["runs"], out["models"] = runs, models
+    return out
+
+
+def replicates(scale_cfg: dict, run_id: str) -> list[str]:
+    """The replicates of a configured run in a config ``with_replicates`` made (the run itself if none)."""
+    return sorted((r for r, e in scale_cfg["runs"].items() if e.get("replicate_of", r) == run_id),
+                  key=lambda r: scale_cfg["runs"][r].get("replicate", 0))  # fmt: skip
 
 
 def run_scope(scale_cfg: dict, run_id: str) -> dict:

@@ -57,6 +57,18 @@ FIGURES = [name for name, a in ARTIFACTS.items() if a.kind == "figure"]
 TABLES = [name for name, a in ARTIFACTS.items() if a.kind == "table"]
 
 
+def by_replicate(replicates: dict[str, list[str]], paths: list[str]) -> dict[str, list[str]]:
+    """Each run's files, replicate 0 first, from a rule input that lists them run by run and replicate by
+    replicate (as ``replicates`` does: run -> its replicates, the run itself first)."""
+    paths = list(paths)
+    if len(paths) != sum(len(reps) for reps in replicates.values()):
+        raise ValueError(f"{len(paths)} files for {sum(len(r) for r in replicates.values())} replicates of {list(replicates)}")
+    out, at = {}, 0
+    for run, reps in replicates.items():
+        out[run], at = paths[at : at + len(reps)], at + len(reps)
+    return out
+
+
 def output_files(name: str) -> list[str]:
     """The files an artifact writes (figures: PDF and PNG; tables: CSV and Markdown)."""
     if ARTIFACTS[name].kind == "figure":

@@ -35,13 +35,27 @@ def table01_covariance_distribution(metrics_by_run: dict[str, pd.DataFrame], lab
     return table.rename_axis("Group")
 
 
-def table02_benchmarks(summaries: dict[str, pd.DataFrame], labels: dict[str, str], benchmark_names: dict[str, str], **_) -> pd.DataFrame:
-    """Table 2: accuracy (%) per benchmark and method, and the unweighted mean over benchmarks."""
+def table02_benchmarks(summaries: dict[str, list[pd.DataFrame]], labels: dict[str, str], benchmark_names: dict[str, str], **_) -> pd.DataFrame:
+    """Table 2: accuracy (%) per benchmark and method, and the unweighted mean over benchmarks.
+
+    ``summaries`` holds each run's evaluation summaries, one per replicate. With one replicate a cell
+    is that run's accuracy; with several it is their mean, and each column is followed by its
+    standard error over the replicates ("<column> s.e.", the seed-to-seed spread of the mean)."""
     if not summaries:
         raise ValueError("table02: no runs given")
-    table = analysis.benchmark_accuracy(summaries)
+    counts = {run: len(s) for run, s in summaries.items()}
+    if len(set(counts.values())) != 1:
+        raise ValueError(f"table02: runs differ in their number of replicates: {counts}")
+    per_replicate = [analysis.benchmark_accuracy({run: s[k] for run, s in summaries.items()})
+                     for k in range(next(iter(counts.values())))]  # fmt: skip
+    stacked = pd.concat(per_replicate, keys=range(len(per_replicate)))
+    table = stacked.groupby(level=1, sort=False).mean()
+    if len(per_replicate) > 1:
+        se = stacked.groupby(level=1, sort=False).sem()
+        table = pd.concat({c: pd.DataFrame({c: table[c], f"{c} s.e.": se[c]}) for c in table.columns}, axis=1).droplevel(0, axis=1)
     table.index = [labels.get(run, run) for run in table.index]
-    return table.rename(columns=benchmark_names).rename_axis("Method")
+    names = {**benchmark_names, **{f"{b} s.e.": f"{n} s.e." for b, n in benchmark_names.items()}}
+    return table.rename(columns=names).rename_axis("Method")
 
 
 def write(table: pd.DataFrame, stem, caption: str) -> tuple[Path, Path]:

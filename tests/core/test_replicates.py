@@ -1,0 +1,54 @@
+"""Replicates: each run and base model repeated under its own seed, each an ordinary run of the config."""
+
+import pytest
+import yaml
+from entropy_rl.core import spec
+from support import ROOT
+
+
+@pytest.fixture
+def mini():
+    return yaml.safe_load((ROOT / "config.yaml").read_text())["mini"]
+
+
+def test_one_replicate_and_base_seed_zero_change_nothing(mini):
+    mini["replicates"] = 1
+    assert spec.with_replicates(mini, 0) == mini
+    paper = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
+    assert spec.with_replicates(paper, 0) == paper
+
+
+def test_each_replicate_is_a_run_of_its_own_on_its_own_base_model(mini):
+    mini["replicates"] = 3
+    s = spec.with_replicates(mini, 0)
+    assert set(s["runs"]) == {r for run in mini["runs"] for r in (run, f"{run}@r1", f"{run}@r2")}
+    assert set(s["models"]) == {m for model in mini["models"] for m in (model, f"{model}@r1", f"{model}@r2")}
+    seed = mini["train"]["seed"]
+    for k, run in enumerate(spec.replicates(s, "qwen2-m-grpo-klcov")):
+        resolved = spec.resolve_run(s, run)
+        assert resolved["run_id"] == run and spec.replicate_of(run) == ("qwen2-m-grpo-klcov", k)
+        assert resolved["model"] == spec.replicate_names("qwen2-m", 3)[k] and resolved["seed"] == seed + k
+        assert resolved["replicate_of"] == "qwen2-m-grpo-klcov" and resolved["replicate"] == k
+        # everything but the seed and the model is the configured run's
+        own = ("seed", "model", "run_id", "replicate_of", "replicate")
+        plain = spec.resolve_run(mini, "qwen2-m-grpo-klcov")
+        assert {k: v for k, v in resolved.items() if k not in own} == {k: v for k, v in plain.items() if k not in own}
+        assert s["models"][resolved["model"]]["pretrain_seed"] == mini["pretrain"]["seed"] + k
+    # a run's own overrides survive beside the replicate's seed
+    pg = spec.resolve_run(s, "qwen2-m-pg@r2")
+    assert pg["ppo_mini_batch_size"] == mini["runs"]["qwen2-m-pg"]["overrides"]["ppo_mini_batch_size"] and pg["seed"] == seed + 2
+
+
+def test_a_base_seed_moves_every_seed_and_renames_nothing(mini):
+    mini["replicates"] = 2
+    a, b = spec.with_replicates(mini, 0), spec.with_replicates(mini, 5)
+    assert set(a["runs"]) == set(b["runs"]) and set(a["models"]) == set(b["models"])
+    for run in a["runs"]:
+        assert spec.resolve_run(b, run)["seed"] == spec.resolve_run(a, run)["seed"] + 5
+    for model in a["models"]:
+        assert b["models"][model]["pretrain_seed"] == a["models"][model]["pretrain_seed"] + 5
+
+
+def test_replicate_names_read_back():
+    assert spec.replicate_names("qwen2-m-grpo", 3) == ["qwen2-m-grpo", "qwen2-m-grpo@r1", "qwen2-m-grpo@r2"]
+    assert [spec.replicate_of(n) for n in spec.replicate_names("x", 3)] == [("x", 0), ("x", 1), ("x", 2)]

@@ -1,0 +1,68 @@
+"""Replicates through Snakemake: a run repeated under its own seeds is one job per seed, each on its own
+pre-trained base model, and another base seed (`--config seed=N`) makes every seed-bearing job stale."""
+
+import json
+import re
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import torch
+import yaml
+from support import ROOT
+from transformers import AutoModelForCausalLM
+
+SMOKE = ROOT / "tests" / "smoke" / "config.yaml"
+RUN = "qwen2-xs-grpo"
+
+
+def snakemake(workdir, *args):
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir), "--cores", "2", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    cfg = yaml.safe_load(SMOKE.read_text())
+    mini = cfg["mini"]
+    mini["runs"] = {RUN: mini["runs"][RUN]}
+    mini["models"] = {m: a for m, a in mini["models"].items() if m == mini["runs"][RUN]["model"]}
+    mini["artifacts"] = {}
+    mini.pop("power_sampling")
+    mini["train"].update(steps=2)
+    mini["replicates"] = 2
+    workdir = tmp_path_factory.mktemp("replicates")
+    (workdir / "config.yaml").write_text(yaml.safe_dump(cfg))
+    targets = [f"results/runs/{r}/metrics.parquet" for r in (RUN, f"{RUN}@r1")]
+    proc = snakemake(workdir, *targets)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return workdir, mini
+
+
+def test_each_replicate_trains_its_own_base_model_under_its_own_seed(study):
+    workdir, mini = study
+    res = workdir / "results"
+    model = mini["runs"][RUN]["model"]
+    weights = [AutoModelForCausalLM.from_pretrained(res / "models" / m).state_dict() for m in (model, f"{model}@r1")]
+    assert not torch.equal(weights[0]["model.embed_tokens.weight"], weights[1]["model.embed_tokens.weight"])
+    meta = json.loads((res / "models" / f"{model}@r1" / "mini_model.json").read_text())
+    assert meta["arch"]["replicate_of"] == model and meta["arch"]["pretrain_seed"] == mini["pretrain"]["seed"] + 1
+    specs = {}
+    for run in (RUN, f"{RUN}@r1"):
+        line = next(x for x in (res / "logs" / "train" / f"{run}.log").read_text().splitlines() if "run spec" in x)
+        specs[run] = json.loads(line.split("run spec ", 1)[1])
+    assert specs[RUN]["seed"] == mini["train"]["seed"] and specs[f"{RUN}@r1"]["seed"] == mini["train"]["seed"] + 1
+    assert specs[f"{RUN}@r1"]["model"] == f"{model}@r1" and specs[f"{RUN}@r1"]["replicate_of"] == RUN
+    a, b = (pd.read_parquet(res / "runs" / r / "metrics.parquet") for r in (RUN, f"{RUN}@r1"))
+    assert list(a.columns) == list(b.columns) and not a["entropy"].equals(b["entropy"])
+
+
+def test_another_base_seed_reruns_every_model_and_run(study):
+    workdir, _ = study
+    targets = [f"results/runs/{r}/metrics.parquet" for r in (RUN, f"{RUN}@r1")]
+    assert "Nothing to be done" in snakemake(workdir, "-n", *targets).stdout
+    out = snakemake(workdir, "-n", "--config", "seed=3", *targets).stdout
+    jobs = re.search(r"Job stats:\njob\s+count\n[-\s]+\n(.*?)\ntotal", out, re.DOTALL).group(1)
+    counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", jobs, re.MULTILINE)}
+    assert counts == {"build_mini_model": 2, "train": 2}, counts

@@ -15,6 +15,7 @@ from transformers import AutoModelForCausalLM
 
 SMOKE = ROOT / "tests" / "smoke" / "config.yaml"
 RUN = "qwen2-xs-grpo"
+ARTIFACTS = ("fig01_entropy_collapse", "table02_benchmarks")
 
 
 def snakemake(workdir, *args):
@@ -28,14 +29,13 @@ def study(tmp_path_factory):
     mini = cfg["mini"]
     mini["runs"] = {RUN: mini["runs"][RUN]}
     mini["models"] = {m: a for m, a in mini["models"].items() if m == mini["runs"][RUN]["model"]}
-    mini["artifacts"] = {}
+    mini["artifacts"] = {name: {"runs": [RUN]} for name in ARTIFACTS}
     mini.pop("power_sampling")
-    mini["train"].update(steps=2)
+    mini["train"].update(steps=6, val_every=2)
     mini["replicates"] = 2
     workdir = tmp_path_factory.mktemp("replicates")
     (workdir / "config.yaml").write_text(yaml.safe_dump(cfg))
-    targets = [f"results/runs/{r}/metrics.parquet" for r in (RUN, f"{RUN}@r1")]
-    proc = snakemake(workdir, *targets)
+    proc = snakemake(workdir, *ARTIFACTS)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return workdir, mini
 
@@ -58,11 +58,23 @@ def test_each_replicate_trains_its_own_base_model_under_its_own_seed(study):
     assert list(a.columns) == list(b.columns) and not a["entropy"].equals(b["entropy"])
 
 
+def test_table2_gives_the_mean_over_replicates_and_its_standard_error(study):
+    workdir, mini = study
+    res = workdir / "results"
+    table = pd.read_csv(res / "tables" / "table02_benchmarks.csv", index_col=0)
+    avg = [pd.read_parquet(res / "eval" / r / "summary.parquet")["avg_at_n"].mean() * 100 for r in (RUN, f"{RUN}@r1")]
+    assert len(table) == 1 and table["Avg."].iloc[0] == pytest.approx(sum(avg) / 2)
+    assert table["Avg. s.e."].iloc[0] == pytest.approx(abs(avg[0] - avg[1]) / 2)
+    assert (res / "figures" / "fig01_entropy_collapse.png").stat().st_size > 0
+
+
 def test_another_base_seed_reruns_every_model_and_run(study):
     workdir, _ = study
     targets = [f"results/runs/{r}/metrics.parquet" for r in (RUN, f"{RUN}@r1")]
     assert "Nothing to be done" in snakemake(workdir, "-n", *targets).stdout
-    out = snakemake(workdir, "-n", "--config", "seed=3", *targets).stdout
+    out = snakemake(workdir, "-n", *targets, "--config", "seed=3").stdout  # (--config takes every word after it)
     jobs = re.search(r"Job stats:\njob\s+count\n[-\s]+\n(.*?)\ntotal", out, re.DOTALL).group(1)
     counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", jobs, re.MULTILINE)}
     assert counts == {"build_mini_model": 2, "train": 2}, counts
+    out = snakemake(workdir, "-n", *ARTIFACTS, "--config", "seed=3").stdout  # and what reads them
+    assert "rule evaluate:" in out and "rule table02_benchmarks:" in out and "rule fig01_entropy_collapse:" in out

@@ -14,7 +14,7 @@ from entropy_rl.study import analysis, figures, plotting
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 BENCHMARKS = ("math500", "aime24", "amc")
 # What workflow/scripts/figure.py can pass: a figure names the ones it needs, after the metrics.
-VOCABULARY = {"labels", "specs", "sizes", "fit_steps", "stem", "caption"}
+VOCABULARY = {"labels", "specs", "sizes", "replicates", "fit_steps", "stem", "caption"}
 PUBLIC = sorted(name for name in dir(figures) if name.startswith(("fig", "app")) and callable(getattr(figures, name)))
 FIT_GRIDS = ["fig03_fitted_curves", "fig04_code_fits", "appB_more_fits", "appC_training_data", "appD_instruct_models"]
 
@@ -383,6 +383,24 @@ def test_step_curves_panels(tmp_path, runs, drawn, name, titles):
     assert [len(line.get_xdata()) for line in ax_acc.lines] == [n_val] * len(runs)  # validation steps only
     assert all(line.get_marker() == "o" for line in ax_acc.lines)
     assert [t.get_text() for t in fig.legends[0].get_texts()] == list(LABELS.values())
+
+
+def test_step_curves_draw_the_mean_over_seeds_in_a_band_of_one_standard_error(tmp_path, runs, drawn):
+    seeds = {run: [frame, synthetic_metrics(seed=10 + i), synthetic_metrics(seed=20 + i)] for i, (run, frame) in enumerate(runs.items())}
+    call("fig11_covariance_methods", runs, tmp_path / "f", replicates=seeds)
+    fig = drawn[0]
+    ax_entropy, ax_acc = panels(fig)[0], panels(fig)[-1]
+    grpo = pd.concat([f[["step", "entropy"]] for f in seeds["grpo"]]).groupby("step")["entropy"]
+    np.testing.assert_allclose(ax_entropy.lines[0].get_ydata(), grpo.mean().to_numpy())
+    band = ax_entropy.collections[0].get_paths()[0].vertices[:, 1]  # the band's outline: lower edge, then upper
+    assert band.min() == pytest.approx((grpo.mean() - grpo.sem()).min()) and band.max() == pytest.approx((grpo.mean() + grpo.sem()).max())
+    assert len(ax_entropy.collections) == len(ax_acc.collections) == len(runs)
+    acc = figures.seed_curve(seeds["grpo"], "val_acc")
+    assert len(acc) == int(runs["grpo"]["val_acc"].notna().sum()) and acc["se"].iloc[1:].gt(0).all()  # step 0: all clipped at 0
+    np.testing.assert_allclose(ax_acc.lines[0].get_ydata(), 100 * acc["mean"])
+    assert "means over 3 seeds" in fig.texts[-1].get_text()
+    call("fig11_covariance_methods", runs, tmp_path / "g", replicates={run: [frame] for run, frame in runs.items()})
+    assert not panels(drawn[1])[0].collections and "seeds" not in drawn[1].texts[-1].get_text()  # one seed: no band
 
 
 def test_step_curves_need_response_length(tmp_path, runs):

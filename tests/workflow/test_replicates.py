@@ -15,7 +15,7 @@ from transformers import AutoModelForCausalLM
 
 SMOKE = ROOT / "tests" / "smoke" / "config.yaml"
 RUN = "qwen2-xs-grpo"
-ARTIFACTS = ("fig01_entropy_collapse", "table02_benchmarks")
+ARTIFACTS = ("fig01_entropy_collapse", "fig09_entropy_loss", "table02_benchmarks")
 
 
 def snakemake(workdir, *args):

@@ -4,7 +4,8 @@ Every figure function is named after its Snakemake rule and takes the loaded
 metrics (run id → metrics DataFrame, in drawing order) as its first argument,
 then keyword-only arguments from one vocabulary: ``labels`` (run → display
 label), ``specs`` (run → resolved run spec), ``sizes`` (run → non-embedding
-parameters), ``fit_steps``, ``stem`` (output path stem) and ``caption``. The
+parameters), ``replicates`` (run → the metrics of each of its seeds, the run's own
+first), ``fit_steps``, ``stem`` (output path stem) and ``caption``. The
 calling script passes only the ones a function's signature names. Each writes
 ``<stem>.pdf`` and ``<stem>.png`` and returns their paths. Adding a figure means
 writing one function that sets ``plotting.style``, builds a matplotlib figure and
@@ -52,6 +53,27 @@ def _runs(metrics_by_run: dict[str, pd.DataFrame], name: str, columns=("step", "
     return list(metrics_by_run)
 
 
+def seed_curve(frames: list[pd.DataFrame], column: str) -> pd.DataFrame:
+    """A quantity against the step over a run's replicates: ``step``, ``mean`` and ``se`` (the standard
+    error of the mean over the seeds that have the step; NaN with one). Accuracy is taken at the
+    validation steps only (``analysis.validation_points``), as a single run's curve is."""
+    if column == "val_acc":
+        parts = [analysis.validation_points(f).rename(columns={"R": "value"}) for f in frames]
+    else:
+        parts = [f[["step", column]].dropna().rename(columns={column: "value"}) for f in frames]
+    by_step = pd.concat(parts).groupby("step")["value"]
+    return pd.DataFrame({"mean": by_step.mean(), "se": by_step.sem()}).reset_index()
+
+
+def band_note(replicates: dict[str, list] | None) -> str:
+    """What a figure's bands are, for its caption (nothing when every run has one seed)."""
+    counts = sorted({len(frames) for frames in (replicates or {}).values()})
+    if not counts or counts == [1]:
+        return ""
+    seeds = "-".join(map(str, (counts[0], counts[-1]))) if len(counts) > 1 else str(counts[0])
+    return f" Lines are means over {seeds} seeds (pre-training and RL); bands are ±1 standard error over the seeds."
+
+
 def _law_curve(ax, fit: dict, lo: float, hi: float, **style) -> None:
     """Eq. 6 with the fitted (a, b) between entropies ``lo`` and ``hi``, in accuracy %."""
     H = np.linspace(lo, hi, 200)
@@ -96,24 +118,27 @@ def _fit_grid(metrics_by_run, labels, stem, caption, name: str, title: str) -> t
     return plotting.save(fig, stem)
 
 
-def _step_curves(metrics_by_run, labels, stem, caption, name: str, panels, title: str) -> tuple[Path, Path]:
+def _step_curves(metrics_by_run, labels, stem, caption, name: str, panels, title: str, replicates=None) -> tuple[Path, Path]:
     """One panel per quantity in ``panels`` (keys of ``STEP_PANELS``) against the step, one line per run.
 
     Accuracy is drawn only at validation steps, joined by lines and marked,
     since nothing is measured in between; the other quantities at every step.
+    A run with several ``replicates`` is drawn as their mean, in a band of ±1 standard error.
     """
     plotting.style()
     runs = _runs(metrics_by_run, name, ("step", *panels))
     colors = plotting.palette(runs)
     fig, axes = plt.subplots(1, len(panels), figsize=(4.0 * len(panels), 3.4), layout="constrained", squeeze=False)
     for run in runs:
-        m = metrics_by_run[run].sort_values("step")
+        frames = (replicates or {}).get(run) or [metrics_by_run[run]]
         for ax, col in zip(axes.flat, panels):
-            if col == "val_acc":
-                pts = analysis.validation_points(m)
-                ax.plot(pts["step"], 100 * pts["R"], color=colors[run], lw=1.4, marker="o", ms=3)
-            else:
-                ax.plot(m["step"], m[col], color=colors[run], lw=1.4)
+            scale = 100 if col == "val_acc" else 1
+            curve = seed_curve(frames, col)
+            marks = {"marker": "o", "ms": 3} if col == "val_acc" else {}
+            ax.plot(curve["step"], scale * curve["mean"], color=colors[run], lw=1.4, **marks)
+            if len(frames) > 1:
+                lo, hi = scale * (curve["mean"] - curve["se"]), scale * (curve["mean"] + curve["se"])
+                ax.fill_between(curve["step"], lo, hi, color=colors[run], alpha=0.2, lw=0)
     for ax, col in zip(axes.flat, panels):
         ax.set_title(STEP_PANELS[col][0])
         ax.set_xlabel("Training step")
@@ -122,7 +147,7 @@ def _step_curves(metrics_by_run, labels, stem, caption, name: str, panels, title
     # The title heads the legend: a separate suptitle would overlap a legend placed outside the axes.
     fig.legend(handles=handles, loc="outside upper center", ncol=min(len(runs), 4), frameon=False, title=title,
                title_fontproperties={"size": "large"})  # fmt: skip
-    plotting.caption(fig, caption)
+    plotting.caption(fig, caption + band_note(replicates))
     return plotting.save(fig, stem)
 
 
@@ -497,35 +522,39 @@ def fig08_covariance(
 
 
 def fig09_entropy_loss(
-    metrics_by_run: dict[str, pd.DataFrame], *, labels: dict[str, str] | None = None, stem, caption: str = ""
+    metrics_by_run: dict[str, pd.DataFrame], *, labels: dict[str, str] | None = None, stem, caption: str = "",
+    replicates: dict[str, list[pd.DataFrame]] | None = None,
 ) -> tuple[Path, Path]:
     """Figure 9: entropy loss at several coefficients: entropy and validation accuracy over training."""
     return _step_curves(metrics_by_run, labels, stem, caption, "fig09", ("entropy", "val_acc"),
-                        "Entropy loss")  # fmt: skip
+                        "Entropy loss", replicates)  # fmt: skip
 
 
 def fig10_reference_kl(
-    metrics_by_run: dict[str, pd.DataFrame], *, labels: dict[str, str] | None = None, stem, caption: str = ""
+    metrics_by_run: dict[str, pd.DataFrame], *, labels: dict[str, str] | None = None, stem, caption: str = "",
+    replicates: dict[str, list[pd.DataFrame]] | None = None,
 ) -> tuple[Path, Path]:
     """Figure 10: KL penalty to the reference model: entropy and validation accuracy over training."""
     return _step_curves(metrics_by_run, labels, stem, caption, "fig10", ("entropy", "val_acc"),
-                        "Reference-model KL penalty")  # fmt: skip
+                        "Reference-model KL penalty", replicates)  # fmt: skip
 
 
 def fig11_covariance_methods(
-    metrics_by_run: dict[str, pd.DataFrame], *, labels: dict[str, str] | None = None, stem, caption: str = ""
+    metrics_by_run: dict[str, pd.DataFrame], *, labels: dict[str, str] | None = None, stem, caption: str = "",
+    replicates: dict[str, list[pd.DataFrame]] | None = None,
 ) -> tuple[Path, Path]:
     """Figure 11: GRPO, Clip-higher, Clip-Cov and KL-Cov: entropy, response length and accuracy over training."""
     return _step_curves(metrics_by_run, labels, stem, caption, "fig11", ("entropy", "response_length", "val_acc"),
-                        "Covariance-based entropy control against GRPO and Clip-higher")  # fmt: skip
+                        "Covariance-based entropy control against GRPO and Clip-higher", replicates)  # fmt: skip
 
 
 def fig12_entropy_accuracy(
-    metrics_by_run: dict[str, pd.DataFrame], *, labels: dict[str, str] | None = None, stem, caption: str = ""
+    metrics_by_run: dict[str, pd.DataFrame], *, labels: dict[str, str] | None = None, stem, caption: str = "",
+    replicates: dict[str, list[pd.DataFrame]] | None = None,
 ) -> tuple[Path, Path]:
     """Figure 12: entropy-preserving methods (Clip-Cov, KL-Cov) versus GRPO: entropy, response length, accuracy."""
     return _step_curves(metrics_by_run, labels, stem, caption, "fig12", ("entropy", "response_length", "val_acc"),
-                        "Entropy-preserving methods against GRPO")  # fmt: skip
+                        "Entropy-preserving methods against GRPO", replicates)  # fmt: skip
 
 
 def fig13_entropy_control(

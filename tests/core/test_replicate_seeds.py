@@ -52,3 +52,18 @@ def test_a_base_seed_moves_every_seed_and_renames_nothing(mini):
 def test_replicate_names_read_back():
     assert spec.replicate_names("qwen2-m-grpo", 3) == ["qwen2-m-grpo", "qwen2-m-grpo@r1", "qwen2-m-grpo@r2"]
     assert [spec.replicate_of(n) for n in spec.replicate_names("x", 3)] == [("x", 0), ("x", 1), ("x", 2)]
+
+
+def test_learning_rates_scale_inversely_with_width(mini):
+    """One rule for every size: lr x lr_reference_width / hidden_size, in pre-training and in RL."""
+    unscaled = {k: v for k, v in mini.items() if k != "lr_reference_width"}
+    cfg = spec.with_replicates({**unscaled, "lr_reference_width": 64, "replicates": 2})
+    widths = {m: cfg["models"][m]["hidden_size"] for m in cfg["models"]}
+    for run in cfg["runs"]:
+        resolved = spec.resolve_run(cfg, run)
+        base = spec.resolve_run(unscaled, cfg["runs"][run]["replicate_of"])
+        assert resolved["lr"] == pytest.approx(base["lr"] * 64 / widths[resolved["model"]])
+    for model, width in widths.items():
+        assert spec.pretrain_settings(cfg, model)["lr"] == pytest.approx(mini["pretrain"]["lr"] * 64 / width)
+    assert spec.pretrain_settings(unscaled, "qwen2-l")["lr"] == mini["pretrain"]["lr"]  # no reference: as configured
+    assert {widths[m] for m in widths} - {64}  # the rule moves some model's rate

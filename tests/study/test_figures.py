@@ -322,6 +322,34 @@ def test_fig07_trend_per_training_set(tmp_path, drawn):
     assert len([line for line in ax_b.lines if len(line.get_xdata()) == 50]) == 2  # one trend line per set
 
 
+def test_fig07_over_seeds_draws_each_seed_and_fits_the_trend_to_all(tmp_path, drawn):
+    metrics, sizes, specs = size_runs(3, "math")
+    seeds = {run: [frame, synthetic_metrics(seed=30 + i, a=0.25 + 0.05 * i), synthetic_metrics(seed=40 + i, a=0.22 + 0.05 * i)]
+             for i, (run, frame) in enumerate(metrics.items())}  # fmt: skip
+    call("fig07_coefficients_vs_size", metrics, tmp_path / "f", sizes=sizes, specs=specs, replicates=seeds)
+    ax_a = drawn[0].axes[0]
+    a = {run: [analysis.fit_run(f)["a"] for f in frames] for run, frames in seeds.items()}
+    assert sorted(ax_a.collections[0].get_offsets()[:, 1]) == pytest.approx(sorted(v for vs in a.values() for v in vs))
+    trend = analysis.log_linear_fit([sizes[r] for r in a for _ in a[r]], [v for r in a for v in a[r]])
+    assert f"$R^2$ = {trend['r2']:.3f}" in ax_a.get_legend().get_texts()[0].get_text()
+    markers = next(line for line in ax_a.lines if line.get_marker() == "o")
+    assert list(markers.get_ydata()) == pytest.approx([np.mean(a[r]) for r in a])
+    assert "Markers are means over 3 seeds" in drawn[0].texts[-1].get_text()
+
+
+def test_fig01_over_seeds_draws_bands_and_fits_every_seeds_points(tmp_path, runs, drawn):
+    frames = [runs["grpo"], synthetic_metrics(seed=50), synthetic_metrics(seed=51)]
+    call("fig01_entropy_collapse", {"grpo": runs["grpo"]}, tmp_path / "f", replicates={"grpo": frames})
+    ax_t = drawn[0].axes[0]
+    entropy = pd.concat([f[["step", "entropy"]] for f in frames]).groupby("step")["entropy"].mean()
+    np.testing.assert_allclose(ax_t.lines[0].get_ydata(), entropy.to_numpy())
+    assert len(ax_t.collections) == 1  # the entropy band
+    pts = pd.concat([analysis.validation_points(f) for f in frames])
+    ceiling = 100 * analysis.fit_entropy_law(pts["entropy"], pts["R"])["ceiling"]
+    assert f"b − a = {ceiling:.1f}%" in texts(drawn[0])
+    assert "means over 3 seeds" in drawn[0].texts[-1].get_text()
+
+
 def test_fig07_needs_a_size_for_every_run(tmp_path, runs):
     with pytest.raises(ValueError, match="no model size given for run 'kl_cov'"):
         call("fig07_coefficients_vs_size", runs, tmp_path / "f", sizes={"grpo": 1, "clip_cov": 2})

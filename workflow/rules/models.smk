@@ -28,7 +28,7 @@ if MINI:
             directory(MODEL_DIR),
         params:
             arch=lambda wc: canonical(S["models"][wc.model]),
-            pretrain=canonical(S["pretrain"]),
+            pretrain=lambda wc: canonical(run_spec.pretrain_settings(S, wc.model)),
             protocols=protocols(),
             max_new_tokens=S["eval"]["max_new_tokens"],
         threads: 1

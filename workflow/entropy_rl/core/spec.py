@@ -47,9 +47,28 @@ def resolve_run(scale_cfg: dict, run_id: str) -> dict:
     if "replicate_of" in run:  # a replicate (with_replicates): the run it repeats, and which repeat it is
         spec.update(replicate_of=run["replicate_of"], replicate=run["replicate"])
     model = scale_cfg.get("models", {}).get(run["model"], {})
+    spec["lr"] = spec["lr"] * width_lr_scale(scale_cfg, run["model"])
     if "train_data" in run or "train_data" in model:  # a named training set (paper scale: always)
         spec["train_data"] = run.get("train_data", model.get("train_data"))
     return spec
+
+
+def width_lr_scale(scale_cfg: dict, model: str) -> float:
+    """The factor on a model's learning rates (pre-training and RL): ``lr_reference_width / hidden_size``
+    where the scale sets ``lr_reference_width``, else 1. Adam's update moves each weight by about the
+    learning rate, so a narrower model takes a larger rate for the same change in its outputs (as muP
+    scales hidden layers' Adam rates with 1/width): one rule for every size, stated before any result."""
+    reference = scale_cfg.get("lr_reference_width")
+    if reference is None:
+        return 1.0
+    return reference / scale_cfg["models"][model]["hidden_size"]
+
+
+def pretrain_settings(scale_cfg: dict, model: str) -> dict:
+    """The scale's pre-training settings for one base model, its learning rate scaled by ``width_lr_scale``."""
+    settings = copy.deepcopy(scale_cfg["pretrain"])
+    settings["lr"] = settings["lr"] * width_lr_scale(scale_cfg, model)
+    return settings
 
 
 # A replicate's name: its run's (or model's), "@r" and its index. Replicate 0 is the run as configured

@@ -155,14 +155,21 @@ def _step_curves(metrics_by_run, labels, stem, caption, name: str, panels, title
 
 
 def fig01_entropy_collapse(
-    metrics_by_run: dict[str, pd.DataFrame], *, labels: dict[str, str] | None = None, stem, caption: str = ""
+    metrics_by_run: dict[str, pd.DataFrame],
+    *,
+    labels: dict[str, str] | None = None,
+    stem,
+    caption: str = "",
+    replicates: dict[str, list[pd.DataFrame]] | None = None,
 ) -> tuple[Path, Path]:
     """Figure 1: entropy collapses while accuracy saturates, and the fit predicts the ceiling.
 
     Left: entropy (solid, left axis) and validation accuracy (dashed, right
     axis) against the step. Right: accuracy against entropy with
     R = −a·exp(H) + b, dotted where it extrapolates down to H = 0, and the
-    predicted ceiling b − a starred and annotated there.
+    predicted ceiling b − a starred and annotated there. A run with several
+    ``replicates``: its curves are the mean over seeds in a ±1 s.e. band, and
+    one law is fitted to every seed's validation points.
     """
     plotting.style()
     runs = _runs(metrics_by_run, "fig01", ("step", "entropy", "val_acc"))
@@ -176,10 +183,16 @@ def fig01_entropy_collapse(
     ax_r.grid(False)
     fitted = 0
     for run in runs:
-        m = metrics_by_run[run].sort_values("step")
-        pts = analysis.validation_points(m)
-        ax_t.plot(m["step"], m["entropy"], color=h_colors[run], lw=1.4)
-        ax_r.plot(pts["step"], 100 * pts["R"], color=r_colors[run], lw=1.2, ls="--", marker="o", ms=3)
+        frames = (replicates or {}).get(run) or [metrics_by_run[run]]
+        pts = pd.concat([analysis.validation_points(f) for f in frames], ignore_index=True)
+        for column, ax, color, style in (("entropy", ax_t, h_colors[run], {"lw": 1.4}),
+                                         ("val_acc", ax_r, r_colors[run], {"lw": 1.2, "ls": "--", "marker": "o", "ms": 3})):  # fmt: skip
+            curve = seed_curve(frames, column)
+            scale = 100 if column == "val_acc" else 1
+            ax.plot(curve["step"], scale * curve["mean"], color=color, **style)
+            if len(frames) > 1:
+                ax.fill_between(curve["step"], scale * (curve["mean"] - curve["se"]), scale * (curve["mean"] + curve["se"]),
+                                color=color, alpha=0.2, lw=0)  # fmt: skip
         ax_f.scatter(pts["entropy"], 100 * pts["R"], color=r_colors[run], s=18, edgecolor="0.2", linewidth=0.3,
                      zorder=3, label=plotting.label(labels, run))  # fmt: skip
         try:
@@ -213,7 +226,7 @@ def fig01_entropy_collapse(
     ax_f.set_xlabel("Policy entropy (nats)")
     ax_f.set_ylabel("Validation accuracy (%)")
     ax_f.legend(loc="lower left", fontsize=8)
-    plotting.caption(fig, caption)
+    plotting.caption(fig, caption + band_note(replicates))
     return plotting.save(fig, stem)
 
 
@@ -388,12 +401,16 @@ def fig07_coefficients_vs_size(
     specs: dict[str, dict],
     stem,
     caption: str = "",
+    replicates: dict[str, list[pd.DataFrame]] | None = None,
 ) -> tuple[Path, Path]:
     """Figure 7: the coefficients a and b against non-embedding parameters (log axis).
 
     One series per training set (``train_data`` of the spec), with standard
     errors of ``analysis.fit_run`` as error bars and the ``analysis.log_linear_fit``
-    line and its R² when the series has at least 3 sizes.
+    line and its R² when the series has at least 3 sizes. A run with several
+    ``replicates``: each seed's fit is a small point, the marker their mean with
+    its standard error over seeds, and the trend is fitted to every seed's point
+    (as the audit's log-linear test is).
     """
     plotting.style()
     runs = _runs(metrics_by_run, "fig07", ("step", "entropy", "val_acc"))
@@ -401,16 +418,24 @@ def fig07_coefficients_vs_size(
     for run in runs:
         if run not in sizes:
             raise ValueError(f"fig07: no model size given for run {run!r}")
-        try:
-            fit = analysis.fit_run(metrics_by_run[run])
-        except ValueError as err:
-            warnings.warn(f"fig07: skipping run {run}: {err}", stacklevel=2)
-            continue
-        series = (specs.get(run) or {}).get("train_data", "train")
-        rows.append({"run": run, "size": float(sizes[run]), "series": series, **fit})
+        for seed, frame in enumerate((replicates or {}).get(run) or [metrics_by_run[run]]):
+            try:
+                fit = analysis.fit_run(frame)
+            except ValueError as err:
+                warnings.warn(f"fig07: skipping seed {seed} of run {run}: {err}", stacklevel=2)
+                continue
+            series = (specs.get(run) or {}).get("train_data", "train")
+            rows.append({"run": run, "seed": seed, "size": float(sizes[run]), "series": series, **fit})
     if not rows:
         raise ValueError("fig07: no run has enough validation points to fit R = -a*exp(H) + b")
-    table = pd.DataFrame(rows)
+    seeds = pd.DataFrame(rows)
+    table = seeds.groupby("run", sort=False).agg(
+        size=("size", "first"), series=("series", "first"), seeds=("seed", "size"),
+        a=("a", "mean"), b=("b", "mean"), a_se=("a", "sem"), b_se=("b", "sem"),
+        a_stderr=("a_stderr", "first"), b_stderr=("b_stderr", "first"),
+    ).reset_index()  # fmt: skip
+    for coef in ("a", "b"):  # one seed: the fit's own standard error; several: the spread over seeds
+        table[f"{coef}_err"] = table[f"{coef}_se"].where(table["seeds"] > 1, table[f"{coef}_stderr"])
     groups = list(table.groupby("series", sort=False))
     colors = plotting.palette((s for s, _ in groups), "deep")
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.6), layout="constrained")
@@ -418,12 +443,15 @@ def fig07_coefficients_vs_size(
         for series, group in groups:
             group = group.sort_values("size")
             label = series
+            points = seeds[seeds["series"] == series]
+            if group["seeds"].max() > 1:
+                ax.scatter(points["size"], points[coef], s=9, color=colors[series], alpha=0.45, lw=0)
             if group["size"].nunique() >= 3:
-                trend = analysis.log_linear_fit(group["size"], group[coef])
+                trend = analysis.log_linear_fit(points["size"], points[coef])
                 x = np.geomspace(group["size"].min(), group["size"].max(), 50)
                 ax.plot(x, trend["slope"] * np.log10(x) + trend["intercept"], color=colors[series], lw=1.4)
                 label = f"{series} (log-linear $R^2$ = {trend['r2']:.3f})"
-            ax.errorbar(group["size"], group[coef], yerr=group[f"{coef}_stderr"], fmt="o", ms=5, capsize=3,
+            ax.errorbar(group["size"], group[coef], yerr=group[f"{coef}_err"], fmt="o", ms=5, capsize=3,
                         color=colors[series], label=label)  # fmt: skip
             if coef == "a":
                 for _, row in group.iterrows():
@@ -436,7 +464,8 @@ def fig07_coefficients_vs_size(
     axes[0].set_ylabel("a")
     axes[1].set_title("b: offset (the ceiling at H = 0 is b − a)")
     axes[1].set_ylabel("b")
-    plotting.caption(fig, caption)
+    note = band_note(replicates).replace("Lines are means", "Markers are means").replace("bands are ±1 standard error", "error bars ±1 standard error; small points are the seeds")
+    plotting.caption(fig, caption + note)
     return plotting.save(fig, stem)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from ...core.spec import replicate_of
 from .data import NotComparable, Study
 from .registry import Measured, measurement
 from .stats import Z95, binomial_se
@@ -25,7 +26,7 @@ def accuracy_vs_baseline(study: Study, artifact: str, methods: list[str], direct
     no run beats GRPO by more than 1.96 standard errors of the difference (binomial, per benchmark size).
     """
     runs = study.runs(artifact)
-    parts, holds = [], True
+    parts, holds, effects = [], True, {}
     for r in runs:
         if study.method(r) not in methods:
             continue
@@ -34,19 +35,24 @@ def accuracy_vs_baseline(study: Study, artifact: str, methods: list[str], direct
         se = math.hypot(_avg_se(study, r), _avg_se(study, base))
         parts.append(f"{r} {diff:+.1f} ± {Z95 * se:.1f}")
         holds &= {"higher": diff > 0, "lower": diff < 0, "not_higher": diff <= Z95 * se}[direction]
+        effects[f"{study.name(r)} - GRPO"] = diff
     if not parts:
         raise NotComparable(f"{artifact} has no {methods} runs")
     return Measured(
         "; ".join(parts),
         f"test-set mean accuracy minus the same model's GRPO run (points), runs of {artifact}",
         holds=bool(holds),
+        effects=effects,
+        relation={"higher": "above", "lower": "below", "not_higher": "not_above"}[direction],
     )
 
 
 def _table2_run(study: Study, artifact: str, model: str, method_name: str) -> str:
     scale_model = study.model_roles.get(model)
     picked = [
-        r for r in study.runs(artifact) if study.specs[r]["model"] == scale_model and study.method(r) == method_name
+        r
+        for r in study.runs(artifact)
+        if replicate_of(study.specs[r]["model"])[0] == scale_model and study.method(r) == method_name
     ]
     if len(picked) != 1:
         raise NotComparable(f"no single {method_name} run of {model} ({scale_model}) in {artifact}")

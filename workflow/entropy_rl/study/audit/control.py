@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from ...core import metric_columns
+from ...core.spec import replicate_of
 from .. import analysis
 from .data import NotComparable, Study
 from .registry import Measured, measurement
@@ -60,6 +61,7 @@ def entropy_rises_with(study: Study, artifact: str, parameter: str, method_name:
         ", ".join(f"{p:g}: {h:.3f}" for p, h in points),
         f"final entropy (last 10% of steps) per {parameter}, runs of {artifact}",
         holds=bool(holds),
+        effects={f"H({b[0]:g}) - H({a[0]:g})": b[1] - a[1] for a, b in itertools.pairwise(points)},
     )
 
 
@@ -100,8 +102,11 @@ def entropy_loss_sensitivity(
              f"largest {c_large:g} {h_large_start:.3g} → {h_large:.3g} (explodes above max(start, {explode:g}× GRPO's end = "
              f"{explode * h0_end:.3g}): {'yes' if explodes else 'no'}); all: "
              + ", ".join(f"{c:g}: {_final_entropy(study, r):.3g}" for c, r in treated))  # fmt: skip
+    effects = {"band - |smallest's end - GRPO's end|": width - abs(h_small - h0_end),
+               "largest's end - its start": h_large - h_large_start,
+               f"largest's end - {explode:g}x GRPO's end": h_large - explode * h0_end}  # fmt: skip
     return Measured(value, f"entropy, means over the first and last 10% of steps, {method_name} runs of {artifact} by rank of {parameter}, against its GRPO run",
-                    holds=bool(barely and explodes))  # fmt: skip
+                    holds=bool(barely and explodes), effects=effects)  # fmt: skip
 
 
 @measurement
@@ -118,15 +123,16 @@ def entropy_ratio_late(study: Study, artifact: str, method: str, factor: float, 
         first, last = m["step"].min(), m["step"].max()
         return float(m.loc[m["step"] >= first + (1 - tail) * (last - first), "entropy"].mean())
 
-    parts, holds = [], True
+    parts, holds, effects = [], True, {}
     for r in picked:
         base = study.baseline(runs, study.specs[r]["model"])
         h, h0 = late(r), late(base)
         ratio = h / h0 if h0 > 0 else math.inf
         parts.append(f"{r} {h:.3g} vs {base} {h0:.3g}: {ratio:.3g}×")
         holds &= ratio >= factor
+        effects[f"log10({study.name(r)} / GRPO / {factor:g})"] = math.log10(ratio / factor) if h > 0 else math.nan
     return Measured("; ".join(parts), f"mean entropy over the last {tail:.3g} of the steps, {method} over the same model's GRPO run, runs of {artifact}",
-                    holds=bool(holds))  # fmt: skip
+                    holds=bool(holds), effects=effects)  # fmt: skip
 
 
 @measurement
@@ -137,7 +143,7 @@ def clip_cov_bounds(study: Study, artifact: str, bound: str, exceeds: float, als
     runs = [r for r in _artifact_runs(study, artifact, also) if study.method(r) == "Clip-Cov"]
     if not runs:
         raise NotComparable(f"{', '.join((artifact, *also))} have no Clip-Cov run")
-    parts, holds = [], True
+    parts, holds, effects = [], True, {}
     for r in runs:
         lb = float(study.specs[r]["loss"][bound])
         mean, steps = _mean_column(study, r, metric_columns.TOKEN_COV)
@@ -147,8 +153,9 @@ def clip_cov_bounds(study: Study, artifact: str, bound: str, exceeds: float, als
         else:
             parts.append(f"{r}: mean cov_all {mean:.3g} over {steps} steps, ratio undefined")
             holds = False
+        effects[f"log10({study.name(r)}: {bound} / cov / {exceeds:g})"] = math.log10(lb / mean / exceeds) if mean > 0 else math.nan
     return Measured("; ".join(parts), f"{bound} from each Clip-Cov run's spec over its mean token covariance (Eq. 10, all tokens of a batch) over steps",
-                    holds=bool(holds))  # fmt: skip
+                    holds=bool(holds), effects=effects)  # fmt: skip
 
 
 @measurement
@@ -176,32 +183,36 @@ def touched_fraction(study: Study, artifact: str, low: float, high: float, also:
     runs = [r for r in _artifact_runs(study, artifact, also) if study.method(r) in ("Clip-Cov", "KL-Cov")]
     if not runs:
         raise NotComparable(f"{', '.join((artifact, *also))} have no Clip-Cov or KL-Cov run")
-    parts, holds = [], True
+    parts, holds, effects = [], True, {}
     for r in runs:
         mean, _ = _mean_column(study, r, "cov_touched_frac")
         parts.append(f"{r} ({study.method(r)}) {mean:.3g}")
         holds &= low <= mean <= high
+        effects[f"{study.name(r)} - {low:g}"] = mean - low
+        effects[f"{high:g} - {study.name(r)}"] = high - mean
     return Measured("; ".join(parts), f"mean over steps of cov_touched_frac, Clip-Cov and KL-Cov runs of {', '.join((artifact, *also))}, against [{low:g}, {high:g}]",
-                    holds=bool(holds))  # fmt: skip
+                    holds=bool(holds), effects=effects)  # fmt: skip
 
 
 @measurement
 def treatment_entropy_above_baseline(study: Study, artifact: str, methods: list[str]) -> Measured:
     """Every run of ``methods`` ends with more entropy than the GRPO run of the same model."""
     runs = study.runs(artifact)
-    parts, holds = [], True
+    parts, holds, effects = [], True, {}
     for r in runs:
         if study.method(r) in methods:
             base = study.baseline(runs, study.specs[r]["model"])
             h, h0 = _final_entropy(study, r), _final_entropy(study, base)
             parts.append(f"{study.method(r)} {h:.3f} vs {h0:.3f}")
             holds &= h > h0
+            effects[f"{study.name(r)} - GRPO"] = h - h0
     if not parts:
         raise NotComparable(f"{artifact} has no {methods} runs")
     return Measured(
         "; ".join(parts),
         f"final entropy (last 10% of steps) against the same model's GRPO run, runs of {artifact}",
         holds=bool(holds),
+        effects=effects,
     )
 
 
@@ -220,7 +231,8 @@ def kl_cov_stabler(study: Study, artifact: str) -> Measured:
         raise NotComparable(f"{artifact} has no model with both Clip-Cov and KL-Cov")
     value = "; ".join(f"{m}: KL-Cov {v['KL-Cov']:.4f} vs Clip-Cov {v['Clip-Cov']:.4f}" for m, v in pairs.items())
     return Measured(value, f"analysis.entropy_stability (std of entropy changes, second half), mean per method, runs of {artifact}",
-                    holds=all(v["KL-Cov"] < v["Clip-Cov"] for v in pairs.values()))  # fmt: skip
+                    holds=all(v["KL-Cov"] < v["Clip-Cov"] for v in pairs.values()),
+                    effects={f"{replicate_of(m)[0]}: Clip-Cov - KL-Cov": v["Clip-Cov"] - v["KL-Cov"] for m, v in pairs.items()})  # fmt: skip
 
 
 @measurement
@@ -228,11 +240,12 @@ def response_length_grows(study: Study, artifact: str, methods: list[str]) -> Me
     runs = [r for r in study.runs(artifact) if study.method(r) in methods]
     if not runs:
         raise NotComparable(f"{artifact} has no {methods} runs")
-    parts, holds = [], True
+    parts, holds, effects = [], True, {}
     for r in runs:
         m = study.metrics(r).sort_values("step")
         k = max(3, len(m) // 10)
         start, end = float(m["response_length"].head(k).mean()), float(m["response_length"].tail(k).mean())
         parts.append(f"{r} {start:.0f}→{end:.0f}")
         holds &= end > start
-    return Measured("; ".join(parts), "mean response length, first vs last 10% of steps", holds=bool(holds))
+        effects[f"{study.name(r)}: end - start"] = end - start
+    return Measured("; ".join(parts), "mean response length, first vs last 10% of steps", holds=bool(holds), effects=effects)

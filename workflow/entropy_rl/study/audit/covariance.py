@@ -3,6 +3,8 @@ prompt difficulty and by token."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...core import metric_columns
@@ -26,7 +28,7 @@ def covariance_tracks_entropy(study: Study, artifact: str, column: str = metric_
     d = analysis.covariance_dynamics(study.metrics(run), column)
     return Measured(f"r = {d['pearson_r']:.2f} (p = {d['p_value']:.3g}, {d['n_steps']} steps)",
                     f"analysis.covariance_dynamics on {run}: Pearson correlation of {column}, the {_quantity(column)}, at step t with -(H[t+1] - H[t])",
-                    holds=bool(d["pearson_r"] > 0 and d["p_value"] < 0.05))  # fmt: skip
+                    holds=bool(d["pearson_r"] > 0 and d["p_value"] < 0.05), effects={"Pearson r": d["pearson_r"]})  # fmt: skip
 
 
 @measurement
@@ -35,7 +37,7 @@ def covariance_positive(study: Study, artifact: str, share: float, column: str =
     d = analysis.covariance_dynamics(study.metrics(run), column)
     return Measured(f"{100 * d['positive_share']:.0f}% of steps (mean {d['mean_cov']:.3g})",
                     f"share of the steps of {run} with {column} > 0, the {_quantity(column)}",
-                    holds=bool(d["positive_share"] >= share))  # fmt: skip
+                    holds=bool(d["positive_share"] >= share), effects={f"share of steps - {share:g}": d["positive_share"] - share})  # fmt: skip
 
 
 @measurement
@@ -53,7 +55,8 @@ def covariance_by_difficulty(study: Study, artifact: str) -> Measured:
     return Measured(f"mean bandit covariance {means}; one-sided Wilcoxon p = {p:.3g}" if np.isfinite(p)
                     else f"mean bandit covariance {means}; no test: the two groups never differ",
                     f"analysis.covariance_by_difficulty on {run}: {analysis.HARDEST} against {analysis.EASIEST} over the {d['n_paired_steps']} steps with both",
-                    holds=bool(p < 0.05))  # fmt: skip
+                    holds=bool(p < 0.05),
+                    effects={"easiest - hardest": d["mean"][analysis.EASIEST] - d["mean"][analysis.HARDEST]})  # fmt: skip
 
 
 @measurement
@@ -79,11 +82,10 @@ def covariance_outliers(study: Study, artifact: str, paper_top: float, paper_all
     needed = paper / within
     how = (f"Table 1 columns of {run} at training step 1 (row {dist.name}); paper {paper_top:g} / {paper_all:g} = {paper:.0f}x, "
            f"reproduced at {needed:.0f}x or more (within a factor {within:g} of the paper's ratio)")  # fmt: skip
+    effect = "log10(ratio / needed)"
     if not mean > 0:
-        return Measured(
-            f"undefined: the all-token mean is {mean:.3g} (top 0.02% {top:.3g}); paper {paper:.0f}x", how, holds=False
-        )
+        return Measured(f"undefined: the all-token mean is {mean:.3g} (top 0.02% {top:.3g}); paper {paper:.0f}x", how,
+                        holds=False, effects={effect: math.nan})  # fmt: skip
     ratio = top / mean
-    return Measured(
-        f"top 0.02% / all = {top:.3g} / {mean:.3g} = {ratio:.0f}x; paper {paper:.0f}x", how, holds=bool(ratio >= needed)
-    )
+    return Measured(f"top 0.02% / all = {top:.3g} / {mean:.3g} = {ratio:.0f}x; paper {paper:.0f}x", how,
+                    holds=bool(ratio >= needed), effects={effect: math.log10(ratio / needed) if ratio > 0 else math.nan})  # fmt: skip

@@ -3,6 +3,7 @@ the power-sampling study's answers; and ``NotComparable``, raised when this scal
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -37,6 +38,28 @@ class Study:
     power: dict = field(default_factory=dict)
     power_paths: dict[str, str] = field(default_factory=dict)  # method -> its answers (parquet)
     _cache: dict = field(default_factory=dict)
+
+    def seeds(self, run: str) -> list[str]:
+        """The replicates of a configured run, replicate 0 (the run itself) first (core.spec.with_replicates)."""
+        reps = [r for r, s in self.specs.items() if s.get("replicate_of", r) == run]
+        return sorted(reps, key=lambda r: self.specs[r].get("replicate", 0))
+
+    @property
+    def replicates(self) -> int:
+        """Seeds per configured run: every run of a study has the same number."""
+        counts = {len(self.seeds(r)) for r in self.specs if self.name(r) == r}
+        if len(counts) > 1:
+            raise ValueError(f"runs have different numbers of replicates: {sorted(counts)}")
+        return counts.pop() if counts else 1
+
+    def name(self, run: str) -> str:
+        """The configured run a replicate repeats (the run itself when it is one)."""
+        return self.specs[run].get("replicate_of", run)
+
+    def at_seed(self, k: int) -> "Study":
+        """The study as seed ``k`` ran it: every artifact's runs are their replicate k (same cache)."""
+        artifacts = {a: [self.seeds(r)[k] for r in runs] for a, runs in self.artifacts.items()}
+        return dataclasses.replace(self, artifacts=artifacts, _cache=self._cache)
 
     def runs(self, artifact: str) -> list[str]:
         if artifact not in self.artifacts:

@@ -39,7 +39,7 @@ def front_loaded(study: Study, artifact: str, at: float, share: float) -> Measur
     pooled = analysis.pooled_shares({r: study.metrics(r) for r in runs})
     h, r = analysis.share_at(pooled, at)
     return Measured(f"entropy {100 * h:.0f}%, accuracy {100 * r:.0f}%", f"pooled shares over {len(runs)} runs of {artifact} at {at:.3g} of training",
-                    holds=bool(h >= share and r >= share))  # fmt: skip
+                    holds=bool(h >= share and r >= share), effects={"entropy share - threshold": h - share, "accuracy share - threshold": r - share})  # fmt: skip
 
 
 def _val_noise(study: Study, metrics: pd.DataFrame) -> np.ndarray:
@@ -53,24 +53,30 @@ def _val_noise(study: Study, metrics: pd.DataFrame) -> np.ndarray:
     return np.sqrt(var) / len(benches)
 
 
-@measurement
+@measurement(pools_seeds=True)
 def law_fits_within_noise(study: Study, artifact: str) -> Measured:
     """Every run's residuals from R = -a exp(H) + b are consistent with validation sampling noise:
-    chi-square = sum(residual^2 / SE^2) on n - 2 degrees of freedom, Bonferroni over runs."""
+    chi-square = sum(residual^2 / SE^2) on n - 2 degrees of freedom, Bonferroni over runs. A run with
+    several seeds sums its seeds' chi-squares and degrees of freedom (each seed has its own fit)."""
     runs = study.runs(artifact)
-    pvals, r2 = {}, {}
+    pvals, r2 = {}, []
     for run in runs:
-        m = study.metrics(run)
-        pts = analysis.validation_points(m)
-        fit = analysis.fit_entropy_law(pts["entropy"], pts["R"])
-        resid = pts["R"] - analysis.entropy_law(pts["entropy"], fit["a"], fit["b"])
-        se = np.maximum(_val_noise(study, m), 1e-6)
-        chi2 = float(np.sum((resid.to_numpy() / se) ** 2))
-        pvals[run] = float(scipy.stats.chi2.sf(chi2, len(pts) - 2))
-        r2[run] = fit["r2"]
+        chi2, dof = 0.0, 0
+        for seed_run in study.seeds(run):
+            m = study.metrics(seed_run)
+            pts = analysis.validation_points(m)
+            fit = analysis.fit_entropy_law(pts["entropy"], pts["R"])
+            resid = pts["R"] - analysis.entropy_law(pts["entropy"], fit["a"], fit["b"])
+            se = np.maximum(_val_noise(study, m), 1e-6)
+            chi2 += float(np.sum((resid.to_numpy() / se) ** 2))
+            dof += len(pts) - 2
+            r2.append(fit["r2"])
+        pvals[run] = float(scipy.stats.chi2.sf(chi2, dof))
     worst = min(pvals, key=pvals.get)
-    return Measured(f"smallest p = {pvals[worst]:.3g} ({worst}); R² {min(r2.values()):.2f}–{max(r2.values()):.2f}",
-                    f"chi-square of each fit's residuals against binomial validation noise, {len(runs)} runs of {artifact}",
+    seeds = study.replicates
+    return Measured(f"smallest p = {pvals[worst]:.3g} ({worst}); R² {min(r2):.2f}–{max(r2):.2f}",
+                    f"chi-square of each fit's residuals against binomial validation noise, {len(runs)} runs of {artifact}"
+                    + (f", each summed over its {seeds} seeds" if seeds > 1 else ""),
                     holds=bool(min(pvals.values()) >= 0.05 / len(runs)))  # fmt: skip
 
 
@@ -105,24 +111,45 @@ def early_prediction_error(study: Study, artifact: str, quantity: str, task: str
                     interval=(mean - half, mean + half))  # fmt: skip
 
 
-@measurement
+@measurement(pools_seeds=True)
 def shared_coefficients(study: Study, artifact: str, expect: str = "shared") -> Measured:
-    """F-test of one (a, b) for all runs against one per run. ``expect`` "shared" holds when p >= 0.05
-    (no evidence the runs differ); "different" holds when p < 0.05."""
+    """Do the runs share one (a, b)? ``expect`` "shared" holds when p >= 0.05 (no evidence the runs
+    differ); "different" holds when p < 0.05.
+
+    One seed: an F-test of one pooled fit against one fit per run (analysis.shared_coefficients_test),
+    whose noise is the validation points' scatter. Several seeds: each seed's run fitted on its own, and
+    a one-way ANOVA per coefficient with the runs as groups and their seeds as replicates, so a
+    difference counts only beyond seed-to-seed variation; p is the smaller of the two, Bonferroni-doubled.
+    """
     runs = study.runs(artifact)
     if len(runs) < 2:
         raise NotComparable(f"{artifact} has fewer than 2 runs at this scale")
-    test = analysis.shared_coefficients_test({r: study.metrics(r) for r in runs})
-    coefs = ", ".join(f"{r} a={f['a']:.2f} b={f['b']:.2f}" for r, f in test["per_run"].items())
-    holds = test["p_value"] >= 0.05 if expect == "shared" else test["p_value"] < 0.05
-    return Measured(f"p = {test['p_value']:.3g}; largest curve gap {test['max_curve_gap_pct']:.1f} points ({coefs})",
-                    f"analysis.shared_coefficients_test over {len(runs)} runs of {artifact}", holds=bool(holds))  # fmt: skip
+    if study.replicates < 2:
+        test = analysis.shared_coefficients_test({r: study.metrics(r) for r in runs})
+        coefs = ", ".join(f"{r} a={f['a']:.2f} b={f['b']:.2f}" for r, f in test["per_run"].items())
+        p, value = test["p_value"], f"p = {test['p_value']:.3g}; largest curve gap {test['max_curve_gap_pct']:.1f} points ({coefs})"
+        how = f"analysis.shared_coefficients_test over {len(runs)} runs of {artifact}"
+    else:
+        fits = {r: [analysis.fit_run(study.metrics(s)) for s in study.seeds(r)] for r in runs}
+        parts, ps = [], []
+        for c in ("a", "b"):
+            test = scipy.stats.f_oneway(*[[f[c] for f in fits[r]] for r in runs])
+            ps.append(float(test.pvalue))
+            means = ", ".join(f"{r} {np.mean([f[c] for f in fits[r]]):.3g} ± {np.std([f[c] for f in fits[r]], ddof=1):.2g}" for r in runs)
+            parts.append(f"{c}: F = {test.statistic:.3g}, p = {test.pvalue:.3g} ({means})")
+        p = min(1.0, 2 * min(ps))
+        value = f"p = {p:.3g}; " + "; ".join(parts)
+        how = (f"one-way ANOVA of each coefficient over {len(runs)} runs of {artifact}, {study.replicates} seeds each "
+               "(mean ± s.d. over seeds), the smaller p doubled for the two coefficients")  # fmt: skip
+    holds = p >= 0.05 if expect == "shared" else p < 0.05
+    return Measured(value, how, holds=bool(holds))
 
 
-@measurement
+@measurement(pools_seeds=True)
 def log_linear_in_size(study: Study, artifact: str, coefficient: str) -> Measured:
     """The coefficient's least-squares slope in log10(non-embedding parameters) differs from zero (p < 0.05),
-    in every training set of the artifact with 3 or more sizes."""
+    in every training set of the artifact with 3 or more sizes. Every seed's run is a point of its own
+    (same size, its own fit), so the slope's standard error carries the seed-to-seed spread."""
     runs = study.runs(artifact)
     series: dict[str, list[str]] = {}
     for r in runs:
@@ -131,15 +158,23 @@ def log_linear_in_size(study: Study, artifact: str, coefficient: str) -> Measure
     for data, members in series.items():
         if len(members) < 3:
             continue
-        x = [study.size(r) for r in members]
-        y = [analysis.fit_run(study.metrics(r))[coefficient] for r in members]
+        x, y, per_size = [], [], []
+        for r in members:
+            values = [analysis.fit_run(study.metrics(s))[coefficient] for s in study.seeds(r)]
+            x += [study.size(s) for s in study.seeds(r)]
+            y += values
+            spread = f" ± {np.std(values, ddof=1):.2g}" if len(values) > 1 else ""
+            per_size.append(f"{study.size(r):,}: {np.mean(values):.3g}{spread}")
         fit = analysis.log_linear_fit(x, y)
-        parts.append(f"{data}: slope {fit['slope']:+.3f} per decade, R² {fit['r2']:.2f}, p {fit['p_value']:.3g}")
+        parts.append(f"{data}: slope {fit['slope']:+.3f} per decade, R² {fit['r2']:.2f}, p {fit['p_value']:.3g} "
+                     f"({'; '.join(per_size)})")  # fmt: skip
         holds &= fit["p_value"] < 0.05
     if not parts:
         raise NotComparable(f"{artifact} has no training set with 3 or more model sizes")
+    seeds = study.replicates
     return Measured(
         "; ".join(parts),
-        f"analysis.log_linear_fit of {coefficient} against non-embedding parameters, runs of {artifact}",
+        f"analysis.log_linear_fit of {coefficient} against non-embedding parameters, runs of {artifact}"
+        + (f", {seeds} seeds a size (mean ± s.d. per size)" if seeds > 1 else ""),
         holds=bool(holds),
     )

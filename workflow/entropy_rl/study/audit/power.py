@@ -2,7 +2,8 @@
 
 The answers to one problem are correlated (an easy problem is answered right by every method, many
 times), so methods are compared per problem, paired over the problems all methods answered, with the
-standard error over problems: the problem, not the answer, is the independent unit.
+standard error over problems: the problem, not the answer, is the independent unit. The study samples
+the base model and checkpoints of replicate 0 only, so its measurements read it as it is (``pools_seeds``).
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ _RELATIONS = {
 }
 
 
-@measurement
+@measurement(pools_seeds=True)
 def power_compare(
     study: Study, artifact: str, quantity: str, order: list[str], relation: str, benchmark: str | None = None
 ) -> Measured:
@@ -113,7 +114,7 @@ def power_compare(
                     "95% half-width from the standard error over problems", holds=bool(holds))  # fmt: skip
 
 
-@measurement
+@measurement(pools_seeds=True)
 def power_rises_with(study: Study, artifact: str, parameter: str, benchmark: str | None = None) -> Measured:
     """Accuracy rises along the sweep of ``parameter`` (every other setting at the main one's): the
     least-squares slope of accuracy on the parameter, per problem and averaged over problems, is
@@ -135,7 +136,7 @@ def power_rises_with(study: Study, artifact: str, parameter: str, benchmark: str
                     holds=bool(slope > Z95_ONE_SIDED * se))  # fmt: skip
 
 
-@measurement
+@measurement(pools_seeds=True)
 def power_cost(study: Study, artifact: str, method: str = "power", versus: str = "base") -> Measured:
     """Tokens drawn per answer by ``method`` over ``versus`` (power_study.accuracy_table's cost), with
     a 95% bootstrap interval over problems; holds when the whole interval lies above 1."""
@@ -147,7 +148,7 @@ def power_cost(study: Study, artifact: str, method: str = "power", versus: str =
                     f"power_study.accuracy_table over every benchmark; bootstrap over {len(both)} problems", holds=bool(lo > 1))  # fmt: skip
 
 
-@measurement
+@measurement(pools_seeds=True)
 def power_accuracy_cell(study: Study, artifact: str, model: str, method: str, benchmark: str) -> Measured:
     """One cell of Karan & Du's Table 1 (%): single-shot accuracy (mean over all answers), within
     1.96·√2 binomial standard errors at the number of problems, as for Table 2's cells."""

@@ -4,6 +4,13 @@ Each family module (entropy_law, covariance, control, accuracy, power) registers
 ``@measurement`` when imported; verdicts imports them all, so ``MEASUREMENTS`` is complete wherever
 a claim is judged or checked. A name registered twice is refused: the second would silently replace
 the first, and claims naming it would be measured by whichever module happened to import last.
+
+Seeds. When the study repeats its runs under several seeds, a measurement is by default made once per
+seed, on the study as that seed ran it (``Study.at_seed``), and the audit combines the seeds
+(``seeds.combine``): a number becomes its mean over seeds; a qualitative test is decided on its
+``effects``, the signed quantities it is about, each tested against zero with the spread across seeds.
+A measurement registered with ``pools_seeds=True`` reads every seed itself (a fit over all of them,
+a test whose noise is the seeds').
 """
 
 from __future__ import annotations
@@ -20,16 +27,26 @@ class Measured:
     how: str  # exactly what was computed, on which runs
     holds: bool | None = None  # a qualitative test's outcome
     interval: tuple[float, float] | None = None  # a number's acceptance interval, when it comes from the data
+    # A qualitative test's signed quantities (named by configured run, never by replicate), and what the
+    # claim says of each against zero: "above", "below", "not_above", "not_below" or "within" (seeds.RELATIONS).
+    effects: dict[str, float] | None = None
+    relation: str = "above"
 
 
 MEASUREMENTS: dict[str, Callable[..., Measured]] = {}
 
 
-def measurement(fn: Callable[..., Measured]) -> Callable[..., Measured]:
-    """Register ``fn`` under its name; a name already registered raises ValueError."""
-    if (known := MEASUREMENTS.get(fn.__name__)) is not None:
-        raise ValueError(
-            f"measurement {fn.__name__!r} is registered twice: in {known.__module__} and in {fn.__module__}"
-        )
-    MEASUREMENTS[fn.__name__] = fn
-    return fn
+def measurement(fn: Callable[..., Measured] | None = None, *, pools_seeds: bool = False):
+    """Register ``fn`` under its name (``@measurement``, or ``@measurement(pools_seeds=True)`` for one
+    that reads every seed itself); a name already registered raises ValueError."""
+
+    def register(fn: Callable[..., Measured]) -> Callable[..., Measured]:
+        if (known := MEASUREMENTS.get(fn.__name__)) is not None:
+            raise ValueError(
+                f"measurement {fn.__name__!r} is registered twice: in {known.__module__} and in {fn.__module__}"
+            )
+        fn.pools_seeds = pools_seeds
+        MEASUREMENTS[fn.__name__] = fn
+        return fn
+
+    return register if fn is None else register(fn)

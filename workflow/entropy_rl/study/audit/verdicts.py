@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import accuracy, control, covariance, entropy_law, power  # noqa: F401  importing them fills MEASUREMENTS
+from . import accuracy, control, covariance, entropy_law, power, seeds  # noqa: F401  importing them fills MEASUREMENTS
 from .data import NotComparable, Study
-from .registry import MEASUREMENTS
+from .registry import MEASUREMENTS, Measured
 
 REPRODUCED, NOT_REPRODUCED, NOT_COMPARABLE = "reproduced", "not reproduced", "not comparable at this scale"
 
@@ -29,7 +29,7 @@ def judge(claim: dict, study: Study) -> dict:
            "paper": claim.get("paper"), "unit": claim.get("unit", ""), "measured": None, "how": "", "tolerance": "", "verdict": "", "why": ""}  # fmt: skip
     tol = claim.get("tolerance", {})
     try:
-        m = MEASUREMENTS[claim["measure"]["fn"]](study, **{k: v for k, v in claim["measure"].items() if k != "fn"})
+        m = measure(claim["measure"], study)
     except NotComparable as err:
         return {**row, "verdict": NOT_COMPARABLE, "why": str(err)}
     row.update(measured=m.value, how=m.how)
@@ -65,6 +65,16 @@ def judge(claim: dict, study: Study) -> dict:
     inside = lo <= claim["paper"] <= hi
     return {**row, "verdict": REPRODUCED if inside else NOT_REPRODUCED,
             "why": f"paper value {'inside' if inside else 'outside'} the acceptance interval{note}"}  # fmt: skip
+
+
+def measure(spec: dict, study: Study) -> Measured:
+    """The claim's measurement: on each seed and combined (seeds.combine) when the study has several,
+    unless the measurement reads every seed itself."""
+    fn = MEASUREMENTS[spec["fn"]]
+    kwargs = {k: v for k, v in spec.items() if k != "fn"}
+    if study.replicates < 2 or fn.pools_seeds:
+        return fn(study, **kwargs)
+    return seeds.combine([fn(study.at_seed(k), **kwargs) for k in range(study.replicates)])
 
 
 def factor_interval(measured: float, factor: float) -> tuple[float, float]:

@@ -8,7 +8,8 @@ from support import ROOT
 
 @pytest.fixture
 def mini():
-    return yaml.safe_load((ROOT / "config.yaml").read_text())["mini"]
+    """The mini scale as common.smk reads it: instruct models with their base's architecture."""
+    return spec.with_instruct_models(yaml.safe_load((ROOT / "config.yaml").read_text())["mini"])
 
 
 def test_one_replicate_and_base_seed_zero_change_nothing(mini):
@@ -64,6 +65,18 @@ def test_learning_rates_scale_inversely_with_width(mini):
         base = spec.resolve_run(unscaled, cfg["runs"][run]["replicate_of"])
         assert resolved["lr"] == pytest.approx(base["lr"] * 64 / widths[resolved["model"]])
     for model, width in widths.items():
-        assert spec.pretrain_settings(cfg, model)["lr"] == pytest.approx(mini["pretrain"]["lr"] * 64 / width)
+        tuning = mini["instruct"] if "instruct_of" in cfg["models"][model] else mini["pretrain"]
+        assert spec.pretrain_settings(cfg, model)["lr"] == pytest.approx(tuning["lr"] * 64 / width)
     assert spec.pretrain_settings(unscaled, "qwen2-l")["lr"] == mini["pretrain"]["lr"]  # no reference: as configured
     assert {widths[m] for m in widths} - {64}  # the rule moves some model's rate
+
+
+def test_an_instruct_model_has_its_base_shape_and_tunes_the_same_replicate(mini):
+    raw = yaml.safe_load((ROOT / "config.yaml").read_text())["mini"]
+    (name, entry), = [(m, e) for m, e in raw["models"].items() if "instruct_of" in e]
+    base = entry["instruct_of"]
+    assert mini["models"][name] == {**raw["models"][base], "instruct_of": base}
+    reps = spec.with_replicates({**mini, "replicates": 3})["models"]
+    assert [reps[r]["instruct_of"] for r in spec.replicate_names(name, 3)] == spec.replicate_names(base, 3)
+    with pytest.raises(ValueError, match="not a base model"):
+        spec.with_instruct_models({**raw, "models": {**raw["models"], "twice": {"instruct_of": name}}})

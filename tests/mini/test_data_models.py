@@ -35,6 +35,7 @@ SPEC = {
         "wrong_share": 0.5,
         "wrong_offsets": [-1, 1],
     },
+    "instruct": {"from": ["easy", "hard"], "prompts": 40},
 }
 
 
@@ -48,7 +49,7 @@ def test_verl_format(written):
     for name, path in written.items():
         frame = formats.load_verl_parquet(path)
         # The pre-training corpus adds the SFT target, as verl's SFT data does.
-        assert list(frame.columns) == formats.VERL_COLUMNS + (["response"] if name == "pretrain" else [])
+        assert list(frame.columns) == formats.VERL_COLUMNS + (["response"] if name in ("pretrain", "instruct") else [])
         row = frame.iloc[0]
         assert row["prompt"][0]["role"] == "user" and "\\boxed{}" in row["prompt"][0]["content"]
         assert row["reward_model"]["style"] == "rule" and row["reward_model"]["ground_truth"] != ""
@@ -76,10 +77,18 @@ def test_worked_solution_steps_left_to_right():
 
 
 def test_benchmarks_are_held_out(written):
-    train_q = {e["question"] for e in pd.read_parquet(written["train"])["extra_info"]}
-    for name in BENCH:
-        bench_q = {e["question"] for e in pd.read_parquet(written[name])["extra_info"]}
-        assert not train_q & bench_q
+    for corpus in ("train", "instruct"):
+        train_q = {e["question"] for e in pd.read_parquet(written[corpus])["extra_info"]}
+        for name in BENCH:
+            bench_q = {e["question"] for e in pd.read_parquet(written[name])["extra_info"]}
+            assert not train_q & bench_q
+
+
+def test_instruct_corpus_answers_every_prompt_step_by_step_and_right(written):
+    corpus = pd.read_parquet(written["instruct"])
+    assert len(corpus) == 40 and set(corpus["extra_info"].map(lambda e: e["split"])) == {"instruct"}
+    assert corpus["response"].str.contains("=").all()  # worked, never a bare answer
+    assert all(grading.is_correct(r.reward_model["ground_truth"], r.response) for r in corpus.itertuples())
 
 
 def test_further_train_set_draws_its_families_and_holds_out_benchmarks(written):

@@ -337,6 +337,18 @@ def test_fig07_over_seeds_draws_each_seed_and_fits_the_trend_to_all(tmp_path, dr
     assert "Markers are means over 3 seeds" in drawn[0].texts[-1].get_text()
 
 
+@pytest.mark.parametrize("name", FIT_GRIDS)
+def test_fit_grids_over_seeds_draw_every_seeds_points_and_fit(tmp_path, runs, drawn, name):
+    frames = {"grpo": [runs["grpo"], synthetic_metrics(seed=60), synthetic_metrics(seed=61)]}
+    call(name, {"grpo": runs["grpo"]}, tmp_path / "f", replicates=frames)
+    ax = panels(drawn[0])[0]
+    fits = [analysis.fit_run(f) for f in frames["grpo"]]
+    assert len(ax.collections) == 3 and len(ax.lines) == 3  # each seed's points and its own fit
+    box = texts(drawn[0])
+    assert f"a = {np.mean([f['a'] for f in fits]):.3f} ± {np.std([f['a'] for f in fits], ddof=1):.2g}" in box
+    assert "(3 seeds)" in box and "Each panel draws 3 seeds" in drawn[0].texts[-1].get_text()
+
+
 def test_fig01_over_seeds_draws_bands_and_fits_every_seeds_points(tmp_path, runs, drawn):
     frames = [runs["grpo"], synthetic_metrics(seed=50), synthetic_metrics(seed=51)]
     call("fig01_entropy_collapse", {"grpo": runs["grpo"]}, tmp_path / "f", replicates={"grpo": frames})

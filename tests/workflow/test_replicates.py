@@ -1,5 +1,6 @@
 """Replicates through Snakemake: a run repeated under its own seeds is one job per seed, each on its own
-pre-trained base model, and another base seed (`--config seed=N`) makes every seed-bearing job stale."""
+pre-trained base model, and another base seed (`--config seed=N`) makes every seed-bearing job stale.
+An instruct model (Appendix D) is its base model tuned further, replicate by replicate."""
 
 import json
 import re
@@ -15,7 +16,8 @@ from transformers import AutoModelForCausalLM
 
 SMOKE = ROOT / "tests" / "smoke" / "config.yaml"
 RUN = "qwen2-xs-grpo"
-ARTIFACTS = ("fig01_entropy_collapse", "fig09_entropy_loss", "table02_benchmarks")
+INSTRUCT_RUN = "qwen2-xs-instruct-grpo"
+ARTIFACTS = ("fig01_entropy_collapse", "fig09_entropy_loss", "table02_benchmarks", "appD_instruct_models")
 
 
 def snakemake(workdir, *args):
@@ -28,8 +30,14 @@ def study(tmp_path_factory):
     cfg = yaml.safe_load(SMOKE.read_text())
     mini = cfg["mini"]
     mini["runs"] = {RUN: mini["runs"][RUN]}
-    mini["models"] = {m: a for m, a in mini["models"].items() if m == mini["runs"][RUN]["model"]}
+    model = mini["runs"][RUN]["model"]
+    mini["models"] = {m: a for m, a in mini["models"].items() if m == model}
+    mini["models"][f"{model}-instruct"] = {"instruct_of": model}
+    mini["runs"][INSTRUCT_RUN] = {**mini["runs"][RUN], "model": f"{model}-instruct"}
+    mini["data"]["instruct"] = {"from": mini["data"]["train"]["from"], "prompts": 64}
+    mini["instruct"] = {"steps": 20, "batch_size": 16, "lr": 1.0e-3}
     mini["artifacts"] = {name: {"runs": [RUN]} for name in ARTIFACTS}
+    mini["artifacts"]["appD_instruct_models"] = {"runs": [INSTRUCT_RUN]}
     mini.pop("power_sampling")
     mini["train"].update(steps=6, val_every=2)
     mini["replicates"] = 2
@@ -78,3 +86,21 @@ def test_another_base_seed_reruns_every_model_and_run(study):
     assert counts == {"build_mini_model": 2, "train": 2}, counts
     out = snakemake(workdir, "-n", *ARTIFACTS, "--config", "seed=3").stdout  # and what reads them
     assert "rule evaluate:" in out and "rule table02_benchmarks:" in out and "rule fig01_entropy_collapse:" in out
+
+
+def test_an_instruct_model_is_its_own_replicates_base_tuned_further(study):
+    workdir, mini = study
+    models = workdir / "results" / "models"
+    base = mini["runs"][RUN]["model"]
+
+    def weights(name):
+        return AutoModelForCausalLM.from_pretrained(models / name).state_dict()["model.layers.0.mlp.up_proj.weight"]
+
+    for k, rep in enumerate((f"{base}-instruct", f"{base}-instruct@r1")):
+        meta = json.loads((models / rep / "mini_model.json").read_text())
+        own, other = (base, f"{base}@r1")[k], (base, f"{base}@r1")[1 - k]
+        assert meta["tuned_from"] == own
+        tuned = weights(rep)
+        assert not torch.equal(tuned, weights(own))  # tuned: moved from its base ...
+        assert (tuned - weights(own)).norm() < (tuned - weights(other)).norm() / 2  # ... but still near it
+    assert (workdir / "results" / "figures" / "appD_instruct_models.png").stat().st_size > 0

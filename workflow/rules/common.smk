@@ -21,7 +21,7 @@ MINI = SCALE == "mini"
 # The study's base seed moves every seed of the scale at once (`snakemake --config seed=1`), and each
 # run and base model is repeated `replicates` times, each replicate a run (or model) of its own.
 SEED = config.get("seed", 0)
-S = run_spec.with_replicates(config[SCALE], SEED)
+S = run_spec.with_replicates(run_spec.with_instruct_models(config[SCALE]), SEED)
 RUNS = sorted(S["runs"])
 MODELS = sorted(S["models"])
 BENCHMARKS = sorted(S["data"]["benchmarks"])
@@ -33,6 +33,7 @@ VALIDATION_SET = "results/data/benchmarks/validation.parquet"
 TRAIN_DATA = "results/data/train.parquet"  # the training set of runs that name none (mini)
 TRAIN_SET = "results/data/train/{train_set}.parquet"
 PRETRAIN_CORPUS = "results/data/pretrain.parquet"
+INSTRUCT_CORPUS = "results/data/instruct.parquet"  # instruction tuning of the mini instruct models
 SOURCE_DIR = "results/data/sources/{source}"
 SOURCE_CHECKED = "results/preflight/sources/{source}.txt"
 MODEL_DIR = "results/models/{model}"
@@ -51,6 +52,12 @@ POWER_SAMPLES = "results/power/samples/{method}.parquet"
 def run_model(run):
     """The name of the base model a run trains."""
     return S["runs"][run]["model"]
+
+
+def instruct_inputs(wildcards):
+    """What an instruct model is tuned from: its base model and the instruction corpus (none for a base model)."""
+    base = S["models"][wildcards.model].get("instruct_of")
+    return {"base": MODEL_DIR.format(model=base), "instruct": INSTRUCT_CORPUS} if base else {}
 
 
 def run_model_spec(run):

@@ -8,6 +8,7 @@ if MINI:
             train=TRAIN_DATA,
             pretrain=PRETRAIN_CORPUS,
             benchmarks=bench_files(),
+            **({"instruct": INSTRUCT_CORPUS} if "instruct" in S["data"] else {}),
         params:
             spec=canonical({k: v for k, v in S["data"].items() if k != "train_sets"}),
         log:

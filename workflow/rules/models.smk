@@ -18,8 +18,10 @@ if MINI:
 
 
     rule build_mini_model:
-        """A tiny Hugging Face model, pre-trained on the mini tasks and saved like a hub model."""
+        """A tiny Hugging Face model, pre-trained on the mini tasks and saved like a hub model; an instruct
+        model is its base model tuned further on instruction-style worked solutions (Appendix D)."""
         input:
+            unpack(instruct_inputs),
             tokenizer=TOKENIZER_DIR,
             corpus=PRETRAIN_CORPUS,
             benchmarks=bench_files(),

@@ -8,8 +8,12 @@ log = logs.setup(snakemake.log[0], snakemake.threads)
 arch, settings = snakemake.params.arch, snakemake.params.pretrain
 # A replicate (core.spec.with_replicates) is its model under its own pre-training seed.
 seed = models.model_seed(arch.get("replicate_of", snakemake.wildcards.model), arch.get("pretrain_seed", settings["seed"]))
-model, tok = models.build_mini_model(arch["family"], arch, snakemake.input.tokenizer, seed)
-corpus = formats.load_verl_parquet(snakemake.input.corpus)
+if "instruct_of" in arch:  # an instruct model: its base model, tuned further on instruction-style solutions
+    model, tok = models.load(snakemake.input.base)
+    corpus = formats.load_verl_parquet(snakemake.input.instruct)
+else:
+    model, tok = models.build_mini_model(arch["family"], arch, snakemake.input.tokenizer, seed)
+    corpus = formats.load_verl_parquet(snakemake.input.corpus)
 prompts, _ = formats.prompts_and_answers(corpus)
 losses = models.pretrain(model, tok, prompts, list(corpus["response"]), settings["steps"], settings["batch_size"], settings["lr"], seed)
 
@@ -27,6 +31,7 @@ meta = {
     "family": arch["family"],
     "seed": seed,
     "arch": arch,
+    "tuned_from": arch.get("instruct_of"),
     "non_embedding_params": model_size.non_embedding_params(model.config.to_dict()),
     "pretrain_final_loss": losses[-1],
     "starting_pass_rates": pass_rates,

@@ -67,6 +67,10 @@ def validate(config: dict) -> dict:
 
 def check_references(scfg: dict, scale: str) -> None:
     """Cross-references and limits a JSON schema cannot express, for one scale's section."""
+    try:  # an instruct model takes its base model's architecture, which the checks below read
+        scfg = spec.with_instruct_models(scfg)
+    except ValueError as err:
+        raise ConfigError(f"config key {scale}.models: {err}") from None
     models, treatments, runs = scfg["models"], scfg["treatments"], scfg["runs"]
     recipes = scfg.get("recipes", {})
     for run_id, run in runs.items():

@@ -65,10 +65,26 @@ def width_lr_scale(scale_cfg: dict, model: str) -> float:
 
 
 def pretrain_settings(scale_cfg: dict, model: str) -> dict:
-    """The scale's pre-training settings for one base model, its learning rate scaled by ``width_lr_scale``."""
+    """The scale's pre-training settings for one base model, its learning rate scaled by ``width_lr_scale``;
+    for an instruct model (``instruct_of``), the instruction tuning's (``instruct``) over them."""
     settings = copy.deepcopy(scale_cfg["pretrain"])
+    if "instruct_of" in scale_cfg["models"][model]:
+        settings.update(copy.deepcopy(scale_cfg["instruct"]))
     settings["lr"] = settings["lr"] * width_lr_scale(scale_cfg, model)
     return settings
+
+
+def with_instruct_models(scale_cfg: dict) -> dict:
+    """The scale's config with each instruct model (an entry ``{instruct_of: base}``) given its base's
+    architecture: it is that model tuned further, so every stage reads its shape from its own entry."""
+    out = copy.deepcopy(scale_cfg)
+    for name, entry in scale_cfg.get("models", {}).items():
+        if "instruct_of" in entry:
+            base = scale_cfg["models"].get(entry["instruct_of"])
+            if base is None or "instruct_of" in base:
+                raise ValueError(f"instruct model {name!r} names {entry['instruct_of']!r}, which is not a base model")
+            out["models"][name] = {**copy.deepcopy(base), **copy.deepcopy(entry)}
+    return out
 
 
 # A replicate's name: its run's (or model's), "@r" and its index. Replicate 0 is the run as configured
@@ -105,6 +121,8 @@ def with_replicates(scale_cfg: dict, base_seed: int = 0) -> dict:
     for name, model in scale_cfg["models"].items():
         for k, rep in enumerate(replicate_names(name, count)):
             models[rep] = {**copy.deepcopy(model), "replicate_of": name, "replicate": k}
+            if "instruct_of" in model:  # replicate k of an instruct model tunes replicate k of its base
+                models[rep]["instruct_of"] = replicate_names(model["instruct_of"], count)[k]
             if "pretrain" in scale_cfg:
                 models[rep]["pretrain_seed"] = scale_cfg["pretrain"]["seed"] + base_seed + k
     rl_seed = scale_cfg["train"]["seed"] + base_seed

@@ -116,8 +116,17 @@ def sft_responses(frame: pd.DataFrame, spec: dict, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def instruct_responses(frame: pd.DataFrame) -> pd.DataFrame:
+    """Instruction-tuning targets: every prompt answered the way an instruct model answers, step by step
+    and right (the worked solution), never a bare guess: tuning a base model on them (Appendix D's
+    instruct models) moves it from the base corpus's mix of guesses towards working."""
+    responses = [worked_solution(e["expression"], rm["ground_truth"]) for e, rm in zip(frame["extra_info"], frame["reward_model"])]
+    return frame.assign(response=responses)
+
+
 def prepare_mini_data(spec: dict, out_dir: str | Path) -> dict[str, Path]:
-    """Write train.parquet, pretrain.parquet (with SFT ``response``s) and benchmarks/{name}.parquet."""
+    """Write train.parquet, pretrain.parquet (with SFT ``response``s), benchmarks/{name}.parquet and,
+    when the spec asks for one, instruct.parquet (the instruction-tuning corpus)."""
     out = Path(out_dir)
     (out / "benchmarks").mkdir(parents=True, exist_ok=True)
     seed = spec["seed"]
@@ -132,6 +141,11 @@ def prepare_mini_data(spec: dict, out_dir: str | Path) -> dict[str, Path]:
     paths = {"train": out / "train.parquet", "pretrain": out / "pretrain.parquet"}
     atomic.to_parquet(train, paths["train"])
     atomic.to_parquet(pretrain, paths["pretrain"])
+    if "instruct" in spec:
+        tuning = spec["instruct"]
+        instruct = build_training_mix(spec["benchmarks"], tuning["from"], tuning["prompts"], seed + 4, held_out, "instruct")
+        paths["instruct"] = out / "instruct.parquet"
+        atomic.to_parquet(instruct_responses(instruct), paths["instruct"])
     for name, frame in benches.items():
         paths[name] = out / "benchmarks" / f"{name}.parquet"
         atomic.to_parquet(frame, paths[name])

@@ -80,33 +80,42 @@ def _law_curve(ax, fit: dict, lo: float, hi: float, **style) -> None:
     ax.plot(H, 100 * analysis.entropy_law(H, fit["a"], fit["b"]), **style)
 
 
-def _fit_grid(metrics_by_run, labels, stem, caption, name: str, title: str) -> tuple[Path, Path]:
+def _fit_grid(metrics_by_run, labels, stem, caption, name: str, title: str, replicates=None) -> tuple[Path, Path]:
     """One panel per run: validation accuracy against entropy, coloured by step, with the Eq. 6 fit.
 
     Colour encodes the training step on one scale shared by all panels. A run
     whose fit fails (fewer than 3 validation points, constant entropy) keeps its
-    scatter and says why in its text box.
+    scatter and says why in its text box. A run with several ``replicates``: every
+    seed's points, each seed's own fit, and a, b and R² as mean ± s.d. over seeds.
     """
     plotting.style()
     runs = _runs(metrics_by_run, name, ("step", "entropy", "val_acc"))
     fig, axes = plotting.grid(len(runs))
-    points = {run: analysis.validation_points(metrics_by_run[run]) for run in runs}
-    steps = np.concatenate([p["step"].to_numpy() for p in points.values()])
+    seeds = {run: [analysis.validation_points(f) for f in (replicates or {}).get(run) or [metrics_by_run[run]]] for run in runs}
+    steps = np.concatenate([p["step"].to_numpy() for pts in seeds.values() for p in pts])
     norm = plt.Normalize(vmin=float(steps.min()) if steps.size else 0.0, vmax=float(steps.max()) if steps.size else 1.0)
     scatter = None
     for ax, run in zip(axes.flat, runs):
-        pts = points[run]
-        scatter = ax.scatter(pts["entropy"], 100 * pts["R"], c=pts["step"], cmap="viridis", norm=norm,
-                             s=22, edgecolor="0.2", linewidth=0.3, zorder=3)  # fmt: skip
-        try:
-            fit = analysis.fit_entropy_law(pts["entropy"], pts["R"])
-        except ValueError as err:
-            text = textwrap.fill(f"no fit: {err}", 30)
-        else:
+        fits, errors = [], []
+        for pts in seeds[run]:
+            scatter = ax.scatter(pts["entropy"], 100 * pts["R"], c=pts["step"], cmap="viridis", norm=norm,
+                                 s=22 if len(seeds[run]) == 1 else 12, edgecolor="0.2", linewidth=0.3, zorder=3)  # fmt: skip
+            try:
+                fit = analysis.fit_entropy_law(pts["entropy"], pts["R"])
+            except ValueError as err:
+                errors.append(str(err))
+                continue
             lo, hi = pts["entropy"].min(), pts["entropy"].max()
             pad = 0.03 * (hi - lo)
-            _law_curve(ax, fit, lo - pad, hi + pad, color="crimson", lw=1.6, zorder=2)
-            text = f"a = {fit['a']:.3f}\nb = {fit['b']:.3f}\n$R^2$ = {fit['r2']:.3f}"
+            _law_curve(ax, fit, lo - pad, hi + pad, color="crimson", lw=1.6 if len(seeds[run]) == 1 else 1.0, zorder=2)
+            fits.append(fit)
+        if errors:
+            text = textwrap.fill(f"no fit{'' if len(seeds[run]) == 1 else f' on {len(errors)} of {len(seeds[run])} seeds'}: {errors[0]}", 30)
+        elif len(fits) == 1:
+            text = f"a = {fits[0]['a']:.3f}\nb = {fits[0]['b']:.3f}\n$R^2$ = {fits[0]['r2']:.3f}"
+        else:
+            text = "\n".join(f"{label} = {np.mean([f[k] for f in fits]):.3f} ± {np.std([f[k] for f in fits], ddof=1):.2g}"
+                             for k, label in (("a", "a"), ("b", "b"), ("r2", "$R^2$"))) + f"\n({len(fits)} seeds)"  # fmt: skip
         plotting.box(ax, text)
         ax.set_title(plotting.label(labels, run), fontsize=9)
         ax.set_xlabel("Policy entropy (nats)")
@@ -114,7 +123,9 @@ def _fit_grid(metrics_by_run, labels, stem, caption, name: str, title: str) -> t
     if scatter is not None:
         fig.colorbar(scatter, ax=axes.ravel().tolist(), label="Training step", shrink=0.9 if axes.shape[0] > 1 else 1.0)
     fig.suptitle(title)
-    plotting.caption(fig, caption)
+    note = band_note(replicates).replace("Lines are means over", "Each panel draws").replace(
+        "; bands are ±1 standard error over the seeds.", ", each with its own fit; its box gives a, b and R² as mean ± s.d. over them.")
+    plotting.caption(fig, caption + note)
     return plotting.save(fig, stem)
 
 
@@ -282,19 +293,29 @@ def fig02_cumulative_shares(
 
 
 def fig03_fitted_curves(
-    metrics_by_run: dict[str, pd.DataFrame], *, labels: dict[str, str] | None = None, stem, caption: str = ""
+    metrics_by_run: dict[str, pd.DataFrame],
+    *,
+    labels: dict[str, str] | None = None,
+    stem,
+    caption: str = "",
+    replicates: dict[str, list[pd.DataFrame]] | None = None,
 ) -> tuple[Path, Path]:
     """Figure 3: validation accuracy against entropy follows R = −a·exp(H) + b in each run (math task)."""
     return _fit_grid(metrics_by_run, labels, stem, caption, "fig03",
-                     "Math task: validation accuracy against entropy, fitted R = −a·exp(H) + b")  # fmt: skip
+                     "Math task: validation accuracy against entropy, fitted R = −a·exp(H) + b", replicates)  # fmt: skip
 
 
 def fig04_code_fits(
-    metrics_by_run: dict[str, pd.DataFrame], *, labels: dict[str, str] | None = None, stem, caption: str = ""
+    metrics_by_run: dict[str, pd.DataFrame],
+    *,
+    labels: dict[str, str] | None = None,
+    stem,
+    caption: str = "",
+    replicates: dict[str, list[pd.DataFrame]] | None = None,
 ) -> tuple[Path, Path]:
     """Figure 4: the same per-run fits as Figure 3 for the code task."""
     return _fit_grid(metrics_by_run, labels, stem, caption, "fig04",
-                     "Code task: validation accuracy against entropy, fitted R = −a·exp(H) + b")  # fmt: skip
+                     "Code task: validation accuracy against entropy, fitted R = −a·exp(H) + b", replicates)  # fmt: skip
 
 
 def fig05_early_prediction(
@@ -644,22 +665,37 @@ def fig13_entropy_control(
 
 
 def appB_more_fits(
-    metrics_by_run: dict[str, pd.DataFrame], *, labels: dict[str, str] | None = None, stem, caption: str = ""
+    metrics_by_run: dict[str, pd.DataFrame],
+    *,
+    labels: dict[str, str] | None = None,
+    stem,
+    caption: str = "",
+    replicates: dict[str, list[pd.DataFrame]] | None = None,
 ) -> tuple[Path, Path]:
     """Appendix B: further runs fitted with R = −a·exp(H) + b, drawn as Figure 3."""
-    return _fit_grid(metrics_by_run, labels, stem, caption, "appB", "More fits of R = −a·exp(H) + b")
+    return _fit_grid(metrics_by_run, labels, stem, caption, "appB", "More fits of R = −a·exp(H) + b", replicates)
 
 
 def appC_training_data(
-    metrics_by_run: dict[str, pd.DataFrame], *, labels: dict[str, str] | None = None, stem, caption: str = ""
+    metrics_by_run: dict[str, pd.DataFrame],
+    *,
+    labels: dict[str, str] | None = None,
+    stem,
+    caption: str = "",
+    replicates: dict[str, list[pd.DataFrame]] | None = None,
 ) -> tuple[Path, Path]:
     """Appendix C: fits of R = −a·exp(H) + b for runs trained on different data sets, drawn as Figure 3."""
     return _fit_grid(metrics_by_run, labels, stem, caption, "appC",
-                     "Training on different data sets: fits of R = −a·exp(H) + b")  # fmt: skip
+                     "Training on different data sets: fits of R = −a·exp(H) + b", replicates)  # fmt: skip
 
 
 def appD_instruct_models(
-    metrics_by_run: dict[str, pd.DataFrame], *, labels: dict[str, str] | None = None, stem, caption: str = ""
+    metrics_by_run: dict[str, pd.DataFrame],
+    *,
+    labels: dict[str, str] | None = None,
+    stem,
+    caption: str = "",
+    replicates: dict[str, list[pd.DataFrame]] | None = None,
 ) -> tuple[Path, Path]:
     """Appendix D: fits of R = −a·exp(H) + b for instruct models, drawn as Figure 3."""
-    return _fit_grid(metrics_by_run, labels, stem, caption, "appD", "Instruct models: fits of R = −a·exp(H) + b")
+    return _fit_grid(metrics_by_run, labels, stem, caption, "appD", "Instruct models: fits of R = −a·exp(H) + b", replicates)

@@ -80,3 +80,9 @@ def test_an_instruct_model_has_its_base_shape_and_tunes_the_same_replicate(mini)
     assert [reps[r]["instruct_of"] for r in spec.replicate_names(name, 3)] == spec.replicate_names(base, 3)
     with pytest.raises(ValueError, match="not a base model"):
         spec.with_instruct_models({**raw, "models": {**raw["models"], "twice": {"instruct_of": name}}})
+
+
+def test_a_replicate_count_given_overrides_the_scales(mini):
+    """`snakemake --config replicates=N` (common.smk passes it as count)."""
+    assert spec.replicates(spec.with_replicates({**mini, "replicates": 3}, 0, 1), "qwen2-m-grpo") == ["qwen2-m-grpo"]
+    assert len(spec.replicates(spec.with_replicates({**mini, "replicates": 1}, 0, 4), "qwen2-m-grpo")) == 4

@@ -464,6 +464,26 @@ def test_fig13_sorts_runs_into_panels(tmp_path, runs, drawn):
     assert ax_clip.lines[0].get_color() == ax_kl.lines[0].get_color() == "0.55"  # the baseline, grey in both
 
 
+def test_fig13_over_seeds_draws_bands_and_averages_roughness(tmp_path, runs, drawn):
+    seeds = {run: [frame, synthetic_metrics(seed=70 + i)] for i, (run, frame) in enumerate(runs.items())}
+    call("fig13_entropy_control", runs, tmp_path / "f", specs=SPECS, replicates=seeds)
+    ax_clip = drawn[0].axes[0]
+    assert len(ax_clip.collections) == len(ax_clip.lines) == 2  # GRPO and the Clip-Cov run, each in a band
+    roughness = np.mean([analysis.entropy_stability(f) for f in seeds["clip_cov"]])
+    assert f"{roughness:.2g}" in ax_clip.get_title() and "means over 2 seeds" in drawn[0].texts[-1].get_text()
+
+
+def test_fig02_over_seeds_pools_every_seed_of_every_run(tmp_path, runs, drawn):
+    seeds = {run: [frame, synthetic_metrics(seed=80 + i, tau=6.0)] for i, (run, frame) in enumerate(runs.items())}
+    call("fig02_cumulative_shares", runs, tmp_path / "f", replicates=seeds)
+    (ax,) = drawn[0].axes
+    pooled = analysis.pooled_shares({f"{r}{k}": f for r, frames in seeds.items() for k, f in enumerate(frames)})
+    thick = [line for line in ax.lines if line.get_linewidth() > 2]
+    np.testing.assert_allclose(thick[0].get_ydata(), 100 * pooled["entropy_share"])
+    assert len([line for line in ax.lines if line.get_linewidth() < 1]) == 2 * 2 * len(runs)  # a thin line a seed
+    assert f"pooled over {len(runs)} runs × 2 seeds" in ax.get_legend().get_texts()[0].get_text()
+
+
 def test_fig13_raises_without_clip_cov_or_kl_cov(tmp_path, runs):
     specs = {run: spec("vanilla") for run in runs}
     with pytest.raises(ValueError, match="no run uses loss_mode clip_cov or kl_cov"):

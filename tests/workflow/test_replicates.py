@@ -104,3 +104,12 @@ def test_an_instruct_model_is_its_own_replicates_base_tuned_further(study):
         assert not torch.equal(tuned, weights(own))  # tuned: moved from its base ...
         assert (tuned - weights(own)).norm() < (tuned - weights(other)).norm() / 2  # ... but still near it
     assert (workdir / "results" / "figures" / "appD_instruct_models.png").stat().st_size > 0
+
+
+def test_more_replicates_add_only_the_new_seeds(study):
+    workdir, _ = study
+    out = snakemake(workdir, "-n", *ARTIFACTS, "--config", "replicates=3").stdout
+    jobs = re.search(r"Job stats:\njob\s+count\n[-\s]+\n(.*?)\ntotal", out, re.DOTALL).group(1)
+    counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", jobs, re.MULTILINE)}
+    assert counts["build_mini_model"] == 2 and counts["train"] == 2, counts  # replicate 2 of the base and the instruct model
+    assert "model=qwen2-xs@r2" in out and "model=qwen2-xs-instruct@r2" in out and f"run={RUN}@r2" in out

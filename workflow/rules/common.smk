@@ -19,9 +19,10 @@ config_check.validate(config)
 SCALE = config["scale"]
 MINI = SCALE == "mini"
 # The study's base seed moves every seed of the scale at once (`snakemake --config seed=1`), and each
-# run and base model is repeated `replicates` times, each replicate a run (or model) of its own.
+# run and base model is repeated `replicates` times (the scale's, or `--config replicates=N`), each
+# replicate a run (or model) of its own.
 SEED = config.get("seed", 0)
-S = run_spec.with_replicates(run_spec.with_instruct_models(config[SCALE]), SEED)
+S = run_spec.with_replicates(run_spec.with_instruct_models(config[SCALE]), SEED, config.get("replicates"))
 RUNS = sorted(S["runs"])
 MODELS = sorted(S["models"])
 BENCHMARKS = sorted(S["data"]["benchmarks"])

@@ -26,5 +26,8 @@ if "models" in snakemake.input.keys():  # a model's replicates share its archite
     log.info("non-embedding parameters %s", available["sizes"])
 plot = getattr(figures, snakemake.rule)
 wanted = inspect.signature(plot).parameters
+seeds = max(len(frames) for frames in replicate_metrics.values())
+if seeds > 1 and "replicates" not in wanted:  # a figure that draws one seed says which
+    available["caption"] += f" Each run is drawn from its first seed of {seeds}."
 metrics = {run: replicate_metrics[run][0] for run in runs}
 plot(metrics, stem=str(Path(snakemake.output.pdf).with_suffix("")), **{k: v for k, v in available.items() if k in wanted})

@@ -103,7 +103,7 @@ def replicate_of(name: str) -> tuple[str, int]:
     return base, int(index) if sep else 0
 
 
-def with_replicates(scale_cfg: dict, base_seed: int = 0) -> dict:
+def with_replicates(scale_cfg: dict, base_seed: int = 0, count: int | None = None) -> dict:
     """The scale's config with every run and base model repeated ``replicates`` times under its own seed.
 
     Replicate k of a run trains replicate k of its base model with RL seed ``train.seed + base_seed + k``;
@@ -111,9 +111,9 @@ def with_replicates(scale_cfg: dict, base_seed: int = 0) -> dict:
     Each replicate is an ordinary run (or model) of the returned config, so one seed's rerun is one job
     and every rule, and ``resolve_run``, take it as they take a configured run; its entry names what it
     replicates (``replicate_of``) and its index (``replicate``). ``base_seed`` moves every seed at once:
-    the same study under another draw of its randomness. With one replicate and base seed 0 the config
-    comes back as it was."""
-    count = scale_cfg.get("replicates", 1)
+    the same study under another draw of its randomness. ``count``, when given, replaces the scale's own
+    ``replicates``. With one replicate and base seed 0 the config comes back as it was."""
+    count = count or scale_cfg.get("replicates", 1)
     out = copy.deepcopy(scale_cfg)
     if count == 1 and base_seed == 0:
         return out

@@ -65,6 +65,17 @@ def seed_curve(frames: list[pd.DataFrame], column: str) -> pd.DataFrame:
     return pd.DataFrame({"mean": by_step.mean(), "se": by_step.sem()}).reset_index()
 
 
+def seed_line(ax, frames: list[pd.DataFrame], column: str, color, **style) -> None:
+    """A quantity against the step over a run's seeds: their mean, in a band of ±1 standard error when
+    there are several; accuracy in %, at the validation steps (``seed_curve``)."""
+    scale = 100 if column == "val_acc" else 1
+    curve = seed_curve(frames, column)
+    ax.plot(curve["step"], scale * curve["mean"], color=color, **style)
+    if len(frames) > 1:
+        lo, hi = scale * (curve["mean"] - curve["se"]), scale * (curve["mean"] + curve["se"])
+        ax.fill_between(curve["step"], lo, hi, color=color, alpha=0.2, lw=0)
+
+
 def band_note(replicates: dict[str, list] | None) -> str:
     """What a figure's bands are, for its caption (nothing when every run has one seed)."""
     counts = sorted({len(frames) for frames in (replicates or {}).values()})
@@ -143,13 +154,8 @@ def _step_curves(metrics_by_run, labels, stem, caption, name: str, panels, title
     for run in runs:
         frames = (replicates or {}).get(run) or [metrics_by_run[run]]
         for ax, col in zip(axes.flat, panels):
-            scale = 100 if col == "val_acc" else 1
-            curve = seed_curve(frames, col)
             marks = {"marker": "o", "ms": 3} if col == "val_acc" else {}
-            ax.plot(curve["step"], scale * curve["mean"], color=colors[run], lw=1.4, **marks)
-            if len(frames) > 1:
-                lo, hi = scale * (curve["mean"] - curve["se"]), scale * (curve["mean"] + curve["se"])
-                ax.fill_between(curve["step"], lo, hi, color=colors[run], alpha=0.2, lw=0)
+            seed_line(ax, frames, col, colors[run], lw=1.4, **marks)
     for ax, col in zip(axes.flat, panels):
         ax.set_title(STEP_PANELS[col][0])
         ax.set_xlabel("Training step")
@@ -196,14 +202,8 @@ def fig01_entropy_collapse(
     for run in runs:
         frames = (replicates or {}).get(run) or [metrics_by_run[run]]
         pts = pd.concat([analysis.validation_points(f) for f in frames], ignore_index=True)
-        for column, ax, color, style in (("entropy", ax_t, h_colors[run], {"lw": 1.4}),
-                                         ("val_acc", ax_r, r_colors[run], {"lw": 1.2, "ls": "--", "marker": "o", "ms": 3})):  # fmt: skip
-            curve = seed_curve(frames, column)
-            scale = 100 if column == "val_acc" else 1
-            ax.plot(curve["step"], scale * curve["mean"], color=color, **style)
-            if len(frames) > 1:
-                ax.fill_between(curve["step"], scale * (curve["mean"] - curve["se"]), scale * (curve["mean"] + curve["se"]),
-                                color=color, alpha=0.2, lw=0)  # fmt: skip
+        seed_line(ax_t, frames, "entropy", h_colors[run], lw=1.4)
+        seed_line(ax_r, frames, "val_acc", r_colors[run], lw=1.2, ls="--", marker="o", ms=3)
         ax_f.scatter(pts["entropy"], 100 * pts["R"], color=r_colors[run], s=18, edgecolor="0.2", linewidth=0.3,
                      zorder=3, label=plotting.label(labels, run))  # fmt: skip
         try:
@@ -242,7 +242,12 @@ def fig01_entropy_collapse(
 
 
 def fig02_cumulative_shares(
-    metrics_by_run: dict[str, pd.DataFrame], *, labels: dict[str, str] | None = None, stem, caption: str = ""
+    metrics_by_run: dict[str, pd.DataFrame],
+    *,
+    labels: dict[str, str] | None = None,
+    stem,
+    caption: str = "",
+    replicates: dict[str, list[pd.DataFrame]] | None = None,
 ) -> tuple[Path, Path]:
     """Figure 2: entropy is consumed and performance gained mostly early in training.
 
@@ -251,9 +256,13 @@ def fig02_cumulative_shares(
     which stays meaningful when a run barely moves. The view is clipped to
     −25%..150% so a run with a near-zero total change cannot flatten the rest.
     ``labels`` is accepted for a uniform interface; single runs are not named.
+    Several ``replicates`` of a run: each seed is a thin line, and the pool takes every seed of every run.
     """
     plotting.style()
-    _runs(metrics_by_run, "fig02", ("step", "entropy", "val_acc"))
+    runs = _runs(metrics_by_run, "fig02", ("step", "entropy", "val_acc"))
+    counts = sorted({len((replicates or {}).get(run) or [None]) for run in runs})
+    if counts != [1]:
+        metrics_by_run = {f"{run} seed {k}": f for run in runs for k, f in enumerate(replicates.get(run) or [metrics_by_run[run]])}
     shares = {}
     for run, metrics in metrics_by_run.items():
         try:
@@ -271,7 +280,8 @@ def fig02_cumulative_shares(
         for df in shares.values():
             if len(shares) > 1:
                 ax.plot(df["step_frac"], 100 * df[col], color=color, lw=0.7, alpha=0.3)
-        label = f"{name} (pooled over {len(metrics_by_run)} runs)" if len(metrics_by_run) > 1 else name
+        pool = f"{len(runs)} runs" if counts == [1] else f"{len(runs)} runs × {'-'.join(map(str, (counts[0], counts[-1]))) if len(counts) > 1 else counts[0]} seeds"
+        label = f"{name} (pooled over {pool})" if len(metrics_by_run) > 1 else name
         ax.plot(pooled["step_frac"], 100 * pooled[col], color=color, lw=2.2, marker="o", ms=3, label=label)
 
     for i, (frac, name) in enumerate(MARKS):
@@ -614,13 +624,15 @@ def fig13_entropy_control(
     specs: dict[str, dict],
     stem,
     caption: str = "",
+    replicates: dict[str, list[pd.DataFrame]] | None = None,
 ) -> tuple[Path, Path]:
     """Figure 13: the entropy level is set by Clip-Cov's clip ratio (left) and KL-Cov's KL coefficient (right).
 
     Runs are sorted into panels by ``specs[run]["loss"]["loss_mode"]``; darker
     lines have a larger setting. Vanilla-loss runs are the GRPO baseline, grey
     in both panels. Each panel's title gives the mean roughness of its runs' entropy
-    (``analysis.entropy_stability``), since the paper finds KL-Cov stabler.
+    (``analysis.entropy_stability``), since the paper finds KL-Cov stabler. A run with
+    several ``replicates`` is their mean in a ±1 s.e. band; roughness is averaged over seeds too.
     """
     plotting.style()
     runs = _runs(metrics_by_run, "fig13")
@@ -638,26 +650,25 @@ def fig13_entropy_control(
     if skipped:
         warnings.warn(f"fig13: not drawing runs of other loss modes: {skipped}", stacklevel=2)
     baselines = [run for run in runs if modes[run] == "vanilla"]
+    seeds = {run: (replicates or {}).get(run) or [metrics_by_run[run]] for run in runs}
 
     fig, axes = plt.subplots(1, 2, figsize=(10.0, 3.8), layout="constrained", sharey=True)
     for ax, (mode, (title, key, name, cmap)) in zip(axes, panels.items()):
         for i, run in enumerate(baselines):
-            m = metrics_by_run[run].sort_values("step")
             label = "GRPO" if len(baselines) == 1 else f"GRPO ({plotting.label(labels, run)})"
-            ax.plot(m["step"], m["entropy"], color="0.55", lw=1.4, ls=("-", "--", ":", "-.")[i % 4], label=label)
+            seed_line(ax, seeds[run], "entropy", "0.55", lw=1.4, ls=("-", "--", ":", "-.")[i % 4], label=label)
         treated = sorted((run for run in runs if modes[run] == mode), key=lambda r: specs[r]["loss"][key])
         for run, color in plotting.palette(treated, cmap).items():
-            m = metrics_by_run[run].sort_values("step")
-            ax.plot(m["step"], m["entropy"], color=color, lw=1.5, label=f"{name} = {specs[run]['loss'][key]:g}")
+            seed_line(ax, seeds[run], "entropy", color, lw=1.5, label=f"{name} = {specs[run]['loss'][key]:g}")
         if treated:
-            roughness = np.mean([analysis.entropy_stability(metrics_by_run[run]) for run in treated])
+            roughness = np.mean([analysis.entropy_stability(f) for run in treated for f in seeds[run]])
             ax.set_title(f"{title}\nentropy roughness, 2nd half (std of step changes): {roughness:.2g}", fontsize=9)
         else:
             ax.set_title(f"{title}\nno {title} runs", fontsize=9)
         ax.set_xlabel("Training step")
         ax.legend(loc="upper right", fontsize=8)
     axes[0].set_ylabel("Policy entropy (nats)")
-    plotting.caption(fig, caption)
+    plotting.caption(fig, caption + band_note(replicates))
     return plotting.save(fig, stem)
 
 

@@ -86,6 +86,8 @@ def test_caption_names_scale_runs_and_settings():
     assert text.startswith("Mini scale. GRPO, Clip-higher")
     assert "60 steps of 32 prompts x 8 responses, lr 0.0003" in text
     assert "GRPO run: GRPO" in text and "KL run: GRPO, KL-Cov ratio 0.1, coefficient 1" in text
+    wider = artifacts.caption("fig07_coefficients_vs_size", "mini", {"g": base, "w": {**base, "lr": 2.4e-4}}, {"g": "m", "w": "l"})
+    assert "lr 0.00024-0.0003 (scaled with 1/width)" in wider
 
 
 def spec(loss_mode="vanilla", low=0.2, high=0.2, ent=0.0, kl=0.0, algorithm="grpo", model="m", **loss):

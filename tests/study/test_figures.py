@@ -334,7 +334,8 @@ def test_fig07_over_seeds_draws_each_seed_and_fits_the_trend_to_all(tmp_path, dr
     assert f"$R^2$ = {trend['r2']:.3f}" in ax_a.get_legend().get_texts()[0].get_text()
     markers = next(line for line in ax_a.lines if line.get_marker() == "o")
     assert list(markers.get_ydata()) == pytest.approx([np.mean(a[r]) for r in a])
-    assert "Markers are means over 3 seeds" in drawn[0].texts[-1].get_text()
+    caption = " ".join(drawn[0].texts[-1].get_text().replace("-\n", "-").split())  # unwrapped
+    assert "Markers are means over 3 seeds (pre-training and RL); error bars ±1 standard error over them; small points are the seeds." in caption
 
 
 @pytest.mark.parametrize("name", FIT_GRIDS)

@@ -101,7 +101,9 @@ def _setting(spec: dict) -> str:
 def caption(name: str, scale: str, specs: dict[str, dict], labels: dict[str, str]) -> str:
     """Scale, what is shown, the shared training settings and what sets each run apart."""
     first = next(iter(specs.values()))
+    rates = sorted({s["lr"] for s in specs.values()})  # one each when learning rates scale with width
+    lr = f"lr {rates[0]:g}" if len(rates) == 1 else f"lr {rates[0]:g}-{rates[-1]:g} (scaled with 1/width)"
     shared = (f"{first['steps']} steps of {first['prompts_per_step']} prompts x {first['rollout_n']} responses, "
-              f"lr {first['lr']:g}, temperature {first['temperature']:g}, validation every {first['val_every']} steps")  # fmt: skip
+              f"{lr}, temperature {first['temperature']:g}, validation every {first['val_every']} steps")  # fmt: skip
     per_run = "; ".join(f"{labels[r]}: {_setting(s)}" for r, s in specs.items())
     return f"{scale.capitalize()} scale. {ARTIFACTS[name].what} ({ARTIFACTS[name].source}.) Settings: {shared}. Runs: {per_run}."

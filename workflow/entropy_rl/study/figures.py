@@ -495,7 +495,8 @@ def fig07_coefficients_vs_size(
     axes[0].set_ylabel("a")
     axes[1].set_title("b: offset (the ceiling at H = 0 is b − a)")
     axes[1].set_ylabel("b")
-    note = band_note(replicates).replace("Lines are means", "Markers are means").replace("bands are ±1 standard error", "error bars ±1 standard error; small points are the seeds")
+    note = band_note(replicates).replace("Lines are means", "Markers are means").replace(
+        "bands are ±1 standard error over the seeds", "error bars ±1 standard error over them; small points are the seeds")
     plotting.caption(fig, caption + note)
     return plotting.save(fig, stem)
 

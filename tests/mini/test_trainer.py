@@ -63,6 +63,7 @@ def setting(tmp_path_factory, mini_tokenizer):
     val = trainer.validation_sets({b: paths[b] for b in BENCH}, {"temperature": 0.6, "n": 2}, 4)
     cfg = yaml.safe_load((ROOT / "config.yaml").read_text())["mini"]
     cfg["train"].update(steps=4, prompts_per_step=8, rollout_n=4, ppo_mini_batch_size=4, val_every=2, lr=1e-3)
+    cfg.pop("lr_reference_width")  # the runs here train this test's own model, not one of the config's sizes
     return out, paths, val, cfg
 
 

@@ -65,6 +65,7 @@ def test_slurm_jobs_environment_is_ours_less_the_token(tmp_path, monkeypatch):
     data = path.read_bytes()
     assert b"hf_secret_value_123" not in data and data.endswith(b"\0")
     entries = dict(entry.split(b"=", 1) for entry in data[:-1].split(b"\0"))  # sbatch --export-file's format
-    assert entries == {k: v for k, v in os.environb.items() if k not in {b"HF_TOKEN", b"HUGGING_FACE_HUB_TOKEN"}}
+    expected = {os.fsencode(k): os.fsencode(v) for k, v in os.environ.items()}
+    assert entries == {k: v for k, v in expected.items() if k not in {b"HF_TOKEN", b"HUGGING_FACE_HUB_TOKEN"}}
     assert entries[b"MULTILINE_VALUE"] == b"one\ntwo=2"
     assert path.stat().st_mode & 0o777 == 0o600 and [p.name for p in path.parent.iterdir()] == [path.name]

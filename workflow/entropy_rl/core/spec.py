@@ -61,7 +61,10 @@ def width_lr_scale(scale_cfg: dict, model: str) -> float:
     reference = scale_cfg.get("lr_reference_width")
     if reference is None:
         return 1.0
-    return reference / scale_cfg["models"][model]["hidden_size"]
+    entry = scale_cfg["models"][model]
+    if "hidden_size" not in entry:  # an instruct model as configured: its base's width (with_instruct_models)
+        entry = scale_cfg["models"][entry["instruct_of"]]
+    return reference / entry["hidden_size"]
 
 
 def pretrain_settings(scale_cfg: dict, model: str) -> dict:
@@ -146,9 +149,12 @@ def run_scope(scale_cfg: dict, run_id: str) -> dict:
     """The parts of a scale's config that ``resolve_run`` reads for one run: resolving the run from
     them gives its whole spec, and a change elsewhere in the config leaves them as they are."""
     run = scale_cfg["runs"][run_id]
+    model = scale_cfg["models"][run["model"]]
+    base = model.get("instruct_of")  # an instruct model's width is its base's (width_lr_scale)
     return {
+        **({"lr_reference_width": scale_cfg["lr_reference_width"]} if "lr_reference_width" in scale_cfg else {}),
         "runs": {run_id: run},
-        "models": {run["model"]: scale_cfg["models"][run["model"]]},
+        "models": {run["model"]: model, **({base: scale_cfg["models"][base]} if base else {})},
         "treatments": {run["treatment"]: scale_cfg["treatments"][run["treatment"]]},
         "recipes": {run["recipe"]: scale_cfg["recipes"][run["recipe"]]} if "recipe" in run else {},
         "train": scale_cfg["train"],

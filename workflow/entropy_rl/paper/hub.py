@@ -38,8 +38,9 @@ def write_environment_without_token(path: str | Path) -> None:
     ``--export=ALL`` would have given it, token excepted. The file is readable by its owner only
     and replaced atomically, so sbatch never reads half of it.
     """
-    drop = {os.fsencode(v) for v in TOKEN_VARIABLES}
-    data = b"".join(k + b"=" + v + b"\0" for k, v in os.environb.items() if k not in drop)
+    # os.environ, the mapping Python code (and a test's monkeypatch) changes: in CI a variable set there
+    # was once missing from os.environb in a long-lived test worker.
+    data = b"".join(os.fsencode(k) + b"=" + os.fsencode(v) + b"\0" for k, v in os.environ.items() if k not in TOKEN_VARIABLES)
     with atomic.output(path) as tmp, os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as fh:
         fh.write(data)
 

@@ -149,7 +149,7 @@ def artifact_runs(name):
 
 def with_replicates(runs):
     """The runs and every replicate of each (core.spec.with_replicates), in order."""
-    return [rep for run in runs for rep in run_spec.replicates(S, run)]
+    return [rep for run in runs for rep in run_spec.replicates(S["runs"], run)]
 
 
 def artifact_inputs(name):
@@ -189,7 +189,7 @@ def artifact_params(name):
     labels = {r: run_label(r) for r in runs}
     return {
         "runs": runs,
-        "replicates": {r: run_spec.replicates(S, r) for r in runs},
+        "replicates": {r: run_spec.replicates(S["runs"], r) for r in runs},
         "labels": labels,
         "specs": canonical(specs),
         "fit_steps": S["analysis"]["early_fit_steps"],

@@ -9,9 +9,14 @@ from entropy_rl.study import artifacts, figures
 
 log = logs.setup(snakemake.log[0])
 runs, replicates = snakemake.params.runs, snakemake.params.replicates
-# Every replicate's metrics, by run (the run itself first); a figure draws the runs as configured.
+plot = getattr(figures, snakemake.rule)
+wanted = inspect.signature(plot).parameters
+# The metrics by run and replicate (the run itself first): every seed's for a figure that draws them,
+# the first seed's for one that does not.
+seeds = max(len(reps) for reps in replicates.values())
 replicate_metrics = {
-    run: [pd.read_parquet(p) for p in paths] for run, paths in artifacts.by_replicate(replicates, snakemake.input.metrics).items()
+    run: [pd.read_parquet(p) for p in (paths if "replicates" in wanted else paths[:1])]
+    for run, paths in artifacts.by_replicate(replicates, snakemake.input.metrics).items()
 }
 available = {
     "replicates": replicate_metrics,
@@ -24,9 +29,6 @@ if "models" in snakemake.input.keys():  # a model's replicates share its archite
     models = artifacts.by_replicate(replicates, snakemake.input.models)
     available["sizes"] = {run: model_size.non_embedding_params(paths[0]) for run, paths in models.items()}
     log.info("non-embedding parameters %s", available["sizes"])
-plot = getattr(figures, snakemake.rule)
-wanted = inspect.signature(plot).parameters
-seeds = max(len(frames) for frames in replicate_metrics.values())
 if seeds > 1 and "replicates" not in wanted:  # a figure that draws one seed says which
     available["caption"] += f" Each run is drawn from its first seed of {seeds}."
 metrics = {run: replicate_metrics[run][0] for run in runs}

@@ -139,10 +139,11 @@ def with_replicates(scale_cfg: dict, base_seed: int = 0, count: int | None = Non
     return out
 
 
-def replicates(scale_cfg: dict, run_id: str) -> list[str]:
-    """The replicates of a configured run in a config ``with_replicates`` made (the run itself if none)."""
-    return sorted((r for r, e in scale_cfg["runs"].items() if e.get("replicate_of", r) == run_id),
-                  key=lambda r: scale_cfg["runs"][r].get("replicate", 0))  # fmt: skip
+def replicates(runs: dict[str, dict], run_id: str) -> list[str]:
+    """The replicates of a configured run among ``runs`` (the runs of a config ``with_replicates`` made, or
+    their resolved specs), replicate 0 (the run itself) first."""
+    return sorted((r for r, e in runs.items() if e.get("replicate_of", r) == run_id),
+                  key=lambda r: runs[r].get("replicate", 0))  # fmt: skip
 
 
 def run_scope(scale_cfg: dict, run_id: str) -> dict:

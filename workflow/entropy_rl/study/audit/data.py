@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ...core import model_size
+from ...core import spec as run_spec
 from .. import analysis
 
 
@@ -41,8 +42,7 @@ class Study:
 
     def seeds(self, run: str) -> list[str]:
         """The replicates of a configured run, replicate 0 (the run itself) first (core.spec.with_replicates)."""
-        reps = [r for r, s in self.specs.items() if s.get("replicate_of", r) == run]
-        return sorted(reps, key=lambda r: self.specs[r].get("replicate", 0))
+        return run_spec.replicates(self.specs, run)
 
     @property
     def replicates(self) -> int:

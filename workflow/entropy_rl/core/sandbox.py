@@ -22,11 +22,25 @@ Protection is layered, and each layer is used when this machine allows it:
   the process group and the namespace.
 
 ``isolation()`` names the layers in force. The same string is in every ``Result``.
+
+``run_many`` grades a batch in one such sandbox, because its start-up (tens of ms) dwarfs a
+tiny program. A trusted harness inside it forks one child per program, in turn, and as init (or a
+subreaper) kills whatever the child left before the next starts. Programs of a batch share the
+namespaces, the uid and the outer Landlock domain. Each child gets its own directory (removed
+after it), rlimits and nested Landlock domain (writes only to its directory; ABI 6: no signals
+to the harness). Its output goes through pipes to the harness, which appends it, length-framed,
+to an unlinked results file that the parent opened. No child holds that file, and the harness
+is non-dumpable, so its /proc entries and memory are closed to them: output cannot forge a
+result. Children are forks of the harness, so no program's source, input or output ever sits in
+the harness's Python objects (a child reads its own job; output passes through one buffer that
+is zeroed after each program). If the harness dies, the parent re-runs what it did not report.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import inspect
 import json
 import os
 import pwd
@@ -37,6 +51,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 NS_FLAGS = ("--user", "--map-current-user", "--pid", "--fork", "--kill-child", "--mount-proc", "--net")
@@ -48,13 +63,19 @@ _FS_REFER, _FS_TRUNCATE, _FS_WRITE_FILE = 1 << 13, 1 << 14, 1 << 1  # REFER need
 _NET_TCP = 0b11  # BIND_TCP | CONNECT_TCP (ABI 4)
 _SCOPE = 0b11  # ABSTRACT_UNIX_SOCKET | SIGNAL (ABI 6)
 
-# Runs inside the child, before the program. It only carries out the policy that the parent
-# computed, so it stays small. The program then runs in this same interpreter: an audit hook
-# would not survive an exec.
-_BOOTSTRAP = r"""
+# Trusted code that runs inside the sandbox, before the program. It only carries out the policy
+# that the parent computed, so it stays small. The program then runs in this same interpreter: an
+# audit hook would not survive an exec. _CONFINE is shared by run's bootstrap and run_many's harness.
+_CONFINE = r"""
 import json, os, resource, sys
-cfg = json.loads(sys.argv[1])
-if cfg["landlock"]:
+
+def prctl(option, value):
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(option, ctypes.c_ulong(value), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)):
+        raise OSError(ctypes.get_errno(), f"prctl({option}) failed")
+
+def landlock(ll):
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
@@ -65,28 +86,37 @@ if cfg["landlock"]:
     class Beneath(ctypes.Structure):
         _pack_ = 1
         _fields_ = [("allowed", ctypes.c_uint64), ("fd", ctypes.c_int32)]
-    ll = cfg["landlock"]
     ruleset = call(444, (ctypes.c_uint64 * 3)(*ll["attr"]), ctypes.c_size_t(ll["size"]), ctypes.c_uint32(0))
     for path, allowed in ll["rules"]:
         fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
         call(445, ctypes.c_long(ruleset), ctypes.c_long(1), ctypes.byref(Beneath(allowed, fd)), ctypes.c_uint32(0))
         os.close(fd)
-    if libc.prctl(38, ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)):  # NO_NEW_PRIVS
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    prctl(38, 1)  # PR_SET_NO_NEW_PRIVS
     call(446, ctypes.c_long(ruleset), ctypes.c_uint32(0))
     os.close(ruleset)
-for name, soft, hard in cfg["rlimits"]:
-    resource.setrlimit(getattr(resource, name), (soft, hard))
-if cfg["audit"]:
-    import socket
-    def guard(event, args, unix=socket.AF_UNIX):
-        if event.startswith("socket."):
-            family = args[1] if event == "socket.__new__" else getattr(args[0] if args else None, "family", None)
-            if family != unix:
-                raise PermissionError(f"sandbox: no network ({event})")
-        elif event in ("os.exec", "os.posix_spawn", "os.spawn", "os.system", "subprocess.Popen"):
-            raise PermissionError(f"sandbox: a new program would shed this hook ({event})")
-    sys.addaudithook(guard)
+
+def confine(cfg):
+    if cfg["landlock"]:
+        landlock(cfg["landlock"])
+    for name, soft, hard in cfg["rlimits"]:
+        resource.setrlimit(getattr(resource, name), (soft, hard))
+    if cfg["audit"]:
+        import socket
+        def guard(event, args, unix=socket.AF_UNIX):
+            if event.startswith("socket."):
+                family = args[1] if event == "socket.__new__" else getattr(args[0] if args else None, "family", None)
+                if family != unix:
+                    raise PermissionError(f"sandbox: no network ({event})")
+            elif event in ("os.exec", "os.posix_spawn", "os.spawn", "os.system", "subprocess.Popen"):
+                raise PermissionError(f"sandbox: a new program would shed this hook ({event})")
+        sys.addaudithook(guard)
+
+cfg = json.loads(sys.argv[1])
+"""
+
+# run's bootstrap: the policy, then (as a PID namespace's init) a fork, and the program.
+_INIT = r"""
+confine(cfg)
 if os.getpid() == 1:
     # PID-namespace init. The kernel drops default-action signals that reach an init from its own
     # namespace, even the kernel's own SIGXCPU. So the program runs in a child, and init only
@@ -97,23 +127,204 @@ if os.getpid() == 1:
         if pid == child:
             code = os.waitstatus_to_exitcode(status)
             os._exit(code if code >= 0 else 128 - code)
+"""
+
+# The end of the bootstrap: run the program as __main__, at the top level, so that exceptions,
+# SystemExit, atexit and non-daemon threads end the interpreter as they would end `python main.py`.
+_PROGRAM = r"""
 sys.argv = [cfg["program"]]
 sys.path.insert(0, os.getcwd())
 import runpy
 runpy.run_path(cfg["program"], run_name="__main__")
 """
 
+_BOOTSTRAP = _CONFINE + _INIT + _PROGRAM
+
+# run_many's harness (stdlib only). It reads the job index from an inherited file and writes
+# records "KIND JOB SIZE\n" + SIZE bytes to the inherited results file: B (job begun), O and E
+# (stdout and stderr bytes), R (result, JSON). Only it holds that file. harness() returns only in
+# a forked child, set up to run its program; the fork happens outside any try or with block, so
+# the child unwinds no harness code. The harness itself ends with os._exit.
+_HARNESS = r"""
+import atexit, gc, runpy, select, shutil, signal, time
+
+def harness(cfg):
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # as a namespace's init, then no signal from inside reaches it
+    prctl(4, 0)  # PR_SET_DUMPABLE 0: children cannot read our /proc entries or memory (nor, as forks, their own)
+    prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: a program's orphans become ours, so sweep() finds them
+    if cfg["landlock"]:
+        landlock(cfg["landlock"])  # the batch's domain; each child nests its own in it
+    jobs, at, size = cfg["jobs"]
+    out, buf = cfg["results"], memoryview(bytearray(1 << 16))
+    warm = os.path.join(os.getcwd(), "warm-up.py")  # run_path's first call costs ~4 ms: pay it once, here
+    fd = os.open(warm, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    write(fd, b"pass\n")
+    os.close(fd)
+    runpy.run_path(warm, run_name="__main__")
+    os.unlink(warm)
+    if cfg["audit"]:
+        import socket  # for each child's audit hook: import it once, here
+    atexit.register(leave)  # first registered, so the last to run in a child
+    gc.freeze()  # a child's collections then skip the harness's objects, and copy fewer pages
+    for i, spans in enumerate(json.loads(os.pread(jobs, size, at))):
+        home = os.path.join(os.getcwd(), f"{i}-{os.urandom(8).hex()}")  # unguessable: none can be planted
+        os.mkdir(home, 0o700)
+        pipes = os.pipe(), os.pipe()
+        report(out, b"B", i)
+        start = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            enter(cfg, home, spans, pipes)
+            return
+        os.close(pipes[0][1])
+        os.close(pipes[1][1])
+        rc, wall, truncated = supervise(pid, start, cfg, pipes, i, buf)
+        buf[:] = bytes(len(buf))  # the next fork inherits nothing of this program's output
+        report(out, b"R", i, json.dumps({"rc": rc, "wall": wall, "truncated": truncated}).encode())
+        _rmtree(home)
+    os._exit(0)
+
+def enter(cfg, home, spans, pipes):
+    # In the child: its own session and directory, its job on fds 0-2 and nothing else open, its limits.
+    os.setsid()
+    os.chdir(home)
+    program, stdin = (os.pread(cfg["jobs"][0], n, at) for at, n in spans)
+    fd = os.open("main.py", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    write(fd, program)
+    os.close(fd)
+    fd = os.memfd_create("stdin")  # a file, as run's stdin is, so feeding it cannot block; not in its directory
+    write(fd, stdin)
+    os.lseek(fd, 0, os.SEEK_SET)
+    for src, dst in ((fd, 0), (pipes[0][1], 1), (pipes[1][1], 2)):
+        os.dup2(src, dst)
+    os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # the jobs, the results, the harness's pipe ends
+    os.environ.update(HOME=home, TMPDIR=home)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    ll = cfg["landlock"]  # its first rule is the batch's write scope: narrow it to this program's directory
+    confine(dict(cfg, landlock=ll and dict(ll, rules=[[home, ll["rules"][0][1]], *ll["rules"][1:]])))
+
+def supervise(pid, start, cfg, pipes, i, buf):
+    # Move the child's output into the results until it exits or its time is up, then kill all it left.
+    streams = {pipes[0][0]: [b"O", 0], pipes[1][0]: [b"E", 0]}
+    try:
+        waiter = [os.pidfd_open(pid)]
+    except (AttributeError, OSError):
+        waiter = []  # before Linux 5.3: poll
+    deadline, status, truncated = start + cfg["timeout"], None, False
+    while status is None and (left := deadline - time.monotonic()) > 0:
+        ready = select.select([*streams, *waiter], [], [], left if waiter else min(left, 0.002))[0]
+        for fd in ready:
+            if fd in streams:
+                truncated |= pump(fd, streams, cfg, i, buf)
+        if not waiter or waiter[0] in ready:
+            done, code = os.waitpid(pid, os.WNOHANG)
+            status = os.waitstatus_to_exitcode(code) if done else None
+    wall = time.monotonic() - start
+    if status is None:  # timed out
+        _signal(os.killpg, pid)
+        _signal(os.kill, pid)
+        os.waitpid(pid, 0)
+    sweep()
+    end = time.monotonic() + 1.0
+    while streams and (left := end - time.monotonic()) > 0:  # what the program and its own wrote before they died
+        for fd in select.select(list(streams), [], [], left)[0]:
+            truncated |= pump(fd, streams, cfg, i, buf)
+    for fd in [*streams, *waiter]:
+        os.close(fd)
+    return status, wall, truncated
+
+def pump(fd, streams, cfg, i, buf):
+    # One read from a child's pipe into the results, up to the stream's cap. True if bytes were dropped.
+    n = os.readv(fd, [buf])
+    if not n:
+        del streams[fd]
+        os.close(fd)
+        return False
+    kind, kept = streams[fd]
+    keep = max(0, min(n, cfg["cap"] - kept))
+    streams[fd][1] += keep
+    if keep:
+        report(cfg["results"], kind, i, buf[:keep])
+    return keep < n
+
+def sweep():
+    # Kill and reap every process the program left. As init or subreaper, its orphans are our children.
+    end = time.monotonic() + 2.0
+    while time.monotonic() < end:
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            return  # no children, so no descendants
+        if os.getpid() == 1:
+            _signal(os.kill, -1)  # from init: every other process of the namespace
+        else:
+            for pid in descendants(os.getpid()):
+                _signal(os.kill, pid)
+        time.sleep(0.001)
+
+def descendants(root):
+    children = {}
+    for pid, fields in _processes().items():
+        children.setdefault(int(fields[1]), []).append(pid)
+    found, todo = [], [root]
+    while todo:
+        found += (kids := children.get(todo.pop(), []))
+        todo += kids
+    return found
+
+def report(fd, kind, i, data=b""):
+    write(fd, b"%s %d %d\n" % (kind, i, len(data)), data)
+
+def write(fd, *parts):
+    for part in parts:
+        part = memoryview(part)
+        while part:
+            part = part[os.write(fd, part):]
+
+def leave():
+    # A child's exit, after its threads and its own atexit handlers: what Python's exit would do next
+    # (collect, flush), without tearing down every module, which costs a fork ~4 ms. The exit code
+    # is Python's: `outcome`. Left alone (None, or a flush that fails: Python then exits 120), it
+    # lets the interpreter exit as usual.
+    if outcome is not None:
+        gc.collect()
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BaseException:
+            return
+        os._exit(outcome)
+
+outcome = None
+harness(cfg)  # returns only in a child
+sys.argv = [cfg["program"]]
+sys.path.insert(0, os.getcwd())
+try:
+    runpy.run_path(cfg["program"], run_name="__main__")
+    outcome = 0
+except SystemExit as stop:
+    code = 0 if stop.code is None else stop.code if isinstance(stop.code, int) else 1
+    outcome = code if -(2**31) <= code < 2**31 else None
+    raise
+except KeyboardInterrupt:
+    raise  # Python ends then by SIGINT: let it
+except BaseException:
+    outcome = 1
+    raise
+"""
+
 
 @dataclass(frozen=True)
 class Result:
     status: str  # "ok" (exit 0) | "error" (exit != 0) | "killed" (died of a signal) | "timeout" (wall clock)
-    returncode: int | None  # negative: the signal that ended it (with namespaces an exit code > 128 reads as one)
+    returncode: int | None  # negative: the signal that ended it (with namespaces, run reads an exit code > 128 as one)
     stdout: str  # at most max_output_bytes of each stream, decoded with errors="replace"
     stderr: str
     wall_s: float
     truncated: bool  # True if a stream had more output than it kept
     isolation: str  # the layers in force, as isolation() names them
-    pid: int  # the sandbox's leader process; it is also the session and process-group id
+    pid: int  # the sandbox's leader process (for run_many: the batch's); also its session and process-group id
 
 
 def run(
@@ -137,64 +348,76 @@ def run(
     Pass namespaces=False or landlock=False to turn a layer off. Tests use this to
     exercise the fallbacks. Safe to call from many threads at once.
     """
-    prefix, python = _launcher(namespaces)
-    abi = _landlock_abi() if landlock else 0
-    user = _sandbox_user()
-    scratch = tempfile.mkdtemp(prefix="sandbox-")
-    try:
+    with _sandbox(namespaces, landlock) as box:
         for name, text in {"main.py": program, **(files or {})}.items():
             if os.path.basename(name) != name or name in ("", ".", ".."):
                 raise ValueError(f"sandbox files are plain names in the scratch dir, got {name!r}")
-            path = os.path.join(scratch, name)
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(text)
-            if user:
-                os.chown(path, *user)
-        if user:
-            os.chown(scratch, *user)
-        cpu = cpu_s or int(timeout_s) + 2  # by default a backstop: the wall clock should fire first
-        cfg = {
-            "program": "main.py",
-            "audit": not prefix,
-            "landlock": _landlock_policy(abi, scratch) if abi else None,
-            # soft == hard, so the program cannot raise them back (except CPU: SIGXCPU, then SIGKILL 1 s later)
-            "rlimits": [
-                ("RLIMIT_CPU", cpu, cpu + 1),
-                ("RLIMIT_AS", memory_mb << 20, memory_mb << 20),
-                ("RLIMIT_FSIZE", max_file_mb << 20, max_file_mb << 20),
-                ("RLIMIT_NPROC", max_procs, max_procs),
-                ("RLIMIT_NOFILE", max_files, max_files),
-                ("RLIMIT_CORE", 0, 0),
-            ],
-        }
-        env = {"PATH": ENV_PATH, "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
-        cmd = [*prefix, python, "-I", "-S", "-c", _BOOTSTRAP, json.dumps(cfg)]
+            box.write(name, text)
+        cfg = {"program": "main.py", **box.policy(timeout_s, cpu_s, memory_mb, max_file_mb, max_procs, max_files)}
         with tempfile.TemporaryFile() as stdin_file:  # a file, not a pipe, so feeding stdin can't deadlock
             stdin_file.write(stdin.encode())
             stdin_file.seek(0)
             start = time.monotonic()
-            proc = subprocess.Popen(
-                cmd, stdin=stdin_file, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=scratch, env=env,
-                start_new_session=True, **_popen_user(user),
-            )  # fmt: skip
+            proc = box.spawn(_BOOTSTRAP, cfg, stdin_file, subprocess.PIPE, subprocess.PIPE)
         try:
             out, err, truncated, timed_out = _collect(proc, start + timeout_s, max_output_bytes)
             wall = time.monotonic() - start
         finally:
             _kill(proc)
-    finally:
-        _rmtree(scratch)
     rc = proc.returncode
-    if prefix and rc > 128:  # the namespace init's report of a signal death (see _BOOTSTRAP)
+    if box.prefix and rc > 128:  # the namespace init's report of a signal death (see _BOOTSTRAP)
         rc = 128 - rc
-    status = "timeout" if timed_out else "ok" if rc == 0 else "killed" if rc < 0 else "error"
-    return Result(
-        status, None if timed_out else rc, out, err, wall, truncated, isolation(namespaces, landlock), proc.pid
-    )
+    rc = None if timed_out else rc
+    return Result(_status(rc), rc, out, err, wall, truncated, isolation(namespaces, landlock), proc.pid)
+
+
+def run_many(
+    jobs: Sequence[tuple[str, str]], *, timeout_s: float = 10.0, cpu_s: int | None = None, memory_mb: int = 1024,
+    max_output_bytes: int = 64 * 1024, max_file_mb: int = 16, max_procs: int = 32, max_files: int = 256,
+    namespaces: bool = True, landlock: bool = True,
+) -> list[Result]:  # fmt: skip
+    """`run` for each (program, stdin) in `jobs`, in one sandbox: the results, in order.
+
+    Each program runs in turn in a child forked from a harness inside the sandbox (see the module
+    docstring), with `run`'s limits and meaning of each Result field, and these differences:
+    `pid` is the batch's leader, the same for the whole batch. An exit code above 128 is reported
+    as it is, where `run` with namespaces reads it as a signal. A child ends as `python main.py`
+    would (non-daemon threads, atexit, a last collection, flushed streams, the same exit code) but
+    skips tearing down the interpreter, so objects that modules still hold are not finalized. The
+    programs of a batch share the harness's hash seed (str hashes, so set order, agree).
+    If the harness dies (the batch's time is up, or a program killed it, which only the weakest
+    layers allow), the program it was running runs again alone, in `run` (its Result then names
+    `run`'s layers), and the ones after it in a new batch. Without a PID namespace or Landlock a
+    program can also disturb the batch's directory; without a uid drop as well it runs as the
+    caller's user, and can reach the caller's files and processes, results included.
+    """
+    limits = {
+        "timeout_s": timeout_s,
+        "cpu_s": cpu_s,
+        "memory_mb": memory_mb,
+        "max_output_bytes": max_output_bytes,
+        "max_file_mb": max_file_mb,
+        "max_procs": max_procs,
+        "max_files": max_files,
+    }
+    jobs, results = list(jobs), []
+    while len(results) < len(jobs):
+        done, began_next, log = _batch(jobs[len(results) :], limits, namespaces, landlock)
+        results += done
+        if len(results) < len(jobs) and began_next:  # the harness died while this program ran
+            results.append(run(*jobs[len(results)], **limits, namespaces=namespaces, landlock=landlock))
+        elif not done and len(results) < len(jobs):
+            raise RuntimeError(f"sandbox: the batch harness failed before its first program:\n{log[-2000:]}")
+    return results
 
 
 def check(candidate: str, tests: str, entry_point: str | None = None, **limits) -> bool:
-    """True if `candidate` passes `tests` in the sandbox. `limits` are passed on to `run`.
+    """True if `candidate` passes `tests` in the sandbox (``check_result``'s status is "ok")."""
+    return check_result(candidate, tests, entry_point, **limits).status == "ok"
+
+
+def check_result(candidate: str, tests: str, entry_point: str | None = None, **limits) -> Result:
+    """The sandbox's Result of running `candidate` against `tests`. `limits` are passed on to `run`.
 
     With an `entry_point` (HumanEval): `tests` defines ``check(candidate)``, which is called
     on that function. Without one: `tests` is a script of asserts, or defines zero-argument
@@ -210,18 +433,159 @@ def check(candidate: str, tests: str, entry_point: str | None = None, **limits) 
     else:
         raise ValueError(f"entry_point must be an identifier, got {entry_point!r}")
     program = f"{candidate}\n\n{tests}\n\n{runner}"
-    return run(program, files={"solution.py": candidate}, **limits).status == "ok"
+    return run(program, files={"solution.py": candidate}, **limits)
 
 
-def isolation(namespaces: bool = True, landlock: bool = True) -> str:
-    """The layers in force, e.g. 'uid=nobody userns pidns netns landlock-abi7 rlimits python=/usr/bin/python3'."""
+def isolation(namespaces: bool = True, landlock: bool = True, batch: bool = False) -> str:
+    """The layers in force, e.g. 'uid=nobody userns pidns netns landlock-abi7 rlimits python=/usr/bin/python3'.
+
+    batch=True: run_many's, which adds 'fork-per-program' and, with Landlock, 'nested-landlock'.
+    """
     prefix, python = _launcher(namespaces)
     abi = _landlock_abi() if landlock else 0
     user = _sandbox_user()
     layers = [f"uid={_user_name(user[0])}"] if user else []
     layers += ["userns", "pidns", "netns"] if prefix else ["audit-hook"]
     layers += [f"landlock-abi{abi}"] if abi else []
+    layers += (["nested-landlock"] if abi else []) + ["fork-per-program"] if batch else []
     return " ".join([*layers, "rlimits", f"python={python}"])
+
+
+@dataclass(frozen=True)
+class _Box:
+    """One sandbox's launcher, layers and scratch directory."""
+
+    prefix: tuple[str, ...]
+    python: str
+    abi: int
+    user: tuple[int, int] | None
+    scratch: str
+
+    def write(self, name: str, text: str) -> None:
+        path = os.path.join(self.scratch, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        if self.user:
+            os.chown(path, *self.user)
+
+    def policy(self, timeout_s, cpu_s, memory_mb, max_file_mb, max_procs, max_files) -> dict:
+        """What the trusted code inside applies to a program before it runs."""
+        cpu = cpu_s or int(timeout_s) + 2  # by default a backstop: the wall clock should fire first
+        return {
+            "audit": not self.prefix,
+            "landlock": _landlock_policy(self.abi, self.scratch) if self.abi else None,
+            # soft == hard, so the program cannot raise them back (except CPU: SIGXCPU, then SIGKILL 1 s later)
+            "rlimits": [
+                ("RLIMIT_CPU", cpu, cpu + 1),
+                ("RLIMIT_AS", memory_mb << 20, memory_mb << 20),
+                ("RLIMIT_FSIZE", max_file_mb << 20, max_file_mb << 20),
+                ("RLIMIT_NPROC", max_procs, max_procs),
+                ("RLIMIT_NOFILE", max_files, max_files),
+                ("RLIMIT_CORE", 0, 0),
+            ],
+        }
+
+    def spawn(self, code: str, cfg: dict, stdin, stdout, stderr, pass_fds=()) -> subprocess.Popen:
+        """Start `code` (given `cfg` as argv[1]) in the sandbox, in its own session, in the scratch dir."""
+        env = {"PATH": ENV_PATH, "HOME": self.scratch, "TMPDIR": self.scratch, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+        cmd = [*self.prefix, self.python, "-I", "-S", "-c", code, json.dumps(cfg)]
+        return subprocess.Popen(
+            cmd, stdin=stdin, stdout=stdout, stderr=stderr, cwd=self.scratch, env=env, start_new_session=True,
+            pass_fds=pass_fds, **_popen_user(self.user),
+        )  # fmt: skip
+
+
+@contextlib.contextmanager
+def _sandbox(namespaces: bool, landlock: bool):
+    """A _Box with a fresh scratch directory that the sandbox user owns; removed on exit."""
+    prefix, python = _launcher(namespaces)
+    abi = _landlock_abi() if landlock else 0
+    user = _sandbox_user()
+    scratch = tempfile.mkdtemp(prefix="sandbox-")
+    try:
+        if user:
+            os.chown(scratch, *user)
+        yield _Box(prefix, python, abi, user, scratch)
+    finally:
+        _rmtree(scratch)
+
+
+def _status(rc: int | None) -> str:
+    """A Result's status from its returncode (None: the wall clock ran out)."""
+    return "timeout" if rc is None else "ok" if rc == 0 else "killed" if rc < 0 else "error"
+
+
+def _batch(
+    jobs: list[tuple[str, str]], limits: dict, namespaces: bool, landlock: bool
+) -> tuple[list[Result], bool, str]:
+    """Run `jobs` in one sandbox under the harness.
+
+    Returns (the results it reported, which are the first ones of `jobs`; whether it had begun
+    the next job when it stopped; its own stderr, for diagnosis).
+    """
+    policy = {k: v for k, v in limits.items() if k != "max_output_bytes"}
+    with (
+        _sandbox(namespaces, landlock) as box,
+        tempfile.TemporaryFile() as spec,  # unlinked files: only their descriptors reach them
+        tempfile.TemporaryFile() as results,
+        tempfile.TemporaryFile() as log,
+    ):
+        index = []
+        for program, stdin in jobs:
+            index.append([[spec.tell(), spec.write(program.encode())], [spec.tell(), spec.write(stdin.encode())]])
+        at = spec.tell()
+        size = spec.write(json.dumps(index).encode())
+        spec.flush()
+        cfg = {
+            "program": "main.py",
+            **box.policy(**policy),
+            "jobs": [spec.fileno(), at, size],
+            "results": results.fileno(),
+            "timeout": limits["timeout_s"],
+            "cap": limits["max_output_bytes"],
+        }
+        fds = (spec.fileno(), results.fileno())
+        proc = box.spawn(_harness_code(), cfg, subprocess.DEVNULL, subprocess.DEVNULL, log, pass_fds=fds)
+        budget = 10 + len(jobs) * (limits["timeout_s"] + 3)  # start-up, then each program's time and clean-up bound
+        try:
+            proc.wait(budget)
+        except subprocess.TimeoutExpired:
+            pass
+        finally:
+            _kill(proc)
+        results.seek(0)
+        log.seek(0)
+        records, log_text = results.read(), log.read().decode("utf-8", "replace")
+    iso = isolation(namespaces, landlock, batch=True)
+    done, begun, streams = [], set(), {}
+    for kind, job, payload in _records(records):
+        if kind == b"B":
+            begun.add(job)
+        elif kind == b"R":
+            r, (out, err) = json.loads(payload), streams.pop(job, (b"", b""))
+            out, err = (bytes(b).decode("utf-8", "replace") for b in (out, err))
+            done.append(Result(_status(r["rc"]), r["rc"], out, err, r["wall"], r["truncated"], iso, proc.pid))
+        else:
+            streams.setdefault(job, (bytearray(), bytearray()))[kind == b"E"].extend(payload)  # O: stdout, E: stderr
+    return done, len(done) in begun, log_text
+
+
+def _records(data: bytes):
+    """The harness's records (kind, job, payload). One cut short (the harness died writing it) ends them."""
+    pos = 0
+    while (eol := data.find(b"\n", pos)) >= 0:
+        kind, job, size = data[pos:eol].split()
+        start, pos = eol + 1, eol + 1 + int(size)
+        if pos > len(data):
+            return
+        yield kind, int(job), data[start:pos]
+
+
+@functools.cache
+def _harness_code() -> str:
+    """The harness's source: the shared confinement, the host helpers it reuses, then its own loop and exit."""
+    reused = "\n".join(inspect.getsource(f) for f in (_processes, _signal, _rmtree))
+    return _CONFINE + reused + _HARNESS
 
 
 def _sandbox_user() -> tuple[int, int] | None:
@@ -288,7 +652,10 @@ def _landlock_abi() -> int:
 
 
 def _landlock_policy(abi: int, scratch: str) -> dict:
-    """Writes only beneath scratch (and to /dev/null). No TCP. No signals leave the sandbox."""
+    """Writes only beneath scratch (and to /dev/null). No TCP. No signals leave the sandbox.
+
+    The first rule is the write scope: run_many's harness puts each program's own directory in it.
+    """
     fs = _FS_WRITE | (_FS_REFER if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0)
     attr = [fs, _NET_TCP if abi >= 4 else 0, _SCOPE if abi >= 6 else 0]
     size = 8 if abi < 4 else 16 if abi < 6 else 24  # older kernels reject fields they don't know
@@ -349,7 +716,12 @@ def _signal(kill, pid: int) -> None:
 
 def _pids(field: int, value: int) -> list[int]:
     """Live (not zombie) processes whose /proc/PID/stat field after the name is `value`: 1 ppid, 2 pgrp, 3 session."""
-    found = []
+    return [pid for pid, fields in _processes().items() if int(fields[field]) == value]
+
+
+def _processes() -> dict[int, list[bytes]]:
+    """Live (not zombie) processes: pid -> the fields of /proc/PID/stat after the name (0 state, 1 ppid, ...)."""
+    found = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
@@ -357,8 +729,8 @@ def _pids(field: int, value: int) -> list[int]:
                     fields = f.read().rsplit(b")", 1)[1].split()
             except OSError:
                 continue
-            if fields[0] != b"Z" and int(fields[field]) == value:
-                found.append(int(entry))
+            if fields[0] != b"Z":
+                found[int(entry)] = fields
     return found
 
 

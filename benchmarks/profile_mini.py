@@ -106,8 +106,8 @@ def prepare(cfg: dict, model: str, steps: int | None, tmp: Path) -> tuple[dict, 
     from entropy_rl.core import formats
     from entropy_rl.mini import data, evaluate, models, tokenizer
 
-    paths = data.prepare_mini_data(cfg["data"], tmp / "data")
-    bench = {name: str(path) for name, path in paths.items() if name not in ("train", "pretrain")}
+    paths = data.prepare_mini_data({k: v for k, v in cfg["data"].items() if k != "train_sets"}, tmp / "data")
+    bench = {name: str(path) for name, path in paths.items() if name in cfg["data"]["benchmarks"]}
     corpus = formats.load_verl_parquet(paths["pretrain"])
     prompts, _ = formats.prompts_and_answers(corpus)
     texts = [p[-1]["content"] + r for p, r in zip(prompts, corpus["response"])] + ["Question: Answer:"]
@@ -126,9 +126,10 @@ def prepare(cfg: dict, model: str, steps: int | None, tmp: Path) -> tuple[dict, 
                             settings["batch_size"], settings["lr"], seed)  # fmt: skip
         rates = {}
         for name, path in sorted(bench.items()):
-            p, a = formats.prompts_and_answers(formats.load_verl_parquet(path))
+            frame = formats.load_verl_parquet(path)
+            p, a = formats.prompts_and_answers(frame)
             rates[name] = round(evaluate.accuracy(policy, tok, p, a, cfg["data"]["benchmarks"][name]["protocol"],
-                                                  cfg["eval"]["max_new_tokens"]), 3)  # fmt: skip
+                                                  cfg["eval"]["max_new_tokens"], formats.problem_styles(frame)), 3)  # fmt: skip
     prof.report(f"pre-training {model}, {settings['steps']} steps of {settings['batch_size']}", time.perf_counter() - t0)
     print(f"  starting pass rates {json.dumps(rates)}")
     policy.save_pretrained(tmp / "model")
@@ -147,19 +148,20 @@ def training_ops(model):
 
 
 def profile_run(cfg: dict, run: str, data_paths: dict, model_dir: Path, steps: int | None, out: Path) -> None:
-    from entropy_rl.core import grading, metrics, spec
+    from entropy_rl.core import metrics, reward, spec
     from entropy_rl.mini import algorithms, checkpoints, generation, trainer
 
     s = spec.resolve_run(cfg, run)
     s["steps"] = steps or s["steps"]
     prof = Phases()
     t0 = time.perf_counter()
-    val_sets = trainer.validation_sets(data_paths["benchmarks"], s["val_protocol"], s["val_size"])
+    domain = spec.domain_benchmarks(cfg, spec.train_domain(cfg, run))  # what the run validates on
+    val_sets = trainer.validation_sets({b: data_paths["benchmarks"][b] for b in domain}, s["val_protocol"], s["val_size"])
     import torch
 
     with prof.wrapping(
         (trainer, "set_up", "load"), (trainer, "sample_batch", "rollout"), (generation, "generate", "generate"),
-        (grading, "score", "grade"), (generation, "forward_response", "log-prob forward"),
+        (reward, "verdicts", "grade"), (generation, "forward_response", "log-prob forward"),
         (trainer, "validate", "validation"), (trainer, "update_policy", "update"), (trainer, "ppo_epochs", "ppo epochs"),
         (algorithms, "actor_loss", "verl actor loss"), (torch.Tensor, "backward", "backward"),
         (torch.optim.AdamW, "step", "optimizer step"), (metrics, "policy_entropy", "measures"),

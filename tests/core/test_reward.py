@@ -32,6 +32,38 @@ def test_code_styles_run_against_their_tests():
     assert reward.compute_score("kodcode", ADD, module, {"style": "code:pytest"}) == 1.0
 
 
+def test_batch_verdicts_agree_with_one_by_one_and_run_each_distinct_program_once():
+    stdio = json.dumps({"inputs": ["1 2\n", "5 7\n"], "outputs": ["3\n", "12\n"]})
+    right = "```python\na, b = map(int, input().split())  # the batch test's\nprint(a + b)\n```"
+    wrong, crash = right.replace("a + b", "a * b"), right.replace("print(a + b)", "raise SystemExit(3)")
+    asserts = json.dumps(["assert add(1, 2) == 3"])
+    styles = ["code:stdio"] * 5 + ["code:asserts", "rule"]
+    golds = [stdio] * 5 + [asserts, "4"]
+    responses = [right, wrong, right, crash, "no code", ADD, "\\boxed{4}"]
+    reward.sandbox_tally(reset=True)
+    got = reward.verdicts(styles, golds, responses)
+    assert got == [reward.is_correct(s, g, r) for s, g, r in zip(styles, golds, responses)]
+    assert got == [True, False, True, False, False, True, True]
+    # verdicts: 3 distinct stdio programs x 2 inputs (right and wrong exit 0, crash does not), and the asserts
+    # program; then is_correct one by one: right 2, wrong 1 (it stops at the first failed case), right 2,
+    # crash 1, the asserts program 1
+    assert reward.sandbox_tally(reset=True) == {"ok": 4 + 1 + 2 + 1 + 2 + 1, "error": 2 + 1}
+    # a program already run in this process is not run again: only the asserts program runs
+    assert reward.verdicts(styles, golds, responses) == got and reward.sandbox_tally(reset=True) == {"ok": 1}
+
+
+def test_batch_verdicts_count_programs_stopped_for_a_limit(monkeypatch):
+    monkeypatch.setattr(reward, "TEST_TIMEOUT_S", 0.5)
+    stdio = json.dumps({"inputs": ["\n"], "outputs": ["1"]})
+    reward.sandbox_tally(reset=True)
+    responses = ["```python\nwhile True: pass  # the limit test's\n```", "```python\nprint(1)  # the limit test's\n```"]
+    assert reward.verdicts(["code:stdio"] * 2, [stdio] * 2, responses) == [False, True]
+    assert reward.sandbox_tally(reset=True) == {"timeout": 1, "ok": 1}
+    # an outcome that depends on the machine's load is never taken from an earlier run
+    assert reward.verdicts(["code:stdio"] * 2, [stdio] * 2, responses) == [False, True]
+    assert reward.sandbox_tally(reset=True) == {"timeout": 1}
+
+
 @dataclass
 class Completion:
     text: str

@@ -1,11 +1,13 @@
 """Mini data in verl's format, held out from training; tiny models load like hub models."""
 
 import json
+import re
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
-from entropy_rl.core import formats, grading, model_size
+from entropy_rl.core import formats, grading, model_size, reward
 from entropy_rl.mini import data, models
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, MistralConfig, Qwen2Config
 
@@ -22,20 +24,28 @@ BENCH = {
         "params": {"min_terms": 3, "max_terms": 3, "min_digits": 2, "max_digits": 2},
         "protocol": {"temperature": 0.6, "n": 4},
     },
+    "prog": {
+        "domain": "code",
+        "task": "chain_sum",
+        "size": 10,
+        "params": {"min_terms": 3, "max_terms": 3, "min_digits": 1, "max_digits": 1},
+        "protocol": {"temperature": 0.0, "n": 1},
+    },
 }
 SPEC = {
     "seed": 3,
     "benchmarks": BENCH,
     "train": {"from": ["easy", "hard"], "size": 200},
     "pretrain": {
-        "from": ["easy", "hard"],
-        "prompts": 150,
+        "from": ["easy", "hard", "prog"],
+        "prompts": 180,
         "repeats": 2,
         "worked_share": 0.5,
+        "code_worked_share": 0.5,
         "wrong_share": 0.5,
         "wrong_offsets": [-1, 1],
     },
-    "instruct": {"from": ["easy", "hard"], "prompts": 40},
+    "instruct": {"from": ["easy", "hard", "prog"], "prompts": 40},
 }
 
 
@@ -50,15 +60,21 @@ def test_verl_format(written):
         frame = formats.load_verl_parquet(path)
         # The pre-training corpus adds the SFT target, as verl's SFT data does.
         assert list(frame.columns) == formats.VERL_COLUMNS + (["response"] if name in ("pretrain", "instruct") else [])
-        row = frame.iloc[0]
-        assert row["prompt"][0]["role"] == "user" and "\\boxed{}" in row["prompt"][0]["content"]
-        assert row["reward_model"]["style"] == "rule" and row["reward_model"]["ground_truth"] != ""
+        for row in frame.itertuples():
+            assert row.prompt[0]["role"] == "user" and row.reward_model["ground_truth"] != ""
+            content, style = row.prompt[0]["content"], row.reward_model["style"]
+            if row.ability == "code":  # "Code: x+3-2", run against its stdio tests
+                assert re.fullmatch(r"Code: x([+-]\d+)+", content) and style == "code:stdio"
+            else:  # the bare chain, "4+3-2"
+                assert re.fullmatch(r"\d+([+-]\d+)+", content) and style == "rule"
+            assert row.extra_info["style"] == style
     assert len(pd.read_parquet(written["easy"])) == 30 and len(pd.read_parquet(written["train"])) == 200
-    assert len(pd.read_parquet(written["pretrain"])) == 300  # 150 prompts, each twice
+    assert len(pd.read_parquet(written["pretrain"])) == 360  # 180 prompts, each twice
 
 
 def test_sft_responses_mix_worked_right_and_direct_wrong(written):
     corpus = pd.read_parquet(written["pretrain"])
+    corpus = corpus[corpus["ability"] == "math"]
     worked = corpus["response"].str.contains("=")
     assert 0.35 < worked.mean() < 0.65
     for row in corpus.itertuples():
@@ -76,19 +92,49 @@ def test_worked_solution_steps_left_to_right():
         data.worked_solution("4 + 3", "8")
 
 
-def test_benchmarks_are_held_out(written):
-    for corpus in ("train", "instruct"):
-        train_q = {e["question"] for e in pd.read_parquet(written[corpus])["extra_info"]}
+def test_code_corpus_runs_right_as_written_and_folded_programs_may_be_off(written):
+    corpus = pd.read_parquet(written["pretrain"])
+    corpus = corpus[corpus["ability"] == "code"]
+    rows = list(corpus.itertuples())
+    ok = reward.verdicts([r.reward_model["style"] for r in rows], [r.reward_model["ground_truth"] for r in rows],
+                         [r.response for r in rows])  # fmt: skip
+    as_written = [r.extra_info["expression"] in r.response for r in rows]
+    assert 0.35 < np.mean(as_written) < 0.65
+    assert all(k for k, w in zip(ok, as_written) if w)  # the chain as written is always right
+    folded = [k for k, w in zip(ok, as_written) if not w]
+    assert 0.3 < 1 - np.mean(folded) < 0.7  # folded constants are off by wrong_share
+
+
+def test_code_programs_fold_and_print():
+    assert data.faithful_program("x+3-9") == " ```python\nx=int(input())\nprint(x+3-9)\n```"
+    assert data.folded_program("x+3-9") == " ```python\nx=int(input())\nprint(x-6)\n```"
+    assert data.folded_program("x+3-3") == " ```python\nx=int(input())\nprint(x)\n```"
+    assert data.folded_program("x+3-9", offset=1) == " ```python\nx=int(input())\nprint(x-5)\n```"
+    gold = data.task_problems(BENCH["prog"], 1, 0)[0]
+    tests = json.loads(gold["gold"])
+    assert len(tests["inputs"]) == data.CODE_TESTS == len(set(tests["inputs"]))
+    assert reward.is_correct(gold["style"], gold["gold"], data.faithful_program(gold["expression"]))
+    assert not reward.is_correct(gold["style"], gold["gold"], data.folded_program(gold["expression"], 1))
+
+
+def test_benchmarks_are_held_out_by_the_problem_posed(written):
+    for corpus in ("train", "instruct", "pretrain"):
+        train_q = {data.prompt_text(p) for p in pd.read_parquet(written[corpus])["prompt"]}
         for name in BENCH:
-            bench_q = {e["question"] for e in pd.read_parquet(written[name])["extra_info"]}
+            bench_q = {data.prompt_text(p) for p in pd.read_parquet(written[name])["prompt"]}
             assert not train_q & bench_q
 
 
 def test_instruct_corpus_answers_every_prompt_step_by_step_and_right(written):
     corpus = pd.read_parquet(written["instruct"])
     assert len(corpus) == 40 and set(corpus["extra_info"].map(lambda e: e["split"])) == {"instruct"}
-    assert corpus["response"].str.contains("=").all()  # worked, never a bare answer
-    assert all(grading.is_correct(r.reward_model["ground_truth"], r.response) for r in corpus.itertuples())
+    math = corpus[corpus["ability"] == "math"]
+    assert math["response"].str.contains("=").all()  # worked, never a bare answer
+    code = corpus[corpus["ability"] == "code"]
+    assert len(code) and all(e["expression"] in r for e, r in zip(code["extra_info"], code["response"]))  # as written
+    rows = list(corpus.itertuples())
+    assert all(reward.verdicts([r.reward_model["style"] for r in rows], [r.reward_model["ground_truth"] for r in rows],
+                               [r.response for r in rows]))  # fmt: skip
 
 
 def test_further_train_set_draws_its_families_and_holds_out_benchmarks(written):
@@ -96,8 +142,8 @@ def test_further_train_set_draws_its_families_and_holds_out_benchmarks(written):
     families = ["easy"]
     train = data.build_train_set(BENCH, {"from": families, "size": 30}, SPEC["seed"], frames)
     assert len(train) == 30 and set(train["data_source"]) == {f"train/{families[0]}"}
-    held_out = {e["question"] for f in frames for e in f["extra_info"]}
-    assert not held_out & {e["question"] for e in train["extra_info"]}
+    held_out = {data.prompt_text(p) for f in frames for p in f["prompt"]}
+    assert not held_out & {data.prompt_text(p) for p in train["prompt"]}
 
 
 def test_fixed_seeds_give_identical_data(written, tmp_path):

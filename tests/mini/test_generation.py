@@ -124,8 +124,9 @@ def test_validation_samples_sets_that_share_a_protocol_together(tiny_policy, mon
     model, tok = tiny_policy
     monkeypatch.setattr(reward, "is_correct", lambda style, gold, text: gold == "yes")
     greedy, sampled = {"temperature": 0.0, "n": 1}, {"temperature": 0.6, "n": 2}
-    sets = {"b": (PROMPTS[:2], ["yes", "no"], greedy), "c": (PROMPTS[:1], ["no"], sampled),
-            "a": (PROMPTS[2:], ["no", "yes", "yes"], greedy)}  # fmt: skip
+    sets = {"b": trainer.ValSet(PROMPTS[:2], ["yes", "no"], ["rule"] * 2, greedy),
+            "c": trainer.ValSet(PROMPTS[:1], ["no"], ["rule"], sampled),
+            "a": trainer.ValSet(PROMPTS[2:], ["no", "yes", "yes"], ["rule"] * 3, greedy)}  # fmt: skip
     calls = []
     real = generation.generate
     monkeypatch.setattr(generation, "generate", lambda *a, **k: calls.append(len(a[2])) or real(*a, **k))

@@ -1,13 +1,12 @@
 """The mini trainer runs every algorithm and treatment and honours the metrics contract."""
 
-from types import SimpleNamespace
-
+import numpy as np
 import pandas as pd
 import pytest
 import torch
 import yaml
 from contracts import check_metrics
-from entropy_rl.core import atomic, formats, grading, resume, spec
+from entropy_rl.core import atomic, formats, resume, spec
 from entropy_rl.mini import checkpoints, data, models, trainer
 from support import ROOT
 
@@ -35,6 +34,7 @@ DATA = {
         "prompts": 200,
         "repeats": 2,
         "worked_share": 0.3,
+        "code_worked_share": 0.0,
         "wrong_share": 0.4,
         "wrong_offsets": [-1, 1],
     },
@@ -106,7 +106,7 @@ def test_group_filter_drops_uniform_groups(setting, monkeypatch):
     out, paths, val, cfg = setting
     cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": "grpo", "treatment": "none"}})
     s = spec.resolve_run(cfg, "r")
-    monkeypatch.setattr(trainer.grading, "score", lambda golds, texts: [0.0] * len(golds))
+    monkeypatch.setattr(trainer, "grade", lambda styles, golds, texts: np.zeros(len(golds), dtype=np.float32))
     frame = trainer.train(s, out / "base", paths["train"], val, out / "filtered")
     assert (frame["kept_prompt_frac"] == 0).all() and frame["pg_loss"].isna().all()
     assert frame["entropy"].isna().all()  # Eq. 5 is over the update batch, and there is none
@@ -120,7 +120,7 @@ def test_entropy_is_measured_on_the_groups_the_filter_keeps(setting, monkeypatch
     cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": "grpo", "treatment": "none"}})
     s = spec.resolve_run(cfg, "r")
     n = s["rollout_n"]
-    monkeypatch.setattr(trainer.grading, "score", lambda golds, texts: [float(i < n and i % 2 == 0) for i in range(len(golds))])
+    monkeypatch.setattr(trainer, "grade", lambda styles, golds, texts: np.array([float(i < n and i % 2 == 0) for i in range(len(golds))]))
     seen, real = [], trainer.metrics.policy_entropy
     monkeypatch.setattr(trainer.metrics, "policy_entropy", lambda ent, mask: seen.append(len(ent)) or real(ent, mask))
     frame = trainer.train(s, out / "base", paths["train"], val, out / "one-group")
@@ -133,16 +133,14 @@ def test_a_step_whose_groups_are_all_dropped_draws_the_next_prompts(setting, mon
     out, paths, val, cfg = setting
     cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": "grpo", "treatment": "none"}})
     s = spec.resolve_run(cfg, "r")
-    n, batch = s["rollout_n"], s["prompts_per_step"] * s["rollout_n"]
+    n = s["rollout_n"]
     drawn = []
 
-    def score(golds, texts):
-        if len(golds) != batch:  # validation
-            return [0.0] * len(golds)
+    def score(styles, golds, texts):
         drawn.append(len(golds))
-        return [float(len(drawn) % 2 == 0 and i < n and i % 2 == 0) for i in range(len(golds))]
+        return np.array([float(len(drawn) % 2 == 0 and i < n and i % 2 == 0) for i in range(len(golds))])
 
-    monkeypatch.setattr(trainer.grading, "score", score)
+    monkeypatch.setattr(trainer, "grade", score)
     frame = trainer.train(s, out / "base", paths["train"], val, out / "redrawn")
     assert len(drawn) == 2 * (s["steps"] + 1) and frame["entropy"].notna().all() and frame["pg_loss"].iloc[:-1].notna().all()
 
@@ -165,21 +163,21 @@ def test_a_run_interrupted_mid_step_resumes_to_the_same_end(setting, monkeypatch
     assert not (out / f"whole-{algorithm}" / "checkpoints").exists()  # resume state goes once the outputs exist
 
     run_dir = out / f"resumed-{algorithm}"
-    calls = []
+    calls, grade = [], trainer.grade
 
-    def grade_then_die(golds, texts):
+    def grade_then_die(styles, golds, texts):
         calls.append(1)
         if len(calls) == 4:  # step 3: its rollout is sampled, the checkpoint after step 1 is the last
             raise Interrupted
-        return grading.score(golds, texts)
+        return grade(styles, golds, texts)
 
-    monkeypatch.setattr(trainer, "grading", SimpleNamespace(score=grade_then_die))
+    monkeypatch.setattr(trainer, "grade", grade_then_die)
     with pytest.raises(Interrupted):
         trainer.train(s, out / "base", paths["train"], val, run_dir)
     assert [p.name for p in checkpoints.completed(run_dir / "checkpoints")] == ["step_000002"]
     assert not (run_dir / "metrics.parquet").exists() and not (run_dir / "final").exists()
 
-    monkeypatch.setattr(trainer, "grading", grading)
+    monkeypatch.setattr(trainer, "grade", grade)
     with caplog.at_level("INFO", logger="entropy_rl.mini.trainer"):
         resumed = trainer.train(s, out / "base", paths["train"], val, run_dir)
     assert "steps 0-1 done" in caplog.text
@@ -244,3 +242,27 @@ def test_outputs_appear_whole_or_not_at_all(tmp_path):
             (tmp / version).write_text(version)
     assert [p.name for p in final.iterdir()] == ["new"]  # a directory is replaced, never merged
     assert sorted(p.name for p in tmp_path.iterdir()) == ["final", "metrics.parquet"]
+
+
+def test_a_code_run_grades_its_programs_in_the_sandbox(tmp_path, mini_tokenizer):
+    """The code task end to end: a model pre-trained on programs writes them, the sandbox runs them,
+    and each step's row counts the programs run and those stopped for a limit."""
+    prog = {"domain": "code", "task": "chain_sum", "size": 8, "protocol": {"temperature": 0.0, "n": 1},
+            "params": {"min_terms": 3, "max_terms": 3, "min_digits": 1, "max_digits": 1}}  # fmt: skip
+    corpus_spec = dict(DATA["pretrain"], **{"from": ["prog"], "prompts": 60})
+    paths = data.prepare_mini_data({"seed": 1, "benchmarks": {"prog": prog}, "train": {"from": ["prog"], "size": 32},
+                                    "pretrain": corpus_spec}, tmp_path)  # fmt: skip
+    arch = dict(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, num_kv_heads=1)
+    model, tok = models.build_mini_model("qwen2", arch, mini_tokenizer, seed=0)
+    corpus = formats.load_verl_parquet(paths["pretrain"])
+    models.pretrain(model, tok, formats.prompts_and_answers(corpus)[0], list(corpus["response"]), steps=120, batch_size=32, lr=3e-3, seed=0)
+    model.save_pretrained(tmp_path / "base")
+    tok.save_pretrained(tmp_path / "base")
+    cfg = yaml.safe_load((ROOT / "config.yaml").read_text())["mini"]
+    cfg.pop("lr_reference_width")
+    cfg["train"].update(steps=2, prompts_per_step=4, rollout_n=4, ppo_mini_batch_size=4, val_every=2, filter_groups=False)
+    s = spec.resolve_run(dict(cfg, runs={"r": {"model": "m", "algorithm": "grpo", "treatment": "none"}}), "r")
+    val = trainer.validation_sets({"prog": paths["prog"]}, {"temperature": 0.6, "n": 2}, 4)
+    frame = trainer.train(s, tmp_path / "base", paths["train"], val, tmp_path / "run")
+    assert "val_acc/prog" in frame and frame["sandbox_programs"].notna().all() and frame["sandbox_programs"].sum() > 0
+    assert frame["sandbox_limit_kills"].eq(0).all()

@@ -371,9 +371,9 @@ def run_script(tmp_path, script, job: str):
 def benchmark(tmp_path):
     from entropy_rl.mini import data
 
-    rows = data.verl_rows(
-        [(f"Calculate {a} + 3.", str(a + 3), "") for a in range(3)], "addsub", "test", "basic_arithmetic"
-    )
+    problems = [{"prompt": f"{a}+3", "gold": str(a + 3), "style": "rule", "question": f"Calculate {a} + 3.", "expression": f"{a}+3"}
+                for a in range(3)]  # fmt: skip
+    rows = data.verl_rows(problems, "addsub", "test", "basic_arithmetic")
     path = tmp_path / "addsub.parquet"
     pd.DataFrame(rows).to_parquet(path)
     return path

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 from contracts import check_eval, check_metrics
-from entropy_rl.core import formats
+from entropy_rl.core import formats, spec
 from support import ROOT
 from transformers import AutoModelForCausalLM
 
@@ -74,7 +74,11 @@ def test_outputs_honour_their_contracts(study):
         assert AutoModelForCausalLM.from_pretrained(res / "models" / model).config.model_type == cfg["models"][model]["family"]
     train = cfg["train"]
     for run in cfg["runs"]:
-        check_metrics(pd.read_parquet(res / "runs" / run / "metrics.parquet"), benches, train["steps"], train["val_every"])
+        validated = spec.domain_benchmarks(cfg, spec.train_domain(cfg, run))  # its training domain's
+        metrics = pd.read_parquet(res / "runs" / run / "metrics.parquet")
+        check_metrics(metrics, validated, train["steps"], train["val_every"])
+        if spec.train_domain(cfg, run) == "code":  # its rewards came from the sandbox, which counted its programs
+            assert metrics["sandbox_programs"].notna().all() and metrics["sandbox_programs"].sum() > 0
         AutoModelForCausalLM.from_pretrained(res / "runs" / run / "final")
         summary = pd.read_parquet(res / "eval" / run / "summary.parquet").set_index("benchmark")
         assert sorted(summary.index) == benches

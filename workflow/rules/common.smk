@@ -69,7 +69,8 @@ def run_model_spec(run):
 def run_label(run):
     r = S["runs"][run]
     treatment = "" if r["treatment"] == "none" else f" + {r['treatment']}"
-    return f"{run_model(run)} {r['algorithm'].upper()}{treatment}"
+    data = f" ({r['train_data']})" if "train_data" in r else ""  # a run's own training set: code, Appendix C's
+    return f"{run_model(run)} {r['algorithm'].upper()}{treatment}{data}"
 
 
 def image(name):
@@ -105,6 +106,12 @@ def code(*modules):
 
 def bench_files():
     return expand(BENCHMARK_FILE, benchmark=BENCHMARKS)
+
+
+def run_validation_files(wildcards):
+    """The benchmarks a mini run validates on: those of the domain it trains on (math or code)."""
+    domain = run_spec.train_domain(S, wildcards.run)
+    return expand(BENCHMARK_FILE, benchmark=run_spec.domain_benchmarks(S, domain))
 
 
 def run_model_dir(wildcards):
@@ -178,9 +185,9 @@ def run_settings(wildcards):
 
 
 def benchmark_names():
-    """Column headers: a mini benchmark says which paper benchmark it stands in for."""
+    """Table 2's columns, the math benchmarks (as the paper's): a mini benchmark says which paper benchmark it stands in for."""
     spec = S["data"]["benchmarks"]
-    return {b: f"{b} ({spec[b]['plays']})" if "plays" in spec[b] else b for b in BENCHMARKS}
+    return {b: f"{b} ({spec[b]['plays']})" if "plays" in spec[b] else b for b in run_spec.domain_benchmarks(S, "math")}
 
 
 def artifact_params(name):
@@ -222,8 +229,8 @@ def audit_params():
         "artifacts": {name: artifact_runs(name) for name in ARTIFACT_NAMES},
         "specs": canonical({r: run_spec.resolve_run(S, r) for r in RUNS}),
         "fit_steps": S["analysis"]["early_fit_steps"],
-        # problems per benchmark, and validation samples per benchmark at each validation step
-        "bench_sizes": {b: bench[b]["size"] for b in BENCHMARKS},
+        # problems per benchmark of Table 2 (math), and validation samples per benchmark at each validation step
+        "bench_sizes": {b: bench[b]["size"] for b in run_spec.domain_benchmarks(S, "math")},
         "val_samples": {b: min(bench[b]["size"], S["train"].get("val_size", bench[b]["size"])) * val for b in BENCHMARKS},
         "plays": {b: bench[b]["plays"] for b in BENCHMARKS if "plays" in bench[b]},
         "power": canonical(power),

@@ -5,7 +5,7 @@ if MINI:
         input:
             model=run_model_dir,
             train=run_train_data,
-            benchmarks=bench_files(),
+            benchmarks=run_validation_files,
             code=code("mini.trainer"),
         output:
             metrics=RUN_METRICS,

@@ -77,6 +77,11 @@ def load_verl_parquet(path: str | Path) -> pd.DataFrame:
     return frame
 
 
+def problem_styles(frame: pd.DataFrame) -> list[str]:
+    """Each row's reward style (``rule``: math-verify; ``code:<tests>``: the sandbox), as the reward reads it."""
+    return [str(rm["style"]) for rm in frame["reward_model"]]
+
+
 def prompts_and_answers(frame: pd.DataFrame) -> tuple[list[list[dict]], list[str]]:
     """Chat messages and ground truths of a verl frame, as plain Python objects."""
     prompts = [[{"role": m["role"], "content": m["content"]} for m in p] for p in frame["prompt"]]

@@ -7,13 +7,33 @@ Math answers are graded by math-verify; code answers (``reward_model.style``
 
 from __future__ import annotations
 
+import collections
 import json
 import re
+import threading
 
 from . import grading, sandbox
 
 CODE_BLOCK = re.compile(r"```(?:python|py)?[^\n]*\n(.*?)```", re.DOTALL)
 TEST_TIMEOUT_S = 10.0
+# Sandboxed programs run in this process, by how they ended (a Result's status: ok, error, killed, timeout).
+# "killed" and "timeout" are the programs stopped for a limit. Read and reset with ``sandbox_tally``.
+_TALLY: collections.Counter = collections.Counter()
+_TALLY_LOCK = threading.Lock()
+
+
+def _count(results) -> None:
+    with _TALLY_LOCK:
+        _TALLY.update(r.status for r in results)
+
+
+def sandbox_tally(reset: bool = False) -> dict[str, int]:
+    """How many sandboxed programs this process ran, by status; ``reset`` starts the count again."""
+    with _TALLY_LOCK:
+        counts = dict(_TALLY)
+        if reset:
+            _TALLY.clear()
+    return counts
 
 
 def extract_code(response: str) -> str:
@@ -29,18 +49,64 @@ def code_correct(style: str, tests: str, response: str) -> bool:
     solution = extract_code(response)
     if not solution:
         return False
-    if style == "asserts":
-        return sandbox.check(solution, "\n".join(json.loads(tests)), timeout_s=TEST_TIMEOUT_S)
-    if style == "pytest":
-        return sandbox.check(solution, tests, timeout_s=TEST_TIMEOUT_S)
+    if style in ("asserts", "pytest"):
+        result = sandbox.check_result(solution, "\n".join(json.loads(tests)) if style == "asserts" else tests, timeout_s=TEST_TIMEOUT_S)
+        _count([result])
+        return result.status == "ok"
     if style == "stdio":
         cases = json.loads(tests)
         for stdin, expected in zip(cases["inputs"], cases["outputs"]):
             result = sandbox.run(solution, stdin=stdin, timeout_s=TEST_TIMEOUT_S)
-            if result.status != "ok" or result.stdout.split() != str(expected).split():
+            _count([result])
+            if not _passes(result.status, result.stdout, expected):
                 return False
         return True
     raise ValueError(f"unknown code test style {style!r}")
+
+
+def _passes(status: str, stdout: str, expected) -> bool:
+    """A stdio case passes when the program exits 0 and prints the expected tokens."""
+    return status == "ok" and stdout.split() == str(expected).split()
+
+
+# (program, stdin) -> (status, stdout) of its run in this process, for outcomes that do not depend on the
+# machine's load (a clean exit or an error; never a limit's kill): a training run's programs recur from
+# step to step, and each distinct one is run once. A program that reads the clock or draws random numbers
+# is graded on that one run, as a single test run grades it anyway.
+_RAN: dict[tuple[str, str], tuple[str, str]] = {}
+_RAN_MAX = 1 << 16
+
+
+def stdio_verdicts(tests: list[str], responses: list[str]) -> list[bool]:
+    """``code_correct("stdio", ...)`` of many responses at once: every distinct (program, input) among them
+    that this process has not run yet runs once, all in one sandbox batch (``sandbox.run_many``: one
+    process per program, each with the limits of ``run``). A policy repeats itself, so distinct programs
+    are far fewer than answers."""
+    solutions = [extract_code(r) for r in responses]
+    cases = [json.loads(t) for t in tests]
+    jobs = list(dict.fromkeys((s, stdin) for s, c in zip(solutions, cases) if s for stdin in c["inputs"]))
+    new = [job for job in jobs if job not in _RAN]
+    results = sandbox.run_many(new, timeout_s=TEST_TIMEOUT_S) if new else []
+    _count(results)
+    outcome = {job: (r.status, r.stdout) for job, r in zip(new, results)}
+    if len(_RAN) + len(new) > _RAN_MAX:
+        _RAN.clear()
+    _RAN.update((job, o) for job, o in outcome.items() if o[0] in ("ok", "error"))
+    outcome = {job: outcome.get(job) or _RAN[job] for job in jobs}
+    return [bool(s) and all(_passes(*outcome[s, stdin], out) for stdin, out in zip(c["inputs"], c["outputs"]))
+            for s, c in zip(solutions, cases)]  # fmt: skip
+
+
+def verdicts(styles: list[str], golds: list[str], responses: list[str]) -> list[bool]:
+    """``is_correct`` of many responses, each by its style: stdio code in one sandbox batch
+    (``stdio_verdicts``), the rest one by one."""
+    out = [False] * len(responses)
+    stdio = [i for i, s in enumerate(styles) if s == "code:stdio"]
+    for i, ok in zip(stdio, stdio_verdicts([golds[i] for i in stdio], [responses[i] for i in stdio])):
+        out[i] = ok
+    for i in sorted(set(range(len(responses))) - set(stdio)):
+        out[i] = is_correct(styles[i], golds[i], responses[i])
+    return out
 
 
 def is_correct(style: str, ground_truth: str, response: str) -> bool:

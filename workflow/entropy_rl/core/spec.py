@@ -162,6 +162,32 @@ def run_scope(scale_cfg: dict, run_id: str) -> dict:
     }
 
 
+def benchmark_domain(scale_cfg: dict, benchmark: str) -> str:
+    """A benchmark's domain, ``math`` or ``code`` (its ``domain``; math where it names none)."""
+    return scale_cfg["data"]["benchmarks"][benchmark].get("domain", "math")
+
+
+def train_domain(scale_cfg: dict, run_id: str) -> str:
+    """The domain of the data a run trains on, which its validation measures: at mini scale the domain of
+    the benchmark families its training set draws from, at paper scale the ``ability`` of its parts.
+    A training set that mixes domains has no one validation to fit the law on, so it is refused."""
+    data, run = scale_cfg["data"], scale_cfg["runs"][run_id]
+    name = run.get("train_data", scale_cfg["models"][run["model"]].get("train_data"))
+    if "parts" in data:  # paper scale: a training set is a list of parts
+        domains = {data["parts"][p].get("ability", "math") for p in data["train_sets"][name]}
+    else:
+        families = data["train"]["from"] if name is None else data["train_sets"][name]["from"]
+        domains = {benchmark_domain(scale_cfg, f) for f in families}
+    if len(domains) != 1:
+        raise ValueError(f"run {run_id!r} trains on {name or 'train'}, which mixes domains {sorted(domains)}")
+    return domains.pop()
+
+
+def domain_benchmarks(scale_cfg: dict, domain: str) -> list[str]:
+    """The benchmarks of one domain, sorted."""
+    return sorted(b for b in scale_cfg["data"]["benchmarks"] if benchmark_domain(scale_cfg, b) == domain)
+
+
 def eval_max_new_tokens(scale_cfg: dict, run_id: str) -> int:
     """Tokens an evaluation of the run generates: the scale's cap, or the run's own response cap where
     that is smaller (a model with a short context, like deepseek-math-7b-base, trains and is evaluated

@@ -1,8 +1,8 @@
 """Benchmark evaluation with the paper's protocol, at mini scale (Hugging Face models).
 
 Sampled benchmarks (the AIME/AMC role) draw ``n`` responses at temperature 0.6
-and report avg@n; the rest decode greedily. Every response is graded by
-math-verify. pass@k uses the unbiased estimator of Chen et al. (2021).
+and report avg@n; the rest decode greedily. Every response is graded by its style:
+math-verify for math, the sandbox for code. pass@k uses the unbiased estimator of Chen et al. (2021).
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ from . import generation, models
 
 
 def sample_benchmark(
-    model, tokenizer, prompts, answers, temperature: float, n: int, max_new_tokens: int, batch_size: int = 512
+    model, tokenizer, prompts, answers, temperature: float, n: int, max_new_tokens: int, batch_size: int = 512,
+    styles: list[str] | None = None,
 ) -> pd.DataFrame:
-    """One row per (problem, sample): response, extracted answer, correctness. Responses are
+    """One row per (problem, sample): response, extracted answer, correctness (by each problem's
+    ``styles``; math-verify for all when not given). Responses are
     sampled ``batch_size`` at a time: on one CPU thread a tiny model's cost per response is
     lowest at a few hundred rows (qwen2-m, 26 tokens: 0.90 ms at 64 rows, 0.57 at 256, 0.56 at 512,
     0.68 at 1,024, where the KV cache outgrows the CPU's caches)."""
@@ -30,14 +32,14 @@ def sample_benchmark(
         rollout = generation.generate(
             model, tokenizer, chunk, n=n, temperature=temperature, max_new_tokens=max_new_tokens, with_log_probs=False
         )
-        rows += scoring.graded_rows(rollout.texts, answers, n, start)
+        rows += scoring.graded_rows(rollout.texts, answers, n, start, styles)
     return pd.DataFrame(rows)
 
 
 @torch.no_grad()
-def accuracy(model, tokenizer, prompts, answers, protocol: dict, max_new_tokens: int) -> float:
+def accuracy(model, tokenizer, prompts, answers, protocol: dict, max_new_tokens: int, styles=None) -> float:
     samples = sample_benchmark(
-        model, tokenizer, prompts, answers, protocol["temperature"], protocol["n"], max_new_tokens
+        model, tokenizer, prompts, answers, protocol["temperature"], protocol["n"], max_new_tokens, styles=styles
     )
     return float(samples["correct"].mean())
 
@@ -56,6 +58,7 @@ def evaluate_benchmarks(model: str, frames: dict[str, pd.DataFrame], params) -> 
         yield (
             name,
             sample_benchmark(
-                policy, tokenizer, prompts, answers, protocol["temperature"], protocol["n"], params.max_new_tokens
+                policy, tokenizer, prompts, answers, protocol["temperature"], protocol["n"], params.max_new_tokens,
+                styles=formats.problem_styles(frame),
             ),
         )

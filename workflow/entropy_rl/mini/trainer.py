@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..core import atomic, formats, grading, metric_columns, metrics, modules, resume
+from ..core import atomic, formats, metric_columns, metrics, modules, resume, reward
 from . import algorithms, checkpoints, evaluate, generation, models, prime
 
 log = logging.getLogger(__name__)
@@ -43,25 +43,31 @@ def validation_sets(bench_paths: dict[str, str], protocol: dict, size: int) -> d
     """
     sets = {}
     for name, path in sorted(bench_paths.items()):
-        prompts, answers = formats.prompts_and_answers(formats.load_verl_parquet(path).head(size))
-        sets[name] = (prompts, answers, protocol)
+        frame = formats.load_verl_parquet(path).head(size)
+        sets[name] = ValSet(*formats.prompts_and_answers(frame), formats.problem_styles(frame), protocol)
     return sets
+
+
+class ValSet(NamedTuple):
+    prompts: list
+    answers: list[str]
+    styles: list[str]  # each problem's reward style (math-verify, or the sandbox for code)
+    protocol: dict
 
 
 def validate(model, tokenizer, val_sets: dict, max_new_tokens: int) -> dict:
     """Accuracy on each validation set and their mean. Sets that share a protocol are sampled
     together, in batches as large as ``evaluate.sample_benchmark`` takes, not one call per set."""
     by_protocol: dict[str, list[str]] = {}
-    for name, (_, _, protocol) in val_sets.items():
-        by_protocol.setdefault(json.dumps(protocol, sort_keys=True), []).append(name)
+    for name, val in val_sets.items():
+        by_protocol.setdefault(json.dumps(val.protocol, sort_keys=True), []).append(name)
     accs = {}
     for key, names in by_protocol.items():
         protocol = json.loads(key)
-        prompts = [q for name in names for q in val_sets[name][0]]
-        answers = [a for name in names for a in val_sets[name][1]]
+        prompts, answers, styles = ([x for name in names for x in getattr(val_sets[name], f)] for f in ("prompts", "answers", "styles"))
         samples = evaluate.sample_benchmark(model, tokenizer, prompts, answers, protocol["temperature"],
-                                            protocol["n"], max_new_tokens)  # fmt: skip
-        owner = np.repeat(names, [len(val_sets[name][0]) for name in names])[samples["problem_id"]]
+                                            protocol["n"], max_new_tokens, styles=styles)  # fmt: skip
+        owner = np.repeat(names, [len(val_sets[name].prompts) for name in names])[samples["problem_id"]]
         for name, correct in samples["correct"].groupby(owner):
             accs[f"val_acc/{name}"] = float(correct.mean())
     accs = {f"val_acc/{name}": accs[f"val_acc/{name}"] for name in val_sets}  # the sets' order
@@ -126,10 +132,16 @@ class Run:
     rng: np.random.Generator
     prompts: list
     answers: list
+    styles: list  # each training prompt's reward style
     order: np.ndarray
     cursor: int = 0
     rows: list = field(default_factory=list)
     start: int = 0  # the first step still to run
+
+    @property
+    def code(self) -> bool:
+        """Whether the run trains on code (its rewards come from the sandbox)."""
+        return any(style.startswith("code:") for style in self.styles)
 
     def snapshot(self, next_step: int) -> dict:
         prm = self.prm
@@ -173,9 +185,10 @@ def set_up(spec: dict, model_dir: str | Path, train_path: str | Path) -> Run:
     prm = prime.ImplicitPRM(model_dir, spec["prime"], reference) if is_prime else None
     actor = algorithms.actor_config(loss_cfg, spec["rollout_n"], spec["ppo_mini_batch_size"], spec["max_response_length"])
     optimizer = torch.optim.AdamW(policy.parameters(), lr=spec["lr"], weight_decay=spec["weight_decay"])
-    prompts, answers = formats.prompts_and_answers(formats.load_verl_parquet(train_path))
+    frame = formats.load_verl_parquet(train_path)
+    prompts, answers = formats.prompts_and_answers(frame)
     order = rng.permutation(len(prompts))
-    return Run(spec, policy, tokenizer, reference, prm, actor, optimizer, rng, prompts, answers, order)
+    return Run(spec, policy, tokenizer, reference, prm, actor, optimizer, rng, prompts, answers, formats.problem_styles(frame), order)
 
 
 def resume_from(run: Run, ckpt_dir: Path) -> None:
@@ -210,6 +223,9 @@ def training_step(run: Run, step: int, val_sets: dict) -> dict:
             row.update(update_policy(run, batch, old_log_prob))
         else:
             log.info("step %d: no prompt with mixed outcomes; no update", step)
+    tally = reward.sandbox_tally(reset=True)
+    if run.code:  # the programs this step ran (those not run before in this run), and those stopped for a limit
+        row.update(sandbox_programs=sum(tally.values()), sandbox_limit_kills=tally.get("killed", 0) + tally.get("timeout", 0))
     return row
 
 
@@ -230,9 +246,10 @@ def sample_batch(run: Run) -> Batch:
         idx = run.order[run.cursor : run.cursor + size]
         run.cursor += len(idx)
         golds = [run.answers[i] for i in idx for _ in range(n)]
+        styles = [run.styles[i] for i in idx for _ in range(n)]
         rollout = generation.generate(run.policy, run.tokenizer, [run.prompts[i] for i in idx], n=n,
                                       temperature=spec["temperature"], max_new_tokens=spec["max_response_length"])  # fmt: skip
-        rewards = np.asarray(grading.score(golds, rollout.texts), dtype=np.float32)
+        rewards = grade(styles, golds, rollout.texts)
         prompt_acc = rewards.reshape(-1, n).mean(axis=1)
         keep_groups = (
             np.flatnonzero((prompt_acc > 0) & (prompt_acc < 1)) if spec["filter_groups"] else np.arange(len(idx))
@@ -240,6 +257,12 @@ def sample_batch(run: Run) -> Batch:
         if len(keep_groups):
             break
     return Batch(rollout, rewards, keep_groups, len(idx))
+
+
+def grade(styles: list[str], golds: list[str], texts: list[str]) -> np.ndarray:
+    """A rollout's rewards, 1 for a right answer and 0 otherwise, each graded by its problem's style
+    (``core.reward.verdicts``: math-verify, or the sandbox's batch for code)."""
+    return np.asarray(reward.verdicts(styles, golds, texts), dtype=np.float32)
 
 
 def update_policy(run: Run, batch: Batch, old_log_prob: torch.Tensor) -> dict:

@@ -36,7 +36,8 @@ def table01_covariance_distribution(metrics_by_run: dict[str, pd.DataFrame], lab
 
 
 def table02_benchmarks(summaries: dict[str, list[pd.DataFrame]], labels: dict[str, str], benchmark_names: dict[str, str], **_) -> pd.DataFrame:
-    """Table 2: accuracy (%) per benchmark and method, and the unweighted mean over benchmarks.
+    """Table 2: accuracy (%) per benchmark (those of ``benchmark_names``, the math ones) and method, and
+    the unweighted mean over them.
 
     ``summaries`` holds each run's evaluation summaries, one per replicate. With one replicate a cell
     is that run's accuracy; with several it is their mean, and each column is followed by its
@@ -46,7 +47,7 @@ def table02_benchmarks(summaries: dict[str, list[pd.DataFrame]], labels: dict[st
     counts = {run: len(s) for run, s in summaries.items()}
     if len(set(counts.values())) != 1:
         raise ValueError(f"table02: runs differ in their number of replicates: {counts}")
-    per_replicate = [analysis.benchmark_accuracy({run: s[k] for run, s in summaries.items()})
+    per_replicate = [analysis.benchmark_accuracy({run: s[k] for run, s in summaries.items()}, list(benchmark_names))
                      for k in range(next(iter(counts.values())))]  # fmt: skip
     stacked = pd.concat(per_replicate, keys=range(len(per_replicate)))
     table = stacked.groupby(level=1, sort=False).mean()

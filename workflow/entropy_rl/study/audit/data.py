@@ -28,7 +28,7 @@ class Study:
     summary_paths: dict[str, str]
     model_paths: dict[str, str]  # model -> directory holding its config.json
     val_samples: dict[str, int]  # benchmark -> validation samples per validation point
-    bench_sizes: dict[str, int]  # benchmark -> problems
+    bench_sizes: dict[str, int]  # benchmark -> problems, for the benchmarks Table 2 averages (math)
     bench_roles: dict[str, str]  # the paper's benchmark name -> this scale's benchmark
     model_roles: dict[str, str]  # the paper's model name -> this scale's model
     fit_steps: int
@@ -73,9 +73,11 @@ class Study:
         return self._cache[key]
 
     def summary(self, run: str) -> pd.DataFrame:
+        """A run's evaluation summary on the benchmarks Table 2 averages (``bench_sizes``'s)."""
         key = ("summary", run)
         if key not in self._cache:
-            self._cache[key] = pd.read_parquet(self.summary_paths[run])
+            frame = pd.read_parquet(self.summary_paths[run])
+            self._cache[key] = frame[frame["benchmark"].isin(list(self.bench_sizes))].reset_index(drop=True)
         return self._cache[key]
 
     def samples(self, method: str) -> pd.DataFrame:

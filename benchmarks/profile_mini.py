@@ -128,8 +128,8 @@ def prepare(cfg: dict, model: str, steps: int | None, tmp: Path) -> tuple[dict, 
         for name, path in sorted(bench.items()):
             frame = formats.load_verl_parquet(path)
             p, a = formats.prompts_and_answers(frame)
-            rates[name] = round(evaluate.accuracy(policy, tok, p, a, cfg["data"]["benchmarks"][name]["protocol"],
-                                                  cfg["eval"]["max_new_tokens"], formats.problem_styles(frame)), 3)  # fmt: skip
+            rates[name] = round(evaluate.accuracy(policy, tok, p, a, formats.problem_styles(frame),
+                                                  cfg["data"]["benchmarks"][name]["protocol"], cfg["eval"]["max_new_tokens"]), 3)  # fmt: skip
     prof.report(f"pre-training {model}, {settings['steps']} steps of {settings['batch_size']}", time.perf_counter() - t0)
     print(f"  starting pass rates {json.dumps(rates)}")
     policy.save_pretrained(tmp / "model")

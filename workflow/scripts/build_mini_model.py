@@ -21,8 +21,10 @@ losses = models.pretrain(model, tok, prompts, list(corpus["response"]), settings
 pass_rates = {}
 for path in snakemake.input.benchmarks:
     name = Path(path).stem
-    p, a = formats.prompts_and_answers(formats.load_verl_parquet(path))
-    pass_rates[name] = evaluate.accuracy(model, tok, p, a, snakemake.params.protocols[name], snakemake.params.max_new_tokens)
+    frame = formats.load_verl_parquet(path)
+    p, a = formats.prompts_and_answers(frame)
+    pass_rates[name] = evaluate.accuracy(model, tok, p, a, formats.problem_styles(frame), snakemake.params.protocols[name],
+                                         snakemake.params.max_new_tokens)  # fmt: skip
 log.info("starting pass rates %s", pass_rates)
 if max(pass_rates.values()) == 0:
     raise RuntimeError(f"pre-trained model solves no benchmark problem; raise pretrain.steps ({pass_rates})")

@@ -17,11 +17,11 @@ from . import generation, models
 
 
 def sample_benchmark(
-    model, tokenizer, prompts, answers, temperature: float, n: int, max_new_tokens: int, batch_size: int = 512,
-    styles: list[str] | None = None,
+    model, tokenizer, prompts, answers, styles: list[str], temperature: float, n: int, max_new_tokens: int,
+    batch_size: int = 512,
 ) -> pd.DataFrame:
-    """One row per (problem, sample): response, extracted answer, correctness (by each problem's
-    ``styles``; math-verify for all when not given). Responses are
+    """One row per (problem, sample): response, extracted answer, correctness (by each problem's reward
+    style, ``formats.problem_styles``: math-verify, or the sandbox for code). Responses are
     sampled ``batch_size`` at a time: on one CPU thread a tiny model's cost per response is
     lowest at a few hundred rows (qwen2-m, 26 tokens: 0.90 ms at 64 rows, 0.57 at 256, 0.56 at 512,
     0.68 at 1,024, where the KV cache outgrows the CPU's caches)."""
@@ -37,10 +37,8 @@ def sample_benchmark(
 
 
 @torch.no_grad()
-def accuracy(model, tokenizer, prompts, answers, protocol: dict, max_new_tokens: int, styles=None) -> float:
-    samples = sample_benchmark(
-        model, tokenizer, prompts, answers, protocol["temperature"], protocol["n"], max_new_tokens, styles=styles
-    )
+def accuracy(model, tokenizer, prompts, answers, styles: list[str], protocol: dict, max_new_tokens: int) -> float:
+    samples = sample_benchmark(model, tokenizer, prompts, answers, styles, protocol["temperature"], protocol["n"], max_new_tokens)
     return float(samples["correct"].mean())
 
 
@@ -58,7 +56,7 @@ def evaluate_benchmarks(model: str, frames: dict[str, pd.DataFrame], params) -> 
         yield (
             name,
             sample_benchmark(
-                policy, tokenizer, prompts, answers, protocol["temperature"], protocol["n"], params.max_new_tokens,
-                styles=formats.problem_styles(frame),
+                policy, tokenizer, prompts, answers, formats.problem_styles(frame), protocol["temperature"], protocol["n"],
+                params.max_new_tokens,
             ),
         )

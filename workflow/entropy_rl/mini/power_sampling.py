@@ -69,9 +69,10 @@ def to_rollout(tokenizer, chains: list[Chain]) -> generation.Rollout:
 
 @torch.no_grad()
 def sample_method(model, tokenizer, base, prompts, answers, method: dict, n: int, max_new_tokens: int, seed: int,
-                  batch_size: int = 256) -> pd.DataFrame:  # fmt: skip
+                  batch_size: int = 256, styles: list[str] | None = None) -> pd.DataFrame:  # fmt: skip
     """``n`` graded responses per problem from one method, with what the comparison needs of each:
     the base model's log-likelihood of it (``base``, temperature 1) and the tokens drawn to make it.
+    Each is graded by its problem's reward style (``styles``; math-verify when not given).
 
     ``method`` is ``{"kind": "sample", "temperature": t}`` (plain sampling from ``model``: the base
     model, or a trained checkpoint) or ``{"kind": "power", "alpha", "block_size", "n_mcmc"}``
@@ -96,7 +97,7 @@ def sample_method(model, tokenizer, base, prompts, answers, method: dict, n: int
         base_logp, _ = generation.forward_response(base, rollout, 1.0, with_entropy=False)
         lengths = rollout.response_mask.sum(dim=1).tolist()
         loglik = (base_logp * rollout.response_mask).sum(dim=1).tolist()
-        rows += answer_rows(rollout.texts, answers, n, start, lengths, drawn, acceptance, loglik)
+        rows += answer_rows(rollout.texts, answers, n, start, lengths, drawn, acceptance, loglik, styles)
     return pd.DataFrame(rows)
 
 
@@ -125,5 +126,6 @@ def sample_benchmarks(
                 params.n,
                 params.max_new_tokens,
                 params.seed,
+                styles=formats.problem_styles(frame),
             ),
         )

@@ -65,8 +65,8 @@ def validate(model, tokenizer, val_sets: dict, max_new_tokens: int) -> dict:
     for key, names in by_protocol.items():
         protocol = json.loads(key)
         prompts, answers, styles = ([x for name in names for x in getattr(val_sets[name], f)] for f in ("prompts", "answers", "styles"))
-        samples = evaluate.sample_benchmark(model, tokenizer, prompts, answers, protocol["temperature"],
-                                            protocol["n"], max_new_tokens, styles=styles)  # fmt: skip
+        samples = evaluate.sample_benchmark(model, tokenizer, prompts, answers, styles, protocol["temperature"],
+                                            protocol["n"], max_new_tokens)  # fmt: skip
         owner = np.repeat(names, [len(val_sets[name].prompts) for name in names])[samples["problem_id"]]
         for name, correct in samples["correct"].groupby(owner):
             accs[f"val_acc/{name}"] = float(correct.mean())

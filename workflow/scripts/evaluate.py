@@ -19,8 +19,7 @@ for (name, samples), out_path in zip(
     samples.insert(0, "benchmark", name)
     atomic.to_parquet(samples, out_path)
     summary = pass_rates.summarize(samples, p.pass_k)
-    tally = reward.sandbox_tally(reset=True)  # code benchmarks: programs run, and those stopped for a limit
-    summary.update(sandbox_programs=sum(tally.values()), sandbox_limit_kills=tally.get("killed", 0) + tally.get("timeout", 0))
+    summary.update(reward.sandbox_columns())  # code benchmarks: programs run, and those stopped for a limit
     rows.append({"benchmark": name, "temperature": p.protocols[name]["temperature"], **summary})
     log.info("%s %s", name, summary)
 atomic.to_parquet(pd.DataFrame(rows), snakemake.output.summary)

@@ -36,6 +36,14 @@ def sandbox_tally(reset: bool = False) -> dict[str, int]:
     return counts
 
 
+def sandbox_columns() -> dict[str, int]:
+    """The programs run since the last reset and those stopped for a limit (killed or timed out), as the
+    ``sandbox_programs`` and ``sandbox_limit_kills`` columns of a training step or a benchmark summary;
+    starts the count again."""
+    tally = sandbox_tally(reset=True)
+    return {"sandbox_programs": sum(tally.values()), "sandbox_limit_kills": tally.get("killed", 0) + tally.get("timeout", 0)}
+
+
 def extract_code(response: str) -> str:
     """The last fenced code block of a response ('' when none)."""
     blocks = CODE_BLOCK.findall(response)

@@ -60,11 +60,12 @@ def task_problems(spec: dict, size: int, seed: int) -> list[dict]:
     rng = np.random.default_rng(seed)
     problems = []
     for e in ds:
-        chain = "".join(_terms(e["metadata"]["expression"]))
+        terms = _terms(e["metadata"]["expression"])
+        chain = "".join(terms)
         if domain(spec) == "math":
             problems.append({"prompt": chain, "gold": str(e["answer"]), "style": "rule", "question": e["question"], "expression": chain})
         else:
-            in_x = "x" + chain[len(_terms(chain)[0]) :]
+            in_x = "".join(["x", *terms[1:]])
             xs = [int(v) for v in rng.choice(10, size=CODE_TESTS, replace=False)]
             tests = {"inputs": [f"{x}\n" for x in xs], "outputs": [str(_value(in_x, x)) for x in xs]}
             problems.append({"prompt": CODE_CUE + in_x, "gold": json.dumps(tests), "style": CODE_STYLE,

@@ -223,9 +223,9 @@ def training_step(run: Run, step: int, val_sets: dict) -> dict:
             row.update(update_policy(run, batch, old_log_prob))
         else:
             log.info("step %d: no prompt with mixed outcomes; no update", step)
-    tally = reward.sandbox_tally(reset=True)
+    programs = reward.sandbox_columns()
     if run.code:  # the programs this step ran (those not run before in this run), and those stopped for a limit
-        row.update(sandbox_programs=sum(tally.values()), sandbox_limit_kills=tally.get("killed", 0) + tally.get("timeout", 0))
+        row.update(programs)
     return row
 
 

@@ -200,6 +200,21 @@ def test_shared_coefficients_test_needs_two_runs():
         analysis.shared_coefficients_test({"only": law_run()})
 
 
+def test_coefficients_anova_judges_runs_against_their_seeds():
+    def fit(**law):
+        return analysis.fit_run(law_run(noise=0.01, **law))
+
+    same = {f"r{i}": [fit(seed=10 * i + k) for k in range(3)] for i in range(3)}
+    result = analysis.coefficients_anova(same)
+    assert result["p_value"] > 0.05
+    assert result["p_value"] == min(1.0, 2 * min(result["a"]["p_value"], result["b"]["p_value"]))
+    different = {"r0": [fit(seed=k) for k in range(3)], "r1": [fit(a=0.2, b=0.6, seed=5 + k) for k in range(3)]}
+    result = analysis.coefficients_anova(different)
+    assert result["p_value"] < 1e-3 and result["b"]["mean"]["r1"] == pytest.approx(0.6, abs=0.05)
+    with pytest.raises(ValueError, match="at least 2 seeds"):
+        analysis.coefficients_anova({"r0": same["r0"], "r1": same["r1"][:1]})
+
+
 def test_log_linear_fit_recovers_slope():
     x = np.array([1e6, 1e7, 1e8, 1e9])
     fit = analysis.log_linear_fit(x, 0.1 * np.log10(x) + 0.2)

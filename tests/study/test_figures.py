@@ -392,12 +392,53 @@ def test_fig08_draws_the_bandit_covariance_beside_next_step_entropy_change_and_t
     np.testing.assert_allclose(ax_t.lines[0].get_ydata(), m["cov_all"])
     twin = next(ax for ax in fig.axes if ax not in (ax_c, ax_d, ax_t) and ax.bbox.bounds == ax_c.bbox.bounds)
     neg_dH = twin.lines[0].get_ydata()
-    np.testing.assert_allclose(
-        neg_dH[:-1], m["entropy"].to_numpy()[:-1] - m["entropy"].to_numpy()[1:]
-    )  # row t: H[t] - H[t+1]
-    assert np.isnan(neg_dH[-1])
+    # row t: H[t] - H[t+1]; the last step has no next one and is not drawn
+    np.testing.assert_allclose(neg_dH, m["entropy"].to_numpy()[:-1] - m["entropy"].to_numpy()[1:])
     token_r = analysis.covariance_dynamics(m, "cov_all")["pearson_r"]
     assert f"Pearson r = {token_r:.2f}" in texts(fig)
+
+
+def test_fig08_over_seeds_draws_the_seed_mean_and_tests_each_seed(tmp_path, runs, drawn):
+    frames = [runs["grpo"], synthetic_metrics(seed=70), synthetic_metrics(seed=71)]
+    call("fig08_covariance", {"grpo": runs["grpo"]}, tmp_path / "f", replicates={"grpo": frames})
+    fig = drawn[0]
+    ax_c, ax_d, _ = panels(fig)
+    mean = pd.concat([f[["step", "bandit_cov"]] for f in frames]).groupby("step")["bandit_cov"].mean()
+    np.testing.assert_allclose(ax_c.lines[0].get_ydata(), mean.to_numpy())
+    assert len(ax_c.collections) == 1  # its band
+    r = [analysis.covariance_dynamics(f, "bandit_cov")["pearson_r"] for f in frames]
+    box = texts(fig)
+    assert f"Pearson r = {np.mean(r):.2f} ± {np.std(r, ddof=1):.2f}" in box and "over 3 seeds" in box
+    ps = [analysis.covariance_by_difficulty(f)["hard_below_easy_p"] for f in frames]
+    assert "Wilcoxon p by seed\n" + ", ".join(f"{p:.2g}" for p in ps) in box
+    assert "means over 3 seeds" in drawn[0].texts[-1].get_text()
+
+
+def test_fig05_over_seeds_predicts_each_seed_and_draws_their_mean(tmp_path, runs, drawn):
+    frames = [runs["grpo"], synthetic_metrics(seed=80), synthetic_metrics(seed=81)]
+    call("fig05_early_prediction", {"grpo": runs["grpo"]}, tmp_path / "f", fit_steps=36, replicates={"grpo": frames})
+    (ax,) = panels(drawn[0])
+    preds = [analysis.early_prediction(f, 36) for f in frames]
+    band, filled, hollow = ax.collections[:3]
+    assert len(filled.get_offsets()) == 7 and len(hollow.get_offsets()) == 14
+    observed = pd.concat([analysis.validation_points(f) for f in frames]).groupby("step")["R"].mean()
+    np.testing.assert_allclose(ax.lines[0].get_ydata(), 100 * observed.to_numpy())
+    rmse = [p["rmse_pct"] for p in preds]
+    box = texts(drawn[0])
+    assert f"RMSE = {np.mean(rmse):.2f} ± {np.std(rmse, ddof=1):.2f} pts" in box and "(3 seeds)" in box
+    summary = analysis.early_prediction_summary({k: f for k, f in enumerate(frames)}, 36)
+    assert f"mean over runs and seeds: RMSE {summary['rmse_pct'].mean():.2f}" in box
+
+
+def test_fig06_over_seeds_draws_each_seeds_fit_and_the_anova(tmp_path, runs, drawn):
+    seeds = {run: [frame, synthetic_metrics(seed=90 + i), synthetic_metrics(seed=95 + i)] for i, (run, frame) in enumerate(runs.items())}
+    call("fig06_algorithms", runs, tmp_path / "f", replicates=seeds)
+    (ax,) = drawn[0].axes
+    assert len(ax.lines) == 3 * len(runs) + 1  # every seed's own curve + the pooled one
+    anova = analysis.coefficients_anova({run: [analysis.fit_run(f) for f in frames] for run, frames in seeds.items()})
+    box = texts(drawn[0])
+    assert f"a: F = {anova['a']['F']:.2f}, p = {anova['a']['p_value']:.3g}" in box
+    assert f"p (both, Bonferroni) = {anova['p_value']:.3g}" in box
 
 
 def test_fig08_needs_the_bandit_and_token_covariance_columns(tmp_path, runs):

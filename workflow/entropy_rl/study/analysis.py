@@ -248,6 +248,22 @@ def shared_coefficients_test(metrics_by_run: dict[str, pd.DataFrame], column: st
             "pooled": pooled, "per_run": own, "max_curve_gap_pct": 100.0 * gap}  # fmt: skip
 
 
+def coefficients_anova(seed_fits: dict[str, list[dict]]) -> dict:
+    """Do several runs share one (a, b), judged against seed-to-seed variation? ``seed_fits`` is run -> the
+    fit of each of its seeds (``fit_run``). A one-way ANOVA per coefficient, the runs as groups and their
+    seeds as replicates; ``p_value`` is the smaller of the two, doubled (Bonferroni over a and b)."""
+    if len(seed_fits) < 2 or min(len(fits) for fits in seed_fits.values()) < 2:
+        raise ValueError("an ANOVA over seeds needs at least 2 runs of at least 2 seeds each")
+    out = {}
+    for c in ("a", "b"):
+        test = scipy.stats.f_oneway(*[[f[c] for f in fits] for fits in seed_fits.values()])
+        out[c] = {"F": float(test.statistic), "p_value": float(test.pvalue),
+                  "mean": {r: float(np.mean([f[c] for f in fits])) for r, fits in seed_fits.items()},
+                  "sd": {r: float(np.std([f[c] for f in fits], ddof=1)) for r, fits in seed_fits.items()}}  # fmt: skip
+    out["p_value"] = min(1.0, 2 * min(out["a"]["p_value"], out["b"]["p_value"]))
+    return out
+
+
 def log_linear_fit(x, y) -> dict:
     """y = slope·log10(x) + intercept by least squares (Figure 7: coefficients against model size)."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)

@@ -85,6 +85,12 @@ def band_note(replicates: dict[str, list] | None) -> str:
     return f" Lines are means over {seeds} seeds (pre-training and RL); bands are ±1 standard error over the seeds."
 
 
+def _mean_sd(values, digits: int = 2, unit: str = "") -> str:
+    """A quantity over seeds as "mean ± s.d." and its unit ("n/a" when fewer than two seeds have it)."""
+    values = [v for v in values if np.isfinite(v)]
+    return f"{np.mean(values):.{digits}f} ± {np.std(values, ddof=1):.{digits}f}{unit}" if len(values) > 1 else "n/a"
+
+
 def _law_curve(ax, fit: dict, lo: float, hi: float, **style) -> None:
     """Eq. 6 with the fitted (a, b) between entropies ``lo`` and ``hi``, in accuracy %."""
     H = np.linspace(lo, hi, 200)
@@ -335,6 +341,7 @@ def fig05_early_prediction(
     fit_steps: int,
     stem,
     caption: str = "",
+    replicates: dict[str, list[pd.DataFrame]] | None = None,
 ) -> tuple[Path, Path]:
     """Figure 5: accuracy late in training predicted from entropy with a fit on the early steps only.
 
@@ -342,31 +349,45 @@ def fig05_early_prediction(
     the fit, step ≤ ``fit_steps``; open: predicted), the prediction of
     ``analysis.early_prediction`` dashed, the end of the fit window as a
     vertical line, and held-out RMSE and final error in accuracy points.
+    A run with several ``replicates``: each seed is fitted and predicted on its own;
+    the panel draws the seeds' mean observed accuracy in a ±1 standard-error band
+    and their mean prediction, and its box gives the errors as mean ± s.d. over seeds.
     """
     plotting.style()
     runs = _runs(metrics_by_run, "fig05", ("step", "entropy", "val_acc"))
+    seeds = {run: (replicates or {}).get(run) or [metrics_by_run[run]] for run in runs}
     predictions = {}
     for run in runs:
         try:
-            predictions[run] = analysis.early_prediction(metrics_by_run[run], fit_steps)
+            predictions[run] = [analysis.early_prediction(frame, fit_steps) for frame in seeds[run]]
         except ValueError as err:
             raise ValueError(f"fig05: run {run!r} cannot be fitted on steps <= {fit_steps}: {err}") from err
-    summary = analysis.early_prediction_summary(metrics_by_run, fit_steps)
+    summary = analysis.early_prediction_summary({f"{run} seed {k}": frame for run in runs for k, frame in enumerate(seeds[run])},
+                                                fit_steps)  # fmt: skip
     fig, axes = plotting.grid(len(runs), height=3.0)
     color, pred_color = sns.color_palette("deep")[0], "crimson"
     for ax, run in zip(axes.flat, runs):
-        pred = predictions[run]
-        pts = pd.DataFrame(pred["points"])
-        used = pts["used_for_fit"].astype(bool)
+        preds = predictions[run]
+        pts = (pd.concat([pd.DataFrame(p["points"]) for p in preds]).groupby("step")
+               .agg(R=("R", "mean"), se=("R", "sem"), R_pred=("R_pred", "mean"), used=("used_for_fit", "all")).reset_index())  # fmt: skip
+        used = pts["used"].astype(bool)
         ax.plot(pts["step"], 100 * pts["R"], color=color, lw=0.8, alpha=0.5, zorder=2)
+        if len(preds) > 1:
+            ax.fill_between(pts["step"], 100 * (pts["R"] - pts["se"]), 100 * (pts["R"] + pts["se"]), color=color, alpha=0.2, lw=0)
         ax.scatter(pts.loc[used, "step"], 100 * pts.loc[used, "R"], color=color, s=22, zorder=3)
         ax.scatter(pts.loc[~used, "step"], 100 * pts.loc[~used, "R"], facecolor="white", edgecolor=color, s=22,
                    linewidth=1.0, zorder=3)  # fmt: skip
         ax.plot(pts["step"], 100 * pts["R_pred"], color=pred_color, lw=1.4, ls="--", zorder=4)
         ax.axvline(fit_steps, color="0.35", ls=":", lw=1.2)
-        rmse = f"{pred['rmse_pct']:.2f} pts" if pred["n_pred"] else "n/a (nothing after the window)"
-        plotting.box(ax, f"fit on {pred['n_fit']} points\nRMSE = {rmse}\nfinal error = {pred['final_error_pct']:.2f} pts",
-             y=0.03)  # fmt: skip
+        rmse = [p["rmse_pct"] for p in preds if p["n_pred"]]
+        final = [p["final_error_pct"] for p in preds]
+        if len(preds) == 1:
+            text = (f"fit on {preds[0]['n_fit']} points\nRMSE = {f'{rmse[0]:.2f} pts' if rmse else 'n/a (nothing after the window)'}"
+                    f"\nfinal error = {final[0]:.2f} pts")  # fmt: skip
+        else:
+            text = (f"fit on {preds[0]['n_fit']} points a seed\nRMSE = {_mean_sd(rmse, unit=' pts')}\nfinal error = {_mean_sd(final, unit=' pts')}"
+                    f"\n({len(preds)} seeds)")  # fmt: skip
+        plotting.box(ax, text, y=0.03)
         ax.set_title(plotting.label(labels, run), fontsize=9)
         ax.set_xlabel("Training step")
         ax.set_ylabel("Validation accuracy (%)")
@@ -376,51 +397,74 @@ def fig05_early_prediction(
         Line2D([], [], color=pred_color, ls="--", lw=1.4, label="R = −a·exp(H) + b from the early fit"),
     ]
     mean_rmse = summary["rmse_pct"].mean()  # NaN when no run has a point after the window
-    title = (f"Early prediction, mean over runs: RMSE {'n/a' if np.isnan(mean_rmse) else f'{mean_rmse:.2f}'}, "
+    over = "runs" if len(summary) == len(runs) else "runs and seeds"
+    title = (f"Early prediction, mean over {over}: RMSE {'n/a' if np.isnan(mean_rmse) else f'{mean_rmse:.2f}'}, "
              f"final error {summary['final_error_pct'].mean():.2f} accuracy points")  # fmt: skip
     fig.legend(handles=handles, loc="outside upper center", ncol=3, frameon=False, fontsize=8, title=title,
                title_fontproperties={"size": "large"})  # fmt: skip
-    plotting.caption(fig, caption)
+    note = band_note(replicates).replace("Lines are means over", "Markers are means over").replace(
+        "bands are ±1 standard error over the seeds.", "bands ±1 standard error over them; each seed has its own early fit, and the dashed line is their mean prediction.")
+    plotting.caption(fig, caption + note)
     return plotting.save(fig, stem)
 
 
 def fig06_algorithms(
-    metrics_by_run: dict[str, pd.DataFrame], *, labels: dict[str, str] | None = None, stem, caption: str = ""
+    metrics_by_run: dict[str, pd.DataFrame], *, labels: dict[str, str] | None = None, stem, caption: str = "",
+    replicates: dict[str, list[pd.DataFrame]] | None = None,
 ) -> tuple[Path, Path]:
     """Figure 6: runs of different RL algorithms lie on one entropy–accuracy curve.
 
     Each run's validation points and its own fit in its colour, the pooled fit
-    (one a, b for all runs) dashed black, and the F-test of
-    ``analysis.shared_coefficients_test`` with the largest gap between any
-    run's curve and the pooled one.
+    (one a, b for all runs and seeds) dashed black. One seed: the F-test of
+    ``analysis.shared_coefficients_test`` with the largest gap between any run's
+    curve and the pooled one. Several ``replicates``: every seed's points and own
+    fit (thin), and the ANOVA over seeds of ``analysis.coefficients_anova``, as the audit judges it.
     """
     plotting.style()
     runs = _runs(metrics_by_run, "fig06", ("step", "entropy", "val_acc"))
     if len(runs) < 2:
         raise ValueError(f"fig06 compares algorithms: needs at least 2 runs, got {len(runs)}")
+    seeds = {run: (replicates or {}).get(run) or [metrics_by_run[run]] for run in runs}
+    several = min(len(frames) for frames in seeds.values()) > 1
     try:
-        test = analysis.shared_coefficients_test(metrics_by_run)
+        if several:
+            own = {run: [analysis.fit_run(f) for f in frames] for run, frames in seeds.items()}
+            anova = analysis.coefficients_anova(own)
+            pooled = analysis.fit_entropy_law(
+                *(np.concatenate([analysis.validation_points(f)[c].to_numpy() for frames in seeds.values() for f in frames])
+                  for c in ("entropy", "R"))
+            )  # fmt: skip
+            text = (f"one (a, b) for all runs? ANOVA over\n{min(len(f) for f in seeds.values())} seeds a run: "
+                    + "\n".join(f"{c}: F = {anova[c]['F']:.2f}, p = {anova[c]['p_value']:.3g}" for c in ("a", "b"))
+                    + f"\np (both, Bonferroni) = {anova['p_value']:.3g}")  # fmt: skip
+        else:
+            test = analysis.shared_coefficients_test(metrics_by_run)
+            own, pooled = {run: [test["per_run"][run]] for run in runs}, test["pooled"]
+            text = (f"one (a, b) for all runs, F-test:\nF({test['df1']}, {test['df2']}) = {test['F']:.2f}, "
+                    f"p = {test['p_value']:.3g}\nmax curve gap = {test['max_curve_gap_pct']:.2f} pts")  # fmt: skip
     except ValueError as err:
         raise ValueError(f"fig06: {err}") from err
     colors = plotting.palette(runs)
     fig, ax = plt.subplots(figsize=(6.0, 4.2), layout="constrained")
     H_all = []
     for run in runs:
-        pts = analysis.validation_points(metrics_by_run[run])
-        H_all.append(pts["entropy"].to_numpy())
-        ax.scatter(pts["entropy"], 100 * pts["R"], color=colors[run], s=20, edgecolor="0.2", linewidth=0.3,
-                   zorder=3, label=plotting.label(labels, run))  # fmt: skip
-        _law_curve(ax, test["per_run"][run], pts["entropy"].min(), pts["entropy"].max(), color=colors[run], lw=1.4)
+        for k, (frame, fit) in enumerate(zip(seeds[run], own[run])):
+            pts = analysis.validation_points(frame)
+            H_all.append(pts["entropy"].to_numpy())
+            ax.scatter(pts["entropy"], 100 * pts["R"], color=colors[run], s=12 if several else 20, edgecolor="0.2",
+                       linewidth=0.3, zorder=3, label=plotting.label(labels, run) if k == 0 else None)  # fmt: skip
+            _law_curve(ax, fit, pts["entropy"].min(), pts["entropy"].max(), color=colors[run], lw=0.9 if several else 1.4)
     H_all = np.concatenate(H_all)
-    _law_curve(ax, test["pooled"], H_all.min(), H_all.max(), color="black", lw=2.0, ls="--", zorder=4,
+    _law_curve(ax, pooled, H_all.min(), H_all.max(), color="black", lw=2.0, ls="--", zorder=4,
                label="pooled fit (one a, b)")  # fmt: skip
-    plotting.box(ax, f"one (a, b) for all runs, F-test:\nF({test['df1']}, {test['df2']}) = {test['F']:.2f}, "
-             f"p = {test['p_value']:.3g}\nmax curve gap = {test['max_curve_gap_pct']:.2f} pts")  # fmt: skip
+    plotting.box(ax, text)
     ax.set_title("Accuracy against entropy across RL algorithms")
     ax.set_xlabel("Policy entropy (nats)")
     ax.set_ylabel("Validation accuracy (%)")
     ax.legend(loc="lower left", fontsize=8)
-    plotting.caption(fig, caption)
+    note = band_note(replicates).replace("Lines are means over", "Points and thin curves are each of").replace(
+        "; bands are ±1 standard error over the seeds.", ", each seed with its own fit.")
+    plotting.caption(fig, caption + note)
     return plotting.save(fig, stem)
 
 
@@ -505,7 +549,8 @@ def fig07_coefficients_vs_size(
 
 
 def fig08_covariance(
-    metrics_by_run: dict[str, pd.DataFrame], *, labels: dict[str, str] | None = None, stem, caption: str = ""
+    metrics_by_run: dict[str, pd.DataFrame], *, labels: dict[str, str] | None = None, stem, caption: str = "",
+    replicates: dict[str, list[pd.DataFrame]] | None = None,
 ) -> tuple[Path, Path]:
     """Figure 8: the bandit covariance tracks the entropy change (left) and is smaller on hard prompts
     (middle); Table 1's token covariance over the same steps (right).
@@ -520,7 +565,8 @@ def fig08_covariance(
     such a prompt), with the one-sided Wilcoxon test of
     ``analysis.covariance_by_difficulty``. Right: the batch-level token
     covariance of Eq. 10 (``cov_all``, Table 1's "All") beside −ΔH, so both
-    quantities are shown. Draws the first run only.
+    quantities are shown. Draws the first run only; with several ``replicates``,
+    the mean over its seeds in a ±1 standard-error band, and each test per seed.
     """
     plotting.style()
     runs = _runs(
@@ -529,17 +575,25 @@ def fig08_covariance(
     run = runs[0]
     if len(runs) > 1:
         warnings.warn(f"fig08 draws one run: using {run!r}, ignoring {runs[1:]}", stacklevel=2)
-    m = metrics_by_run[run].sort_values("step")
+    frames = [f.sort_values("step").assign(neg_dH=lambda f: analysis.entropy_decrease(f))
+              for f in (replicates or {}).get(run) or [metrics_by_run[run]]]  # fmt: skip
     try:
-        dynamics = analysis.covariance_dynamics(m, metric_columns.BANDIT_COV)
+        dynamics = [analysis.covariance_dynamics(f, metric_columns.BANDIT_COV) for f in frames]
     except ValueError as err:
         raise ValueError(f"fig08: run {run!r}: {err}") from err
     try:
-        token = analysis.covariance_dynamics(m, metric_columns.TOKEN_COV)
+        token = [analysis.covariance_dynamics(f, metric_columns.TOKEN_COV) for f in frames]
     except ValueError:
         token = None
-    by_difficulty = analysis.covariance_by_difficulty(m)
-    neg_dH = analysis.entropy_decrease(m)
+    by_difficulty = [analysis.covariance_by_difficulty(f) for f in frames]
+
+    def tests(stats: list[dict] | None) -> str:
+        if not stats:
+            return "too few steps for a correlation"
+        if len(stats) == 1:
+            return f"Pearson r = {stats[0]['pearson_r']:.2f}\np = {stats[0]['p_value']:.2g}, {stats[0]['n_steps']} steps"
+        return (f"Pearson r = {_mean_sd([t['pearson_r'] for t in stats])}\nover {len(stats)} seeds; "
+                f"largest p = {max(t['p_value'] for t in stats):.2g}")  # fmt: skip
 
     deep = sns.color_palette("deep")
     fig, (ax_c, ax_d, ax_t) = plt.subplots(1, 3, figsize=(14.0, 3.9), layout="constrained")
@@ -547,16 +601,14 @@ def fig08_covariance(
                                            (ax_t, metric_columns.TOKEN_COV, deep[4], "token Cov (Eq. 10)", token)):  # fmt: skip
         ax_h = ax.twinx()
         ax_h.grid(False)
-        ax.plot(m["step"], m[column], color=color, lw=1.4)
-        ax_h.plot(m["step"], neg_dH, color=deep[3], lw=1.2, alpha=0.85)
+        seed_line(ax, frames, column, color, lw=1.4)
+        seed_line(ax_h, frames, "neg_dH", deep[3], lw=1.2, alpha=0.85)
         ax.axhline(0, color="0.5", lw=0.8)
         plotting.align_zero(ax, ax_h)
         ax.legend(handles=[Line2D([], [], color=color, lw=1.4, label=f"{name}, left"),
                            Line2D([], [], color=deep[3], lw=1.2, label="−ΔH = H(t) − H(t+1), right")],
                   loc="upper center", fontsize=8)  # fmt: skip
-        note = (f"Pearson r = {stats['pearson_r']:.2f}\np = {stats['p_value']:.2g}, {stats['n_steps']} steps"
-                if stats else "too few steps for a correlation")  # fmt: skip
-        plotting.box(ax, note, y=0.03)
+        plotting.box(ax, tests(stats), y=0.03)
         ax.set_xlabel("Training step")
         ax_h.set_ylabel("−ΔH (nats)")
     ax_c.set_title(f"Bandit covariance and entropy change: {plotting.label(labels, run)}", fontsize=9)
@@ -565,17 +617,25 @@ def fig08_covariance(
     ax_t.set_ylabel("Token covariance, Eq. 10 (batch mean)")
 
     for col, color in zip(DIFFICULTY, (deep[3], deep[1], deep[2])):
-        ax_d.plot(m["step"], m[col], color=color, lw=0, marker=".", ms=3, alpha=0.35)
-        ax_d.plot(m["step"], m[col].rolling(5, min_periods=1).mean(), color=color, lw=1.6, label=DIFFICULTY[col])
+        for f in frames:
+            ax_d.plot(f["step"], f[col], color=color, lw=0, marker=".", ms=3, alpha=0.35)
+        mean = pd.concat([f[["step", col]] for f in frames]).groupby("step")[col].mean()
+        ax_d.plot(mean.index, mean.rolling(5, min_periods=1).mean(), color=color, lw=1.6, label=DIFFICULTY[col])
     ax_d.axhline(0, color="0.5", lw=0.8)
-    p = by_difficulty["hard_below_easy_p"]
-    plotting.box(ax_d, f"0.125 < 0.875: Wilcoxon p = {p:.2g}\n{by_difficulty['n_paired_steps']} steps with both" if np.isfinite(p)
-         else "0.125 < 0.875: too few steps with both groups", y=0.03)  # fmt: skip
+    ps = [d["hard_below_easy_p"] for d in by_difficulty]
+    if len(ps) == 1:
+        text = (f"0.125 < 0.875: Wilcoxon p = {ps[0]:.2g}\n{by_difficulty[0]['n_paired_steps']} steps with both"
+                if np.isfinite(ps[0]) else "0.125 < 0.875: too few steps with both groups")  # fmt: skip
+    else:
+        text = "0.125 < 0.875: Wilcoxon p by seed\n" + ", ".join(f"{p:.2g}" if np.isfinite(p) else "n/a" for p in ps)
+    plotting.box(ax_d, text, y=0.03)
     ax_d.set_title("Bandit covariance by prompt accuracy (5-step rolling mean)", fontsize=9)
     ax_d.set_xlabel("Training step")
     ax_d.set_ylabel("Bandit covariance, Eq. 8–9 (group mean)")
     ax_d.legend(loc="upper right", fontsize=8)
-    plotting.caption(fig, caption)
+    note = band_note(replicates if len(frames) > 1 else None).replace(
+        "bands are ±1 standard error over the seeds.", "bands are ±1 standard error over the seeds; the middle panel's points are every seed's, its lines the seeds' mean.")
+    plotting.caption(fig, caption + note)
     return plotting.save(fig, stem)
 
 

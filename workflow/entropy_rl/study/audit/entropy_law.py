@@ -130,14 +130,10 @@ def shared_coefficients(study: Study, artifact: str, expect: str = "shared") -> 
         p, value = test["p_value"], f"p = {test['p_value']:.3g}; largest curve gap {test['max_curve_gap_pct']:.1f} points ({coefs})"
         how = f"analysis.shared_coefficients_test over {len(runs)} runs of {artifact}"
     else:
-        fits = {r: [analysis.fit_run(study.metrics(s)) for s in study.seeds(r)] for r in runs}
-        parts, ps = [], []
-        for c in ("a", "b"):
-            test = scipy.stats.f_oneway(*[[f[c] for f in fits[r]] for r in runs])
-            ps.append(float(test.pvalue))
-            means = ", ".join(f"{r} {np.mean([f[c] for f in fits[r]]):.3g} ± {np.std([f[c] for f in fits[r]], ddof=1):.2g}" for r in runs)
-            parts.append(f"{c}: F = {test.statistic:.3g}, p = {test.pvalue:.3g} ({means})")
-        p = min(1.0, 2 * min(ps))
+        test = analysis.coefficients_anova({r: [analysis.fit_run(study.metrics(s)) for s in study.seeds(r)] for r in runs})
+        parts = [f"{c}: F = {test[c]['F']:.3g}, p = {test[c]['p_value']:.3g} ("
+                 + ", ".join(f"{r} {test[c]['mean'][r]:.3g} ± {test[c]['sd'][r]:.2g}" for r in runs) + ")" for c in ("a", "b")]
+        p = test["p_value"]
         value = f"p = {p:.3g}; " + "; ".join(parts)
         how = (f"one-way ANOVA of each coefficient over {len(runs)} runs of {artifact}, {study.replicates} seeds each "
                "(mean ± s.d. over seeds), the smaller p doubled for the two coefficients")  # fmt: skip

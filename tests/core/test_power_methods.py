@@ -78,3 +78,21 @@ def test_the_registry_loads_without_torch():
     """The rules and the audit's params read it while the workflow is planned."""
     code = "import sys, entropy_rl.core.power_methods; assert not {'torch', 'transformers', 'vllm'} & set(sys.modules)"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_replicates_repeat_every_method_on_its_own_replicate_of_the_models():
+    power = copy.deepcopy(CONFIG["mini"]["power_sampling"])
+    study = power_methods.build(power, {run: f"label of {run}" for run in power["runs"].values()}, replicates=3, base_seed=2)
+    plain = [m for m in study.methods if "@r" not in m]
+    assert list(study.methods) == plain + [f"{m}@r1" for m in plain] + [f"{m}@r2" for m in plain]
+    assert study.main == ["base", "low-temp", "power", "grpo", "clip-cov", "kl-cov"]  # the artifacts name replicate 0
+    assert "power@r1" not in study.artifacts["power04_hyperparameters"]
+    assert study.seeds("grpo") == ["grpo", "grpo@r1", "grpo@r2"] == study.seeds("grpo@r2")
+    assert study.with_seeds(["base", "power"]) == ["base", "base@r1", "base@r2", "power", "power@r1", "power@r2"]
+    assert study.methods["grpo@r2"] == dict(study.methods["grpo"], run="qwen2-m-grpo@r2")
+    assert study.methods["power@r1"] == study.methods["power"] and study.labels["power@r1"] == study.labels["power"]
+    assert [study.model(m) for m in ("base", "kl-cov@r1", "power-mcmc0@r2")] == ["qwen2-m", "qwen2-m@r1", "qwen2-m@r2"]
+    assert [study.seed(m) for m in ("base", "base@r1", "base@r2")] == [power["seed"] + 2, power["seed"] + 3, power["seed"] + 4]
+    assert f"3 seeds ({power['seed'] + 2}-{power['seed'] + 4})" in study.caption("power01_accuracy", "mini")
+    one = build("mini")
+    assert one.model("base") == "qwen2-m" and one.seed("base") == power["seed"] and f"seed {power['seed']}." in one.caption("power01_accuracy", "mini")

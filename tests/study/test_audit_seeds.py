@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import scipy.stats
 from entropy_rl.study import audit
@@ -162,3 +163,25 @@ def test_every_ledger_claim_is_judged_over_seeds(tmp_path):
         assert "seeds" in row["how"], c["id"]
         judged += 1
     assert judged >= 30, judged
+
+
+def test_power_measurements_are_made_per_seed_and_judged_against_the_seeds_spread(tmp_path):
+    """Each seed samples its own replicate of the base model: a seed's study reads that replicate's answers,
+    and a difference that flips sign across seeds is not reproduced however sure each seed is of it."""
+    from test_audit import answers, make_power_study, power_frames
+
+    frames = power_frames(True)
+    solvable = np.arange(80) < 72
+    # Seed 1: power far below low temperature (each seed alone is certain of its sign).
+    seed1 = {f"{m}@r1": f for m, f in {**frames, "power": answers(1 * solvable, drawn=40, loglik=-0.6)}.items()}
+    study = make_power_study(tmp_path, {**frames, **seed1})
+    runs = {rep: s for name, run_spec in (("g", spec()), ("k", spec("kl_cov"))) for k in (0, 1) for rep, s in [seeded(name, k, run_spec)]}
+    study.specs = runs
+    assert study.replicates == 2
+    assert study.at_seed(1).samples("power") is study.samples("power@r1")
+    compare = MEASUREMENTS["power_compare"]
+    args = ("power01_accuracy", "accuracy", ["power", "low-temp"], "above", "MATH-500")
+    assert compare(study, *args).holds and not compare(study.at_seed(1), *args).holds
+    row = audit.judge(claim("power_compare", artifact="power01_accuracy", quantity="accuracy", order=["power", "low-temp"],
+                            relation="above", benchmark="MATH-500"), study)  # fmt: skip
+    assert row["verdict"] == audit.NOT_REPRODUCED and "power − low-temp" in row["measured"]

@@ -6,7 +6,7 @@ rule audit:
         metrics=run_metrics(RUNS),
         summaries=expand(EVAL_SUMMARY, run=RUNS),
         models=expand(MODEL_DIR, model=MODELS),
-        power=power_samples(list(power_methods())) if POWER else [],
+        power=expand(POWER_SAMPLES, method=list(power_methods())) if POWER else [],
         code=code("study.audit"),
     output:
         md=AUDIT_MD,

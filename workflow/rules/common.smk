@@ -22,7 +22,8 @@ MINI = SCALE == "mini"
 # run and base model is repeated `replicates` times (the scale's, or `--config replicates=N`), each
 # replicate a run (or model) of its own.
 SEED = config.get("seed", 0)
-S = run_spec.with_replicates(run_spec.with_instruct_models(config[SCALE]), SEED, config.get("replicates"))
+REPLICATES = config.get("replicates") or config[SCALE].get("replicates", 1)
+S = run_spec.with_replicates(run_spec.with_instruct_models(config[SCALE]), SEED, REPLICATES)
 RUNS = sorted(S["runs"])
 MODELS = sorted(S["models"])
 BENCHMARKS = sorted(S["data"]["benchmarks"])
@@ -262,7 +263,7 @@ def preflight_power_scope():
 
 # ---- power sampling beside RL (Karan & Du, 2025): entropy_rl.core.power_methods ---------------
 POWER = S.get("power_sampling")
-POWER_STUDY = power_registry.build(POWER, {r: run_label(r) for r in POWER["runs"].values()}) if POWER else None
+POWER_STUDY = power_registry.build(POWER, {r: run_label(r) for r in POWER["runs"].values()}, REPLICATES, SEED) if POWER else None
 POWER_WHAT = power_registry.WHAT  # artifact -> what it shows; one rule each in power.smk
 
 
@@ -292,13 +293,24 @@ def power_caption(name):
 
 
 def power_samples(methods):
-    return expand(POWER_SAMPLES, method=methods)
+    """The answers of ``methods`` and of every replicate of each, method by method."""
+    return expand(POWER_SAMPLES, method=POWER_STUDY.with_seeds(methods))
+
+
+def power_replicates(methods):
+    """Each method's replicates (itself first), as the artifacts' scripts read their samples."""
+    return {m: POWER_STUDY.seeds(m) for m in methods}
+
+
+def power_base_model(wildcards):
+    """The base model a method's replicate samples, or scores an RL checkpoint's answers with."""
+    return MODEL_DIR.format(model=POWER_STUDY.model(wildcards.method))
 
 
 def power_policy(wildcards):
     """The model a method samples: a run's final checkpoint, or the base model."""
     method = power_methods()[wildcards.method]
-    return RUN_FINAL.format(run=method["run"]) if "run" in method else MODEL_DIR.format(model=POWER["model"])
+    return RUN_FINAL.format(run=method["run"]) if "run" in method else power_base_model(wildcards)
 
 
 def power_policy_with_budget(wildcards):

@@ -8,7 +8,7 @@ if POWER:
         rule power_sample:
             """n answers to each problem by one method, graded, with their base-model likelihood and token cost."""
             input:
-                base=f"results/models/{POWER['model']}",
+                base=power_base_model,
                 policy=power_policy,
                 benchmarks=expand("results/data/benchmarks/{benchmark}.parquet", benchmark=POWER["benchmarks"]),
                 code=code("mini.power_sampling", "mini.data", "mini.models"),
@@ -20,7 +20,7 @@ if POWER:
                 problems=POWER["problems"],
                 n=POWER["n"],
                 max_new_tokens=POWER["max_new_tokens"],
-                seed=POWER["seed"],
+                seed=lambda wc: POWER_STUDY.seed(wc.method),
             threads: 1
             log:
                 "results/logs/power/{method}.log",
@@ -36,7 +36,7 @@ if POWER:
             model and, for an RL checkpoint, the base model that scores its answers; power sampling
             batches all its chains. The engines' context is the longest prompt + the answer + 1."""
             input:
-                base=f"results/models/{POWER['model']}",
+                base=power_base_model,
                 policy=power_policy_with_budget,
                 preflight="results/preflight/power.txt",
                 benchmarks=expand("results/data/benchmarks/{benchmark}.parquet", benchmark=POWER["benchmarks"]),
@@ -49,7 +49,7 @@ if POWER:
                 problems=POWER["problems"],
                 n=POWER["n"],
                 max_new_tokens=POWER["max_new_tokens"],
-                seed=POWER["seed"],
+                seed=lambda wc: POWER_STUDY.seed(wc.method),
                 tensor_parallel=S["models"][POWER["model"]]["tensor_parallel"],
                 chat_template=S["models"][POWER["model"]]["chat_template"],
             # The engines' GPUs only (both engines share them): vLLM shards the model over
@@ -78,6 +78,7 @@ if POWER:
             md="results/tables/power01_accuracy.md",
         params:
             methods=power_main_methods(),
+            replicates=power_replicates(power_main_methods()),
             labels=power_labels(),
             pass_k=POWER["pass_k"],
             settings={m: power_methods()[m] for m in power_main_methods()},
@@ -103,6 +104,7 @@ if POWER:
                 png=report(f"results/figures/{_name}.png", caption="../report/artifact.rst", category="Power sampling"),
             params:
                 methods=_methods,
+                replicates=power_replicates(_methods),
                 labels=power_labels(),
                 pass_k=POWER["pass_k"],
                 settings={m: power_methods()[m] for m in _methods},

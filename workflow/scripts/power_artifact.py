@@ -4,11 +4,13 @@ from pathlib import Path
 
 import pandas as pd
 from entropy_rl.core import logs
-from entropy_rl.study import power_study, tables
+from entropy_rl.study import artifacts, power_study, tables
 
 log = logs.setup(snakemake.log[0])
 p = snakemake.params
-samples = {method: pd.read_parquet(path) for method, path in zip(p.methods, snakemake.input.samples)}
+# Each method's answers, one frame per seed (replicate 0 first): the rule lists them method by method.
+samples = {method: [pd.read_parquet(path) for path in paths]
+           for method, paths in artifacts.by_replicate(p.replicates, snakemake.input.samples).items()}  # fmt: skip
 make = getattr(power_study, snakemake.rule)
 if "csv" in snakemake.output.keys():
     table = make(samples, p.labels)

@@ -6,12 +6,18 @@ checkpoint sampled at temperature 1 (named as in ``power_sampling.runs``), and t
 sweeps (``power-alpha<a>``, ``power-mcmc<n>``; their point at the main setting is ``power``
 itself). A name is a rule wildcard and a file stem, so a name registered twice is refused.
 
+Replicates: with ``replicates`` k > 1, every method is repeated as ``<name>@r1`` .. (``core.spec``'s replicate
+names), replicate j sampling replicate j of the base model (and of an RL method's run) under the study's seed
++ the base seed + j, as the runs are repeated; the artifacts and the audit take the spread over them.
+
 Read by the rules and by the audit's params, so it imports nothing heavy (no torch).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from . import spec
 
 # The study's artifacts, one rule each (power.smk), and what each shows: its caption's first sentence.
 WHAT = {
@@ -32,12 +38,30 @@ class Study:
     config: dict  # the scale's power_sampling entry
     methods: dict[str, dict] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
+    replicates: int = 1  # each method's seeds, replicate 0 (the plain name) first
+    base_seed: int = 0  # the study's base seed (config ``seed``), added to the sampling seed as to every other
 
     def register(self, name: str, settings: dict, label: str) -> None:
         if name in self.methods:
             raise ValueError(f"power-sampling method {name!r} is registered twice: each name is one job and one file")
         self.methods[name] = settings
         self.labels[name] = label
+
+    def seeds(self, name: str) -> list[str]:
+        """A method's replicates, replicate 0 (the method itself) first."""
+        return spec.replicate_names(spec.replicate_of(name)[0], self.replicates)
+
+    def model(self, name: str) -> str:
+        """The base model a method's replicate samples, or scores an RL checkpoint's answers with."""
+        return spec.replicate_names(self.config["model"], self.replicates)[spec.replicate_of(name)[1]]
+
+    def seed(self, name: str) -> int:
+        """The sampling seed of a method's replicate."""
+        return self.config["seed"] + self.base_seed + spec.replicate_of(name)[1]
+
+    def with_seeds(self, names: list[str]) -> list[str]:
+        """``names`` and every replicate of each, method by method (what an artifact's rule reads)."""
+        return [rep for name in names for rep in self.seeds(name)]
 
     @property
     def main(self) -> list[str]:
@@ -46,8 +70,9 @@ class Study:
 
     @property
     def artifacts(self) -> dict[str, list[str]]:
-        """The methods each artifact shows: every power-sampling setting for the sweep figure, else the main ones."""
-        sweep = [m for m, s in self.methods.items() if s["kind"] == "power"]
+        """The methods each artifact shows (by replicate 0's name): every power-sampling setting for the sweep
+        figure, else the main ones."""
+        sweep = [m for m, s in self.methods.items() if s["kind"] == "power" and spec.replicate_of(m)[1] == 0]
         return {name: sweep if name == SWEEP_ARTIFACT else self.main for name in WHAT}
 
     def problems(self, benchmarks: dict[str, dict]) -> dict[str, int]:
@@ -63,10 +88,14 @@ class Study:
         """Scale, what is shown, and the study's shared settings."""
         p = self.config
         runs = ", ".join(f"{n}: {self.labels[n]}" for n in p["runs"])
+        first = p["seed"] + self.base_seed
+        seeds = (f"seed {first}" if self.replicates == 1 else
+                 f"{self.replicates} seeds ({first}-{first + self.replicates - 1}), each sampling its own replicate of the base "
+                 "model and of the RL runs; values are means over the seeds")  # fmt: skip
         return (
             f"{scale.capitalize()} scale, after Karan & Du (2025). {WHAT[name]} Base model {p['model']}; "
             f"{p['n']} answers to each of the first {p['problems']} problems of {', '.join(p['benchmarks'])}, "
-            f"up to {p['max_new_tokens']} tokens, seed {p['seed']}. Power sampling targets p^alpha with a "
+            f"up to {p['max_new_tokens']} tokens, {seeds}. Power sampling targets p^alpha with a "
             f"temperature-1/alpha proposal in blocks of {p['block_size']} tokens (alpha {p['alpha']:g}, "
             f"{p['n_mcmc']} MCMC steps per block unless swept). RL checkpoints sampled at temperature 1: {runs}."
         )
@@ -76,21 +105,24 @@ def _power_label(settings: dict) -> str:
     return f"Power sampling (alpha {settings['alpha']:g}, B {settings['block_size']}, N_MCMC {settings['n_mcmc']})"
 
 
-def build(power: dict, run_labels: dict[str, str]) -> Study:
-    """Every method of the study ``power`` (a scale's ``power_sampling``); ``run_labels`` names each
-    RL run it samples (run id -> display name)."""
-    study = Study(power)
+def build(power: dict, run_labels: dict[str, str], replicates: int = 1, base_seed: int = 0) -> Study:
+    """Every method of the study ``power`` (a scale's ``power_sampling``), each ``replicates`` times; ``run_labels``
+    names each RL run it samples (run id -> display name)."""
+    study = Study(power, replicates=replicates, base_seed=base_seed)
     alpha = power["alpha"]
     main = {"kind": "power", "alpha": alpha, "block_size": power["block_size"], "n_mcmc": power["n_mcmc"]}
-    study.register("base", {"kind": "sample", "temperature": 1.0}, "Base (T = 1)")
-    study.register("low-temp", {"kind": "sample", "temperature": 1.0 / alpha}, f"Low temperature (T = 1/{alpha:g})")
-    study.register("power", main, _power_label(main))
-    for name, run in power["runs"].items():
-        study.register(name, {"kind": "sample", "temperature": 1.0, "run": run}, run_labels[run])
+    methods = [("base", {"kind": "sample", "temperature": 1.0}, "Base (T = 1)"),
+               ("low-temp", {"kind": "sample", "temperature": 1.0 / alpha}, f"Low temperature (T = 1/{alpha:g})"),
+               ("power", main, _power_label(main))]  # fmt: skip
+    methods += [(name, {"kind": "sample", "temperature": 1.0, "run": run}, run_labels[run]) for name, run in power["runs"].items()]
     sweeps = [(f"power-alpha{a:g}", dict(main, alpha=a)) for a in power["sweeps"]["alpha"] if a != alpha]
     sweeps += [(f"power-mcmc{n}", dict(main, n_mcmc=n)) for n in power["sweeps"]["n_mcmc"] if n != power["n_mcmc"]]
-    for name, settings in sweeps:
-        study.register(name, settings, _power_label(settings))
+    methods += [(name, settings, _power_label(settings)) for name, settings in sweeps]
+    for k in range(replicates):
+        for name, settings, label in methods:
+            if "run" in settings:  # replicate k samples replicate k of the run
+                settings = dict(settings, run=spec.replicate_names(settings["run"], replicates)[k])
+            study.register(spec.replicate_names(name, replicates)[k], settings, label)
     return study
 
 

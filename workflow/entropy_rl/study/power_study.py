@@ -58,21 +58,49 @@ def likelihoods(samples: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 # ---- the study's table and figures, one function per rule (workflow/rules/power.smk) ---------
+# Each takes every method's answers as one frame per seed (replicate 0 first; ``core.power_methods``):
+# a seed samples its own replicate of the base model and of the RL runs, so a value is computed per
+# seed and shown as the mean over seeds, with its standard error when there are several.
 
 
-def power01_accuracy(samples: dict[str, pd.DataFrame], labels: dict[str, str]) -> pd.DataFrame:
-    """That paper's Table 1 here: accuracy (%) per benchmark and on average, tokens, cost, acceptance."""
+def _seed(samples: dict[str, list[pd.DataFrame]], k: int) -> dict[str, pd.DataFrame]:
+    return {method: frames[k] for method, frames in samples.items()}
+
+
+def _seed_count(samples: dict[str, list[pd.DataFrame]]) -> int:
+    counts = {len(frames) for frames in samples.values()}
+    if len(counts) != 1:
+        raise ValueError(f"every method needs the same number of seeds, got {sorted(counts)}")
+    return counts.pop()
+
+
+def _one_seed_table(samples: dict[str, pd.DataFrame]) -> pd.DataFrame:
     table = accuracy_table(samples)
     benches = [c for c in table.columns if c in set().union(*(set(f["benchmark"]) for f in samples.values()))]
     table[benches] *= 100
     table.insert(len(benches), "Avg.", table[benches].mean(axis=1))
     table["MH acceptance"] = [samples[m]["acceptance"].mean() for m in table.index]
+    return table
+
+
+def power01_accuracy(samples: dict[str, list[pd.DataFrame]], labels: dict[str, str]) -> pd.DataFrame:
+    """That paper's Table 1 here: accuracy (%) per benchmark and on average, tokens, cost, acceptance; with
+    several seeds each cell is the mean over them and ``Avg. s.e.`` the standard error of the average."""
+    seeds = _seed_count(samples)
+    per_seed = pd.concat([_one_seed_table(_seed(samples, k)) for k in range(seeds)], keys=range(seeds), names=["seed"])
+    by_method = per_seed.groupby(level="method", sort=False)
+    table = by_method.mean()
+    if seeds > 1:
+        table.insert(table.columns.get_loc("Avg.") + 1, "Avg. s.e.", by_method["Avg."].sem())
     return table.rename(index=labels)
 
 
 def power02_pass_at_k(samples, labels, pass_k, stem, caption=None):
-    """pass@k against k per benchmark (that paper's Figure 5): does sharpening keep the base model's diversity?"""
-    curves = pass_at_k_curves(samples, pass_k)
+    """pass@k against k per benchmark (that paper's Figure 5): does sharpening keep the base model's diversity?
+    Several seeds: the mean of each seed's curve, in a band of ±1 standard error."""
+    seeds = _seed_count(samples)
+    per_seed = pd.concat([pass_at_k_curves(_seed(samples, k), pass_k).assign(seed=k) for k in range(seeds)])
+    curves = per_seed.groupby(["method", "benchmark", "k"], sort=False)["pass_at_k"].agg(["mean", "sem"]).reset_index()
     benches = sorted(curves["benchmark"].unique())
     plotting.style()
     fig, axes = plt.subplots(1, len(benches), figsize=(3.4 * len(benches), 3.0), squeeze=False)
@@ -80,8 +108,10 @@ def power02_pass_at_k(samples, labels, pass_k, stem, caption=None):
     for ax, bench in zip(axes[0], benches):
         for method in samples:
             c = curves[(curves["method"] == method) & (curves["benchmark"] == bench)]
-            ax.plot(c["k"], 100 * c["pass_at_k"], marker="o", ms=3, color=colours[method],
-                    label=plotting.label(labels, method))  # fmt: skip
+            ax.plot(c["k"], 100 * c["mean"], marker="o", ms=3, color=colours[method], label=plotting.label(labels, method))
+            if seeds > 1:
+                ax.fill_between(c["k"], 100 * (c["mean"] - c["sem"]), 100 * (c["mean"] + c["sem"]), color=colours[method],
+                                alpha=0.2, lw=0)  # fmt: skip
         ax.set_xscale("log", base=2)
         ax.set_title(bench)
         ax.set_xlabel("k")
@@ -93,8 +123,9 @@ def power02_pass_at_k(samples, labels, pass_k, stem, caption=None):
 
 
 def power03_likelihoods(samples, labels, stem, caption=None):
-    """The base model's log-likelihood per token of each method's answers (that paper's Figure 4)."""
-    data = likelihoods(samples)
+    """The base model's log-likelihood per token of each method's answers (that paper's Figure 4), every
+    seed's answers pooled (each scored by its own seed's base model)."""
+    data = likelihoods({m: pd.concat(frames, ignore_index=True) for m, frames in samples.items()})
     data["method"] = data["method"].map(lambda m: plotting.label(labels, m))
     plotting.style()
     fig, ax = plt.subplots(figsize=(7.0, 3.2))
@@ -111,11 +142,14 @@ def power03_likelihoods(samples, labels, stem, caption=None):
 
 
 def power04_hyperparameters(samples, settings, stem, caption=None):
-    """Accuracy against alpha (at the main N_MCMC) and against N_MCMC (at the main alpha), that paper's Figure 6."""
+    """Accuracy against alpha (at the main N_MCMC) and against N_MCMC (at the main alpha), that paper's Figure 6;
+    several seeds: their mean in a band of ±1 standard error."""
     main = settings["power"]
+    seeds = _seed_count(samples)
     rows = [
-        {"method": m, "alpha": settings[m]["alpha"], "n_mcmc": settings[m]["n_mcmc"], "benchmark": b, "accuracy": 100 * g["correct"].mean()}
-        for m, f in samples.items() for b, g in f.groupby("benchmark")
+        {"method": m, "seed": k, "alpha": settings[m]["alpha"], "n_mcmc": settings[m]["n_mcmc"], "benchmark": b,
+         "accuracy": 100 * g["correct"].mean()}
+        for m, frames in samples.items() for k, f in enumerate(frames) for b, g in f.groupby("benchmark")
     ]  # fmt: skip
     sweep = pd.DataFrame(rows)
     plotting.style()
@@ -123,7 +157,7 @@ def power04_hyperparameters(samples, settings, stem, caption=None):
     names = {"alpha": "alpha", "n_mcmc": "N_MCMC"}
     for ax, knob, fixed in ((axes[0], "alpha", "n_mcmc"), (axes[1], "n_mcmc", "alpha")):
         part = sweep[sweep[fixed] == main[fixed]].sort_values(knob)
-        sns.lineplot(data=part, x=knob, y="accuracy", hue="benchmark", marker="o", ax=ax)
+        sns.lineplot(data=part, x=knob, y="accuracy", hue="benchmark", marker="o", ax=ax, errorbar="se" if seeds > 1 else None)
         ax.set_xlabel(names[knob])
         ax.set_ylabel("Accuracy (%)")
         ax.set_title(f"{names[knob]} swept ({names[fixed]} = {main[fixed]:g})")

@@ -57,9 +57,12 @@ class Study:
         return self.specs[run].get("replicate_of", run)
 
     def at_seed(self, k: int) -> "Study":
-        """The study as seed ``k`` ran it: every artifact's runs are their replicate k (same cache)."""
+        """The study as seed ``k`` ran it: every artifact's runs are their replicate k, and every power-sampling
+        method (by its plain name) is its replicate k's answers (core.power_methods). Same cache."""
         artifacts = {a: [self.seeds(r)[k] for r in runs] for a, runs in self.artifacts.items()}
-        return dataclasses.replace(self, artifacts=artifacts, _cache=self._cache)
+        power_paths = {m: self.power_paths[rep] for m in self.power_paths
+                       if run_spec.replicate_of(m)[1] == 0 and (rep := run_spec.replicate_names(m, k + 1)[k]) in self.power_paths}  # fmt: skip
+        return dataclasses.replace(self, artifacts=artifacts, power_paths=power_paths, _cache=self._cache)
 
     def runs(self, artifact: str) -> list[str]:
         if artifact not in self.artifacts:
@@ -81,7 +84,7 @@ class Study:
         return self._cache[key]
 
     def samples(self, method: str) -> pd.DataFrame:
-        key = ("samples", method)
+        key = ("samples", self.power_paths[method])  # by file: a seed's study reads its own replicate's
         if key not in self._cache:
             self._cache[key] = pd.read_parquet(self.power_paths[method])
         return self._cache[key]

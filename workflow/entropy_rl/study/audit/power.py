@@ -2,8 +2,10 @@
 
 The answers to one problem are correlated (an easy problem is answered right by every method, many
 times), so methods are compared per problem, paired over the problems all methods answered, with the
-standard error over problems: the problem, not the answer, is the independent unit. The study samples
-the base model and checkpoints of replicate 0 only, so its measurements read it as it is (``pools_seeds``).
+standard error over problems: the problem, not the answer, is the independent unit. With several seeds,
+each seed samples its own replicate of the base model and of the RL runs (core.power_methods), so a
+measurement is made per seed (``Study.at_seed``) and the seeds are combined on its ``effects``
+(audit.seeds): a difference then has to exceed seed-to-seed variation, not only the problems' noise.
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ _RELATIONS = {
 }
 
 
-@measurement(pools_seeds=True)
+@measurement
 def power_compare(
     study: Study, artifact: str, quantity: str, order: list[str], relation: str, benchmark: str | None = None
 ) -> Measured:
@@ -99,9 +101,10 @@ def power_compare(
     bench = _power_bench(study, benchmark)
     methods = [_power_method(study, artifact, role) for role in order]
     values = {m: _per_problem(study, m, quantity, bench) for m in methods}
-    parts, holds = [], True
+    parts, holds, effects = [], True, {}
     for (ra, a), (rb, b) in itertools.pairwise(zip(order, methods)):
         d, se, problems = _paired(values[a], values[b])
+        effects[f"{ra} − {rb}"] = d
         part = f"{ra} − {rb} {d:+.3g} ± {Z95 * se:.2g}"
         if quantity == "accuracy":  # what treating every answer as independent would claim
             naive = math.hypot(*(binomial_se(values[m].mean(), len(_answers(study, m, bench))) for m in (a, b)))
@@ -111,10 +114,10 @@ def power_compare(
     means = ", ".join(f"{role} {values[m].mean():.3g}" for role, m in zip(order, methods))
     return Measured(f"{means}; {'; '.join(parts)}",
                     f"{_QUANTITY[quantity]} per problem of {bench or 'every benchmark'} ({', '.join(methods)}), differences paired over {problems} problems, "
-                    "95% half-width from the standard error over problems", holds=bool(holds))  # fmt: skip
+                    "95% half-width from the standard error over problems", holds=bool(holds), effects=effects, relation=relation)  # fmt: skip
 
 
-@measurement(pools_seeds=True)
+@measurement
 def power_rises_with(study: Study, artifact: str, parameter: str, benchmark: str | None = None) -> Measured:
     """Accuracy rises along the sweep of ``parameter`` (every other setting at the main one's): the
     least-squares slope of accuracy on the parameter, per problem and averaged over problems, is
@@ -133,10 +136,10 @@ def power_rises_with(study: Study, artifact: str, parameter: str, benchmark: str
     points = ", ".join(f"{v:g}: {acc[m].mean():.1f}%" for m, v in sorted(sweep.items(), key=lambda kv: kv[1]))
     return Measured(f"{points}; slope {slope:+.3g} ± {Z95 * se:.2g} points per unit of {parameter}",
                     f"accuracy on {bench or 'every benchmark'} per problem along the {parameter} sweep of {artifact}, slope averaged over {len(slopes)} problems",
-                    holds=bool(slope > Z95_ONE_SIDED * se))  # fmt: skip
+                    holds=bool(slope > Z95_ONE_SIDED * se), effects={"slope": slope}, relation="above")  # fmt: skip
 
 
-@measurement(pools_seeds=True)
+@measurement
 def power_cost(study: Study, artifact: str, method: str = "power", versus: str = "base") -> Measured:
     """Tokens drawn per answer by ``method`` over ``versus`` (power_study.accuracy_table's cost), with
     a 95% bootstrap interval over problems; holds when the whole interval lies above 1."""
@@ -145,10 +148,11 @@ def power_cost(study: Study, artifact: str, method: str = "power", versus: str =
     both = pd.concat([_per_problem(study, m, "drawn", None) for m in (a, b)], axis=1).dropna().to_numpy()
     lo, hi = bootstrap(lambda idx: both[idx, 0].mean() / both[idx, 1].mean(), list(range(len(both))))
     return Measured(f"{table.loc[a, f'cost vs {b}']:.3g}× ({table.loc[a, 'tokens drawn per answer']:.3g} vs {table.loc[b, 'tokens drawn per answer']:.3g} tokens drawn per answer), 95% interval [{lo:.3g}, {hi:.3g}]",
-                    f"power_study.accuracy_table over every benchmark; bootstrap over {len(both)} problems", holds=bool(lo > 1))  # fmt: skip
+                    f"power_study.accuracy_table over every benchmark; bootstrap over {len(both)} problems", holds=bool(lo > 1),
+                    effects={"cost − 1": float(table.loc[a, f"cost vs {b}"]) - 1}, relation="above")  # fmt: skip
 
 
-@measurement(pools_seeds=True)
+@measurement
 def power_accuracy_cell(study: Study, artifact: str, model: str, method: str, benchmark: str) -> Measured:
     """One cell of Karan & Du's Table 1 (%): single-shot accuracy (mean over all answers), within
     1.96·√2 binomial standard errors at the number of problems, as for Table 2's cells."""

@@ -309,6 +309,21 @@ def test_fig07_two_sizes_draw_points_without_a_line(tmp_path, drawn):
     assert "R^2" not in texts(drawn[0])
 
 
+def test_fig07_labels_sizes_as_the_paper_names_them(tmp_path, drawn):
+    """Sizes from 29k to 296k: ticks named 30k ... 300k, and the mini labels never in scientific notation."""
+    metrics, sizes, specs = size_runs(3, "math")
+    sizes = dict(zip(sizes, (29_160, 74_304, 296_064)))
+    call("fig07_coefficients_vs_size", metrics, tmp_path / "f", sizes=sizes, specs=specs)
+    ax = drawn[0].axes[0]
+    drawn[0].canvas.draw()
+    lo, hi = ax.get_xlim()
+    ticks = [t.get_text() for t in ax.get_xticklabels() if t.get_text() and lo <= t.get_position()[0] <= hi]
+    assert ticks == ["30k", "50k", "100k", "200k", "300k"]
+    assert [t.get_text() for t in ax.get_xticklabels(minor=True) if t.get_text()] == []
+    names = [plotting.count_label(v) for v in (500, 29_160, 1.5e6, 7e9, 3.2e10)]
+    assert names == ["500", "29.16k", "1.5M", "7B", "32B"]
+
+
 def test_fig07_trend_per_training_set(tmp_path, drawn):
     math, math_sizes, math_specs = size_runs(3, "math")
     code, code_sizes, code_specs = size_runs(4, "code", offset=10)

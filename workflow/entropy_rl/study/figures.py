@@ -528,11 +528,12 @@ def fig07_coefficients_vs_size(
                 label = f"{series} (log-linear $R^2$ = {trend['r2']:.3f})"
             ax.errorbar(group["size"], group[coef], yerr=group[f"{coef}_err"], fmt="o", ms=5, capsize=3,
                         color=colors[series], label=label)  # fmt: skip
-            if coef == "a":
-                for _, row in group.iterrows():
-                    ax.annotate(plotting.label(labels, row["run"]), (row["size"], row[coef]), xytext=(4, 4),
+            if coef == "a":  # labels alternate above and below, so neighbouring sizes' labels do not overlap
+                for k, (_, row) in enumerate(group.iterrows()):
+                    ax.annotate(plotting.label(labels, row["run"]), (row["size"], row[coef]),
+                                xytext=(4, 4 if k % 2 == 0 else -4), va="bottom" if k % 2 == 0 else "top",
                                 textcoords="offset points", fontsize=6, color="0.3")  # fmt: skip
-        ax.set_xscale("log")
+        plotting.log_count_xaxis(ax)
         ax.set_xlabel("Non-embedding parameters")
         ax.legend(fontsize=8)
     axes[0].set_title("a: rate of converting entropy into accuracy")

@@ -16,6 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
+import matplotlib.ticker as mticker
 import seaborn as sns
 
 from ..core import atomic
@@ -87,3 +88,20 @@ def align_zero(ax1, ax2) -> None:
         return
     for ax, (_, hi) in zip((ax1, ax2), lims):
         ax.set_ylim(-below / (1 - below) * hi, hi)
+
+
+def count_label(value: float, _pos=None) -> str:
+    """A count as the paper names model sizes: 30k, 1.5M, 7B."""
+    for scale, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:g}{suffix}"
+    return f"{value:g}"
+
+
+def log_count_xaxis(ax) -> None:
+    """A log x axis of counts (parameters) ticked at 1, 2, 3 and 5 per decade and labelled by ``count_label``:
+    over a decade or two, matplotlib's default labels its minor ticks in crowded scientific notation."""
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(mticker.LogLocator(subs=(1, 2, 3, 5)))
+    ax.xaxis.set_minor_locator(mticker.NullLocator())
+    ax.xaxis.set_major_formatter(mticker.FuncFormatter(count_label))

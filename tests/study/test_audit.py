@@ -49,6 +49,22 @@ def test_a_measurement_name_registered_twice_is_refused():
     assert audit.MEASUREMENTS["cumulative_share"] is first
 
 
+def test_the_workflow_evaluates_exactly_the_runs_the_audit_reads_on_the_test_sets():
+    """The workflow plans evaluations from study.artifacts (it does not load the audit): its list of the
+    measurements that read them is the registry's, and the ledger names the artifacts those claims measure."""
+    flagged = {name for name, fn in audit.MEASUREMENTS.items() if fn.reads_eval}
+    assert flagged == artifacts.EVAL_MEASUREMENTS
+    assert artifacts.evaluated(LEDGER["claims"]) == ["fig09_entropy_loss", "fig10_reference_kl", "table02_benchmarks"]
+    claims = [{"measure": {"fn": "cumulative_share", "artifact": "fig01_entropy_collapse"}}]
+    assert artifacts.evaluated(claims) == ["table02_benchmarks"]  # it shows them: needs "eval"
+
+
+def test_a_run_without_an_evaluation_is_an_error_not_a_verdict():
+    study = audit.Study("mini", {}, {}, {}, {}, {}, {}, {"add1": 10}, {}, {}, 20)
+    with pytest.raises(KeyError, match="qwen2-m-grpo has no evaluation among the audit's inputs"):
+        study.summary("qwen2-m-grpo")
+
+
 def test_ledger_holds_the_papers_headline_numbers():
     paper = {c["id"]: c["paper"] for c in LEDGER["claims"]}
     assert (paper["shares/entropy-1-12"], paper["shares/performance-1-12"]) == (73, 76)

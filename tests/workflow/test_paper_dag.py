@@ -64,7 +64,8 @@ def test_paper_dry_run_plans_every_stage(dry_run):
         "preflight": runs,
         "preflight_power": 1,
         "train_verl": runs,
-        "evaluate_vllm": runs,
+        # only the runs whose test accuracy Table 2 or a claim reads (Figures 9 and 10's: entropy loss, reference KL)
+        "evaluate_vllm": len({r for a in ("table02_benchmarks", "fig09_entropy_loss", "fig10_reference_kl") for r in PAPER["artifacts"][a]["runs"]}),
         "fit_run": runs,
         "fit_table": 1,
         "audit": 1,

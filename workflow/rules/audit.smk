@@ -1,10 +1,10 @@
 rule audit:
     """Every claim of the ledger (claims.yaml) beside what this run measured, with a verdict."""
     input:
-        ledger=os.path.join(workflow.basedir, "claims.yaml"),
+        ledger=LEDGER,
         schema=os.path.join(workflow.basedir, "workflow", "schemas", "claims.schema.yaml"),
         metrics=run_metrics(RUNS),
-        summaries=expand(EVAL_SUMMARY, run=RUNS),
+        summaries=expand(EVAL_SUMMARY, run=EVALUATED_RUNS),  # only the runs its claims read on the test sets
         models=expand(MODEL_DIR, model=MODELS),
         power=expand(POWER_SAMPLES, method=list(power_methods())) if POWER else [],
         code=code("study.audit"),

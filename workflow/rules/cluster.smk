@@ -103,7 +103,7 @@ def requested_runs():
     targets = workflow.dag_settings.targets or {"all"}
     wanted = set()
     for target in targets:
-        if target in ("all", "audit", "fit_table") or target.endswith("fits.csv") or target.startswith("results/audit"):
+        if target in ("all", "audit", "fit_table", "evaluations") or target.endswith("fits.csv") or target.startswith("results/audit"):
             wanted |= set(RUNS)
         parts = Path(target).parts
         wanted |= {run for run in RUNS if run in parts or Path(target).stem == run}
@@ -126,7 +126,8 @@ def print_gpu_budget():
     if not runs and not methods:
         return
     train = sum(train_hours(r) for r in runs)
-    evaluation = sum(eval_hours(r) for r in runs)
+    every = "evaluations" in (workflow.dag_settings.targets or ())  # else only the runs the study reads on the test sets
+    evaluation = sum(eval_hours(r) for r in runs if every or r in EVALUATED_RUNS)
     power = sum(power_hours(m) for m in methods)
     print(budget.estimate_message(len(runs), train, evaluation, len(methods), power, S["budget"]), file=sys.stderr)
 

@@ -5,6 +5,8 @@
 import os
 from pathlib import Path
 
+import yaml
+
 from entropy_rl.core import config as config_check
 from entropy_rl.core import modules as modules_closure
 from entropy_rl.core import power_methods as power_registry
@@ -144,7 +146,7 @@ def source_checked(part):
 
 
 def all_targets():
-    targets = expand(EVAL_SUMMARY, run=RUNS)
+    targets = expand(EVAL_SUMMARY, run=EVALUATED_RUNS)
     targets += [FIT_TABLE, AUDIT_MD]
     for name in ARTIFACT_NAMES:
         targets += artifacts.output_files(name)
@@ -158,6 +160,20 @@ def artifact_runs(name):
 def with_replicates(runs):
     """The runs and every replicate of each (core.spec.with_replicates), in order."""
     return [rep for run in runs for rep in run_spec.replicates(S["runs"], run)]
+
+
+def evaluated_runs():
+    """The runs evaluated on the test benchmarks, with their replicates: those of an artifact that shows test
+    accuracy (Table 2) or that a claim of the ledger measures on it (study.artifacts.evaluated). The other runs'
+    figures and claims read their validation curves; `snakemake evaluations` evaluates every run."""
+    with open(LEDGER) as fh:
+        claims = yaml.safe_load(fh)["claims"]
+    runs = {run for name in artifacts.evaluated(claims) if name in S["artifacts"] for run in artifact_runs(name)}
+    return with_replicates(sorted(runs))
+
+
+LEDGER = os.path.join(workflow.basedir, "claims.yaml")
+EVALUATED_RUNS = evaluated_runs()
 
 
 def artifact_inputs(name):
@@ -226,6 +242,7 @@ def audit_params():
     return {
         "scale": SCALE,
         "runs": RUNS,
+        "evaluated": EVALUATED_RUNS,  # the runs whose evaluation summaries it reads, in its input's order
         "models": MODELS,
         "artifacts": {name: artifact_runs(name) for name in ARTIFACT_NAMES},
         "specs": canonical({r: run_spec.resolve_run(S, r) for r in RUNS}),

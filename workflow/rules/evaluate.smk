@@ -60,3 +60,11 @@ else:
             image("eval")
         script:
             "../scripts/evaluate.py"
+
+
+rule evaluations:
+    """Every run's final policy on the benchmarks (`snakemake evaluations`). The study itself evaluates only
+    the runs whose test accuracy a table or a claim reads (EVALUATED_RUNS)."""
+    input:
+        expand(EVAL_SUMMARY, run=RUNS),
+    localrule: True

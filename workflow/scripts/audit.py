@@ -21,7 +21,7 @@ study = audit.Study(
     artifacts=p.artifacts,
     specs=p.specs,
     metrics_paths=dict(zip(p.runs, snakemake.input.metrics)),
-    summary_paths=dict(zip(p.runs, snakemake.input.summaries)),
+    summary_paths=dict(zip(p.evaluated, snakemake.input.summaries, strict=True)),
     model_paths=dict(zip(p.models, snakemake.input.models)),
     val_samples=p.val_samples,
     bench_sizes=p.bench_sizes,

@@ -56,6 +56,19 @@ register("table02_benchmarks", Artifact("table", "Table 2", "Accuracy (%) per be
 FIGURES = [name for name, a in ARTIFACTS.items() if a.kind == "figure"]
 TABLES = [name for name, a in ARTIFACTS.items() if a.kind == "table"]
 
+# The audit's measurements that read test-set evaluations (results/eval), by name. They are registered with
+# ``reads_eval=True`` in study.audit.accuracy (a test holds the two equal); the name list is here so that the
+# workflow, which imports this module, can plan the evaluations without loading the audit.
+EVAL_MEASUREMENTS = frozenset({"accuracy_vs_baseline", "benchmark_average", "benchmark_cell", "best_gain_over_grpo"})
+
+
+def evaluated(claims: list[dict]) -> list[str]:
+    """The artifacts whose runs' test-set evaluations are read: those that show them (``needs`` "eval") and
+    those a claim of the ledger (claims.yaml's ``claims``) measures with one of ``EVAL_MEASUREMENTS``. Only
+    their runs are evaluated for the study; the other runs' curves are measured on the validation sets."""
+    named = {c["measure"]["artifact"] for c in claims if c["measure"]["fn"] in EVAL_MEASUREMENTS}
+    return [name for name, a in ARTIFACTS.items() if "eval" in a.needs or name in named]
+
 
 def by_replicate(replicates: dict[str, list[str]], paths: list[str]) -> dict[str, list[str]]:
     """Each run's files, replicate 0 first, from a rule input that lists them run by run and replicate by

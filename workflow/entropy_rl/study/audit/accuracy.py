@@ -18,7 +18,7 @@ def _avg_se(study: Study, run: str) -> float:
     return 100 * math.sqrt(var) / len(s)
 
 
-@measurement
+@measurement(reads_eval=True)
 def accuracy_vs_baseline(study: Study, artifact: str, methods: list[str], direction: str) -> Measured:
     """Each run of ``methods`` against the same model's GRPO run on the test benchmarks' mean.
 
@@ -59,7 +59,7 @@ def _table2_run(study: Study, artifact: str, model: str, method_name: str) -> st
     return picked[0]
 
 
-@measurement
+@measurement(reads_eval=True)
 def benchmark_cell(study: Study, artifact: str, model: str, method: str, benchmark: str) -> Measured:
     """One Table 2 cell (%): 1.96·√2 binomial standard errors at the benchmark's size bound the gap
     between two independent evaluations of the same accuracy."""
@@ -73,7 +73,7 @@ def benchmark_cell(study: Study, artifact: str, model: str, method: str, benchma
     return Measured(value, f"avg@n of {run} on {bench}", interval=(value - half, value + half))
 
 
-@measurement
+@measurement(reads_eval=True)
 def benchmark_average(study: Study, artifact: str, model: str, method: str) -> Measured:
     run = _table2_run(study, artifact, model, method)
     value = study.test_average(run)
@@ -81,7 +81,7 @@ def benchmark_average(study: Study, artifact: str, model: str, method: str) -> M
     return Measured(value, f"mean over benchmarks of {run}", interval=(value - half, value + half))
 
 
-@measurement
+@measurement(reads_eval=True)
 def best_gain_over_grpo(study: Study, artifact: str, model: str, benchmark: str | None = None) -> Measured:
     """The better of Clip-Cov and KL-Cov minus GRPO (points), on the benchmark mean or one benchmark."""
     base = _table2_run(study, artifact, model, "GRPO")

@@ -25,7 +25,7 @@ class Study:
     artifacts: dict[str, list[str]]  # artifact -> runs
     specs: dict[str, dict]  # run -> resolved run spec
     metrics_paths: dict[str, str]
-    summary_paths: dict[str, str]
+    summary_paths: dict[str, str]  # run -> its evaluation summary, for the runs whose evaluations are read
     model_paths: dict[str, str]  # model -> directory holding its config.json
     val_samples: dict[str, int]  # benchmark -> validation samples per validation point
     bench_sizes: dict[str, int]  # benchmark -> problems, for the benchmarks Table 2 averages (math)
@@ -79,6 +79,9 @@ class Study:
         """A run's evaluation summary on the benchmarks Table 2 averages (``bench_sizes``'s)."""
         key = ("summary", run)
         if key not in self._cache:
+            if run not in self.summary_paths:  # the workflow evaluates only the runs a reads_eval measurement reads
+                raise KeyError(f"{run} has no evaluation among the audit's inputs; a measurement that reads one is "
+                               "registered with reads_eval=True (study.artifacts.EVAL_MEASUREMENTS)")  # fmt: skip
             frame = pd.read_parquet(self.summary_paths[run])
             self._cache[key] = frame[frame["benchmark"].isin(list(self.bench_sizes))].reset_index(drop=True)
         return self._cache[key]

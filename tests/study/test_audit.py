@@ -52,8 +52,8 @@ def test_a_measurement_name_registered_twice_is_refused():
 def test_the_workflow_evaluates_exactly_the_runs_the_audit_reads_on_the_test_sets():
     """The workflow plans evaluations from study.artifacts (it does not load the audit): its list of the
     measurements that read them is the registry's, and the ledger names the artifacts those claims measure."""
-    flagged = {name for name, fn in audit.MEASUREMENTS.items() if fn.reads_eval}
-    assert flagged == artifacts.EVAL_MEASUREMENTS
+    accuracy = {name for name, fn in audit.MEASUREMENTS.items() if fn.__module__ == "entropy_rl.study.audit.accuracy"}
+    assert accuracy == artifacts.EVAL_MEASUREMENTS
     assert artifacts.evaluated(LEDGER["claims"]) == ["fig09_entropy_loss", "fig10_reference_kl", "table02_benchmarks"]
     claims = [{"measure": {"fn": "cumulative_share", "artifact": "fig01_entropy_collapse"}}]
     assert artifacts.evaluated(claims) == ["table02_benchmarks"]  # it shows them: needs "eval"

@@ -56,9 +56,9 @@ register("table02_benchmarks", Artifact("table", "Table 2", "Accuracy (%) per be
 FIGURES = [name for name, a in ARTIFACTS.items() if a.kind == "figure"]
 TABLES = [name for name, a in ARTIFACTS.items() if a.kind == "table"]
 
-# The audit's measurements that read test-set evaluations (results/eval), by name. They are registered with
-# ``reads_eval=True`` in study.audit.accuracy (a test holds the two equal); the name list is here so that the
-# workflow, which imports this module, can plan the evaluations without loading the audit.
+# The audit's measurements that read test-set evaluations (results/eval), by name: those of study.audit.accuracy
+# (a test holds the two equal). The names are here so that the workflow, which imports this module, plans the
+# evaluations without loading the audit.
 EVAL_MEASUREMENTS = frozenset({"accuracy_vs_baseline", "benchmark_average", "benchmark_cell", "best_gain_over_grpo"})
 
 

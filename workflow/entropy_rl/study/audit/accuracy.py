@@ -1,5 +1,9 @@
 """Measurements of test accuracy: Table 2's cells and averages, and the methods against GRPO, with
-binomial noise from each benchmark's number of problems."""
+binomial noise from each benchmark's number of problems.
+
+These are the measurements that read the runs' test-set evaluations, and the workflow evaluates only the runs
+they read: a measurement added here is named in ``study.artifacts.EVAL_MEASUREMENTS`` too (a test holds the two
+equal)."""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ def _avg_se(study: Study, run: str) -> float:
     return 100 * math.sqrt(var) / len(s)
 
 
-@measurement(reads_eval=True)
+@measurement
 def accuracy_vs_baseline(study: Study, artifact: str, methods: list[str], direction: str) -> Measured:
     """Each run of ``methods`` against the same model's GRPO run on the test benchmarks' mean.
 
@@ -59,7 +63,7 @@ def _table2_run(study: Study, artifact: str, model: str, method_name: str) -> st
     return picked[0]
 
 
-@measurement(reads_eval=True)
+@measurement
 def benchmark_cell(study: Study, artifact: str, model: str, method: str, benchmark: str) -> Measured:
     """One Table 2 cell (%): 1.96·√2 binomial standard errors at the benchmark's size bound the gap
     between two independent evaluations of the same accuracy."""
@@ -73,7 +77,7 @@ def benchmark_cell(study: Study, artifact: str, model: str, method: str, benchma
     return Measured(value, f"avg@n of {run} on {bench}", interval=(value - half, value + half))
 
 
-@measurement(reads_eval=True)
+@measurement
 def benchmark_average(study: Study, artifact: str, model: str, method: str) -> Measured:
     run = _table2_run(study, artifact, model, method)
     value = study.test_average(run)
@@ -81,7 +85,7 @@ def benchmark_average(study: Study, artifact: str, model: str, method: str) -> M
     return Measured(value, f"mean over benchmarks of {run}", interval=(value - half, value + half))
 
 
-@measurement(reads_eval=True)
+@measurement
 def best_gain_over_grpo(study: Study, artifact: str, model: str, benchmark: str | None = None) -> Measured:
     """The better of Clip-Cov and KL-Cov minus GRPO (points), on the benchmark mean or one benchmark."""
     base = _table2_run(study, artifact, model, "GRPO")

@@ -79,9 +79,9 @@ class Study:
         """A run's evaluation summary on the benchmarks Table 2 averages (``bench_sizes``'s)."""
         key = ("summary", run)
         if key not in self._cache:
-            if run not in self.summary_paths:  # the workflow evaluates only the runs a reads_eval measurement reads
+            if run not in self.summary_paths:  # the workflow evaluates only the runs EVAL_MEASUREMENTS read
                 raise KeyError(f"{run} has no evaluation among the audit's inputs; a measurement that reads one is "
-                               "registered with reads_eval=True (study.artifacts.EVAL_MEASUREMENTS)")  # fmt: skip
+                               "named in study.artifacts.EVAL_MEASUREMENTS")  # fmt: skip
             frame = pd.read_parquet(self.summary_paths[run])
             self._cache[key] = frame[frame["benchmark"].isin(list(self.bench_sizes))].reset_index(drop=True)
         return self._cache[key]

@@ -36,18 +36,16 @@ class Measured:
 MEASUREMENTS: dict[str, Callable[..., Measured]] = {}
 
 
-def measurement(fn: Callable[..., Measured] | None = None, *, pools_seeds: bool = False, reads_eval: bool = False):
+def measurement(fn: Callable[..., Measured] | None = None, *, pools_seeds: bool = False):
     """Register ``fn`` under its name (``@measurement``, or ``@measurement(pools_seeds=True)`` for one
-    that reads every seed itself, ``reads_eval=True`` for one that reads the runs' test-set evaluations,
-    which the workflow then makes for its artifact's runs: ``study.artifacts.EVAL_MEASUREMENTS``); a name
-    already registered raises ValueError."""
+    that reads every seed itself); a name already registered raises ValueError."""
 
     def register(fn: Callable[..., Measured]) -> Callable[..., Measured]:
         if (known := MEASUREMENTS.get(fn.__name__)) is not None:
             raise ValueError(
                 f"measurement {fn.__name__!r} is registered twice: in {known.__module__} and in {fn.__module__}"
             )
-        fn.pools_seeds, fn.reads_eval = pools_seeds, reads_eval
+        fn.pools_seeds = pools_seeds
         MEASUREMENTS[fn.__name__] = fn
         return fn
 

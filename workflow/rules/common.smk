@@ -49,6 +49,7 @@ EVAL_SUMMARY = "results/eval/{run}/summary.parquet"
 RUN_FIT = "results/analysis/fits/{run}.json"
 FIT_TABLE = "results/analysis/fits.csv"
 AUDIT_MD = "results/audit/audit.md"
+LEDGER = os.path.join(workflow.basedir, "claims.yaml")  # the claims the audit judges
 POWER_PREFLIGHT = "results/preflight/power.txt"
 POWER_SAMPLES = "results/power/samples/{method}.parquet"
 
@@ -172,7 +173,6 @@ def evaluated_runs():
     return with_replicates(sorted(runs))
 
 
-LEDGER = os.path.join(workflow.basedir, "claims.yaml")
 EVALUATED_RUNS = evaluated_runs()
 
 

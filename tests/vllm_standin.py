@@ -87,13 +87,23 @@ def TokensPrompt(prompt_token_ids):  # noqa: N802 (vLLM's name: a TypedDict)
     return {"prompt_token_ids": list(prompt_token_ids)}
 
 
+# The platform of the GPU nodes this stand-in plays: CUDA, where vLLM has its batch-invariant kernels.
+current_platform = types.SimpleNamespace(device_type="cuda", is_cuda_alike=lambda: True, is_xpu=lambda: False)
+
+
+def modules() -> dict[str, types.ModuleType]:
+    """``vllm``, ``vllm.inputs`` and ``vllm.platforms`` as this stand-in: ``LLM``, ``SamplingParams``,
+    ``TokensPrompt`` and ``current_platform``."""
+    vllm, inputs, platforms = (types.ModuleType(f"vllm{s}") for s in ("", ".inputs", ".platforms"))
+    vllm.SamplingParams, vllm.LLM, vllm.inputs, vllm.platforms = SamplingParams, LLM, inputs, platforms
+    inputs.TokensPrompt, platforms.current_platform = TokensPrompt, current_platform
+    return {"vllm": vllm, "vllm.inputs": inputs, "vllm.platforms": platforms}
+
+
 def install(monkeypatch) -> None:
-    """Make ``import vllm``, ``from vllm import LLM, SamplingParams`` and ``from vllm.inputs import
-    TokensPrompt`` find this stand-in."""
-    vllm, inputs = types.ModuleType("vllm"), types.ModuleType("vllm.inputs")
-    vllm.SamplingParams, vllm.LLM, vllm.inputs, inputs.TokensPrompt = SamplingParams, LLM, inputs, TokensPrompt
-    monkeypatch.setitem(sys.modules, "vllm", vllm)
-    monkeypatch.setitem(sys.modules, "vllm.inputs", inputs)
+    """Make ``import vllm`` and its submodules the workflow uses find this stand-in."""
+    for name, module in modules().items():
+        monkeypatch.setitem(sys.modules, name, module)
 
 
 def _max_len(config: dict, tokenizer_config: dict | None) -> tuple[float, str]:

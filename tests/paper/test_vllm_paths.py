@@ -342,17 +342,14 @@ DRIVER = textwrap.dedent("""
     import runpy, sys, types
     sys.path[:0] = [{tests!r}, {workflow!r}]
     import vllm_standin
-    vllm = types.ModuleType("vllm"); inputs = types.ModuleType("vllm.inputs")
-    vllm.LLM, vllm.SamplingParams, vllm.inputs, inputs.TokensPrompt = (vllm_standin.LLM, vllm_standin.SamplingParams,
-                                                                      inputs, vllm_standin.TokensPrompt)
-    sys.modules.update({{"vllm": vllm, "vllm.inputs": inputs}})
+    sys.modules.update(vllm_standin.modules())
 
     class IO(list):
         def __init__(self, items=(), **named):
             super().__init__(items); self.__dict__.update(named)
 
     snakemake = types.SimpleNamespace(threads=1, log=[{log!r}], **{job})
-    runpy.run_path({script!r}, init_globals={{"snakemake": snakemake}})
+    runpy.run_path({script!r}, init_globals={{"snakemake": snakemake}}, run_name="__main__")  # as `python script`
     import os
     print("ENV", os.environ.get("VLLM_BATCH_INVARIANT"), os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING"))
 """)

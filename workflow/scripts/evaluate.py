@@ -7,19 +7,27 @@ from pathlib import Path
 import pandas as pd
 from entropy_rl.core import atomic, formats, logs, pass_rates, reward
 
-log = logs.setup(snakemake.log[0], snakemake.threads)
-p = snakemake.params
-backend = importlib.import_module(f"entropy_rl.{p.backend}.evaluate")
-frames = {Path(path).stem: formats.load_verl_parquet(path) for path in snakemake.input.benchmarks}
-rows = []
-# The rule lists the samples files in the order of its benchmarks.
-for (name, samples), out_path in zip(
-    backend.evaluate_benchmarks(snakemake.input.model, frames, p), snakemake.output.samples
-):
-    samples.insert(0, "benchmark", name)
-    atomic.to_parquet(samples, out_path)
-    summary = pass_rates.summarize(samples, p.pass_k)
-    summary.update(reward.sandbox_columns())  # code benchmarks: programs run, and those stopped for a limit
-    rows.append({"benchmark": name, "temperature": p.protocols[name]["temperature"], **summary})
-    log.info("%s %s", name, summary)
-atomic.to_parquet(pd.DataFrame(rows), snakemake.output.summary)
+
+def main(snakemake):
+    log = logs.setup(snakemake.log[0], snakemake.threads)
+    p = snakemake.params
+    backend = importlib.import_module(f"entropy_rl.{p.backend}.evaluate")
+    frames = {Path(path).stem: formats.load_verl_parquet(path) for path in snakemake.input.benchmarks}
+    rows = []
+    # The rule lists the samples files in the order of its benchmarks.
+    for (name, samples), out_path in zip(
+        backend.evaluate_benchmarks(snakemake.input.model, frames, p), snakemake.output.samples
+    ):
+        samples.insert(0, "benchmark", name)
+        atomic.to_parquet(samples, out_path)
+        summary = pass_rates.summarize(samples, p.pass_k)
+        summary.update(reward.sandbox_columns())  # code benchmarks: programs run, and those stopped for a limit
+        rows.append({"benchmark": name, "temperature": p.protocols[name]["temperature"], **summary})
+        log.info("%s %s", name, summary)
+    atomic.to_parquet(pd.DataFrame(rows), snakemake.output.summary)
+
+
+# vLLM may start its engine core or tensor-parallel workers with the spawn start method, which imports this
+# file again in each new process: only the process Snakemake started may run the job.
+if __name__ == "__main__":
+    main(snakemake)  # noqa: F821 (Snakemake's preamble defines it)

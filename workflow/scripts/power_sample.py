@@ -8,19 +8,27 @@ from pathlib import Path
 import pandas as pd
 from entropy_rl.core import atomic, formats, logs
 
-log = logs.setup(snakemake.log[0], snakemake.threads)
-p = snakemake.params
-backend = importlib.import_module(f"entropy_rl.{p.backend}.power_sampling")
-frames = {Path(path).stem: formats.load_verl_parquet(path).head(p.problems) for path in snakemake.input.benchmarks}
-log.info("method %s: %s", snakemake.wildcards.method, p.method)
-answers = []
-for name, samples in backend.sample_benchmarks(snakemake.input.base, snakemake.input.policy, frames, p):
-    samples.insert(0, "benchmark", name)
-    log.info(
-        "%s: accuracy %.3f, %.1f tokens drawn per answer",
-        name,
-        samples["correct"].mean(),
-        samples["drawn_tokens"].mean(),
-    )
-    answers.append(samples)
-atomic.to_parquet(pd.concat(answers, ignore_index=True), snakemake.output[0])
+
+def main(snakemake):
+    log = logs.setup(snakemake.log[0], snakemake.threads)
+    p = snakemake.params
+    backend = importlib.import_module(f"entropy_rl.{p.backend}.power_sampling")
+    frames = {Path(path).stem: formats.load_verl_parquet(path).head(p.problems) for path in snakemake.input.benchmarks}
+    log.info("method %s: %s", snakemake.wildcards.method, p.method)
+    answers = []
+    for name, samples in backend.sample_benchmarks(snakemake.input.base, snakemake.input.policy, frames, p):
+        samples.insert(0, "benchmark", name)
+        log.info(
+            "%s: accuracy %.3f, %.1f tokens drawn per answer",
+            name,
+            samples["correct"].mean(),
+            samples["drawn_tokens"].mean(),
+        )
+        answers.append(samples)
+    atomic.to_parquet(pd.concat(answers, ignore_index=True), snakemake.output[0])
+
+
+# vLLM starts its engine core (and, with tensor parallelism, its workers) with the spawn start method, which
+# imports this file again in each new process: only the process Snakemake started may run the job.
+if __name__ == "__main__":
+    main(snakemake)  # noqa: F821 (Snakemake's preamble defines it)

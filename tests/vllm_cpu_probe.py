@@ -14,6 +14,7 @@ PREFIXES.json a list of token-id prefixes for power sampling's proposal. Printed
 """
 
 import json
+import os
 import sys
 
 
@@ -66,4 +67,7 @@ def main(model: str, bare: str, prefixes_file: str) -> dict:
 
 if __name__ == "__main__":  # vLLM's engine core is spawned: it imports this file again
     result = main(*sys.argv[1:4])
-    print("PROBE " + json.dumps(result))
+    print("PROBE " + json.dumps(result), flush=True)
+    # Done: leave without the interpreter's teardown of the engines, which with two of them alive (one whose
+    # chat raised) once aborted ("terminate called without an active exception") after everything was printed.
+    os._exit(0)

@@ -44,7 +44,7 @@ EVAL_RUN = "qwen2.5-7b-grpo-dapo"  # power sampling's "grpo" run: its final poli
 POWER_METHODS = ["base", "low-temp", "power", "grpo"]
 MATH = ["math500", "aime2024", "aime2025", "amc", "olympiad", "omni-math", "minerva"]
 CODE = ["eurus2-code", "kodcode"]
-PROBLEMS = 8  # of each benchmark
+PROBLEMS = 6  # of each benchmark (the smoke benchmarks hold 24 math and 12 code problems)
 
 
 @pytest.fixture(scope="module")
@@ -98,9 +98,11 @@ def paper_study(vllm_python, mini_study, tmp_path_factory):
     benchmarks = results / "data" / "benchmarks"
     benchmarks.mkdir(parents=True)
     mini = mini_study / "data" / "benchmarks"
-    for i, name in enumerate(MATH + CODE):
+    for i, name in enumerate(MATH + CODE):  # problems no other benchmark poses
         source = "code3" if name in CODE else ["add1", "add3", "arith5"][i % 3]
-        frame = pd.read_parquet(mini / f"{source}.parquet").head(PROBLEMS)
+        part = CODE.index(name) if name in CODE else i // 3
+        frame = pd.read_parquet(mini / f"{source}.parquet").iloc[part * PROBLEMS : (part + 1) * PROBLEMS]
+        assert len(frame) == PROBLEMS
         frame["data_source"] = name
         frame.to_parquet(benchmarks / f"{name}.parquet")
     targets = [

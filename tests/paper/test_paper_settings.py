@@ -109,6 +109,15 @@ def test_every_deviation_has_a_reason_and_is_used():
             assert key not in script["values"] and len(entry["reason"]) > 10, key
 
 
+def test_settings_left_at_the_forks_default_differ_only_where_listed():
+    """A setting no script passes ran at the fork's default; where ours differs, it is listed with why, and differs."""
+    for script in SCRIPTS.values():
+        cfg, value = our_command(script["run"])
+        for key, entry in FIXTURE["implicit_deviations"].items():
+            assert key not in script["values"] and len(entry["reason"]) > 10, key
+            assert value(key) not in (ABSENT, entry["fork_default"]), (script["run"], key, value(key))
+
+
 def test_the_forks_keys_without_a_verl_091_key_really_have_none():
     cfg, value = our_command(SCRIPTS["7b_baseline"]["run"])
     for key in FIXTURE["untranslated"]:

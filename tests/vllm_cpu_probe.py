@@ -14,7 +14,6 @@ PREFIXES.json a list of token-id prefixes for power sampling's proposal. Printed
 """
 
 import json
-import os
 import sys
 
 
@@ -38,7 +37,6 @@ def main(model: str, bare: str, prefixes_file: str) -> dict:
     out["refusals"]["max_model_len_over"] = refusal(lambda: LLM(model=model, max_model_len=257))
     # One engine (the power-sampling engine the workflow builds) for the rest.
     llm = power_sampling.vllm_engine(model, 1, 0, 40)
-    bare_llm = llm
     conversation = [[{"role": "user", "content": "Calculate 1 + 2."}]]
     greedy = SamplingParams(temperature=0.0, max_tokens=4)
     out["refusals"]["prompt_over_context"] = refusal(
@@ -52,22 +50,19 @@ def main(model: str, bare: str, prefixes_file: str) -> dict:
                           ignore_eos=True, seed=0), use_tqdm=False)  # fmt: skip
     out["cut_at_context"] = {"tokens": len(cut.outputs[0].token_ids), "finish_reason": cut.outputs[0].finish_reason}
     # A tokenizer without a chat template: vLLM's chat refuses, as the stand-in does.
-    del bare_llm
-    out["refusals"]["chat_without_template"] = refusal(
-        lambda: LLM(model=bare, max_model_len=40, enforce_eager=True).chat(conversation, greedy, use_tqdm=False)
-    )
+    bare_llm = LLM(model=bare, max_model_len=40, enforce_eager=True)
+    out["refusals"]["chat_without_template"] = refusal(lambda: bare_llm.chat(conversation, greedy, use_tqdm=False))
+    bare_llm.llm_engine.engine_core.shutdown()  # its engine core process; left to the interpreter, it may outlive us
     with open(prefixes_file) as fh:
         prefixes = [torch.tensor(p) for p in json.load(fh)]
     stop = power_sampling.stop_ids(model, llm.get_tokenizer())
     proposer = power_sampling.VllmProposer(llm, alpha=4.0, stop_ids=stop, seed=0)
     drafts = proposer.extend(prefixes, [8] * len(prefixes))
     out["proposal"] = [{"tokens": d.tolist(), "logp": lp.tolist(), "logq": lq.tolist()} for d, lp, lq in drafts]
+    llm.llm_engine.engine_core.shutdown()
     return out
 
 
 if __name__ == "__main__":  # vLLM's engine core is spawned: it imports this file again
     result = main(*sys.argv[1:4])
     print("PROBE " + json.dumps(result), flush=True)
-    # Done: leave without the interpreter's teardown of the engines, which with two of them alive (one whose
-    # chat raised) once aborted ("terminate called without an active exception") after everything was printed.
-    os._exit(0)

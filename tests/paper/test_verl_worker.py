@@ -387,10 +387,10 @@ def test_the_merged_model_is_scored_by_the_real_vllm(merged_model_dir, tmp_path)
     problems = [{"prompt": f"{a}+3", "gold": str(a + 3), "style": "rule", "question": f"Calculate {a} + 3.",
                  "expression": f"{a}+3"} for a in range(4)]  # fmt: skip
     pd.DataFrame(data.verl_rows(problems, "addsub", "test", "basic_arithmetic")).to_parquet(tmp_path / "b.parquet")
-    proc = subprocess.run([python, "-c", CHAIN, str(merged_model_dir), str(tmp_path / "b.parquet")],
-                          capture_output=True, text=True, env=support.vllm_env(), cwd=tmp_path, check=False)  # fmt: skip
-    scored = [line for line in proc.stdout.splitlines() if line.startswith("SCORED ")]
-    assert proc.returncode == 0 and scored, proc.stderr[-3000:]
+    command = [python, "-c", CHAIN, str(merged_model_dir), str(tmp_path / "b.parquet")]
+    code, out, err = support.run_in_session(command, support.vllm_env(), tmp_path)
+    scored = [line for line in out.splitlines() if line.startswith("SCORED ")]
+    assert code == 0 and scored, err[-3000:]
     answers = json.loads(scored[0][len("SCORED ") :])
     assert len(answers) == 4 and all(1 <= a["response_tokens"] <= 16 for a in answers)
     # The same greedy answers from the merged model in transformers, at the dtype verl's merger wrote.

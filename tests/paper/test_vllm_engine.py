@@ -58,7 +58,7 @@ def run_paper(vllm_python, workdir, *targets, rules, extra=()):
            "--configfile", str(FIXTURES / "paper.yaml"), "--cores", "2", *extra, "--allowed-rules", *rules]  # fmt: skip
     env = support.vllm_env(HF_TOKEN="unused")  # the plan asks for a token for gated models it will not download
     started = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, env=env)
+    proc = subprocess.CompletedProcess(cmd, *support.run_in_session(cmd, env, workdir))
     return proc, time.perf_counter() - started
 
 
@@ -227,11 +227,11 @@ def test_the_proposal_and_the_refusals_on_the_real_engine(vllm_python, paper_stu
     tok = AutoTokenizer.from_pretrained(base)
     prefixes = prompt_format.render(tok, [[{"role": "user", "content": c}] for c in ("4+3-2", "1+1", "7-2+5")], None)
     (tmp_path / "prefixes.json").write_text(json.dumps(prefixes))
-    env = support.vllm_env()
-    proc = subprocess.run([vllm_python, str(ROOT / "tests" / "vllm_cpu_probe.py"), str(base), str(bare),
-                           str(tmp_path / "prefixes.json")], capture_output=True, text=True, env=env, cwd=tmp_path)  # fmt: skip
-    probe = [line for line in proc.stdout.splitlines() if line.startswith("PROBE ")]
-    assert proc.returncode == 0 and probe, proc.stderr[-4000:]
+    command = [vllm_python, str(ROOT / "tests" / "vllm_cpu_probe.py"), str(base), str(bare),
+               str(tmp_path / "prefixes.json")]  # fmt: skip
+    code, out, err = support.run_in_session(command, support.vllm_env(), tmp_path)
+    probe = [line for line in out.splitlines() if line.startswith("PROBE ")]
+    assert code == 0 and probe, err[-4000:]
     result = json.loads(probe[0][len("PROBE ") :])
 
     # log p (raw logits) and log q (logits x alpha = 4) of each drafted token against float32.

@@ -18,7 +18,7 @@ started=$SECONDS
 rm -rf "$env_dir"
 "${PYTHON:-python3}" -m venv "$env_dir"
 "$env_dir/bin/python" -m pip install --quiet --upgrade pip
-"$env_dir/bin/python" -m pip install --quiet --no-deps -r "$lock"
+"$env_dir/bin/python" -m pip install --quiet --no-deps --no-compile -r "$lock"
 "$env_dir/bin/python" -m pip install --quiet --no-deps --no-build-isolation -e .
 # The engine imports, and its versions are the lock's.
 "$env_dir/bin/python" -c "import vllm, torch, transformers; from vllm import LLM; print('vllm', vllm.__version__, 'torch', torch.__version__, 'transformers', transformers.__version__)"

@@ -1,10 +1,10 @@
 """Run by the CPU vLLM's Python (tests/paper/test_vllm_engine.py): what the real engine does where the workflow
 relies on it, printed as one JSON object for the test to hold against Hugging Face and the stand-in.
 
-    python vllm_cpu_probe.py MODEL BARE_MODEL PREFIXES.json
+    python vllm_cpu_probe.py MODEL PREFIXES.json
 
-MODEL is a model directory with a chat template, BARE_MODEL the same without one (a base model's tokenizer),
-PREFIXES.json a list of token-id prefixes for power sampling's proposal. Printed:
+MODEL is a model directory with a chat template, PREFIXES.json a list of token-id prefixes for power sampling's
+proposal. Printed:
 
 - ``refusals``: for each engine start or request the preflight (``prompt_format.engine_problems``) and the
   stand-in (tests/vllm_standin.py) model, the exception vLLM raised (type and message) or null;
@@ -25,7 +25,7 @@ def refusal(call):
     return None
 
 
-def main(model: str, bare: str, prefixes_file: str) -> dict:
+def main(model: str, prefixes_file: str) -> dict:
     import torch
     from entropy_rl.paper import power_sampling
     from vllm import LLM, SamplingParams
@@ -49,20 +49,20 @@ def main(model: str, bare: str, prefixes_file: str) -> dict:
     (cut,) = llm.generate([TokensPrompt(prompt_token_ids=[5] * 30)], SamplingParams(temperature=1.0, max_tokens=50,
                           ignore_eos=True, seed=0), use_tqdm=False)  # fmt: skip
     out["cut_at_context"] = {"tokens": len(cut.outputs[0].token_ids), "finish_reason": cut.outputs[0].finish_reason}
-    # A tokenizer without a chat template: vLLM's chat refuses, as the stand-in does.
-    bare_llm = LLM(model=bare, max_model_len=40, enforce_eager=True)
-    out["refusals"]["chat_without_template"] = refusal(lambda: bare_llm.chat(conversation, greedy, use_tqdm=False))
-    bare_llm.llm_engine.engine_core.shutdown()  # its engine core process; left to the interpreter, it may outlive us
     with open(prefixes_file) as fh:
         prefixes = [torch.tensor(p) for p in json.load(fh)]
     stop = power_sampling.stop_ids(model, llm.get_tokenizer())
     proposer = power_sampling.VllmProposer(llm, alpha=4.0, stop_ids=stop, seed=0)
     drafts = proposer.extend(prefixes, [8] * len(prefixes))
     out["proposal"] = [{"tokens": d.tolist(), "logp": lp.tolist(), "logq": lq.tolist()} for d, lp, lq in drafts]
+    # A tokenizer without a chat template (a base model's): vLLM's chat refuses, as the stand-in does. The same
+    # engine, its tokenizer's template taken away (a second engine in this process is refused by vLLM).
+    llm.get_tokenizer().chat_template = None
+    out["refusals"]["chat_without_template"] = refusal(lambda: llm.chat(conversation, greedy, use_tqdm=False))
     llm.llm_engine.engine_core.shutdown()
     return out
 
 
 if __name__ == "__main__":  # vLLM's engine core is spawned: it imports this file again
-    result = main(*sys.argv[1:4])
+    result = main(*sys.argv[1:3])
     print("PROBE " + json.dumps(result), flush=True)

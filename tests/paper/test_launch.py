@@ -5,7 +5,7 @@ import socket
 import sys
 
 import yaml
-from entropy_rl.core import spec
+from entropy_rl.core import resume, spec
 from entropy_rl.paper import budget, launch
 from support import ROOT
 
@@ -54,3 +54,21 @@ def test_gpu_hours_grow_with_model_size_and_prime_costs_more():
     assert 100 < hours["qwen2.5-7b-grpo"] < 5000
     assert budget.runtime_minutes(hours["qwen2.5-7b-grpo"], 8, 1.5) == int(-(-hours["qwen2.5-7b-grpo"] / 8 * 60 * 1.5 // 1))
     assert budget.runtime_minutes(0.01, 8, 1.5) == 60  # the floor
+
+
+def test_a_checkpoint_resumes_only_under_the_same_verl_settings():
+    """train_verl.py's resume fingerprint reads the recorded command less how the run saves and logs: another FSDP
+    strategy or placement starts afresh, another save interval or checkpoint count continues."""
+    run = "qwen2.5-7b-grpo-clipcov"
+    command = launch.verl_command(PAPER, run)
+    s = spec.resolve_run(PAPER, run)
+
+    def fingerprint(cmd):
+        return resume.fingerprint({**s, "command": launch.trajectory_command(cmd)})
+
+    same = fingerprint(command)
+    swap = {"actor_rollout_ref.actor.strategy=fsdp2": "actor_rollout_ref.actor.strategy=fsdp"}
+    assert fingerprint([swap.get(a, a) for a in command]) != same
+    assert fingerprint([*command, "trainer.n_gpus_per_node=4"]) != same
+    assert fingerprint([a.replace("trainer.save_freq=32", "trainer.save_freq=8") for a in command]) == same
+    assert "trainer.save_freq=32" in command and launch.trajectory_command(command) != command

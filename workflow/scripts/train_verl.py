@@ -12,8 +12,10 @@ log = logs.setup(snakemake.log[0])
 run_dir = Path(snakemake.output.metrics).parent
 ckpt_dir = run_dir / "checkpoints"
 # verl resumes from ckpt_dir (resume_mode=auto) only when it holds this run's trajectory: checkpoints
-# of other settings, or of other reward or loss code, are moved aside and training starts afresh.
-fingerprint = resume.fingerprint(snakemake.params.spec, modules.closure(*launch.TRAINING_MODULES))
+# of other settings (the spec, or verl's own in the command), or of other reward or loss code, are moved aside
+# and training starts afresh.
+trajectory = {**snakemake.params.spec, "command": launch.trajectory_command(snakemake.params.command)}
+fingerprint = resume.fingerprint(trajectory, modules.closure(*launch.TRAINING_MODULES))
 resuming = resume.claim(ckpt_dir, fingerprint)
 # PRIME runs on verl 0.4.1, which logs to TensorBoard only; verl 0.9.1 runs write verl's file log.
 prime = snakemake.params.spec["algorithm"] == "prime"

@@ -87,6 +87,18 @@ def prime_overrides(spec: dict, model: dict, root: str) -> list[str]:
 # driver's Ray actor that builds the trainer looks `trainer.v1.trainer_mode` up in verl's registry.
 VERL_ENV = {"VERL_USE_EXTERNAL_MODULES": PLUGIN_MODULE}
 
+# Overrides that change how a run saves and logs, never its trajectory: a checkpoint written under other values
+# still continues the run (``trajectory_command``).
+BOOKKEEPING = ("trainer.save_freq=", "trainer.max_actor_ckpt_to_keep=", "trainer.logger=", "trainer.project_name=")
+
+
+def trajectory_command(command: list[str]) -> list[str]:
+    """The recorded command less its ``BOOKKEEPING`` overrides: with the run spec, what a checkpoint must have
+    been written under to be resumed (train_verl.py's fingerprint), so that a change of verl's own settings (the
+    FSDP strategy, the placement, a launch override) starts the run afresh instead of resuming another's state."""
+    return [arg for arg in command if not arg.startswith(BOOKKEEPING)]
+
+
 # The results directory in a command as the workflow records it (rule params): bound to an absolute
 # path, and the interpreter to the job's own, only where the job runs (``bind``), so the recorded
 # command does not change with the checkout's location or the submitting host's Python.

@@ -187,16 +187,12 @@ def compose(overrides: list[str], resolve: bool = True):
     """verl's ``ppo_trainer`` config with these overrides, as ``main_ppo``'s ``@hydra.main`` composes it,
     checked with verl's own ``validate_config`` (what ``main_ppo.main`` runs first) and resolved (what
     its task runner does before building the trainer)."""
-    import verl
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
+    from entropy_rl.paper import preflight
     from omegaconf import OmegaConf
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import validate_config
 
-    config_dir = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
-    with initialize_config_dir(config_dir=config_dir, version_base=None):
-        cfg = hydra_compose(config_name="ppo_trainer", overrides=overrides)
+    cfg = preflight.compose(overrides)  # the workflow's own composition of a command, as main_ppo's Hydra entry
     validate_config(config=cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
     if resolve:
         OmegaConf.resolve(cfg)

@@ -92,15 +92,16 @@ def stop_ids(model_dir: str, tokenizer) -> tuple[int, ...]:
 # VLLM_ENABLE_V1_MULTIPROCESSING=0 (deterministic scheduling), runs the engine core in this process,
 # which two engines in one process do not suit. vLLM has batch-invariant kernels only for CUDA, ROCm and XPU
 # devices (``enable_batch_invariant_mode``: Triton); elsewhere (a CPU) the setting is left off, and the job log says
-# so (``batch_invariance``).
+# so (``batch_invariance_missing``).
 REPRODUCIBLE_ENV = {"VLLM_BATCH_INVARIANT": "1"}
 
 
-def batch_invariance() -> bool:
-    """Whether this machine's vLLM platform has batch-invariant kernels (CUDA, ROCm or XPU)."""
+def batch_invariance_missing() -> str | None:
+    """The device of this machine's vLLM platform when vLLM has no batch-invariant kernels for it (only CUDA,
+    ROCm and XPU have them), else None."""
     from vllm.platforms import current_platform
 
-    return current_platform.is_cuda_alike() or current_platform.is_xpu()
+    return None if current_platform.is_cuda_alike() or current_platform.is_xpu() else current_platform.device_type
 
 
 def vllm_engine(model_dir: str, tensor_parallel: int, seed: int, max_model_len: int, memory: float = 0.85):
@@ -110,12 +111,11 @@ def vllm_engine(model_dir: str, tensor_parallel: int, seed: int, max_model_len: 
     heads). Built batch-invariant (``REPRODUCIBLE_ENV``), so a rerun on the same GPU model, vLLM
     version and tensor-parallel size draws the same answers; where vLLM has no batch-invariant kernels (a CPU)
     it is built without, and reruns repeat only as far as the batches do."""
-    if batch_invariance():
-        os.environ.update(REPRODUCIBLE_ENV)  # read by vLLM when the engine starts, and by its workers
+    missing = batch_invariance_missing()
+    if missing:
+        log.warning("batch invariance off: vLLM has no batch-invariant kernels on %r", missing)
     else:
-        from vllm.platforms import current_platform
-
-        log.warning("batch invariance off: vLLM has no batch-invariant kernels on %r", current_platform.device_type)
+        os.environ.update(REPRODUCIBLE_ENV)  # read by vLLM when the engine starts, and by its workers
     from vllm import LLM
 
     return LLM(model=model_dir, tensor_parallel_size=tensor_parallel, seed=seed, max_model_len=max_model_len,

@@ -213,6 +213,32 @@ def worker_config(scale_cfg: dict, run_id: str, root: str | Path, world_size: in
     return compose(command[3:] + [o for o, _ in extra]), extra
 
 
+def actor_worker_class(cfg) -> str:
+    """The class the run's V1 trainer starts on each GPU for its actor (``trainer.v1.trainer_mode``'s
+    ``_init_resource_pool_mgr`` on the run's config), as ``module:qualname``."""
+    import copy
+
+    from entropy_rl.paper import verl_plugin  # noqa: F401  registers the trainer, as the launch's import does
+    from verl.trainer.ppo.utils import Role
+    from verl.trainer.ppo.v1 import get_trainer_cls
+
+    trainer_cls = get_trainer_cls(cfg.trainer.v1.trainer_mode)
+    trainer = trainer_cls.__new__(trainer_cls)  # only the mapping: no Ray, no dataset, no workers
+    trainer.config = copy.deepcopy(cfg)
+    trainer._init_resource_pool_mgr()
+    (cls,) = [c.__ray_actor_class__ for role, c in trainer.role_worker_mapping.items()
+              if role in (Role.Actor, Role.ActorRollout, Role.ActorRolloutRef)]  # fmt: skip
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def build_worker(group: "WorkerGroup", name: str, cfg) -> None:
+    """Start the run's actor worker (``build``) in every process of ``group``, from its composed config."""
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.create(cfg) if isinstance(cfg, dict) else cfg
+    group.call("build", name, OmegaConf.to_container(cfg.actor_rollout_ref), actor_worker_class(cfg))
+
+
 # ---- the worker processes ---------------------------------------------------------------------------
 
 OPS: dict = {}
@@ -376,14 +402,18 @@ def _nested_lists(tensor) -> list[list[float]]:
 
 
 @op
-def build(state, name: str, actor_rollout_ref: dict) -> float:
-    """``ActorRolloutRefWorker(config.actor_rollout_ref, role="actor")`` and its ``init_model``, as the V1
-    trainer's worker group does on each GPU (there with role actor_rollout: the rollout is vLLM's)."""
-    from omegaconf import OmegaConf
-    from verl.workers.engine_workers import ActorRolloutRefWorker
+def build(state, name: str, actor_rollout_ref: dict, worker_class: str) -> float:
+    """``worker_class(config.actor_rollout_ref, role="actor")`` and its ``init_model``, as the V1 trainer's
+    worker group does on each GPU (there with role actor_rollout: the rollout is vLLM's). The class is the
+    one the run's trainer maps (``actor_worker_class``): verl's ``ActorRolloutRefWorker`` or a subclass."""
+    import importlib
 
+    from omegaconf import OmegaConf
+
+    module, qualname = worker_class.split(":")
+    cls = getattr(importlib.import_module(module), qualname)
     started = time.perf_counter()
-    worker = ActorRolloutRefWorker(config=OmegaConf.create(actor_rollout_ref), role="actor")
+    worker = cls(config=OmegaConf.create(actor_rollout_ref), role="actor")
     worker.init_model()
     state.setdefault("workers", {})[name] = worker
     return time.perf_counter() - started

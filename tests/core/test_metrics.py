@@ -115,6 +115,7 @@ def test_clip_higher_band_by_hand():
     stats = metrics.loss_token_stats(cfg, new, old, adv, torch.ones(1, 4), {})
     cov = (new - new.mean()) * (adv - adv.mean())
     assert stats["cliphigher_tokens"] == 1  # only the first: in band with a positive advantage
+    assert set(stats) == set(metrics.LOSS_TOKEN_SUMS) - {"cov_touched_tokens"}  # vanilla: no tokens touched
     assert stats["cliphigher_cov_sum"] == pytest.approx(float(cov[0, 0]))
     pooled = metrics.pooled_loss_stats([stats, {"response_tokens": 4.0}])
     assert pooled["cliphigher_cov"] == pytest.approx(float(cov[0, 0])) and math.isnan(pooled["cov_touched_frac"])

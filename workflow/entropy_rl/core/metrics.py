@@ -79,6 +79,10 @@ def bandit_covariance(log_prob, advantages, mask, group_index, rewards) -> dict:
     return out
 
 
+# loss_token_stats' keys: every one a sum over the call's tokens, so calls add up.
+LOSS_TOKEN_SUMS = ("response_tokens", "cov_touched_tokens", "cliphigher_cov_sum", "cliphigher_tokens")
+
+
 def loss_token_stats(config, log_prob, old_log_prob, advantages, mask, loss_metrics: dict) -> dict:
     """Sums and counts, one loss call at a time, for two claims of Section 4.5.
 
@@ -89,8 +93,9 @@ def loss_token_stats(config, log_prob, old_log_prob, advantages, mask, loss_metr
       ``cov_touched_tokens`` / ``response_tokens``. Clip-Cov's count is its own clip fraction
       (verl's ``pg_clipfrac`` of that loss counts exactly the detached tokens); KL-Cov's is the
       top-k size verl selects, max(1, ⌊N·kl_cov_ratio⌋).
-    Sums and counts, not ratios, so that means over calls (verl averages a metric over its
-    micro-batches) divide into the pooled ratio.
+    Sums and counts (``LOSS_TOKEN_SUMS``), not ratios, so that totals over calls divide into the
+    pooled ratio (at paper scale the worker sums them over each mini-batch's micro-batches:
+    ``paper.verl_plugin.SummedCountsWorker``).
     """
     valid = mask.bool()
     n_tokens = int(valid.sum())

@@ -33,8 +33,9 @@ TRAINING_KEYS = {
     "actor/ppo_kl": "ppo_kl",
     **{f"paper/{name}": name for name in ["cov_all", *metric_columns.COV_TOP, "bandit_cov", *metric_columns.BANDIT_ACC]},
 }
-# Columns pooled from the loss plugin's per-micro-batch sums and counts: verl logs each one's mean
-# over the micro-batches, so the ratio of the two means is the ratio of the pooled sums.
+# Columns pooled from the loss plugin's per-micro-batch sums and counts: the plugin's worker logs each
+# mini-batch's totals and the trainer their mean, so the ratio of two such means is the ratio of the
+# step's pooled sums (verl's own mean over micro-batches would weight each mini-batch by 1 / its count).
 LOSS_RATIOS = {
     "cliphigher_cov": ("actor/cliphigher_cov_sum", "actor/cliphigher_tokens"),
     "cov_touched_frac": ("actor/cov_touched_tokens", "actor/response_tokens"),

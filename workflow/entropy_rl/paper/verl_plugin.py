@@ -11,16 +11,23 @@ computed exactly as the mini trainer computes them:
   over the whole batch, as ``paper/*``;
 - for each of verl's loss modes used here, a mode ``<mode>+cov`` that calls verl's loss unchanged
   and logs, per micro-batch (where Clip-Cov and KL-Cov select their tokens), the sums and counts of
-  ``entropy_rl.core.metrics.loss_token_stats`` as ``actor/*``.
+  ``entropy_rl.core.metrics.loss_token_stats`` as ``actor/*``;
+- verl's actor worker with those sums added up over each mini-batch's micro-batches (verl averages
+  a policy loss's metrics over them), which the trainer above starts in place of verl's own.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import ray
 import transfer_queue as tq
+from verl.single_controller.base.decorator import Dispatch, register
 from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY, get_policy_loss_fn, register_policy_loss
+from verl.trainer.ppo.utils import Role
 from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY, register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
+from verl.utils.metric import AggregationType, Metric
+from verl.workers.engine_workers import ActorRolloutRefWorker
 
 from ..core import metrics as measures  # `metrics` is verl's name for a step's metric dict
 from .launch import TRAINER_MODE
@@ -60,8 +67,49 @@ def batch_measures(fields) -> dict:
     return {f"paper/{k}": v for k, v in out.items()}
 
 
+LOSS_SUMS = {f"actor/{key}" for key in measures.LOSS_TOKEN_SUMS}
+
+
+def summing_loss_sums(loss_fn):
+    """verl's actor loss (``ppo_loss``) with the ``+cov`` sums and counts aggregated as sums.
+
+    ``ppo_loss`` tags a policy loss's metrics MEAN, so the worker would log each mini-batch's mean
+    over its micro-batches and the trainer the mean of those: a ratio of two such means weights each
+    mini-batch by 1 / its number of micro-batches, which dynamic batching varies. Tagged SUM, each
+    mini-batch logs its totals (over data-parallel ranks, their mean) and the ratio of the trainer's
+    means is the ratio of the step's pooled sums."""
+
+    def loss(model_output, data, dp_group=None):
+        value, metrics = loss_fn(model_output=model_output, data=data, dp_group=dp_group)
+        for key in LOSS_SUMS & metrics.keys():
+            summed = Metric(AggregationType.SUM)
+            summed.extend(metrics[key].values)
+            metrics[key] = summed
+        return value, metrics
+
+    return loss
+
+
+class SummedCountsWorker(ActorRolloutRefWorker):
+    """verl's actor worker, its loss wrapped by ``summing_loss_sums`` once verl has built it."""
+
+    @register(dispatch_mode=Dispatch.ONE_TO_ALL)
+    def init_model(self):
+        super().init_model()
+        if getattr(self, "loss_fn", None) is not None:  # roles that train (not a reference alone)
+            self.loss_fn = summing_loss_sums(self.loss_fn)
+            self.actor.set_loss_fn(self.loss_fn)
+
+
 class PaperMeasuresTrainer(PPOTrainerSync):
-    """verl's synchronous trainer, logging the paper's measures of each update batch."""
+    """verl's synchronous trainer, logging the paper's measures of each update batch, its actor
+    workers ``SummedCountsWorker``."""
+
+    def _init_resource_pool_mgr(self):
+        super()._init_resource_pool_mgr()
+        for role in (Role.Actor, Role.ActorRollout, Role.ActorRolloutRef):
+            if role in self.role_worker_mapping:
+                self.role_worker_mapping[role] = ray.remote(SummedCountsWorker)
 
     def _compute_advantage(self, batch, metrics: dict):
         batch = super()._compute_advantage(batch, metrics=metrics)

@@ -11,7 +11,7 @@ python="${PYTHON:-.venv/bin/python}"
 pins="$(grep -E '^(verl|setuptools)==' envs/prime.txt)"
 rm -rf "$site"
 # shellcheck disable=SC2086  # one pin a word
-"$python" -m pip install --quiet --no-deps --no-compile --target "$site" $pins
+"$python" -m pip install --quiet --no-deps --target "$site" $pins
 # verl's wheel also ships top-level `tests` and `scripts` packages, which would shadow others on the path.
 rm -rf "$site/tests" "$site/scripts" "$site/bin"
 "$python" -c "import sys; sys.path.insert(0, '$site'); import verl; assert verl.__version__ == '0.4.1', verl.__version__"

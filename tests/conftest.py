@@ -35,7 +35,13 @@ def tiny_policy(mini_tokenizer, tmp_path_factory):
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (``--dist loadgroup``, see pyproject.toml) a module's tests run on one worker,
     so its module-scoped fixtures (a smoke study, a trained policy) are built once; the tests on the
-    SLURM cluster share one worker, so one session-wide cluster serves them all."""
+    SLURM cluster share one worker, so one session-wide cluster serves them all.
+
+    The workers take the groups in this order (``--no-loadscope-reorder``; xdist would otherwise put the
+    groups with the most tests first): the modules marked ``costly`` (a study, an engine or a cluster:
+    minutes each) go first, so that the many short modules fill in at the end and both workers finish
+    together, not one waiting minutes for the other's last study."""
+    items.sort(key=lambda item: item.get_closest_marker("costly") is None)  # stable: collection order otherwise
     for item in items:
         group = "slurm" if "slurm_cluster" in item.fixturenames else item.module.__name__
         item.add_marker(pytest.mark.xdist_group(group))
@@ -56,4 +62,5 @@ class GroupsTakeEffect:
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", "costly: the module runs a study, an engine or a cluster (minutes); scheduled first")
     config.pluginmanager.register(GroupsTakeEffect())

@@ -15,6 +15,8 @@ from entropy_rl.core import modules, prompt_format, spec
 from entropy_rl.paper import launch, preflight
 from support import FIXTURES, ROOT
 
+pytestmark = pytest.mark.costly  # minutes of a core: scheduled first (tests/conftest.py)
+
 PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
 HUB_MODELS = FIXTURES / "hub_models"
 MAIN_PPO_RUNS = sorted(r for r, v in PAPER["runs"].items() if v["algorithm"] != "prime")

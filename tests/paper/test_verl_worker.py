@@ -29,6 +29,8 @@ from omegaconf import OmegaConf
 from support import ROOT
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+pytestmark = pytest.mark.costly  # minutes of a core: scheduled first (tests/conftest.py)
+
 # The paper scale's runs as the workflow resolves them (workflow/rules/common.smk: seed 0, one replicate).
 CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())
 PAPER = spec.with_replicates(spec.with_instruct_models(CONFIG["paper"]), 0, 1)

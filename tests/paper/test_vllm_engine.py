@@ -26,6 +26,8 @@ import vllm_standin
 from entropy_rl.core import prompt_format
 from support import ROOT
 
+pytestmark = pytest.mark.costly  # minutes of a core: scheduled first (tests/conftest.py)
+
 FIXTURES = ROOT / "tests" / "fixtures" / "vllm_cpu"
 EVAL_RUN = "qwen2.5-7b-grpo-dapo"  # power sampling's "grpo" run: its final policy is the mini GRPO run's
 # Low temperature, power sampling and an RL checkpoint's plain sampling (at temperature 1, with the base model in

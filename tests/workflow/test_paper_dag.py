@@ -14,6 +14,8 @@ import pytest
 import yaml
 from support import ROOT, job_resources, plan
 
+pytestmark = pytest.mark.costly  # minutes of a core: scheduled first (tests/conftest.py)
+
 PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
 TOKENS = {"HF_TOKEN": "hf_SENTINELplanDoNotLeak0123", "HUGGING_FACE_HUB_TOKEN": "hf_SENTINELplanDoNotLeak4567"}
 # The flag that gives a SLURM job the workflow's environment less the token (cluster.smk).

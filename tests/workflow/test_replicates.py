@@ -14,6 +14,8 @@ import yaml
 from support import ROOT
 from transformers import AutoModelForCausalLM
 
+pytestmark = pytest.mark.costly  # minutes of a core: scheduled first (tests/conftest.py)
+
 SMOKE = ROOT / "tests" / "smoke" / "config.yaml"
 RUN = "qwen2-xs-grpo"
 INSTRUCT_RUN = "qwen2-xs-instruct-grpo"

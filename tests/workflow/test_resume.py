@@ -19,6 +19,8 @@ import yaml
 from support import ROOT
 from transformers import AutoModelForCausalLM
 
+pytestmark = pytest.mark.costly  # minutes of a core: scheduled first (tests/conftest.py)
+
 SMOKE = ROOT / "tests" / "smoke" / "config.yaml"
 RUN = "qwen2-xs-grpo"
 TARGET = f"results/runs/{RUN}/metrics.parquet"

@@ -16,10 +16,13 @@ import sys
 import time
 
 import pandas as pd
+import pytest
 import yaml
 from contracts import check_eval, check_metrics
 from entropy_rl.core import spec
 from support import ROOT
+
+pytestmark = pytest.mark.costly  # minutes of a core: scheduled first (tests/conftest.py)
 
 pytest_plugins = ["slurm_cluster"]
 SMOKE = ROOT / "tests" / "smoke" / "config.yaml"

@@ -17,6 +17,8 @@ from entropy_rl.core import formats, spec
 from support import ROOT
 from transformers import AutoModelForCausalLM
 
+pytestmark = pytest.mark.costly  # minutes of a core: scheduled first (tests/conftest.py)
+
 SMOKE = ROOT / "tests" / "smoke" / "config.yaml"
 SECRET = "hf_SENTINELsmokeDoNotLeak0123"  # a hub token the user has set in their shell
 TOKEN_ENV = {**os.environ, "HF_TOKEN": SECRET, "HUGGING_FACE_HUB_TOKEN": SECRET}

@@ -231,7 +231,7 @@ def actor_worker_class(cfg) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
-def build_worker(group: "WorkerGroup", name: str, cfg) -> None:
+def build_worker(group: WorkerGroup, name: str, cfg) -> None:
     """Start the run's actor worker (``build``) in every process of ``group``, from its composed config."""
     from omegaconf import OmegaConf
 

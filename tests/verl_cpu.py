@@ -218,16 +218,14 @@ def actor_worker_class(cfg) -> str:
     ``_init_resource_pool_mgr`` on the run's config), as ``module:qualname``."""
     import copy
 
-    from entropy_rl.paper import verl_plugin  # noqa: F401  registers the trainer, as the launch's import does
-    from verl.trainer.ppo.utils import Role
+    from entropy_rl.paper import verl_plugin  # registers the trainer, as the launch's import does
     from verl.trainer.ppo.v1 import get_trainer_cls
 
     trainer_cls = get_trainer_cls(cfg.trainer.v1.trainer_mode)
     trainer = trainer_cls.__new__(trainer_cls)  # only the mapping: no Ray, no dataset, no workers
     trainer.config = copy.deepcopy(cfg)
     trainer._init_resource_pool_mgr()
-    (cls,) = [c.__ray_actor_class__ for role, c in trainer.role_worker_mapping.items()
-              if role in (Role.Actor, Role.ActorRollout, Role.ActorRolloutRef)]  # fmt: skip
+    (cls,) = [c.__ray_actor_class__ for role, c in trainer.role_worker_mapping.items() if role in verl_plugin.ACTOR_ROLES]
     return f"{cls.__module__}:{cls.__qualname__}"
 
 

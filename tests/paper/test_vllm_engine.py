@@ -115,7 +115,7 @@ def hf_greedy(model_dir, prompt_ids: list[list[int]], max_new_tokens: int, eos: 
             out = model.generate(torch.tensor([ids]), max_new_tokens=max_new_tokens, do_sample=False, eos_token_id=eos,
                                  pad_token_id=eos, output_logits=True, return_dict_in_generate=True)  # fmt: skip
         tokens = out.sequences[0, len(ids) :].tolist()
-        margins = [float(step[0].topk(2).values[0] - step[0].topk(2).values[1]) for step in out.logits]
+        margins = [float(top[0] - top[1]) for top in (step[0].topk(2).values for step in out.logits)]
         answers.append((tokens, margins))
     return answers
 

@@ -68,6 +68,8 @@ def batch_measures(fields) -> dict:
 
 
 LOSS_SUMS = {f"actor/{key}" for key in measures.LOSS_TOKEN_SUMS}
+# The roles whose workers train the actor, whichever of them verl's trainer maps (with or without rollout and reference).
+ACTOR_ROLES = (Role.Actor, Role.ActorRollout, Role.ActorRolloutRef)
 
 
 def summing_loss_sums(loss_fn):
@@ -107,7 +109,7 @@ class PaperMeasuresTrainer(PPOTrainerSync):
 
     def _init_resource_pool_mgr(self):
         super()._init_resource_pool_mgr()
-        for role in (Role.Actor, Role.ActorRollout, Role.ActorRolloutRef):
+        for role in ACTOR_ROLES:
             if role in self.role_worker_mapping:
                 self.role_worker_mapping[role] = ray.remote(SummedCountsWorker)
 

@@ -2,6 +2,7 @@
 
 import sys
 
+import pytest
 from entropy_rl import PACKAGE_DIR
 from entropy_rl.core import modules
 
@@ -29,3 +30,67 @@ def test_files_are_the_modules_sources_found_without_importing_them():
     paths = modules.files("entropy_rl.paper.verl_plugin")
     assert str(PACKAGE_DIR / "paper" / "verl_plugin.py") in paths
     assert not {m for m in set(sys.modules) - before if m.startswith(("verl", "torch"))}  # read, not imported
+
+
+@pytest.fixture(autouse=True)
+def fresh_caches():
+    """The tests below point the module reader at a throwaway package: no cached reading outlives them."""
+    yield
+    modules.direct_imports.cache_clear()
+    modules.closure.cache_clear()
+
+
+def package(tmp_path, monkeypatch, files: dict[str, str]):
+    """A throwaway copy of this package's layout: ``modules`` reads ``entropy_rl`` from PACKAGE_DIR."""
+    root = tmp_path / "entropy_rl"
+    for rel, text in {"__init__.py": "", "core/__init__.py": "", "paper/__init__.py": "", **files}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    monkeypatch.setattr(modules, "PACKAGE_DIR", root)
+    modules.direct_imports.cache_clear()
+    modules.closure.cache_clear()
+    return root
+
+
+def test_behaviour_hash_ignores_comments_docstrings_and_moves_but_not_code(tmp_path, monkeypatch):
+    root = package(tmp_path, monkeypatch, {"core/util.py": "def f(x):\n    return x + 1\n",
+                                           "paper/job.py": "from ..core import util\n\ndef g():\n    return util.f(1)\n"})  # fmt: skip
+    before = modules.behaviour_hash("entropy_rl.paper.job")
+    (root / "core/util.py").write_text('"""Docs."""\n\n\ndef f(x):  # a comment\n    """More docs."""\n    return x + 1\n')
+    assert modules.behaviour_hash("entropy_rl.paper.job") == before
+    (root / "core/util.py").rename(root / "paper/util.py")  # moved, its importer updated
+    (root / "paper/job.py").write_text("from . import util\n\ndef g():\n    return util.f(1)\n")
+    modules.direct_imports.cache_clear()
+    assert modules.behaviour_hash("entropy_rl.paper.job") == before
+    (root / "paper/util.py").write_text("def f(x):\n    return x + 2\n")  # a change two modules away
+    assert modules.behaviour_hash("entropy_rl.paper.job") != before
+
+
+def test_a_module_that_reads_its_own_name_is_hashed_with_it(tmp_path, monkeypatch):
+    root = package(tmp_path, monkeypatch, {"core/a.py": "NAME = __name__\n", "core/b.py": "NAME = __name__\n",
+                                           "core/c.py": "X = 1\n", "core/d.py": "X = 1\n"})  # fmt: skip
+    assert modules.behaviour_hash("entropy_rl.core.a") != modules.behaviour_hash("entropy_rl.core.b")
+    assert modules.behaviour_hash("entropy_rl.core.c") == modules.behaviour_hash("entropy_rl.core.d")
+    assert root
+
+
+def test_a_stamp_is_rewritten_only_when_behaviour_changes_and_names_the_change(tmp_path, monkeypatch):
+    import os
+
+    root = package(tmp_path, monkeypatch, {"core/util.py": "X = 1\n", "paper/job.py": "from ..core import util\nY = util.X\n"})
+    stamp = tmp_path / "results" / "code" / "job.json"
+    os.utime(root / "paper/job.py", (1_000_000, 1_000_000))
+    os.utime(root / "core/util.py", (2_000_000, 2_000_000))
+    modules.stamp(stamp, "entropy_rl.paper.job")
+    assert stamp.stat().st_mtime == 2_000_000  # a new stamp: its sources' latest time, so it outdates nothing new
+    text = stamp.read_text()
+    (root / "core/util.py").write_text("X = 1  # why\n")
+    modules.stamp(stamp, "entropy_rl.paper.job")
+    assert stamp.stat().st_mtime == 2_000_000 and stamp.read_text() == text
+    (root / "core/util.py").write_text("X = 2\n")
+    modules.stamp(stamp, "entropy_rl.paper.job")
+    assert stamp.stat().st_mtime > 2_000_000 and stamp.read_text() != text
+    assert modules.changed_modules(stamp) == ["entropy_rl.core.util"]  # the origin, not its importer
+    (root / "core/util.py").write_text("X = 1\n")
+    modules.stamp(stamp, "entropy_rl.paper.job")
+    assert stamp.read_text() == text  # changed back: the text Snakemake recorded (its checksum matches again)

@@ -2,7 +2,7 @@ rule fit_run:
     """R = -a exp(H) + b on one run's validation points, and the early-step prediction."""
     input:
         metrics=RUN_METRICS,
-        code=code("study.analysis"),
+        code=code("fit_run", "study.analysis"),
     output:
         RUN_FIT,
     params:

@@ -7,7 +7,7 @@ rule audit:
         summaries=expand(EVAL_SUMMARY, run=EVALUATED_RUNS),  # only the runs its claims read on the test sets
         models=expand(MODEL_DIR, model=MODELS),
         power=expand(POWER_SAMPLES, method=list(power_methods())) if POWER else [],
-        code=code("study.audit"),
+        code=code("audit", "study.audit"),
     output:
         md=AUDIT_MD,
         html=report("results/audit/audit.html", caption="../report/audit.rst", category="Audit"),

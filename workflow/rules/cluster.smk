@@ -2,6 +2,7 @@
 # check, the GPU-hours estimate, each training run's SLURM resources and the launch preflight, all
 # before any job is submitted. Included after common.smk (it reads its constants and templates).
 import functools
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from snakemake.exceptions import WorkflowError
 from entropy_rl.core import spec as run_spec
 from entropy_rl.paper import budget
 from entropy_rl.paper import hub
+from entropy_rl.paper import paid_work
 from entropy_rl.paper import preflight
 
 # ---- SLURM jobs never see the hub token -----------------------------------------------------
@@ -27,6 +29,7 @@ SLURM_JOB_ENV_FLAG = f"--export-file={SLURM_JOB_ENV}"
 
 
 onstart:
+    paid_work_guard()
     if not workflow.local_exec:
         hub.write_environment_without_token(SLURM_JOB_ENV)
 
@@ -158,3 +161,75 @@ def show_budget_once():
         print_gpu_budget()
         if workflow.is_main_process:
             check_launches()
+
+
+# ---- paid work is never redone silently (entropy_rl.paper.paid_work) ---------------------------
+
+
+def job_gpu_hours(job):
+    if job.rule.name == "train_verl":
+        return train_hours(job.wildcards.run)
+    if job.rule.name == "evaluate_vllm":
+        return eval_hours(job.wildcards.run)
+    return power_hours(job.wildcards.method)
+
+
+def output_mintime(job):
+    """The time of the job's oldest output (a directory's by the stamp Snakemake leaves in it)."""
+    stamp = ".snakemake_timestamp"
+    return min(os.path.getmtime(os.path.join(f, stamp) if os.path.isfile(os.path.join(f, stamp)) else f) for f in job.output)
+
+
+def same_as_recorded(job, f):
+    """Snakemake's own test: an input newer than the outputs but with the checksum recorded when the job ran."""
+    recorded = workflow.persistence.input_checksums(job, f)
+    return len(recorded) == 1 and recorded.pop() == "sha256:" + hashlib.sha256(Path(f).read_bytes()).hexdigest()
+
+
+def rerun_causes(job, depth=0):
+    """Why Snakemake would run a finished job again, in the terms of what changed: code (by module), settings (by
+    key), inputs (and, for an input rebuilt first, why that is). Each is checked here rather than read from
+    Snakemake's reason: once an upstream job is to run, Snakemake stops looking for a job's own reasons."""
+    reason = workflow.dag.reason(job)
+    oldest = output_mintime(job) if all(os.path.exists(f) for f in job.output) else None
+    stamps = [f for f in job.input if f.startswith("results/code/") and oldest and os.path.getmtime(f) > oldest
+              and not same_as_recorded(job, f)]  # fmt: skip
+    causes = [c for f in stamps for c in paid_work.code_causes(f)]
+    causes += [f"input newer than its outputs: {f}" for f in sorted(reason.updated_input) if f not in stamps]
+    for dep, files in workflow.dag.dependencies[job].items():
+        if workflow.dag.needrun(dep) and dep.rule.name in paid_work.GPU_RULES:  # listed, with its causes, itself
+            causes.append(f"input rebuilt first by {dep.rule.name} {dep.wildcards.get('run') or dep.wildcards.get('method')}")
+        elif workflow.dag.needrun(dep):
+            why = "; ".join(rerun_causes(dep, depth + 1)) if depth < 3 else "..."
+            causes += [f"input rebuilt first by {dep.rule.name}: {f} ({why})" for f in sorted(files)]
+    if reason.missing_output:
+        causes.append(f"outputs missing: {', '.join(sorted(reason.missing_output))}")
+    script = os.path.join(job.rule.basedir, job.rule.script) if job.rule.script else None
+    if oldest and script and os.path.getmtime(script) > oldest:
+        causes.append(f"its script ({os.path.normpath(script)}) is newer than its outputs")
+    recorded = workflow.persistence.params(job.output[0]) if oldest else None
+    if recorded is not None and sorted(map(workflow.persistence._serialize_param, job.non_derived_params)) != sorted(recorded):
+        causes += paid_work.param_causes(dict(job.params.items()), workflow.persistence._serialize_param, recorded)
+    if reason.input_changed:
+        causes.append("its set of input files changed")
+    if reason.software_stack_changed:
+        causes.append(f"its container changed ({job.container_img_url})")
+    return list(dict.fromkeys(causes)) or [str(reason)]
+
+
+def paid_work_guard():
+    """At paper scale, before any job is submitted: stop if a GPU job whose outputs exist would run again, unless
+    the user named it (--config rerun_paid=...), forced it (-R) or asked for all (rerun_paid=all)."""
+    if MINI or workflow.touch:
+        return
+    outdated = []
+    for job in workflow.dag.needrun_jobs():
+        if job.rule.name not in paid_work.GPU_RULES or not all(os.path.exists(f) for f in job.output):
+            continue
+        reason = workflow.dag.reason(job)
+        name = job.wildcards.get("run") or job.wildcards.get("method")
+        if reason.forced or paid_work.allowed(name, config.get(paid_work.CONSENT_KEY)):
+            continue
+        outdated.append(paid_work.OutdatedJob(job.rule.name, name, job_gpu_hours(job), rerun_causes(job)))
+    if outdated:
+        raise WorkflowError(paid_work.message(outdated))

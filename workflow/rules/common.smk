@@ -98,11 +98,17 @@ def canonical(obj):
     return obj
 
 
-def code(*modules):
-    """The source files that shape a job's outputs, as inputs, so editing one reruns the job: the
-    modules the rule's script calls (``layer.module``, or a full dotted name) and everything they import in the package.
-    Plumbing that cannot change an output's content (core.modules.PLUMBING) is left out."""
-    return modules_closure.files(*(m if m.startswith("entropy_rl.") else f"entropy_rl.{m}" for m in modules))
+CODE_STAMP = "results/code/{key}.json"
+
+
+def code(key, *modules):
+    """The code that shapes a job's outputs, as an input: the modules the rule's script calls (``layer.module``, or a
+    full dotted name) and everything they import in the package, less plumbing (core.modules.PLUMBING), stood for by
+    one stamp per ``key`` (the rule) that is rewritten only when what that code computes changes
+    (core.modules.stamp). A comment, a docstring or a moved module reruns nothing; a change of behaviour reruns the
+    rule's jobs, and at paper scale the GPU rules' jobs only when asked (cluster.smk, paid_work_guard)."""
+    dotted = [m if m.startswith("entropy_rl.") else f"entropy_rl.{m}" for m in modules]
+    return modules_closure.stamp(CODE_STAMP.format(key=key), *dotted)
 
 
 # ---- input functions --------------------------------------------------------------------------
@@ -180,7 +186,7 @@ def artifact_inputs(name):
     """Only what the artifact reads: its runs' metrics (or evaluations), their models' configs."""
     runs = with_replicates(artifact_runs(name))
     needs = artifacts.ARTIFACTS[name].needs
-    inputs = {"code": code("study.figures", "study.tables", "study.artifacts")}
+    inputs = {"code": code("artifacts", "study.figures", "study.tables", "study.artifacts")}
     if "metrics" in needs:
         inputs["metrics"] = run_metrics(runs)
     if "eval" in needs:

@@ -3,7 +3,7 @@ if MINI:
     rule prepare_mini_data:
         """Procedural tasks from reasoning-gym at fixed seeds, as verl parquet."""
         input:
-            code=code("mini.data"),
+            code=code("prepare_mini_data", "mini.data"),
         output:
             train=TRAIN_DATA,
             pretrain=PRETRAIN_CORPUS,
@@ -22,7 +22,7 @@ if MINI:
         """A further training set from other task families, for runs that name it (Appendix C)."""
         input:
             benchmarks=bench_files(),
-            code=code("mini.data"),
+            code=code("prepare_mini_train_set", "mini.data"),
         output:
             TRAIN_SET,
         params:
@@ -41,7 +41,7 @@ else:
     rule download_dataset:
         """One hub dataset at its locked commit (or from the mirror), every file checksummed."""
         input:
-            code=code("paper.hub"),
+            code=code("download_dataset", "paper.hub"),
         output:
             directory(SOURCE_DIR),
         params:
@@ -65,7 +65,7 @@ else:
         from file listings and schemas only: a mismatch names what is there, and the download stays."""
         input:
             source=SOURCE_DIR,
-            code=code("paper.data"),
+            code=code("check_source", "paper.data"),
         output:
             SOURCE_CHECKED,
         params:
@@ -82,7 +82,7 @@ else:
         input:
             source=lambda wc: source_dir(S["data"]["benchmarks"][wc.benchmark]["part"]),
             checked=lambda wc: source_checked(S["data"]["benchmarks"][wc.benchmark]["part"]),
-            code=code("paper.data"),
+            code=code("prepare_benchmark", "paper.data"),
         output:
             BENCHMARK_FILE,
         params:
@@ -115,7 +115,7 @@ else:
         input:
             sources=lambda wc: sorted({source_dir(p) for p in S["data"]["train_sets"][wc.train_set]}),
             checked=lambda wc: sorted({source_checked(p) for p in S["data"]["train_sets"][wc.train_set]}),
-            code=code("paper.data"),
+            code=code("prepare_train_set", "paper.data"),
         output:
             TRAIN_SET,
         params:

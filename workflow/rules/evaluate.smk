@@ -6,7 +6,7 @@ if MINI:
         input:
             model="results/runs/{run}/final",
             benchmarks=bench_files(),
-            code=code("mini.evaluate", "mini.data", "mini.models"),
+            code=code("evaluate", "mini.evaluate", "mini.data", "mini.models"),
         output:
             samples=expand("results/eval/{{run}}/{benchmark}.parquet", benchmark=BENCHMARKS),
             summary="results/eval/{run}/summary.parquet",
@@ -33,7 +33,7 @@ else:
         input:
             model="results/runs/{run}/final",
             benchmarks=bench_files(),
-            code=code("paper.evaluate"),
+            code=code("evaluate_vllm", "paper.evaluate"),
         output:
             samples=expand("results/eval/{{run}}/{benchmark}.parquet", benchmark=BENCHMARKS),
             summary="results/eval/{run}/summary.parquet",

@@ -4,7 +4,7 @@ if MINI:
         """Byte-level BPE trained offline on the mini task corpus."""
         input:
             corpus=PRETRAIN_CORPUS,
-            code=code("mini.tokenizer", "mini.data"),
+            code=code("build_tokenizer", "mini.tokenizer", "mini.data"),
         output:
             directory(TOKENIZER_DIR),
         params:
@@ -25,7 +25,7 @@ if MINI:
             tokenizer=TOKENIZER_DIR,
             corpus=PRETRAIN_CORPUS,
             benchmarks=bench_files(),
-            code=code("mini.models", "mini.evaluate", "mini.data"),
+            code=code("build_mini_model", "mini.models", "mini.evaluate", "mini.data"),
         output:
             directory(MODEL_DIR),
         params:
@@ -54,7 +54,7 @@ else:
     rule download_model:
         """A base model from the hub at its locked commit (or the mirror), every file checksummed."""
         input:
-            code=code("paper.hub"),
+            code=code("download_model", "paper.hub"),
         output:
             directory(MODEL_DIR),
         params:

@@ -11,7 +11,7 @@ if POWER:
                 base=power_base_model,
                 policy=power_policy,
                 benchmarks=expand("results/data/benchmarks/{benchmark}.parquet", benchmark=POWER["benchmarks"]),
-                code=code("mini.power_sampling", "mini.data", "mini.models"),
+                code=code("power_sample", "mini.power_sampling", "mini.data", "mini.models"),
             output:
                 "results/power/samples/{method}.parquet",
             params:
@@ -38,9 +38,9 @@ if POWER:
             input:
                 base=power_base_model,
                 policy=power_policy_with_budget,
-                preflight="results/preflight/power.txt",
+                preflight=POWER_PREFLIGHT,
                 benchmarks=expand("results/data/benchmarks/{benchmark}.parquet", benchmark=POWER["benchmarks"]),
-                code=code("paper.power_sampling"),
+                code=code("power_sample_vllm", "paper.power_sampling"),
             output:
                 "results/power/samples/{method}.parquet",
             params:
@@ -72,7 +72,7 @@ if POWER:
         """Single-shot accuracy per benchmark and token cost of each method (that paper's Table 1)."""
         input:
             samples=power_samples(power_main_methods()),
-            code=code("study.power_study"),
+            code=code("power_artifacts", "study.power_study"),
         output:
             csv=report("results/tables/power01_accuracy.csv", caption="../report/artifact.rst", category="Power sampling"),
             md="results/tables/power01_accuracy.md",
@@ -98,7 +98,7 @@ if POWER:
                 _name
             input:
                 samples=power_samples(_methods),
-                code=code("study.power_study"),
+                code=code("power_artifacts", "study.power_study"),
             output:
                 pdf=f"results/figures/{_name}.pdf",
                 png=report(f"results/figures/{_name}.png", caption="../report/artifact.rst", category="Power sampling"),

@@ -15,7 +15,7 @@ if not MINI:
             model=run_model_dir,
             train=run_train_data,
             validation=VALIDATION_SET,
-            code=code(*preflight.LAUNCH_CODE),
+            code=code("preflight", *preflight.LAUNCH_CODE),
         output:
             RUN_PREFLIGHT,
         params:
@@ -33,7 +33,7 @@ if not MINI:
             """The power-sampling model against every vLLM engine the study starts it in."""
             input:
                 model=MODEL_DIR.format(model=POWER["model"]),
-                code=code("paper.preflight"),
+                code=code("preflight_power", "paper.preflight"),
             output:
                 POWER_PREFLIGHT,
             params:

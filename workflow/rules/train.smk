@@ -6,7 +6,7 @@ if MINI:
             model=run_model_dir,
             train=run_train_data,
             benchmarks=run_validation_files,
-            code=code("mini.trainer"),
+            code=code("train", "mini.trainer"),
         output:
             metrics=RUN_METRICS,
             final=directory(RUN_FINAL),
@@ -32,7 +32,7 @@ else:
             train=train_data_with_budget,
             validation=VALIDATION_SET,
             preflight=RUN_PREFLIGHT,
-            code=code("paper.launch", "paper.verl_metrics", *launch.TRAINING_MODULES),
+            code=code("train_verl", "paper.launch", "paper.verl_metrics", *launch.TRAINING_MODULES),
         output:
             metrics=RUN_METRICS,
             final=directory(RUN_FINAL),

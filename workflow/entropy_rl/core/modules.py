@@ -1,6 +1,7 @@
-"""Which source files a module's behaviour depends on: its import closure inside this package.
+"""Which source files a module's behaviour depends on: its import closure inside this package, and
+a hash of that behaviour that a comment, a docstring or a move of a module does not change.
 
-Rules declare code as inputs (editing it reruns the job) and training runs fingerprint the code
+Rules declare code as inputs (a change of it reruns the job) and training runs fingerprint the code
 that shapes their trajectory; both name modules, and this module turns a name into the files that
 can change its behaviour, by reading imports (never importing, so no heavy dependency loads).
 """
@@ -9,7 +10,10 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
 import importlib.util
+import json
+import os
 from pathlib import Path
 
 from .. import PACKAGE_DIR
@@ -89,3 +93,130 @@ def closure(*modules: str) -> tuple[str, ...]:
 def files(*modules: str) -> list[str]:
     """The source files of ``closure(*modules)``, as paths."""
     return [str(source(m)) for m in closure(*modules)]
+
+
+# A module that reads its own name or place behaves differently when moved: its hash keeps its name.
+_SELF_NAMES = frozenset({"__name__", "__file__", "__spec__", "__package__", "__path__"})
+
+
+def _strip_docstrings(tree: ast.Module) -> None:
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body:
+            first = body[0]
+            if isinstance(first, ast.Expr) and isinstance(getattr(first.value, "value", None), str):
+                node.body = body[1:] or [ast.Pass()]
+
+
+def _bound(module: str, node: ast.ImportFrom, alias: ast.alias, memo: dict) -> list:
+    """What ``from ... import name`` binds, by content: the hash of the module it names, or of the module it reads
+    ``name`` from (with ``name``); never the modules' dotted paths."""
+    target = _resolve(module, node)
+    candidate = f"{target}.{alias.name}"
+    if _is_package(target) and _exists(candidate):
+        return [alias.asname or alias.name, _ref(candidate, memo)]
+    return [alias.asname or alias.name, _ref(target, memo), alias.name]
+
+
+def _ref(module: str, memo: dict) -> str:
+    if module in PLUMBING or _is_package(module):
+        return "plumbing"  # left out of closures: it cannot change an output's content
+    if memo.get(module, "") is None:
+        return "cycle:" + module  # an import cycle (import-linter keeps them out): there, modules go by name
+    if module not in memo:
+        memo[module] = None
+        memo[module] = _behaviour(module, memo)
+    return memo[module]
+
+
+def _behaviour(module: str, memo: dict) -> str:
+    tree = ast.parse(source(module).read_text())
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    if "__doc__" not in names:  # a module that reads its docstring (a CLI's help) keeps it
+        _strip_docstrings(tree)
+    for node in ast.walk(tree):
+        for field, value in ast.iter_fields(node):
+            if isinstance(value, list) and any(isinstance(v, ast.ImportFrom) for v in value):
+                canonical = [_canonical(module, v, memo) if isinstance(v, ast.ImportFrom) else [v] for v in value]
+                setattr(node, field, [statement for group in canonical for statement in group])
+    text = ast.dump(tree, annotate_fields=False)
+    if names & _SELF_NAMES:
+        text = module + "\0" + text
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _canonical(module: str, node: ast.ImportFrom, memo: dict) -> list[ast.stmt]:
+    """An import of this package's modules as one statement per name it binds (``from a import x, y`` binds as
+    ``from a import x`` then ``from a import y`` do), each by content."""
+    if not _ours(_resolve(module, node)):
+        return [node]
+    return [ast.Expr(ast.Constant("import " + json.dumps(_bound(module, node, alias, memo)))) for alias in node.names]
+
+
+def behaviour_hashes(*modules: str) -> dict[str, str]:
+    """What each of ``modules`` computes, as a hash: its syntax tree without comments, layout or docstrings, with
+    each import of this package's modules replaced by the imported module's own hash (so the whole closure counts,
+    and a module moved to another name, its importers updated, hashes the same). Plumbing counts as nothing, as in
+    ``closure``. Read afresh on every call: a long-lived process sees edits."""
+    memo: dict = {}
+    return {m: _ref(m, memo) for m in modules}
+
+
+def behaviour_hash(module: str) -> str:
+    return behaviour_hashes(module)[module]
+
+
+def closure_hashes(*modules: str) -> dict[str, str]:
+    """Every module of ``closure(*modules)`` with its ``behaviour_hash``."""
+    return behaviour_hashes(*closure(*modules))
+
+
+def combined_hash(*modules: str) -> str:
+    """One hash of what ``modules`` compute together: their behaviour hashes, not their names."""
+    return hashlib.sha256("\0".join(sorted(behaviour_hashes(*modules).values())).encode()).hexdigest()
+
+
+def previous_path(path: str | Path) -> Path:
+    """Where ``stamp`` keeps the record it replaced, for ``changed_modules``."""
+    path = Path(path)
+    return path.with_name(path.stem + ".previous" + path.suffix)
+
+
+def stamp(path: str | Path, *modules: str) -> str:
+    """A file that stands for the code ``modules`` run, for a rule to take as input: rewritten only when what the code
+    computes changes (``combined_hash``), so Snakemake reruns a job on a change of behaviour and on nothing else. Its
+    text is a function of that behaviour alone (each module's hash), so code changed and changed back is the text
+    Snakemake recorded the job's input with, and reruns nothing (Snakemake compares a newer input's checksum with the
+    one it recorded). The record it replaces is kept beside it (``previous_path``). A new stamp takes its sources'
+    latest time, so that writing it the first time outdates nothing that the sources themselves did not."""
+    path = Path(path)
+    record = {"hash": combined_hash(*modules), "modules": closure_hashes(*modules)}
+    text = json.dumps(record, indent=1, sort_keys=True) + "\n"
+    old = path.read_text() if path.exists() else None
+    if old == text:
+        return str(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(text)
+    if old is None:
+        newest = max(source(m).stat().st_mtime for m in record["modules"])
+        os.utime(tmp, (newest, newest))
+    elif json.loads(old)["hash"] == record["hash"]:  # modules moved or renamed, same behaviour: it keeps its time
+        os.utime(tmp, (path.stat().st_atime, path.stat().st_mtime))
+    else:
+        previous_path(path).write_text(old)
+    os.replace(tmp, path)
+    return str(path)
+
+
+def changed_modules(path: str | Path) -> list[str]:
+    """The modules whose change rewrote the stamp at ``path``: those whose behaviour is new while none of the modules
+    they import changed (the importers' hashes change with them), and those that left the code."""
+    before_path = previous_path(path)
+    if not before_path.exists():
+        return []
+    now, before = json.loads(Path(path).read_text())["modules"], json.loads(before_path.read_text())["modules"]
+    changed = {m for m, h in now.items() if h not in set(before.values())}
+    origins = [m for m in sorted(changed) if not set(direct_imports(m)) & changed]
+    kept = set(now.values())
+    return origins + [f"{m} (no longer run)" for m, h in sorted(before.items()) if h not in kept and m not in now]

@@ -22,11 +22,10 @@ RECORD = "fingerprint.json"
 
 
 def fingerprint(spec: dict, code_modules=()) -> str:
-    """What determines a run's trajectory: its settings (not how often it saves) and its code,
-    each module by its dotted name and source (``modules.closure`` gives the modules)."""
+    """What determines a run's trajectory: its settings (not how often it saves) and what its code computes
+    (``modules.combined_hash``: a comment, a docstring or a moved module leaves a run's checkpoints resumable)."""
     digest = hashlib.sha256(json.dumps({k: v for k, v in spec.items() if k != "save_every"}, sort_keys=True).encode())
-    for name in sorted(code_modules):
-        digest.update(name.encode() + b"\0" + modules.source(name).read_bytes())
+    digest.update(modules.combined_hash(*code_modules).encode())
     return digest.hexdigest()
 
 

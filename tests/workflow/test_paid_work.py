@@ -1,0 +1,189 @@
+"""Paid work is never redone silently: a complete set of paper-scale outputs, then a change.
+
+The workflow is copied (times kept) so the tests can edit its code; every output of the paper-scale
+DAG is created empty and made up to date with `snakemake --touch`, which also records each job's
+metadata. Then `snakemake all` (not a dry run: the guard runs where jobs would be submitted) must
+stop before any job when a GPU job would run again, name it, say what changed and price it; and a
+change that leaves what the code computes as it was (a comment, a module moved) must make nothing
+outdated.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+from support import ROOT
+
+pytestmark = pytest.mark.costly  # about two minutes of a core: scheduled first (tests/conftest.py)
+
+ENV = {"HF_TOKEN": "hf_test_token_not_real"}
+# The suffixes of the DAG's files; its other outputs are directories (models, data sources, merged checkpoints).
+FILES = {".parquet", ".txt", ".json", ".csv", ".md", ".html", ".pdf", ".png"}
+
+
+def snakemake(wf, work, *args):
+    env = {**os.environ, **ENV, "PYTHONPATH": str(wf / "workflow")}  # the copy's package, not the checkout's
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(wf / "Snakefile"),
+        "-d",
+        str(work),
+        "--config",
+        "scale=paper",
+        *args,
+    ]
+    return subprocess.run(cmd, check=False, capture_output=True, text=True, env=env, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    """A copy of the workflow and a work directory holding every output of its paper-scale DAG, up to date."""
+    wf, work = tmp_path_factory.mktemp("workflow"), tmp_path_factory.mktemp("paper-results")
+    for name in ("Snakefile", "claims.yaml", "containers", "envs", "workflow"):
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(
+                src, wf / name, copy_function=shutil.copy2, ignore=shutil.ignore_patterns("*.egg-info", "__pycache__")
+            )
+        else:
+            shutil.copy2(src, wf / name)
+    shutil.copy2(ROOT / "config.yaml", work / "config.yaml")
+    for run in yaml.safe_load((ROOT / "config.yaml").read_text())["paper"][
+        "runs"
+    ]:  # so the plan runs no launch preflight
+        (work / "results" / "runs" / run).mkdir(parents=True)
+        (work / "results" / "runs" / run / "metrics.parquet").touch()
+    plan = snakemake(wf, work, "-n", "all")
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    for out in {o for line in re.findall(r"^\s+output: (.*)$", plan.stdout, re.MULTILINE) for o in line.split(", ")}:
+        path = work / out
+        if path.suffix in FILES:  # else one of the DAG's directories (models, sources, merged checkpoints)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
+        else:
+            path.mkdir(parents=True, exist_ok=True)
+    # --forceall: every job's metadata recorded (parameters, input checksums), as a real run leaves it
+    touched = snakemake(wf, work, "--touch", "--forceall", "--cores", "2", "all")
+    assert touched.returncode == 0 and "not touched" not in touched.stderr, touched.stderr[-3000:]
+    return wf, work
+
+
+def run_all(study, *config):
+    """`snakemake all` for real: the guard runs where jobs would be submitted (a dry run never submits)."""
+    wf, work = study
+    return snakemake(wf, work, *config, "--cores", "1", "all")
+
+
+def edited(path, old, new):
+    """Replace ``old`` by ``new`` in ``path`` (once, and it must be there); returns the undo."""
+    text = path.read_text()
+    assert text.count(old) == 1, (path, old)
+    path.write_text(text.replace(old, new))
+    return lambda: path.write_text(text)
+
+
+def test_an_up_to_date_result_set_runs_nothing(study):
+    proc = run_all(study)
+    assert proc.returncode == 0 and "Nothing to be done" in proc.stderr, proc.stderr[-3000:]
+
+
+def test_a_comment_a_docstring_and_a_moved_module_make_nothing_outdated(study):
+    pkg = study[0] / "workflow" / "entropy_rl"
+    undo = [
+        edited(pkg / "core" / "reward.py", "TEST_TIMEOUT_S = 10.0", "TEST_TIMEOUT_S = 10.0  # seconds per test run")
+    ]
+    # core/prompt_format.py moved to paper/ (only paper uses it), its importers updated: the same behaviour.
+    shutil.move(pkg / "core" / "prompt_format.py", pkg / "paper" / "prompt_format.py")
+    undo.append(lambda: shutil.move(pkg / "paper" / "prompt_format.py", pkg / "core" / "prompt_format.py"))
+    undo.append(
+        edited(pkg / "paper" / "launch.py", "from ..core import prompt_format\n", "from . import prompt_format\n")
+    )
+    undo.append(edited(pkg / "paper" / "evaluate.py", "from ..core import prompt_format, scoring\n",
+                       "from . import prompt_format\nfrom ..core import scoring\n"))  # fmt: skip
+    undo.append(edited(pkg / "paper" / "power_sampling.py", "from ..core import formats, prompt_format\n",
+                       "from ..core import formats\nfrom . import prompt_format\n"))  # fmt: skip
+    undo.append(
+        edited(
+            pkg / "paper" / "preflight.py",
+            "    from ..core import prompt_format\n",
+            "    from . import prompt_format\n",
+        )
+    )
+    try:
+        proc = run_all(study)
+        assert proc.returncode == 0 and "Nothing to be done" in proc.stderr, proc.stderr[-3000:]
+    finally:
+        for step in reversed(undo):
+            step()
+
+
+def test_an_edit_of_the_reward_stops_before_submitting_names_and_prices_every_job(study):
+    wf, work = study
+    undo = edited(
+        wf / "workflow" / "entropy_rl" / "core" / "reward.py", "TEST_TIMEOUT_S = 10.0", "TEST_TIMEOUT_S = 12.0"
+    )
+    try:
+        proc = run_all(study)
+        print(proc.stderr[proc.stderr.find("paid work:") :][:4000])
+        assert proc.returncode != 0
+        message = proc.stderr[proc.stderr.find("paid work:") :]
+        assert "Nothing was submitted" in message and "Execute" not in proc.stderr
+        paper = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
+        trained = re.findall(r"^  train_verl (\S+): ([\d,.]+) GPU-hours$", message, re.MULTILINE)
+        # The reward shapes every verl 0.9.1 run (launch.TRAINING_MODULES) and PRIME's (prime_main imports it).
+        assert {run for run, _ in trained} == set(paper["runs"])
+        assert re.search(r"^      code changed: entropy_rl\.core\.reward$", message, re.MULTILINE)
+        # evaluations grade with it too; the power samples are graded by it
+        assert re.search(r"^  evaluate_vllm \S+: [\d,.]+ GPU-hours$", message, re.MULTILINE)
+        total = float(re.search(r"costs ([\d,]+) GPU-hours", message).group(1).replace(",", ""))
+        listed = sum(
+            float(h.replace(",", "")) for h in re.findall(r"^  \w+ \S+: ([\d,.]+) GPU-hours$", message, re.MULTILINE)
+        )
+        assert abs(total - listed) <= 1 + 0.001 * total
+        # The outputs are untouched: nothing was submitted, nothing deleted.
+        assert all((work / "results" / "runs" / run / "final").is_dir() for run in paper["runs"])
+    finally:
+        undo()
+
+
+def test_a_setting_names_the_run_and_the_setting(study):
+    _wf, work = study
+    run = "qwen2.5-7b-grpo-ent0.01"
+    undo = edited(
+        work / "config.yaml", "entropy_loss_0.01: {entropy_coeff: 0.01}", "entropy_loss_0.01: {entropy_coeff: 0.02}"
+    )
+    try:
+        proc = run_all(study)
+        message = proc.stderr[proc.stderr.find("paid work:") :]
+        print(message[:3000])
+        assert proc.returncode != 0, proc.stderr[-3000:]
+        assert re.search(rf"^  train_verl {re.escape(run)}: [\d,.]+ GPU-hours$", message, re.MULTILINE), message[:3000]
+        assert "setting spec.loss.entropy_coeff: 0.01 -> 0.02" in message
+        # only the run whose setting changed, and its evaluation (rebuilt from the retrained policy)
+        assert set(re.findall(r"^  \w+ (\S+): ", message, re.MULTILINE)) == {run}
+    finally:
+        undo()
+
+
+def test_consent_lets_the_named_jobs_run(study):
+    """An evaluation setting outdates every evaluation; named (here: all), the guard lets them through, and the first
+    evaluation job starts (and fails here at once: this environment has no vLLM)."""
+    _wf, work = study
+    undo = edited(
+        work / "config.yaml", "eval: {seed: 0, max_new_tokens: 8192,", "eval: {seed: 1, max_new_tokens: 8192,"
+    )
+    try:
+        refused = run_all(study)
+        assert refused.returncode != 0 and "setting seed: 0 -> 1" in refused.stderr, refused.stderr[-3000:]
+        assert "rule evaluate_vllm:" not in refused.stderr
+        allowed = run_all(study, "rerun_paid=all")
+        assert "paid work" not in allowed.stderr and "rule evaluate_vllm:" in allowed.stderr, allowed.stderr[-3000:]
+    finally:
+        undo()

@@ -18,7 +18,7 @@ rule fit_run:
 rule fit_table:
     """Every run's fit in one table."""
     input:
-        fits=expand(RUN_FIT, run=RUNS),
+        fits=expand(RUN_FIT, run=STUDY_RUNS),
     output:
         csv=FIT_TABLE,
         parquet="results/analysis/fits.parquet",

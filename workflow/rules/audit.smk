@@ -3,10 +3,10 @@ rule audit:
     input:
         ledger=LEDGER,
         schema=os.path.join(workflow.basedir, "workflow", "schemas", "claims.schema.yaml"),
-        metrics=run_metrics(RUNS),
+        metrics=run_metrics(STUDY_RUNS),
         summaries=expand(EVAL_SUMMARY, run=EVALUATED_RUNS),  # only the runs its claims read on the test sets
-        models=expand(MODEL_DIR, model=MODELS),
-        power=expand(POWER_SAMPLES, method=list(power_methods())) if POWER else [],
+        models=expand(MODEL_DIR, model=STUDY_MODELS),
+        power=expand(POWER_SAMPLES, method=STUDY_POWER_METHODS) if POWER else [],
         code=code("audit", "study.audit"),
     output:
         md=AUDIT_MD,
@@ -20,3 +20,24 @@ rule audit:
         image("analysis")
     script:
         "../scripts/audit.py"
+
+
+rule claims_budget:
+    """What each claim of the ledger costs to judge at this scale, and what budgets buy (`snakemake claims_budget`)."""
+    output:
+        md="results/budget/claims.md",
+        csv="results/budget/claims.csv",
+    params:
+        scale=SCALE,
+        jobs=canonical({c: sorted(js) for c, js in CLAIM_JOBS.items()}),
+        hours=canonical({j: round(h, 2) for j, h in JOB_HOURS.items()}),
+        artifacts={c["id"]: c["measure"]["artifact"] for c in CLAIMS},
+        budgets=[500, 5000, 50000],
+        how="FLOPs at the MFUs of config.yaml paper.budget" if not MINI else "no GPU-hours at mini scale",
+    localrule: True
+    log:
+        "results/logs/claims_budget.log",
+    container:
+        image("analysis")
+    script:
+        "../scripts/claims_budget.py"

@@ -106,7 +106,9 @@ def requested_runs():
     targets = workflow.dag_settings.targets or {"all"}
     wanted = set()
     for target in targets:
-        if target in ("all", "audit", "fit_table", "evaluations") or target.endswith("fits.csv") or target.startswith("results/audit"):
+        if target in ("all", "audit", "fit_table") or target.endswith("fits.csv") or target.startswith("results/audit"):
+            wanted |= set(STUDY_RUNS)  # the claims judged (all, unless --config claims=... or budget_gpu_hours=...)
+        if target == "evaluations":
             wanted |= set(RUNS)
         parts = Path(target).parts
         wanted |= {run for run in RUNS if run in parts or Path(target).stem == run}
@@ -121,7 +123,7 @@ def requested_power_methods():
     targets = workflow.dag_settings.targets or {"all"}
     if not POWER or not any(t in ("all", "audit") or "power" in t or t.startswith("results/audit") for t in targets):
         return []
-    return [m for m in power_methods() if not os.path.exists(POWER_SAMPLES.format(method=m))]
+    return [m for m in STUDY_POWER_METHODS if not os.path.exists(POWER_SAMPLES.format(method=m))]
 
 
 def print_gpu_budget():
@@ -133,6 +135,9 @@ def print_gpu_budget():
     evaluation = sum(eval_hours(r) for r in runs if every or r in EVALUATED_RUNS)
     power = sum(power_hours(m) for m in methods)
     print(budget.estimate_message(len(runs), train, evaluation, len(methods), power, S["budget"]), file=sys.stderr)
+    if SELECTING:
+        print(f"judging {len(SELECTION.claims)} of {len(CLAIMS)} claims ({SELECTION.rule}); the audit lists the other"
+              f" {len(NOT_RUN)} as not run", file=sys.stderr)  # fmt: skip
 
 
 def check_launches():

@@ -6,11 +6,15 @@ import os
 from pathlib import Path
 
 import yaml
+from snakemake.exceptions import WorkflowError
 
+from entropy_rl.core import claim_plan
 from entropy_rl.core import config as config_check
+from entropy_rl.core import ledger as claims_ledger
 from entropy_rl.core import modules as modules_closure
 from entropy_rl.core import power_methods as power_registry
 from entropy_rl.core import spec as run_spec
+from entropy_rl.paper import budget
 from entropy_rl.paper import containers
 from entropy_rl.paper import launch
 from entropy_rl.paper import preflight
@@ -153,10 +157,11 @@ def source_checked(part):
 
 
 def all_targets():
+    """The study: the evaluations, fits, figures, tables and audit of the claims it judges (all, unless chosen)."""
     targets = expand(EVAL_SUMMARY, run=EVALUATED_RUNS)
     targets += [FIT_TABLE, AUDIT_MD]
     for name in ARTIFACT_NAMES:
-        targets += artifacts.output_files(name)
+        targets += artifacts.output_files(name) if name in BUILT_ARTIFACTS else []
     return targets + power_targets()
 
 
@@ -167,19 +172,6 @@ def artifact_runs(name):
 def with_replicates(runs):
     """The runs and every replicate of each (core.spec.with_replicates), in order."""
     return [rep for run in runs for rep in run_spec.replicates(S["runs"], run)]
-
-
-def evaluated_runs():
-    """The runs evaluated on the test benchmarks, with their replicates: those of an artifact that shows test
-    accuracy (Table 2) or that a claim of the ledger measures on it (study.artifacts.evaluated). The other runs'
-    figures and claims read their validation curves; `snakemake evaluations` evaluates every run."""
-    with open(LEDGER) as fh:
-        claims = yaml.safe_load(fh)["claims"]
-    runs = {run for name in artifacts.evaluated(claims) if name in S["artifacts"] for run in artifact_runs(name)}
-    return with_replicates(sorted(runs))
-
-
-EVALUATED_RUNS = evaluated_runs()
 
 
 def artifact_inputs(name):
@@ -247,9 +239,9 @@ def audit_params():
         }
     return {
         "scale": SCALE,
-        "runs": RUNS,
+        "runs": STUDY_RUNS,  # the runs whose metrics it reads, in its input's order
         "evaluated": EVALUATED_RUNS,  # the runs whose evaluation summaries it reads, in its input's order
-        "models": MODELS,
+        "models": STUDY_MODELS,
         "artifacts": {name: artifact_runs(name) for name in ARTIFACT_NAMES},
         "specs": canonical({r: run_spec.resolve_run(S, r) for r in RUNS}),
         "fit_steps": S["analysis"]["early_fit_steps"],
@@ -258,6 +250,9 @@ def audit_params():
         "val_samples": {b: min(bench[b]["size"], S["train"].get("val_size", bench[b]["size"])) * val for b in BENCHMARKS},
         "plays": {b: bench[b]["plays"] for b in BENCHMARKS if "plays" in bench[b]},
         "power": canonical(power),
+        # the claims left out of this study (--config claims=... or budget_gpu_hours=...), with the GPU-hours of
+        # the jobs each would add (none at mini scale)
+        "not_run": canonical({c: round(h, 1) for c, h in NOT_RUN.items()}) if SELECTING else {},
     }
 
 
@@ -343,5 +338,52 @@ def power_policy_with_budget(wildcards):
 
 
 def power_targets():
-    """The study's table (CSV and Markdown) and figures (PDF and PNG), one per entry of POWER_WHAT."""
-    return [f for name in POWER_WHAT for f in power_registry.output_files(name)] if POWER else []
+    """The study's table (CSV and Markdown) and figures (PDF and PNG), one per entry of POWER_WHAT (those of the claims
+    judged)."""
+    return [f for name in POWER_WHAT if name in BUILT_ARTIFACTS for f in power_registry.output_files(name)] if POWER else []
+
+
+# ---- the claims this study judges, and the jobs they need (entropy_rl.core.claim_plan) ------------
+# All of them, unless the command line names some (`--config 'claims=[law/*]'`) or a budget
+# (`--config budget_gpu_hours=5000`): then only their runs, evaluations, samples and artifacts are built,
+# and the audit lists every other claim as not run, with the GPU-hours it would add.
+with open(LEDGER) as _fh:
+    CLAIMS = claims_ledger.expand_ledger(yaml.safe_load(_fh))
+
+
+def reads_tests(claim):
+    """Does a claim read its runs' test-set evaluations (study.artifacts.evaluated's rule, claim by claim)?"""
+    name = claim["measure"]["artifact"]
+    return claim["measure"]["fn"] in artifacts.EVAL_MEASUREMENTS or (name in artifacts.ARTIFACTS and "eval" in artifacts.ARTIFACTS[name].needs)
+
+
+CLAIM_JOBS = claim_plan.study_jobs(S, CLAIMS, POWER_STUDY, reads_tests)
+SELECTING = bool(config.get("claims")) or config.get("budget_gpu_hours") is not None
+if MINI and config.get("budget_gpu_hours") is not None:
+    raise WorkflowError("budget_gpu_hours is a paper-scale setting (the mini scale runs on CPUs); choose claims with claims=[...]")
+if not MINI:
+    JOB_HOURS = budget.job_hours(S, POWER_STUDY)
+else:  # no GPU-hours at mini scale: a budget is a paper-scale setting (config.schema.yaml)
+    JOB_HOURS = {job: 0.0 for jobs in CLAIM_JOBS.values() for job in jobs}
+SELECTION = claim_plan.select(CLAIM_JOBS, JOB_HOURS, config.get("claims"), config.get("budget_gpu_hours"))
+NOT_RUN = claim_plan.not_run(CLAIM_JOBS, SELECTION, JOB_HOURS)
+# What the study builds: every artifact and run, or those of the claims chosen.
+BUILT_ARTIFACTS = sorted({c["measure"]["artifact"] for c in CLAIMS if c["id"] in SELECTION.claims}) if SELECTING else (
+    ARTIFACT_NAMES + (list(POWER_WHAT) if POWER else [])
+)
+STUDY_RUNS = claim_plan.runs_of(SELECTION.jobs) if SELECTING else RUNS
+STUDY_POWER_METHODS = claim_plan.methods_of(SELECTION.jobs) if SELECTING else list(power_methods())
+STUDY_MODELS = sorted({run_model(r) for r in STUDY_RUNS} | ({POWER["model"]} if STUDY_POWER_METHODS else set())) if SELECTING else MODELS
+
+
+def evaluated_runs():
+    """The runs evaluated on the test benchmarks, with their replicates: those of an artifact that shows test
+    accuracy (Table 2) or that a claim of the ledger measures on it (study.artifacts.evaluated), of the claims judged.
+    The other runs' figures and claims read their validation curves; `snakemake evaluations` evaluates every run."""
+    if SELECTING:
+        return claim_plan.evaluations_of(SELECTION.jobs)
+    runs = {run for name in artifacts.evaluated(CLAIMS) if name in S["artifacts"] for run in artifact_runs(name)}
+    return with_replicates(sorted(runs))
+
+
+EVALUATED_RUNS = evaluated_runs()

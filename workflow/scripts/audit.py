@@ -31,7 +31,7 @@ study = audit.Study(
     power=p.power,
     power_paths={Path(f).stem: f for f in snakemake.input.power},  # results/power/samples/{method}.parquet
 )
-table = audit.run_audit(ledger, study)
+table = audit.run_audit(ledger, study, p.not_run)
 atomic.write_text(snakemake.output.csv, table.to_csv(index=False))
 atomic.write_text(snakemake.output.md, audit.to_markdown(table, p.scale))
 atomic.write_text(snakemake.output.html, audit.to_html(table, p.scale))

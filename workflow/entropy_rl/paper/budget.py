@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+from ..core import spec as run_spec
+
 
 def _seconds(flops: float, gpus: int, mfu: float, budget: dict) -> float:
     return flops / (gpus * budget["gpu_peak_tflops"] * 1e12 * mfu)
@@ -82,3 +84,23 @@ def estimate_message(runs: int, train: float, evaluation: float, methods: int, p
         f" (FLOPs at {budget['train_mfu']:.0%}/{budget['rollout_mfu']:.0%} of"
         f" {budget['gpu_peak_tflops']} TFLOPS per GPU; see config.yaml paper.budget)"
     )
+
+
+def job_hours(scale_cfg: dict, power_study=None) -> dict[str, float]:
+    """Every GPU job of the paper scale with its estimated GPU-hours, by the names of core.claim_plan:
+    ``train:<run>``, ``eval:<run>`` (every benchmark, the paper's protocol) and ``power:<method>``."""
+    bench = scale_cfg["data"]["benchmarks"]
+    sizes = {b: spec["size"] for b, spec in bench.items()}
+    protocols = {b: spec["protocol"] for b, spec in bench.items()}
+    hours = {}
+    for run in scale_cfg["runs"]:
+        model = scale_cfg["models"][scale_cfg["runs"][run]["model"]]
+        spec = run_spec.resolve_run(scale_cfg, run)
+        hours[f"train:{run}"] = train_gpu_hours(spec, model, scale_cfg["budget"], sum(sizes.values()))
+        hours[f"eval:{run}"] = eval_gpu_hours(sizes, protocols, model, scale_cfg["budget"])
+    if power_study is not None:
+        power = scale_cfg["power_sampling"]
+        model, answers = scale_cfg["models"][power["model"]], power_study.answers(bench)
+        for name, method in power_study.methods.items():
+            hours[f"power:{name}"] = power_gpu_hours(method, answers, model, scale_cfg["budget"], power["max_new_tokens"])
+    return hours

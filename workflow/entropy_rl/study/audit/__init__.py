@@ -15,10 +15,10 @@ from .data import NotComparable, Study, method
 from .ledger import POWER_ARTIFACTS, check_ledger, consistency_rows, expand_ledger, run_audit, table2_row_means
 from .registry import MEASUREMENTS, Measured, measurement
 from .render import to_html, to_markdown
-from .verdicts import NOT_COMPARABLE, NOT_REPRODUCED, REPRODUCED, factor_interval, judge, verdict_counts
+from .verdicts import NOT_COMPARABLE, NOT_REPRODUCED, NOT_RUN, REPRODUCED, factor_interval, judge, verdict_counts
 
 __all__ = [
-    "MEASUREMENTS", "NOT_COMPARABLE", "NOT_REPRODUCED", "POWER_ARTIFACTS", "REPRODUCED", "Measured", "NotComparable",
+    "MEASUREMENTS", "NOT_COMPARABLE", "NOT_REPRODUCED", "NOT_RUN", "POWER_ARTIFACTS", "REPRODUCED", "Measured", "NotComparable",
     "Study", "check_ledger", "consistency_rows", "expand_ledger", "factor_interval", "judge", "measurement", "method",
     "run_audit", "table2_row_means", "to_html", "to_markdown", "verdict_counts",
 ]  # fmt: skip

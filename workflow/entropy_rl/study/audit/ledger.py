@@ -8,10 +8,12 @@ import re
 import numpy as np
 import pandas as pd
 
+from ...core.ledger import expand_ledger
 from .. import power_study
 from ..artifacts import ARTIFACTS
 from .data import Study
 from .registry import MEASUREMENTS
+from . import verdicts
 from .verdicts import NOT_REPRODUCED, REPRODUCED, judge
 
 # The power-sampling study's table and figures: power_study has one function per rule of power.smk.
@@ -27,29 +29,6 @@ def table2_row_means(table2: dict) -> list[tuple[str, float, float]]:
             mean = float(np.mean([v for c, v in values.items() if c != "Avg."]))
             out.append((f"{model} {method_name}", values["Avg."], mean))
     return out
-
-
-def expand_ledger(ledger: dict) -> list[dict]:
-    """The ledger's claims, with Table 2 unfolded into one claim per cell."""
-    claims = list(ledger["claims"])
-    t2 = ledger["table2"]
-    for model, rows in t2["rows"].items():
-        for method_name, cells in rows.items():
-            for column, value in zip(t2["columns"], cells):
-                measure = {
-                    "fn": "benchmark_average",
-                    "artifact": "table02_benchmarks",
-                    "model": model,
-                    "method": method_name,
-                }
-                if column != "Avg.":
-                    measure = {**measure, "fn": "benchmark_cell", "benchmark": column}
-                claims.append({
-                    "id": f"table2/{model}/{method_name}/{column}", "claim": f"{model} {method_name}: {column} accuracy",
-                    "source": "Table 2", "kind": "number", "paper": value, "unit": "%", "measure": measure,
-                    "tolerance": t2["tolerance"],
-                })  # fmt: skip
-    return claims
 
 
 def consistency_rows(ledger: dict) -> list[dict]:
@@ -95,8 +74,12 @@ def check_ledger(ledger: dict) -> None:
         )
 
 
-def run_audit(ledger: dict, study: Study) -> pd.DataFrame:
-    """The audit table: every claim of the ledger judged, then the paper's checks against itself."""
+def run_audit(ledger: dict, study: Study, not_run: dict[str, float] | None = None) -> pd.DataFrame:
+    """The audit table: every claim of the ledger judged (or, for those in ``not_run``, left out of this study with
+    the GPU-hours they would add), then the paper's checks against itself."""
     check_ledger(ledger)
-    rows = [judge(claim, study) for claim in expand_ledger(ledger)] + consistency_rows(ledger)
+    not_run = not_run or {}
+    rows = [verdicts.not_run(c, not_run[c["id"]], study.scale) if c["id"] in not_run else judge(c, study)
+            for c in expand_ledger(ledger)]  # fmt: skip
+    rows += consistency_rows(ledger)
     return pd.DataFrame(rows)

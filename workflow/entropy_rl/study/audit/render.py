@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from .verdicts import NOT_COMPARABLE, NOT_REPRODUCED, REPRODUCED, verdict_counts
+from .verdicts import NOT_COMPARABLE, NOT_REPRODUCED, NOT_RUN, REPRODUCED, verdict_counts
 
 
 def _fmt(value) -> str:
@@ -36,7 +36,7 @@ def to_markdown(audit: pd.DataFrame, scale: str) -> str:
 
 def to_html(audit: pd.DataFrame, scale: str) -> str:
     counts = verdict_counts(audit)
-    colour = {REPRODUCED: "#d8f0d8", NOT_REPRODUCED: "#f6d5d5", NOT_COMPARABLE: "#eeeeee"}
+    colour = {REPRODUCED: "#d8f0d8", NOT_REPRODUCED: "#f6d5d5", NOT_COMPARABLE: "#eeeeee", NOT_RUN: "#f4f0dc"}
     body = []
     for _, r in audit.iterrows():
         cells = [r["claim"], r["source"], _fmt(r["paper"]) + (r["unit"] if r["paper"] is not None else ""),

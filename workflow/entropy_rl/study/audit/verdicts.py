@@ -5,6 +5,8 @@
 * ``not comparable at this scale``: a number at mini scale (the measured analogue is still shown), a
   claim whose runs this scale does not have, or a paper value missing from the project's copy of the
   paper. The reason is given.
+* ``not run``: a claim left out of this study (``--config claims=...`` or ``budget_gpu_hours=...``);
+  the reason gives the GPU-hours its runs would add.
 
 Tolerances come from the ledger and are set before any result: statistical (a confidence interval
 over runs, binomial noise of a benchmark of that size) where the data give a spread, or a stated
@@ -21,6 +23,15 @@ from .data import NotComparable, Study
 from .registry import MEASUREMENTS, Measured
 
 REPRODUCED, NOT_REPRODUCED, NOT_COMPARABLE = "reproduced", "not reproduced", "not comparable at this scale"
+NOT_RUN = "not run"
+
+
+def not_run(claim: dict, gpu_hours: float | None, scale: str) -> dict:
+    """The row of a claim this study left out: what it would take to judge it."""
+    cost = f"; its runs would add {gpu_hours:,.0f} GPU-hours" if scale == "paper" and gpu_hours is not None else ""
+    return {"id": claim["id"], "claim": claim["claim"], "source": claim["source"], "kind": claim["kind"],
+            "paper": claim.get("paper"), "unit": claim.get("unit", ""), "measured": None, "how": "", "tolerance": "",
+            "verdict": NOT_RUN, "why": f"left out of this study (config claims / budget_gpu_hours){cost}"}  # fmt: skip
 
 
 def judge(claim: dict, study: Study) -> dict:
@@ -86,4 +97,5 @@ def factor_interval(measured: float, factor: float) -> tuple[float, float]:
 
 
 def verdict_counts(audit: pd.DataFrame) -> dict[str, int]:
-    return {v: int((audit["verdict"] == v).sum()) for v in (REPRODUCED, NOT_REPRODUCED, NOT_COMPARABLE)}
+    counts = {v: int((audit["verdict"] == v).sum()) for v in (REPRODUCED, NOT_REPRODUCED, NOT_COMPARABLE, NOT_RUN)}
+    return {v: n for v, n in counts.items() if n or v != NOT_RUN}

@@ -1,0 +1,70 @@
+"""What each claim costs to judge, what a budget buys, and a ledger whose claims and runs cover each other."""
+
+import pytest
+import yaml
+from support import ROOT
+
+from entropy_rl.core import claim_plan, ledger, power_methods
+from entropy_rl.core import spec as run_spec
+from entropy_rl.paper import budget
+from entropy_rl.study import artifacts
+
+HOURS = {"train:a": 100.0, "train:b": 40.0, "eval:a": 5.0, "power:p": 30.0, "train:c": 1000.0}
+JOBS = {"one/a": frozenset({"train:a"}), "one/a-test": frozenset({"train:a", "eval:a"}), "two/b": frozenset({"train:b"}),
+        "three/pb": frozenset({"power:p", "train:b"}), "four/c": frozenset({"train:c"})}  # fmt: skip
+
+
+def test_shared_jobs_are_paid_once_and_a_pattern_selects_by_id():
+    sel = claim_plan.select(JOBS, HOURS, patterns=["one/*"])
+    assert sel.claims == ["one/a", "one/a-test"] and sel.gpu_hours == 105.0
+    assert claim_plan.not_run(JOBS, sel, HOURS) == {"two/b": 40.0, "three/pb": 70.0, "four/c": 1000.0}
+    with pytest.raises(ValueError, match="match no claim"):
+        claim_plan.select(JOBS, HOURS, patterns=["law/*"])
+
+
+def test_a_budget_takes_the_cheapest_next_claim_while_it_fits():
+    # two/b (40), then three/pb (+30: its run is already paid), then one/a (+100), one/a-test (+5); four/c never fits
+    sel = claim_plan.select(JOBS, HOURS, budget=200)
+    assert sel.claims == ["one/a", "one/a-test", "two/b", "three/pb"] and sel.gpu_hours == 175.0
+    assert claim_plan.select(JOBS, HOURS, budget=60).claims == ["two/b"]
+    assert claim_plan.select(JOBS, HOURS, budget=10).claims == []
+    assert claim_plan.select(JOBS, HOURS).gpu_hours == sum(HOURS.values())
+
+
+def study(scale):
+    cfg = yaml.safe_load((ROOT / "config.yaml").read_text())
+    S = run_spec.with_replicates(run_spec.with_instruct_models(cfg[scale]), 0, cfg[scale].get("replicates", 1))
+    power = S.get("power_sampling")
+    P = power_methods.build(power, {r: r for r in power["runs"].values()}, cfg[scale].get("replicates", 1), 0) if power else None
+    claims = ledger.expand_ledger(yaml.safe_load((ROOT / "claims.yaml").read_text()))
+
+    def reads_tests(c):
+        a = c["measure"]["artifact"]
+        return c["measure"]["fn"] in artifacts.EVAL_MEASUREMENTS or (a in artifacts.ARTIFACTS and "eval" in artifacts.ARTIFACTS[a].needs)
+
+    return S, P, claims, claim_plan.study_jobs(S, claims, P, reads_tests)
+
+
+@pytest.mark.parametrize("scale", ["paper", "mini"])
+def test_every_claim_has_runs_in_the_config_and_every_run_serves_a_claim_or_an_artifact(scale):
+    S, P, claims, jobs = study(scale)
+    runs = set(S["runs"])
+    for claim in claims:
+        name = claim["measure"]["artifact"]
+        assert name in S["artifacts"] or (P and name in P.artifacts), f"{claim['id']}: artifact {name} is not built at {scale} scale"
+        assert jobs[claim["id"]], f"{claim['id']}: no runs"
+        assert set(claim_plan.runs_of(jobs[claim["id"]])) <= runs
+    needed = set().union(*(claim_plan.runs_of(js) for js in jobs.values()))
+    by_artifacts = {rep for a in S["artifacts"].values() for run in a["runs"] for rep in run_spec.replicates(S["runs"], run)}
+    assert runs - needed - by_artifacts == set(), "runs that no claim and no artifact needs"
+
+
+def test_the_paper_ledger_costs_what_the_estimate_says():
+    S, P, claims, jobs = study("paper")
+    hours = budget.job_hours(S, P)
+    every = claim_plan.select(jobs, hours)
+    trained = sum(h for j, h in hours.items() if j.startswith("train:"))
+    powered = sum(h for j, h in hours.items() if j.startswith("power:"))
+    assert set(claim_plan.runs_of(every.jobs)) == set(S["runs"])  # every run is needed by some claim at paper scale
+    evaluated = sum(hours[f"eval:{r}"] for r in claim_plan.evaluations_of(every.jobs))
+    assert every.gpu_hours == pytest.approx(trained + powered + evaluated)

@@ -188,7 +188,7 @@ def output_mintime(job):
 def same_as_recorded(job, f):
     """Snakemake's own test: an input newer than the outputs but with the checksum recorded when the job ran."""
     recorded = workflow.persistence.input_checksums(job, f)
-    return len(recorded) == 1 and recorded.pop() == "sha256:" + hashlib.sha256(Path(f).read_bytes()).hexdigest()
+    return len(recorded) == 1 and recorded.pop() == f"sha256:{hashlib.sha256(Path(f).read_bytes()).hexdigest()}"
 
 
 def rerun_causes(job, depth=0):

@@ -16,12 +16,12 @@ include: "workflow/rules/cluster.smk"
 
 
 wildcard_constraints:
-    run="|".join(map(re.escape, RUNS)),
+    run="|".join(map(re.escape, RUNS + PILOT_RUNS)),
     model="|".join(map(re.escape, MODELS)),
     benchmark="|".join(map(re.escape, BENCHMARKS)),
     source="|".join(map(re.escape, [] if MINI else S["data"]["sources"])) or "^$",
     train_set="|".join(map(re.escape, S["data"].get("train_sets", {}))) or "^$",
-    method="|".join(map(re.escape, power_methods())) or "^$",
+    method="|".join(map(re.escape, [*power_methods(), *PILOT_METHODS])) or "^$",
 
 
 include: "workflow/rules/data.smk"
@@ -33,6 +33,7 @@ include: "workflow/rules/analysis.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/power.smk"
 include: "workflow/rules/audit.smk"
+include: "workflow/rules/pilot.smk"
 
 
 rule all:

@@ -2,12 +2,11 @@
 
 import pytest
 import yaml
-from support import ROOT
-
 from entropy_rl.core import claim_plan, ledger, power_methods
 from entropy_rl.core import spec as run_spec
 from entropy_rl.paper import budget
 from entropy_rl.study import artifacts
+from support import ROOT
 
 HOURS = {"train:a": 100.0, "train:b": 40.0, "eval:a": 5.0, "power:p": 30.0, "train:c": 1000.0}
 JOBS = {"one/a": frozenset({"train:a"}), "one/a-test": frozenset({"train:a", "eval:a"}), "two/b": frozenset({"train:b"}),
@@ -60,7 +59,7 @@ def test_every_claim_has_runs_in_the_config_and_every_run_serves_a_claim_or_an_a
 
 
 def test_the_paper_ledger_costs_what_the_estimate_says():
-    S, P, claims, jobs = study("paper")
+    S, P, _, jobs = study("paper")
     hours = budget.job_hours(S, P)
     every = claim_plan.select(jobs, hours)
     trained = sum(h for j, h in hours.items() if j.startswith("train:"))

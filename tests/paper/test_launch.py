@@ -1,9 +1,12 @@
 """Paper-scale launches and the GPU-hours estimate, up to the GPU boundary."""
 
 import os
+import signal
 import socket
 import sys
+import time
 
+import psutil
 import yaml
 from entropy_rl.core import resume, spec
 from entropy_rl.paper import budget, launch
@@ -72,3 +75,38 @@ def test_a_checkpoint_resumes_only_under_the_same_verl_settings():
     assert fingerprint([*command, "trainer.n_gpus_per_node=4"]) != same
     assert fingerprint([a.replace("trainer.save_freq=32", "trainer.save_freq=8") for a in command]) == same
     assert "trainer.save_freq=32" in command and launch.trajectory_command(command) != command
+
+
+# A driver that saves like verl (a step's directory, then latest_checkpointed_iteration.txt), one step every 0.2 s, in
+# a child process of its own as verl's Ray workers are, and records the SIGTERM it gets.
+SAVING_DRIVER = r"""
+import os, signal, subprocess, sys, time
+ckpt = sys.argv[1]
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+open(os.path.join(ckpt, "child.pid"), "w").write(str(child.pid))
+def stop(signum, frame):
+    open(os.path.join(ckpt, "sigterm"), "w").write(str(signum))
+    sys.exit(143)
+signal.signal(signal.SIGTERM, stop)
+for step in range(1, 50):
+    os.makedirs(os.path.join(ckpt, f"global_step_{step}"))
+    open(os.path.join(ckpt, "latest_checkpointed_iteration.txt"), "w").write(str(step))
+    time.sleep(0.2)
+"""
+
+
+def test_the_pilots_preemption_stops_verl_once_the_step_is_saved_as_slurm_would(tmp_path):
+    """launch.run_until_saved, as train_verl.py runs it for the pilot: SIGTERM to the driver's whole process group once
+    the step is saved; the relaunch (verl's resume_mode=auto) then starts from that checkpoint."""
+    cmd = [sys.executable, "-c", SAVING_DRIVER, str(tmp_path)]
+    code = launch.run_until_saved(cmd, dict(os.environ), tmp_path, step=3, poll_s=0.05)
+    assert code == 143 and (tmp_path / "sigterm").read_text() == str(int(signal.SIGTERM))
+    assert 3 <= launch.saved_step(tmp_path) <= 4  # stopped at the step, not run to the end (49)
+    child = int((tmp_path / "child.pid").read_text())
+    time.sleep(0.2)
+    assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE  # its group went too
+
+
+def test_a_driver_that_ends_before_the_step_returns_its_own_exit_code(tmp_path):
+    code = launch.run_until_saved([sys.executable, "-c", "raise SystemExit(7)"], dict(os.environ), tmp_path, step=2, poll_s=0.05)
+    assert code == 7 and launch.saved_step(tmp_path) == 0

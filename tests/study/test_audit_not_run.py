@@ -1,10 +1,9 @@
 """Claims left out of a study (--config claims=... or budget_gpu_hours=...) are listed as not run, with their cost."""
 
 import yaml
-from support import ROOT
-
 from entropy_rl.study import audit
 from entropy_rl.study.audit import ledger as audit_ledger
+from support import ROOT
 
 
 def test_claims_left_out_are_not_measured_and_say_what_they_would_cost(monkeypatch):

@@ -40,6 +40,8 @@ onsuccess:
 
 onerror:
     Path(SLURM_JOB_ENV).unlink(missing_ok=True)
+    if PILOT and "pilot" in (workflow.dag_settings.targets or ()):
+        write_pilot_report()  # pilot.smk: a failed pilot still reports what ran
 
 
 # ---- hub downloads: a gated repository needs the token ----------------------------------------
@@ -67,20 +69,15 @@ if not MINI and workflow.is_main_process:
 
 
 def train_hours(run):
-    val_questions = sum(b["size"] for b in S["data"]["benchmarks"].values())
-    return budget.train_gpu_hours(run_spec.resolve_run(S, run), run_model_spec(run), S["budget"], val_questions)
+    return JOB_HOURS[f"train:{run}"]
 
 
 def eval_hours(run):
-    sizes = {b: spec["size"] for b, spec in S["data"]["benchmarks"].items()}
-    protocols = {b: spec["protocol"] for b, spec in S["data"]["benchmarks"].items()}
-    return budget.eval_gpu_hours(sizes, protocols, run_model_spec(run), S["budget"])
+    return JOB_HOURS[f"eval:{run}"]
 
 
 def power_hours(method):
-    model = S["models"][POWER["model"]]
-    answers = POWER_STUDY.answers(S["data"]["benchmarks"])
-    return budget.power_gpu_hours(power_methods()[method], answers, model, S["budget"], POWER["max_new_tokens"])
+    return JOB_HOURS[f"power:{method}"]
 
 
 @functools.cache
@@ -94,7 +91,7 @@ def train_resources(run):
         "cpus_per_task": 8 * model["gpus_per_node"],
         "mem_mb_per_cpu": 8000,
         "slurm_extra": f"--requeue {SLURM_JOB_ENV_FLAG}",  # one dict per run, cached: six resource lambdas read it
-        "runtime": budget.runtime_minutes(train_hours(run), gpus, S["budget"]["walltime_margin"]),
+        "runtime": budget.runtime_minutes(train_hours(run), gpus, BUDGET["walltime_margin"]),
     }
 
 
@@ -110,6 +107,8 @@ def requested_runs():
             wanted |= set(STUDY_RUNS)  # the claims judged (all, unless --config claims=... or budget_gpu_hours=...)
         if target == "evaluations":
             wanted |= set(RUNS)
+        if target == "pilot":
+            wanted |= set(PILOT_RUNS)
         parts = Path(target).parts
         wanted |= {run for run in RUNS if run in parts or Path(target).stem == run}
         for name, spec in S["artifacts"].items():
@@ -126,15 +125,32 @@ def requested_power_methods():
     return [m for m in STUDY_POWER_METHODS if not os.path.exists(POWER_SAMPLES.format(method=m))]
 
 
+def pilot_plan():
+    """The pilot's GPU jobs and what they cost, stated before anything is submitted."""
+    jobs = [f"train:{r}" for r in PILOT_RUNS] + [f"eval:{r}" for r in PILOT_RUNS] + [f"power:{m}" for m in PILOT_METHODS]
+    gpus = {r: run_model_spec(r)["nodes"] * run_model_spec(r)["gpus_per_node"] for r in PILOT_RUNS}
+    total = sum(JOB_HOURS[j] for j in jobs)
+    lines = [f"GPU pilot: {len(jobs)} GPU jobs on {max(gpus.values())} GPU(s) each at most, {total:.2f} GPU-hours"
+             f" (FLOPs at {BUDGET['train_mfu']:.0%}/{BUDGET['rollout_mfu']:.0%} of {BUDGET['gpu_peak_tflops']} TFLOPS,"
+             f" plus {PILOT['startup_minutes']:g} min of start-up per launch, assumed; config.yaml paper.pilot)"]  # fmt: skip
+    lines += [f"  {j}: {JOB_HOURS[j]:.2f} GPU-hours" for j in jobs]
+    return "\n".join(lines)
+
+
 def print_gpu_budget():
+    if "pilot" in (workflow.dag_settings.targets or ()):
+        print(pilot_plan(), file=sys.stderr)
     runs, methods = requested_runs(), requested_power_methods()
+    runs = [r for r in runs if r not in PILOT_RUNS]  # the pilot's are stated above
     if not runs and not methods:
         return
     train = sum(train_hours(r) for r in runs)
     every = "evaluations" in (workflow.dag_settings.targets or ())  # else only the runs the study reads on the test sets
     evaluation = sum(eval_hours(r) for r in runs if every or r in EVALUATED_RUNS)
     power = sum(power_hours(m) for m in methods)
-    print(budget.estimate_message(len(runs), train, evaluation, len(methods), power, S["budget"]), file=sys.stderr)
+    print(budget.estimate_message(len(runs), train, evaluation, len(methods), power, BUDGET), file=sys.stderr)
+    if BUDGET is not S["budget"]:
+        print(f"  the MFUs are those the GPU pilot measured on this cluster ({PILOT_ESTIMATE}), not config.yaml's", file=sys.stderr)
     if SELECTING:
         print(f"judging {len(SELECTION.claims)} of {len(CLAIMS)} claims ({SELECTION.rule}); the audit lists the other"
               f" {len(NOT_RUN)} as not run", file=sys.stderr)  # fmt: skip

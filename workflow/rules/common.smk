@@ -2,7 +2,9 @@
 # share. Rules stay thin: they name files and per-run params; the work happens in the entropy_rl
 # package. Cluster concerns (SLURM, the hub token, the GPU budget, the launch preflight) are in
 # cluster.smk.
+import json
 import os
+import sys
 from pathlib import Path
 
 import yaml
@@ -17,6 +19,7 @@ from entropy_rl.core import spec as run_spec
 from entropy_rl.paper import budget
 from entropy_rl.paper import containers
 from entropy_rl.paper import launch
+from entropy_rl.paper import pilot_report
 from entropy_rl.paper import preflight
 from entropy_rl.study import artifacts
 
@@ -29,8 +32,10 @@ MINI = SCALE == "mini"
 # replicate a run (or model) of its own.
 SEED = config.get("seed", 0)
 REPLICATES = config.get("replicates") or config[SCALE].get("replicates", 1)
-S = run_spec.with_replicates(run_spec.with_instruct_models(config[SCALE]), SEED, REPLICATES)
-RUNS = sorted(S["runs"])
+S = run_spec.with_pilot(run_spec.with_replicates(run_spec.with_instruct_models(config[SCALE]), SEED, REPLICATES))
+RUNS = sorted(r for r in S["runs"] if not run_spec.is_pilot(r))  # the study's; the GPU pilot's are PILOT_RUNS
+PILOT = S.get("pilot")  # paper scale: every GPU rule once, small (workflow/rules/pilot.smk)
+PILOT_RUNS = sorted(PILOT["runs"]) if PILOT else []
 MODELS = sorted(S["models"])
 BENCHMARKS = sorted(S["data"]["benchmarks"])
 ARTIFACT_NAMES = [name for name in artifacts.ARTIFACTS if name in S["artifacts"]]
@@ -56,6 +61,9 @@ AUDIT_MD = "results/audit/audit.md"
 LEDGER = os.path.join(workflow.basedir, "claims.yaml")  # the claims the audit judges
 POWER_PREFLIGHT = "results/preflight/power.txt"
 POWER_SAMPLES = "results/power/samples/{method}.parquet"
+PILOT_BENCHMARK_FILE = "results/pilot/benchmarks/{benchmark}.parquet"
+PILOT_REPORT = "results/pilot/report.md"
+PILOT_ESTIMATE = "results/pilot/estimate.json"  # the MFUs the pilot measured: the GPU-hours estimate uses them
 
 
 def run_model(run):
@@ -70,8 +78,8 @@ def instruct_inputs(wildcards):
 
 
 def run_model_spec(run):
-    """The config entry of the base model a run trains."""
-    return S["models"][run_model(run)]
+    """The config entry of the base model a run trains, with the run's own placement (core.spec.run_model_entry)."""
+    return run_spec.run_model_entry(S, run)
 
 
 def run_label(run):
@@ -120,6 +128,11 @@ def code(key, *modules):
 
 def bench_files():
     return expand(BENCHMARK_FILE, benchmark=BENCHMARKS)
+
+
+def run_bench_files(wildcards):
+    """The benchmarks a run is evaluated on: all of them, or for a pilot run their first problems (pilot.smk)."""
+    return expand(PILOT_BENCHMARK_FILE if wildcards.run in PILOT_RUNS else BENCHMARK_FILE, benchmark=BENCHMARKS)
 
 
 def run_validation_files(wildcards):
@@ -320,15 +333,48 @@ def power_replicates(methods):
     return {m: POWER_STUDY.seeds(m) for m in methods}
 
 
+def pilot_power_methods():
+    """The pilot's sampling jobs (pilot.power): plain and p^alpha sampling of the pilot's model, and its RL checkpoint."""
+    if not PILOT:
+        return {}
+    p, run = PILOT["power"], PILOT_RUNS[0]
+    model = run_model(run)
+    job = {"model": model, "placement": run_model_spec(run), "problems": p["problems"], "n": p["n"],
+           "max_new_tokens": p["max_new_tokens"], "seed": S["eval"]["seed"]}  # fmt: skip
+    power = {"kind": "power", "alpha": p["alpha"], "block_size": p["block_size"], "n_mcmc": p["n_mcmc"]}
+    return {f"{run_spec.PILOT}plain": {**job, "settings": {"kind": "sample", "temperature": 1.0}},
+            f"{run_spec.PILOT}power": {**job, "settings": power},
+            f"{run_spec.PILOT}rl": {**job, "settings": {"kind": "sample", "temperature": 1.0, "run": run}}}  # fmt: skip
+
+
+PILOT_METHODS = pilot_power_methods()
+
+
+def power_job(method):
+    """One sampling job's facts, for the study's methods and the pilot's alike: its settings, the base model, the
+    placement of its engines, problems per benchmark, answers per problem, answer length and seed."""
+    if method in PILOT_METHODS:
+        return PILOT_METHODS[method]
+    return {"settings": power_methods()[method], "model": POWER_STUDY.model(method), "placement": S["models"][POWER["model"]],
+            "problems": POWER["problems"], "n": POWER["n"], "max_new_tokens": POWER["max_new_tokens"],
+            "seed": POWER_STUDY.seed(method)}  # fmt: skip
+
+
 def power_base_model(wildcards):
     """The base model a method's replicate samples, or scores an RL checkpoint's answers with."""
-    return MODEL_DIR.format(model=POWER_STUDY.model(wildcards.method))
+    return MODEL_DIR.format(model=power_job(wildcards.method)["model"])
 
 
 def power_policy(wildcards):
     """The model a method samples: a run's final checkpoint, or the base model."""
-    method = power_methods()[wildcards.method]
+    method = power_job(wildcards.method)["settings"]
     return RUN_FINAL.format(run=method["run"]) if "run" in method else power_base_model(wildcards)
+
+
+def power_preflight(wildcards):
+    """The preflight a sampling job waits for: the study's (its model, context and engines), or for the pilot's jobs
+    the pilot run's (the same model, prompt format and tensor-parallel size), so the pilot downloads no other model."""
+    return RUN_PREFLIGHT.format(run=PILOT_RUNS[0]) if wildcards.method in PILOT_METHODS else POWER_PREFLIGHT
 
 
 def power_policy_with_budget(wildcards):
@@ -361,8 +407,21 @@ CLAIM_JOBS = claim_plan.study_jobs(S, CLAIMS, POWER_STUDY, reads_tests)
 SELECTING = bool(config.get("claims")) or config.get("budget_gpu_hours") is not None
 if MINI and config.get("budget_gpu_hours") is not None:
     raise WorkflowError("budget_gpu_hours is a paper-scale setting (the mini scale runs on CPUs); choose claims with claims=[...]")
+# The GPU-hours: FLOPs at the MFUs of config.yaml paper.budget, or at those the pilot measured on this cluster.
+BUDGET = S.get("budget")
+if not MINI and os.path.exists(PILOT_ESTIMATE):
+    try:
+        with open(PILOT_ESTIMATE) as _fh:
+            _measured = json.load(_fh)
+        BUDGET = {**S["budget"], "rollout_mfu": _measured["rollout_mfu"], "train_mfu": _measured["train_mfu"]}
+    except (ValueError, KeyError) as _err:  # not a report the pilot wrote: say so, estimate from config.yaml
+        print(f"{PILOT_ESTIMATE} unreadable ({_err!r}); the GPU-hours estimate uses config.yaml's MFUs", file=sys.stderr)
 if not MINI:
-    JOB_HOURS = budget.job_hours(S, POWER_STUDY)
+    JOB_HOURS = budget.job_hours(S, POWER_STUDY, BUDGET)
+    if PILOT:
+        JOB_HOURS.update(budget.pilot_hours(S, BUDGET))
+        for _m, _job in PILOT_METHODS.items():
+            JOB_HOURS[f"power:{_m}"] = budget.pilot_power_hours(_job, BUDGET, PILOT["startup_minutes"], len(POWER["benchmarks"]))
 else:  # no GPU-hours at mini scale: a budget is a paper-scale setting (config.schema.yaml)
     JOB_HOURS = {job: 0.0 for jobs in CLAIM_JOBS.values() for job in jobs}
 SELECTION = claim_plan.select(CLAIM_JOBS, JOB_HOURS, config.get("claims"), config.get("budget_gpu_hours"))
@@ -387,3 +446,44 @@ def evaluated_runs():
 
 
 EVALUATED_RUNS = evaluated_runs()
+
+
+# ---- the GPU pilot (pilot.smk): its jobs as its report reads them -----------------------------------
+
+
+def pilot_stages():
+    """The pilot's jobs as the report reads them (paper.pilot_report.Stage): each one's log, outputs and GPUs."""
+    run = PILOT_RUNS[0]
+    model, placement = run_model(run), run_model_spec(run)
+    stages = [
+        {"name": "download_model", "job": model, "log": f"results/logs/download_model/{model}.log",
+         "outputs": [MODEL_DIR.format(model=model)], "gpus": 0},
+        {"name": "preflight", "job": run, "log": f"results/logs/preflight/{run}.log",
+         "outputs": [RUN_PREFLIGHT.format(run=run)], "gpus": 0},
+        {"name": "train_verl", "job": run, "log": f"results/logs/train/{run}.log",
+         "outputs": [RUN_METRICS.format(run=run), RUN_FINAL.format(run=run)],
+         "gpus": placement["nodes"] * placement["gpus_per_node"], "verl_logs_dir": f"results/runs/{run}/checkpoints"},
+        {"name": "evaluate_vllm", "job": run, "log": f"results/logs/evaluate/{run}.log",
+         "outputs": [EVAL_SUMMARY.format(run=run)], "gpus": placement["tensor_parallel"]},
+    ]  # fmt: skip
+    stages += [{"name": "power_sample_vllm", "job": m, "log": f"results/logs/power/{m}.log",
+                "outputs": [POWER_SAMPLES.format(method=m)], "gpus": job["placement"]["tensor_parallel"]}
+               for m, job in PILOT_METHODS.items()]  # fmt: skip
+    return stages
+
+
+def pilot_report_scope():
+    """What the report's re-estimate of the study reads: the runs, their models and settings, the benchmarks' sizes
+    and the budget (config.yaml paper.budget)."""
+    keys = ("runs", "models", "train", "treatments", "recipes", "budget", "lr_reference_width")
+    return canonical({**{k: S[k] for k in keys if k in S}, "data": {"benchmarks": S["data"]["benchmarks"]}})
+
+
+def write_pilot_report():
+    """The report of a pilot that failed: the stages that ran, and the log of the one that did not (cluster.smk onerror)."""
+    try:
+        stages = [pilot_report.Stage(**stage) for stage in pilot_stages()]
+        pilot_report.write(stages, pilot_report_scope(), PILOT_REPORT, "results/pilot/report.html", "results/pilot/failed.json")
+        print(f"pilot: a stage failed; the report of what ran is in {PILOT_REPORT}", file=sys.stderr)
+    except Exception as err:  # the report must not hide the error that ended the run
+        print(f"pilot: no report written ({type(err).__name__}: {err})", file=sys.stderr)

@@ -32,7 +32,7 @@ else:
         math graded by math-verify, code run against its tests in the sandbox."""
         input:
             model="results/runs/{run}/final",
-            benchmarks=bench_files(),
+            benchmarks=run_bench_files,  # a pilot run's: the first problems of each (pilot.smk)
             code=code("evaluate_vllm", "paper.evaluate"),
         output:
             samples=expand("results/eval/{{run}}/{benchmark}.parquet", benchmark=BENCHMARKS),
@@ -43,16 +43,16 @@ else:
             max_new_tokens=lambda wc: run_spec.eval_max_new_tokens(S, wc.run),
             pass_k=S["eval"]["pass_k"],
             seed=S["eval"]["seed"],
-            tensor_parallel=lambda wc: S["models"][S["runs"][wc.run]["model"]]["tensor_parallel"],
-            chat_template=lambda wc: S["models"][S["runs"][wc.run]["model"]]["chat_template"],
+            tensor_parallel=lambda wc: run_model_spec(wc.run)["tensor_parallel"],
+            chat_template=lambda wc: run_model_spec(wc.run)["chat_template"],
         # The engine's GPUs only: vLLM shards the model over `tensor_parallel` of them (a size that
         # divides its attention heads), and SLURM packs other jobs onto the rest of the node.
         resources:
-            gpu=lambda wc: S["models"][S["runs"][wc.run]["model"]]["tensor_parallel"],
-            cpus_per_task=lambda wc: 8 * S["models"][S["runs"][wc.run]["model"]]["tensor_parallel"],
+            gpu=lambda wc: run_model_spec(wc.run)["tensor_parallel"],
+            cpus_per_task=lambda wc: 8 * run_model_spec(wc.run)["tensor_parallel"],
             mem_mb_per_cpu=8000,
             runtime=lambda wc: budget.runtime_minutes(
-                eval_hours(wc.run), S["models"][S["runs"][wc.run]["model"]]["tensor_parallel"], S["budget"]["walltime_margin"]
+                eval_hours(wc.run), run_model_spec(wc.run)["tensor_parallel"], S["budget"]["walltime_margin"]
             ),
         log:
             "results/logs/evaluate/{run}.log",

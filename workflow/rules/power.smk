@@ -34,32 +34,33 @@ if POWER:
         rule power_sample_vllm:
             """The same answers on the base model's tensor-parallel GPUs: vLLM engines for the method's
             model and, for an RL checkpoint, the base model that scores its answers; power sampling
-            batches all its chains. The engines' context is the longest prompt + the answer + 1."""
+            batches all its chains. The engines' context is the longest prompt + the answer + 1. The pilot's
+            sampling jobs (pilot.smk) run here too, on the pilot's model and GPU."""
             input:
                 base=power_base_model,
                 policy=power_policy_with_budget,
-                preflight=POWER_PREFLIGHT,
+                preflight=power_preflight,
                 benchmarks=expand("results/data/benchmarks/{benchmark}.parquet", benchmark=POWER["benchmarks"]),
                 code=code("power_sample_vllm", "paper.power_sampling"),
             output:
                 "results/power/samples/{method}.parquet",
             params:
                 backend="paper",
-                method=lambda wc: power_methods()[wc.method],
-                problems=POWER["problems"],
-                n=POWER["n"],
-                max_new_tokens=POWER["max_new_tokens"],
-                seed=lambda wc: POWER_STUDY.seed(wc.method),
-                tensor_parallel=S["models"][POWER["model"]]["tensor_parallel"],
-                chat_template=S["models"][POWER["model"]]["chat_template"],
+                method=lambda wc: power_job(wc.method)["settings"],
+                problems=lambda wc: power_job(wc.method)["problems"],
+                n=lambda wc: power_job(wc.method)["n"],
+                max_new_tokens=lambda wc: power_job(wc.method)["max_new_tokens"],
+                seed=lambda wc: power_job(wc.method)["seed"],
+                tensor_parallel=lambda wc: power_job(wc.method)["placement"]["tensor_parallel"],
+                chat_template=lambda wc: power_job(wc.method)["placement"]["chat_template"],
             # The engines' GPUs only (both engines share them): vLLM shards the model over
             # `tensor_parallel` of them, a size that divides its attention heads.
             resources:
-                gpu=S["models"][POWER["model"]]["tensor_parallel"],
-                cpus_per_task=8 * S["models"][POWER["model"]]["tensor_parallel"],
+                gpu=lambda wc: power_job(wc.method)["placement"]["tensor_parallel"],
+                cpus_per_task=lambda wc: 8 * power_job(wc.method)["placement"]["tensor_parallel"],
                 mem_mb_per_cpu=8000,
                 runtime=lambda wc: budget.runtime_minutes(
-                    power_hours(wc.method), S["models"][POWER["model"]]["tensor_parallel"], S["budget"]["walltime_margin"]
+                    power_hours(wc.method), power_job(wc.method)["placement"]["tensor_parallel"], S["budget"]["walltime_margin"]
                 ),
             log:
                 "results/logs/power/{method}.log",

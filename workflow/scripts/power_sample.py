@@ -3,6 +3,7 @@
 # Hugging Face models; entropy_rl.paper.power_sampling: vLLM engines on the base model's GPUs); both
 # have the entry sample_benchmarks.
 import importlib
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -15,7 +16,7 @@ def main(snakemake):
     backend = importlib.import_module(f"entropy_rl.{p.backend}.power_sampling")
     frames = {Path(path).stem: formats.load_verl_parquet(path).head(p.problems) for path in snakemake.input.benchmarks}
     log.info("method %s: %s", snakemake.wildcards.method, p.method)
-    answers = []
+    answers, started = [], time.perf_counter()
     for name, samples in backend.sample_benchmarks(snakemake.input.base, snakemake.input.policy, frames, p):
         samples.insert(0, "benchmark", name)
         log.info(
@@ -25,6 +26,8 @@ def main(snakemake):
             samples["drawn_tokens"].mean(),
         )
         answers.append(samples)
+    drawn = sum(int(a["drawn_tokens"].sum()) for a in answers)
+    logs.log_throughput(log, drawn, time.perf_counter() - started)  # for the pilot's report
     atomic.to_parquet(pd.concat(answers, ignore_index=True), snakemake.output[0])
 
 

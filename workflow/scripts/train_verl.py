@@ -29,7 +29,19 @@ env = {**os.environ, "TENSORBOARD_DIR" if prime else "VERL_FILE_LOGGER_PATH": st
        **({} if prime else launch.VERL_ENV)}  # fmt: skip
 command = launch.bind(snakemake.params.command, "results")
 log.info("command: %s", " ".join(command))
-code = launch.run(command, launch.allocation_nodes(), snakemake.params.gpus_per_node, env)
+nodes = launch.allocation_nodes()
+# The pilot's pre-emption (spec interrupt_at_step): verl stopped by SIGTERM once that step is saved, then launched
+# again, which resumes from the checkpoint as a requeued job does.
+interrupt = snakemake.params.spec.get("interrupt_at_step")
+if interrupt and len(nodes) == 1 and launch.saved_step(ckpt_dir) < interrupt:
+    code = launch.run_until_saved(command, env, ckpt_dir, interrupt)
+    if launch.saved_step(ckpt_dir) < interrupt:
+        sys.exit(f"verl exited with {code} before saving step {interrupt}; checkpoints in {ckpt_dir} are kept")
+    verl_log = verl_metrics.next_attempt_log(ckpt_dir, tensorboard=prime)
+    env["TENSORBOARD_DIR" if prime else "VERL_FILE_LOGGER_PATH"] = str(verl_log)
+    log.info("pre-emption: verl stopped by SIGTERM (exit %s) after saving step %d; relaunched, it resumes from"
+             " global_step_%d and logs to %s", code, launch.saved_step(ckpt_dir), launch.saved_step(ckpt_dir), verl_log)  # fmt: skip
+code = launch.run(command, nodes, snakemake.params.gpus_per_node, env)
 if code != 0:
     sys.exit(f"verl exited with {code}; checkpoints in {ckpt_dir} are kept and a rerun resumes from the last")
 table = verl_metrics.to_metrics_table(verl_metrics.read_attempts(ckpt_dir), snakemake.params.benchmarks)

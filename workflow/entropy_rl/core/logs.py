@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -23,3 +24,17 @@ def setup(log_path: str, threads: int = 1) -> logging.Logger:
     if torch is not None:
         torch.set_num_threads(max(1, threads))
     return logging.getLogger("entropy_rl")
+
+
+def log_throughput(log: logging.Logger, generated_tokens: int, seconds: float) -> None:
+    """One line a job's log ends its generation with, which the GPU pilot's report reads (paper.pilot_report): the
+    tokens generated, the seconds it took, and the GPU memory in use on this job's device then (the engines' too:
+    torch's device-wide free/total count every process), when torch has a GPU."""
+    used = total = None
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        free, whole = torch.cuda.mem_get_info()
+        used, total = round((whole - free) / 2**30, 2), round(whole / 2**30, 2)
+    record = {"generated_tokens": int(generated_tokens), "seconds": round(float(seconds), 3), "gpu_memory_used_gb": used,
+              "gpu_memory_total_gb": total}  # fmt: skip
+    log.info("throughput: %s", json.dumps(record))

@@ -193,3 +193,30 @@ def eval_max_new_tokens(scale_cfg: dict, run_id: str) -> int:
     that is smaller (a model with a short context, like deepseek-math-7b-base, trains and is evaluated
     within it)."""
     return min(scale_cfg["eval"]["max_new_tokens"], resolve_run(scale_cfg, run_id)["max_response_length"])
+
+
+def run_model_entry(scale_cfg: dict, run_id: str) -> dict:
+    """The config entry of the model a run trains, with the run's own ``placement`` (nodes, GPUs per node,
+    tensor-parallel size) over the model's: the pilot trains the smallest model on one GPU."""
+    run = scale_cfg["runs"][run_id]
+    return {**scale_cfg["models"][run["model"]], **run.get("placement", {})}
+
+
+# The GPU pilot's runs and power-sampling methods are named with this prefix (paper.pilot in config.yaml).
+PILOT = "pilot-"
+
+
+def with_pilot(scale_cfg: dict) -> dict:
+    """The scale's config with the pilot's runs among its runs (paper scale: ``pilot.runs``), so that the rules and
+    their jobs resolve them as any other run; the study's lists of runs leave them out (``is_pilot``)."""
+    pilot = scale_cfg.get("pilot")
+    if not pilot:
+        return scale_cfg
+    clash = set(pilot["runs"]) & set(scale_cfg["runs"])
+    if clash or not all(name.startswith(PILOT) for name in pilot["runs"]):
+        raise ValueError(f"pilot runs must be named {PILOT}* and not be study runs: {sorted(pilot['runs'])}")
+    return {**scale_cfg, "runs": {**scale_cfg["runs"], **copy.deepcopy(pilot["runs"])}}
+
+
+def is_pilot(name: str) -> bool:
+    return name.startswith(PILOT)

@@ -86,21 +86,54 @@ def estimate_message(runs: int, train: float, evaluation: float, methods: int, p
     )
 
 
-def job_hours(scale_cfg: dict, power_study=None) -> dict[str, float]:
+def job_hours(scale_cfg: dict, power_study=None, budget: dict | None = None) -> dict[str, float]:
     """Every GPU job of the paper scale with its estimated GPU-hours, by the names of core.claim_plan:
-    ``train:<run>``, ``eval:<run>`` (every benchmark, the paper's protocol) and ``power:<method>``."""
+    ``train:<run>``, ``eval:<run>`` (every benchmark, the paper's protocol) and ``power:<method>``; under ``budget``
+    (the config's, or one the pilot measured: ``measured_budget``) if given."""
+    budget = budget or scale_cfg["budget"]
     bench = scale_cfg["data"]["benchmarks"]
     sizes = {b: spec["size"] for b, spec in bench.items()}
     protocols = {b: spec["protocol"] for b, spec in bench.items()}
     hours = {}
     for run in scale_cfg["runs"]:
-        model = scale_cfg["models"][scale_cfg["runs"][run]["model"]]
+        model = run_spec.run_model_entry(scale_cfg, run)
         spec = run_spec.resolve_run(scale_cfg, run)
-        hours[f"train:{run}"] = train_gpu_hours(spec, model, scale_cfg["budget"], sum(sizes.values()))
-        hours[f"eval:{run}"] = eval_gpu_hours(sizes, protocols, model, scale_cfg["budget"])
+        hours[f"train:{run}"] = train_gpu_hours(spec, model, budget, sum(sizes.values()))
+        hours[f"eval:{run}"] = eval_gpu_hours(sizes, protocols, model, budget)
     if power_study is not None:
         power = scale_cfg["power_sampling"]
         model, answers = scale_cfg["models"][power["model"]], power_study.answers(bench)
         for name, method in power_study.methods.items():
-            hours[f"power:{name}"] = power_gpu_hours(method, answers, model, scale_cfg["budget"], power["max_new_tokens"])
+            hours[f"power:{name}"] = power_gpu_hours(method, answers, model, budget, power["max_new_tokens"])
     return hours
+
+
+def pilot_hours(scale_cfg: dict, budget: dict | None = None) -> dict[str, float]:
+    """The GPU pilot's jobs (config pilot) with their GPU-hours: the same FLOP estimate as the study's on the pilot's
+    cut settings (its validation slice, its benchmark slices, its few answers), plus an assumed start-up per job
+    (``pilot.startup_minutes``: container, model load, vLLM and Ray) on each of the job's GPUs, twice for the training
+    run the pilot interrupts and relaunches."""
+    budget = budget or scale_cfg["budget"]
+    pilot = scale_cfg["pilot"]
+    bench = scale_cfg["data"]["benchmarks"]
+    start = pilot["startup_minutes"] / 60
+    hours = {}
+    for run in pilot["runs"]:
+        model, spec = run_spec.run_model_entry(scale_cfg, run), run_spec.resolve_run(scale_cfg, run)
+        gpus = model["nodes"] * model["gpus_per_node"]
+        launches = 2 if spec.get("interrupt_at_step") else 1
+        val = spec.get("val_max_samples", sum(b["size"] for b in bench.values()))
+        hours[f"train:{run}"] = train_gpu_hours(spec, model, budget, val) + launches * start * gpus
+        sizes = {b: min(pilot["eval_problems"], spec_["size"]) for b, spec_ in bench.items()}
+        protocols = {b: spec_["protocol"] for b, spec_ in bench.items()}
+        hours[f"eval:{run}"] = eval_gpu_hours(sizes, protocols, model, budget) + start * model["tensor_parallel"]
+    return hours
+
+
+def pilot_power_hours(job: dict, budget: dict, startup_minutes: float, benchmarks: int) -> float:
+    """One pilot sampling job (common.smk pilot_power_methods): its answers by the study's estimate, plus start-up."""
+    answers = job["problems"] * benchmarks * job["n"]
+    engines = 2 if "run" in job["settings"] else 1  # an RL checkpoint's answers are scored by the base model's engine
+    gpus = job["placement"]["tensor_parallel"]
+    hours = power_gpu_hours(job["settings"], answers, job["placement"], budget, job["max_new_tokens"])
+    return hours + engines * startup_minutes / 60 * gpus

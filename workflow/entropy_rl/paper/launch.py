@@ -113,7 +113,7 @@ def verl_command(scale_cfg: dict, run_id: str, root: str = RESULTS) -> list[str]
     if s["algorithm"] != "prime":
         return ["python", "-m", "verl.trainer.main_ppo", *overrides]
     overrides = [o for o in overrides if not o.split("=", 1)[0].startswith(tuple(PRIME_DROPPED))]
-    overrides += prime_overrides(s, scale_cfg["models"][s["model"]], root)
+    overrides += prime_overrides(s, run_spec.run_model_entry(scale_cfg, run_id), root)
     return ["python", "-m", "entropy_rl.paper.prime_main", *overrides]  # the recipe's main, with our reward
 
 
@@ -152,6 +152,38 @@ def wait_for_ray(address: str, nodes: int, timeout_s: float, env: dict) -> None:
             return
         time.sleep(5)
     raise TimeoutError(f"Ray at {address} did not report {nodes} live node(s) within {timeout_s:.0f} s")
+
+
+def saved_step(checkpoints: str | os.PathLike) -> int:
+    """The last step verl has finished saving in ``checkpoints`` (its ``latest_checkpointed_iteration.txt``), or 0."""
+    marker = os.path.join(checkpoints, "latest_checkpointed_iteration.txt")
+    try:
+        with open(marker) as fh:
+            return int(fh.read().strip() or 0)
+    except (FileNotFoundError, ValueError):
+        return 0
+
+
+def run_until_saved(command: list[str], env: dict, checkpoints: str | os.PathLike, step: int, grace_s: float = 120,
+                    poll_s: float = 5) -> int:  # fmt: skip
+    """Run verl's driver (one node) and, once it has saved ``step``, stop it as a pre-emption does: SIGTERM to its
+    process group, SIGKILL after ``grace_s``. Returns the driver's exit code (negative: the signal that ended it); a
+    driver that ends by itself first returns its own."""
+    proc = subprocess.Popen(command, env=env, start_new_session=True)  # its own group: verl's Ray children too
+    try:
+        while proc.poll() is None:
+            if saved_step(checkpoints) >= step:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=grace_s)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                break
+            time.sleep(poll_s)
+        return proc.wait()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def run(command: list[str], nodes: list[str], gpus_per_node: int, env: dict, port: int = 6379, ray_timeout_s: float = 600) -> int:
@@ -222,6 +254,7 @@ def verl_overrides(spec: dict, covariance_metrics: bool = False) -> list[str]:
         f"trainer.test_freq={spec['val_every']}",
         *([f"trainer.save_freq={spec['save_every']}"] if "save_every" in spec else []),
         f"data.seed={spec['seed']}",
+        *([f"data.val_max_samples={spec['val_max_samples']}"] if "val_max_samples" in spec else []),  # the pilot's
     ]
 
 
@@ -234,7 +267,7 @@ def verl_launch_overrides(scale_cfg: dict, run_id: str, root: str) -> list[str]:
     loaded by module name (``pkg://``), so verl imports it as part of the package.
     """
     run = scale_cfg["runs"][run_id]
-    model = scale_cfg["models"][run["model"]]
+    model = run_spec.run_model_entry(scale_cfg, run_id)
     spec = resolve_run(scale_cfg, run_id)
     actor = "actor_rollout_ref.actor"
     prompt_len = scale_cfg["data"]["max_prompt_length"]

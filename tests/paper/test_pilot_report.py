@@ -1,0 +1,228 @@
+"""The GPU pilot's report, built from a fixture shaped like a real pilot's logs (tests/fixtures/pilot)."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+from entropy_rl.core import spec as run_spec
+from entropy_rl.paper import budget, pilot_report
+from support import FIXTURES, ROOT
+
+# The fixture's numbers, copied by hand from its verl logs (steps 1-4), for the arithmetic checks.
+RESPONSE_MEAN = [612.4, 598.7, 571.2, 556.8]
+GEN_S = [11.82, 11.37, 11.05, 10.64]
+OLD_LOG_PROB_S = [2.41, 2.36, 2.44, 2.38]
+UPDATE_S = [7.36, 7.21, 7.48, 7.27]
+TOKENS = [101978, 99622, 97293, 94464]
+MFU_ACTOR = [0.1408, 0.1405, 0.1322, 0.1321]
+RESPONSES = 16 * 8  # the pilot run below: prompts_per_step × rollout_n
+N, PEAK = 0.5e9, 312e12  # config.yaml: qwen2.5-0.5b params_b, paper.budget.gpu_peak_tflops
+METHODS = ["pilot-plain", "pilot-power", "pilot-rl"]
+
+
+def study() -> dict:
+    """The paper study as common.smk builds it, plus the pilot's run: the smallest model, four steps."""
+    paper = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
+    S = run_spec.with_replicates(run_spec.with_instruct_models(paper), 0, paper.get("replicates", 1))
+    overrides = {"steps": 4, "prompts_per_step": 16, "rollout_n": 8, "save_every": 2}
+    S["runs"]["pilot-grpo"] = {
+        "model": "qwen2.5-0.5b",
+        "algorithm": "grpo",
+        "treatment": "none",
+        "overrides": overrides,
+    }
+    return S
+
+
+@pytest.fixture
+def pilot(tmp_path):
+    """A copy of the fixture with the stages' outputs in place (their contents are not read), and its stages."""
+    root = tmp_path / "results"
+    shutil.copytree(FIXTURES / "pilot", root)
+    outputs = {
+        ("train_verl", "pilot-grpo"): [root / "runs/pilot-grpo/metrics.parquet", root / "runs/pilot-grpo/final"],
+        ("evaluate_vllm", "pilot-grpo"): [root / "eval/pilot-grpo/summary.parquet"],
+        **{("power_sample_vllm", m): [root / f"power/samples/{m}.parquet"] for m in METHODS},
+    }
+    for paths in outputs.values():
+        for path in paths:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.mkdir() if path.name == "final" else path.touch()
+    logs = {"train_verl": "train", "evaluate_vllm": "evaluate", "power_sample_vllm": "power"}
+    stages = [
+        pilot_report.Stage(name, job, root / "logs" / logs[name] / f"{job}.log", paths, 1,
+                           root / "runs/pilot-grpo/checkpoints" if name == "train_verl" else None)
+        for (name, job), paths in outputs.items()
+    ]  # fmt: skip
+    return root, stages
+
+
+def build(tmp_path, stages, **kwargs):
+    out = [tmp_path / f"pilot.{ext}" for ext in ("md", "html", "json")]
+    summary = pilot_report.write(stages, study(), *out, **kwargs)
+    assert json.loads(out[2].read_text()) == json.loads(json.dumps(summary))
+    return out[0].read_text(), out[1].read_text(), summary
+
+
+def table_rows(md: str, first_header: str) -> dict:
+    """The rows of the Markdown table whose first column is ``first_header``, by their first two cells."""
+    lines = md.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"| {first_header} |"))
+    rows = {}
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        rows[tuple(cells[:2])] = cells
+    return rows
+
+
+def test_every_stage_has_its_row(pilot, tmp_path):
+    root, stages = pilot
+    md, page, summary = build(tmp_path, stages, gpu="NVIDIA A100-SXM4-80GB")
+    rows = table_rows(md, "stage")
+    assert len(rows) == 5 and all(r[2] == "passed" for r in rows.values())
+    train = rows[("train_verl", "pilot-grpo")]
+    assert train[3] == "22 min 11 s"  # 20:05:51,123 to 20:28:02,517, the gap between the launches included
+    assert train[4] == "26.2 GB (trainer, torch peak)"  # the largest actor/perf/max_memory_reserved_gb
+    rollout = RESPONSES * sum(RESPONSE_MEAN) / sum(GEN_S)
+    training = sum(TOKENS) / sum([24.22, 30.5, 23.6, 30.04])  # perf/time_per_step, one GPU
+    assert train[5] == f"{training:,.0f} tok/s/GPU training; {rollout:,.0f} generated tok/s rollout"
+    assert train[6] == f"{sum(RESPONSE_MEAN) / 4:.0f} tokens"
+    assert train[7] == str(root / "logs/train/pilot-grpo.log")
+    evaluate = rows[("evaluate_vllm", "pilot-grpo")]
+    assert evaluate[3:6] == ["2 min 38 s", "71.8 / 79.3 GB (device)", f"{118342 / 14.62:,.0f} generated tok/s"]
+    for method, tokens, seconds, memory in [("pilot-plain", 46211, 9.87, "71.9"), ("pilot-power", 188532, 96.4, "72.0"),
+                                            ("pilot-rl", 43980, 9.31, "71.9")]:  # fmt: skip
+        row = rows[("power_sample_vllm", method)]
+        assert row[4:6] == [f"{memory} / 79.3 GB (device)", f"{tokens / seconds:,.0f} generated tok/s"]
+    measured = pilot_report.measure(stages[1])
+    assert measured["wall_s"] == pytest.approx(157.878)
+    assert measured["generated_tokens_per_s"] == pytest.approx(118342 / 14.62)
+    assert summary["pilot_stages"] == "5/5" and summary["gpu"] == "NVIDIA A100-SXM4-80GB"
+    assert "<table>" in page and "pilot-grpo" in page
+
+
+def test_the_resume_shows_in_the_attempts(pilot, tmp_path):
+    _, stages = pilot
+    train = pilot_report.measure(stages[0], RESPONSES, 1)
+    # verl's validation-only records (step 0; step 2 again, when the second launch restores its checkpoint) are no steps
+    assert train["attempts"] == [
+        {"log": "verl_log.1.jsonl", "steps": [1, 2]},
+        {"log": "verl_log.2.jsonl", "steps": [3, 4]},
+    ]
+    md, _, _ = build(tmp_path, stages)
+    assert ("train_verl pilot-grpo: attempt 1 (verl_log.1.jsonl): steps 1–2; "
+            "attempt 2 (verl_log.2.jsonl): steps 3–4, resumed after step 2.") in md  # fmt: skip
+
+
+def test_measured_mfus_are_the_hand_computed_ones(pilot, tmp_path):
+    _, stages = pilot
+    _, _, summary = build(tmp_path, stages)
+    rollout_mfu = 2 * N * (RESPONSES * sum(RESPONSE_MEAN) / sum(GEN_S)) / PEAK
+    assert summary["rollout_mfu"] == pytest.approx(rollout_mfu, rel=1e-12)
+    assert 0.02 < rollout_mfu < 0.025  # the fixture's A100 decoding of a 0.5B model
+    assert summary["train_mfu"] == pytest.approx(sum(MFU_ACTOR) / 4, rel=1e-12)  # verl's perf/mfu/actor
+    sources = summary["sources"]
+    assert set(sources) == set(study()["budget"])
+    assert {k: s["source"] for k, s in sources.items()} == {
+        "gpu_peak_tflops": "assumed", "train_mfu": "measured", "rollout_mfu": "measured",
+        "mean_prompt_tokens": "assumed", "mean_response_tokens": "assumed", "walltime_margin": "assumed",
+    }  # fmt: skip
+    assert "not a trained run's" in sources["mean_response_tokens"]["reason"]
+    assert sources["mean_response_tokens"]["value"] == 1500
+
+    # Without perf/mfu/actor, train MFU comes from the timings and budget.train_gpu_hours' (2 + 6·epochs)·N per token
+    for path in stages[0].verl_logs_dir.glob("verl_log.*.jsonl"):
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        for r in records:
+            r["data"].pop("perf/mfu/actor", None)
+        path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    _, _, summary = build(tmp_path, stages)
+    by_timings = (2 + 6 * 1) * N * sum(TOKENS) / (sum(OLD_LOG_PROB_S) + sum(UPDATE_S)) / PEAK
+    assert summary["train_mfu"] == pytest.approx(by_timings, rel=1e-12)
+    assert summary["sources"]["train_mfu"]["source"] == "measured"
+    assert summary["rollout_mfu"] == pytest.approx(rollout_mfu, rel=1e-12)
+
+
+def test_the_reestimate_moves_each_term_by_its_mfu_ratio(pilot):
+    _, stages = pilot
+    S = study()
+    train = pilot_report.measure(stages[0], RESPONSES, 1)
+    measured_budget, _ = pilot_report.measured_budget(S["budget"], train, 0.5, 1)
+    assumed = pilot_report.reestimate(S, S["budget"])
+    measured = pilot_report.reestimate(S, measured_budget)
+    assert list(assumed["model"]) == list(measured["model"])
+    assert assumed["runs"].sum() == len(S["runs"]) - 1  # every run but the pilot's
+    train_ratio = S["budget"]["train_mfu"] / measured_budget["train_mfu"]
+    rollout_ratio = S["budget"]["rollout_mfu"] / measured_budget["rollout_mfu"]
+    assert train_ratio > 2 and rollout_ratio > 2  # the fixture's pilot is slower than the configured guesses
+    for col, ratio in [
+        ("update_gpu_hours", train_ratio),
+        ("rollout_gpu_hours", rollout_ratio),
+        ("eval_gpu_hours", rollout_ratio),
+    ]:
+        assert list(measured[col]) == pytest.approx(list(assumed[col] * ratio), rel=1e-9)
+    assert list(measured["train_gpu_hours"]) == pytest.approx(
+        list(measured["rollout_gpu_hours"] + measured["update_gpu_hours"])
+    )
+    # the assumed totals are budget.train_gpu_hours run by run, as cluster.smk's train_hours sums them, and the
+    # update term is by hand: steps × (2 + 6·epochs)·N × responses × (prompt + response tokens) at train_mfu
+    val_questions = sum(b["size"] for b in S["data"]["benchmarks"].values())
+    cfg = S["budget"]
+    for _, row in assumed.iterrows():
+        specs = [
+            run_spec.resolve_run(S, r)
+            for r in S["runs"]
+            if S["runs"][r]["model"] == row["model"] and not r.startswith("pilot-")
+        ]
+        model = S["models"][row["model"]]
+        expected = sum(budget.train_gpu_hours(spec, model, cfg, val_questions) for spec in specs)
+        assert row["train_gpu_hours"] == pytest.approx(expected, rel=1e-12)
+        per_token = (cfg["mean_prompt_tokens"] + cfg["mean_response_tokens"]) * model["params_b"] * 1e9
+        prime = {"prime": 2 + 2 + 6}  # PRIME's reward model: log-probs of policy and reference, and its update
+        update = sum(s["steps"] * s["prompts_per_step"] * s["rollout_n"] * per_token
+                     * (2 + 6 * s["ppo_epochs"] + prime.get(s["algorithm"], 0)) for s in specs)  # fmt: skip
+        update /= cfg["gpu_peak_tflops"] * 1e12 * cfg["train_mfu"] * 3600
+        assert row["update_gpu_hours"] == pytest.approx(update, rel=1e-9)
+
+
+def test_a_failed_stage_shows_failed_with_its_log_tail(pilot, tmp_path):
+    root, stages = pilot
+    (root / "power/samples/pilot-power.parquet").unlink()
+    traceback = [
+        f'  File "/opt/venv/lib/python3.11/site-packages/vllm/engine.py", line {k}, in step' for k in range(25)
+    ]
+    with open(root / "logs/power/pilot-power.log", "a") as log:
+        log.write(
+            "\n".join(["Traceback (most recent call last):", *traceback, "torch.OutOfMemoryError: CUDA out of memory"])
+            + "\n"
+        )
+    (root / "power/samples/pilot-rl.parquet").unlink()
+    (root / "logs/power/pilot-rl.log").unlink()
+    md, page, summary = build(tmp_path, stages)
+    rows = table_rows(md, "stage")
+    assert [rows[("power_sample_vllm", m)][2] for m in METHODS] == ["passed", "failed", "failed"]
+    assert rows[("power_sample_vllm", "pilot-rl")][3] == "–"  # no log, no wall time
+    assert summary["pilot_stages"] == "3/5"
+    failed = pilot_report.measure(stages[3])
+    assert failed["passed"] is False and failed["missing"] == [str(root / "power/samples/pilot-power.parquet")]
+    assert failed["tail"] == traceback[-19:] + ["torch.OutOfMemoryError: CUDA out of memory"]
+    assert "## Failed: power_sample_vllm pilot-power" in md
+    assert "```\n" + "\n".join(failed["tail"]) + "\n```" in md
+    assert "Traceback (most recent call last):" not in md  # beyond the last 20 lines
+    assert f"(no log at {root / 'logs/power/pilot-rl.log'})" in md
+    assert "torch.OutOfMemoryError" in page and "&quot;/opt/venv" in page  # escaped in HTML
+
+
+def test_the_report_module_loads_no_torch():
+    heavy = ("torch", "verl", "vllm", "transformers")
+    code = (
+        f"import json, sys, entropy_rl.paper.pilot_report; print(json.dumps([m for m in {heavy} if m in sys.modules]))"
+    )
+    env = {"PYTHONPATH": str(ROOT / "workflow"), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert json.loads(proc.stdout) == []

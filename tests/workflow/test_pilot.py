@@ -1,0 +1,119 @@
+"""The GPU pilot: planned through the SLURM profile (its jobs, their resources and order, the GPU-hours it states),
+and its report built by the workflow's own rule from what a real pilot writes (tests/fixtures/pilot)."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+from support import FIXTURES, ROOT, job_resources, plan
+
+pytestmark = pytest.mark.costly  # a minute of a core: scheduled first (tests/conftest.py)
+
+TOKEN = {"HF_TOKEN": "hf_test_token_not_real"}
+PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
+RUN = "pilot-grpo"
+METHODS = ["pilot-plain", "pilot-power", "pilot-rl"]
+FILES = {".parquet", ".txt", ".json", ".csv", ".md", ".html", ".pdf", ".png"}
+
+
+@pytest.fixture(scope="module")
+def pilot_plan(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("pilot")
+    shutil.copy(ROOT / "config.yaml", workdir / "config.yaml")
+    proc, _ = plan(workdir, "--verbose", "pilot", env_extra=TOKEN)
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    return workdir, proc
+
+
+def test_the_pilot_runs_every_gpu_rule_once_through_the_studys_rules(pilot_plan):
+    _, proc = pilot_plan
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout.split("Job stats:")[1].split("Reasons")[0], re.MULTILINE))
+    gpu_and_gates = ("train_verl", "evaluate_vllm", "power_sample_vllm", "preflight", "preflight_power", "download_model",
+                     "pilot_report", "fit_run", "audit")  # fmt: skip
+    expected = {"download_model": 1, "preflight": 1, "train_verl": 1, "evaluate_vllm": 1, "power_sample_vllm": 3, "pilot_report": 1}
+    assert {k: int(v) for k, v in counts.items() if k in gpu_and_gates} == expected
+    assert int(counts["pilot_benchmark"]) == len(PAPER["data"]["benchmarks"])  # a slice of every benchmark
+
+
+def test_each_gpu_job_asks_slurm_for_one_gpu_for_its_estimated_time(pilot_plan):
+    _, proc = pilot_plan
+    blocks = re.split(r"\n(?=\[.*\d{4}\]\n)", proc.stdout)
+    gpu_jobs = [b for b in blocks if re.search(r"^rule (train_verl|evaluate_vllm|power_sample_vllm):", b, re.MULTILINE)]
+    assert len(gpu_jobs) == 5
+    for block in gpu_jobs:
+        res = job_resources(block)
+        assert res.get("gpu") == 1, block
+        assert 60 <= res["runtime"] <= 120, block  # the floor (60 min) up to twice it: minutes of work, not hours
+    train = next(b for b in gpu_jobs if "rule train_verl:" in b)
+    assert job_resources(train)["nodes"] == 1 and "--requeue" in job_resources(train)["slurm_extra"]
+
+
+def test_the_plan_states_the_pilots_gpu_hours_before_submission(pilot_plan):
+    _, proc = pilot_plan
+    stated = re.search(r"GPU pilot: 5 GPU jobs on 1 GPU\(s\) each at most, ([\d.]+) GPU-hours", proc.stderr)
+    assert stated, proc.stderr[-3000:]
+    listed = [float(h) for h in re.findall(r"^  (?:train|eval|power):pilot-\S+: ([\d.]+) GPU-hours$", proc.stderr, re.MULTILINE)]
+    assert len(listed) == 5 and abs(sum(listed) - float(stated.group(1))) < 0.02
+    assert 0.3 <= float(stated.group(1)) <= 1.5  # about one GPU-hour
+    assert "preflight: 1 run(s) to train composed and validated by verl" in proc.stderr  # the pilot's own command
+
+
+def test_the_pilots_jobs_run_in_the_studys_order(pilot_plan):
+    workdir, _ = pilot_plan
+    proc, _ = plan(workdir, "--dag", "dot", "pilot", env_extra=TOKEN)
+    labels = dict(re.findall(r'^\s*(\d+)\[label = "(\w+)', proc.stdout, re.MULTILINE))
+    edges = {(labels[a], labels[b]) for a, b in re.findall(r"^\s*(\d+) -> (\d+)$", proc.stdout, re.MULTILINE)}
+    for edge in [("download_model", "preflight"), ("preflight", "train_verl"), ("train_verl", "evaluate_vllm"),
+                 ("pilot_benchmark", "evaluate_vllm"), ("train_verl", "power_sample_vllm"), ("preflight", "power_sample_vllm"),
+                 ("evaluate_vllm", "pilot_report"), ("power_sample_vllm", "pilot_report"), ("train_verl", "pilot_report")]:  # fmt: skip
+        assert edge in edges, edge
+    assert "preflight_power" not in labels.values()  # the pilot downloads no other model
+
+
+def snakemake(workdir, *args):
+    env = {**os.environ, **TOKEN}
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir), "--config", "scale=paper", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, check=False)
+
+
+def test_the_report_rule_reads_what_a_real_pilot_writes_and_the_estimate_then_uses_it(tmp_path):
+    """Every pilot output made up to date (--touch), then the logs a pilot writes (the fixture) in place: the report
+    rule runs for real on them, and the next plan's GPU-hours estimate says it uses the MFUs the pilot measured."""
+    shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
+    planned = snakemake(tmp_path, "-n", "pilot")
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    for out in {o for line in re.findall(r"^\s+output: (.*)$", planned.stdout, re.MULTILINE) for o in line.split(", ")}:
+        path = tmp_path / out
+        if path.suffix in FILES:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
+        else:
+            path.mkdir(parents=True, exist_ok=True)
+    assert snakemake(tmp_path, "--touch", "--cores", "1", "pilot").returncode == 0
+    shutil.copytree(FIXTURES / "pilot" / "logs", tmp_path / "results" / "logs", dirs_exist_ok=True)
+    shutil.copytree(FIXTURES / "pilot" / "runs", tmp_path / "results" / "runs", dirs_exist_ok=True)
+    for name in ("download_model/qwen2.5-0.5b", f"preflight/{RUN}"):  # the fixture has the GPU jobs' logs only
+        log = tmp_path / "results" / "logs" / f"{name}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("2026-11-25 09:00:00,000 entropy_rl INFO start\n2026-11-25 09:00:40,000 entropy_rl INFO done\n")
+    made = snakemake(tmp_path, "--cores", "1", "pilot", "--forcerun", "pilot_report")
+    assert made.returncode == 0, made.stderr[-3000:]
+    report = (tmp_path / "results" / "pilot" / "report.md").read_text()
+    for stage in ("download_model", "preflight", "train_verl", "evaluate_vllm", "power_sample_vllm"):
+        assert stage in report
+    assert "failed" not in report.lower().replace("failed: 0", "")
+    estimate = json.loads((tmp_path / "results" / "pilot" / "estimate.json").read_text())
+    assert estimate["pilot_stages"] == "7/7"
+    assert estimate["sources"]["train_mfu"]["source"] == "measured"
+    # The next plan's estimate uses the measured MFUs, and says so.
+    run = "qwen2.5-0.5b-grpo"
+    again = snakemake(tmp_path, "-n", f"results/runs/{run}/metrics.parquet")
+    assert "measured on this cluster (results/pilot/estimate.json)" in again.stderr, again.stderr[-3000:]
+    line = re.search(r"GPU-hours estimate for 1 run\(s\) still to train: ([\d,]+) training", again.stderr).group(1)
+    assert f"{estimate['train_mfu']:.0%}/{estimate['rollout_mfu']:.0%}" in again.stderr
+    assert float(line.replace(",", "")) > 0

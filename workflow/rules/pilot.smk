@@ -1,0 +1,55 @@
+# The GPU pilot, paper scale (`snakemake --profile slurm --config scale=paper pilot`): the smallest model through
+# every GPU rule of the study, once, with settings cut to minutes (config.yaml paper.pilot), then a report of what
+# passed, how fast it ran and what the study would cost on this cluster. The pilot's jobs are the study's rules:
+# download_model, preflight, train_verl (interrupted once and resumed, then merged), evaluate_vllm on the first
+# problems of each benchmark, and power_sample_vllm (plain, p^alpha, the RL checkpoint).
+
+if PILOT:
+
+    localrules:
+        pilot,
+        pilot_benchmark,
+        pilot_report,
+
+    rule pilot:
+        """Every GPU job once, small, and the report (results/pilot/report.md)."""
+        input:
+            PILOT_REPORT,
+
+    rule pilot_benchmark:
+        """A benchmark's first problems, for the pilot's evaluation."""
+        input:
+            BENCHMARK_FILE,
+        output:
+            PILOT_BENCHMARK_FILE,
+        params:
+            problems=PILOT["eval_problems"],
+        log:
+            "results/logs/pilot_benchmark/{benchmark}.log",
+        container:
+            image("analysis")
+        script:
+            "../scripts/pilot_benchmark.py"
+
+    rule pilot_report:
+        """Each stage passed or failed, its wall time, peak GPU memory and throughput; the study's GPU-hours again,
+        model size by model size, at the MFUs measured here (paper.pilot_report)."""
+        input:
+            metrics=expand(RUN_METRICS, run=PILOT_RUNS),
+            final=expand(RUN_FINAL, run=PILOT_RUNS),
+            evaluations=expand(EVAL_SUMMARY, run=PILOT_RUNS),
+            samples=expand(POWER_SAMPLES, method=list(PILOT_METHODS)),
+            code=code("pilot_report", "paper.pilot_report"),
+        output:
+            md=PILOT_REPORT,
+            html=report("results/pilot/report.html", caption="../report/pilot.rst", category="Pilot"),
+            estimate=PILOT_ESTIMATE,
+        params:
+            stages=pilot_stages(),
+            scope=pilot_report_scope(),
+        log:
+            "results/logs/pilot_report.log",
+        container:
+            image("analysis")
+        script:
+            "../scripts/pilot_report.py"

@@ -226,3 +226,16 @@ def test_the_report_module_loads_no_torch():
     env = {"PYTHONPATH": str(ROOT / "workflow"), "PATH": "/usr/bin:/bin"}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert json.loads(proc.stdout) == []
+
+
+def test_a_pilot_that_failed_before_any_training_step_still_gets_its_report(tmp_path, monkeypatch):
+    """What the workflow's onerror writes (common.smk write_pilot_report): no verl log, no outputs, one traceback."""
+    monkeypatch.chdir(tmp_path)
+    log = tmp_path / "train.log"
+    log.write_text("2026-11-25 09:00:00,000 entropy_rl INFO starting afresh\nRuntimeError: CUDA out of memory\n")
+    stage = pilot_report.Stage(name="train_verl", job="pilot-grpo", log=str(log), outputs=[str(tmp_path / "metrics.parquet")],
+                               gpus=1, verl_logs_dir=str(tmp_path / "checkpoints"))  # fmt: skip
+    summary = pilot_report.write([stage], study(), "r.md", "r.html", "failed.json")
+    report = (tmp_path / "r.md").read_text()
+    assert summary["pilot_stages"] == "0/1" and "CUDA out of memory" in report and "failed" in report
+    assert all(s["source"] == "assumed" for s in summary["sources"].values())  # nothing measured, nothing claimed

@@ -11,6 +11,8 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
+from .spec import replicates
+
 
 @dataclass(frozen=True)
 class Selection:
@@ -102,8 +104,6 @@ def study_jobs(scale_cfg: dict, claims: list[dict], power_study, reads_tests) ->
     """Each claim's jobs at one scale (``scale_cfg``: the scale's config with its replicates, core.spec.with_replicates):
     the training of its artifact's runs (every replicate), their evaluations if ``reads_tests(claim)``, and for the
     power-sampling study's artifacts the sampling jobs (every seed) and the runs whose checkpoints they sample."""
-    from .spec import replicates
-
     def runs(name):
         return [rep for run in scale_cfg["artifacts"][name]["runs"] for rep in replicates(scale_cfg["runs"], run)]
 

@@ -201,12 +201,19 @@ def stamp(path: str | Path, *modules: str) -> str:
     if old is None:
         newest = max(source(m).stat().st_mtime for m in record["modules"])
         os.utime(tmp, (newest, newest))
-    elif json.loads(old)["hash"] == record["hash"]:  # modules moved or renamed, same behaviour: it keeps its time
+    elif _recorded_hash(old) == record["hash"]:  # modules moved or renamed, same behaviour: it keeps its time
         os.utime(tmp, (path.stat().st_atime, path.stat().st_mtime))
     else:
         previous_path(path).write_text(old)
     os.replace(tmp, path)
     return str(path)
+
+
+def _recorded_hash(text: str) -> str | None:
+    try:
+        return json.loads(text)["hash"]
+    except (ValueError, KeyError, TypeError):  # not a stamp this module wrote: a change
+        return None
 
 
 def changed_modules(path: str | Path) -> list[str]:

@@ -94,7 +94,7 @@ def test_the_report_rule_reads_what_a_real_pilot_writes_and_the_estimate_then_us
             path.touch()
         else:
             path.mkdir(parents=True, exist_ok=True)
-    assert snakemake(tmp_path, "--touch", "--cores", "1", "pilot").returncode == 0
+    assert snakemake(tmp_path, "--touch", "--cores", "2", "pilot").returncode == 0
     shutil.copytree(FIXTURES / "pilot" / "logs", tmp_path / "results" / "logs", dirs_exist_ok=True)
     shutil.copytree(FIXTURES / "pilot" / "runs", tmp_path / "results" / "runs", dirs_exist_ok=True)
     for name in ("download_model/qwen2.5-0.5b", f"preflight/{RUN}"):  # the fixture has the GPU jobs' logs only

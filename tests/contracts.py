@@ -1,4 +1,4 @@
-"""The data contracts between stages (DESIGN.md), as checks the tests share."""
+"""The data contracts between stages (the README's Outputs table), as checks the tests share."""
 
 import numpy as np
 import pandas as pd

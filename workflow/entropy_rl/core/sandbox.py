@@ -13,8 +13,10 @@ Protection is layered, and each layer is used when this machine allows it:
   holds only a loopback that is down. This works unprivileged wherever user namespaces
   are enabled.
 * Landlock (Linux 5.13 or later, unprivileged): no file writes outside the scratch
-  directory, no TCP bind or connect, and (ABI 6 or later) no signals to processes
-  outside the sandbox.
+  directory; no file reads outside it either, but for what an interpreter needs (its prefix, the
+  system's libraries under /usr, /lib, /lib64, the loader's cache, /proc, /dev/null and /dev/urandom),
+  so a program reads neither the benchmark answers under results/ nor a file another user left in
+  /tmp; no TCP bind or connect; and (ABI 6 or later) no signals to processes outside the sandbox.
 * Without namespaces: an audit hook refuses sockets other than AF_UNIX, and exec. Native
   code such as ctypes can get past it, so it is a last resort.
 * rlimits (CPU, AS, FSIZE, NPROC, NOFILE, CORE=0): a trusted bootstrap sets them inside
@@ -46,7 +48,6 @@ import os
 import pwd
 import selectors
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -54,265 +55,38 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .confined import bootstrap as bootstrap_code
+from .confined import confine as confine_code
+from .confined import harness as harness_code
+from .confined import processes as processes_code
+from .confined.processes import _processes, _rmtree, _signal
+
 NS_FLAGS = ("--user", "--map-current-user", "--pid", "--fork", "--kill-child", "--mount-proc", "--net")
 ENV_PATH = "/usr/local/bin:/usr/bin:/bin"
 
-# Landlock access bits (linux/landlock.h). Only writes are handled, so reads stay allowed everywhere.
+# Landlock access bits (linux/landlock.h). Writes and reads are handled: each is allowed only beneath the rules' paths.
 _FS_WRITE = 0x1FF2  # WRITE_FILE, REMOVE_DIR/FILE, MAKE_CHAR/DIR/REG/SOCK/FIFO/BLOCK/SYM
 _FS_REFER, _FS_TRUNCATE, _FS_WRITE_FILE = 1 << 13, 1 << 14, 1 << 1  # REFER needs ABI 2, TRUNCATE ABI 3
+_FS_READ_FILE, _FS_READ = 1 << 2, 0b1101  # READ_FILE; EXECUTE | READ_FILE | READ_DIR
 _NET_TCP = 0b11  # BIND_TCP | CONNECT_TCP (ABI 4)
+# What an interpreter reads after its start-up, when the program imports more of the standard library or a module
+# loads a shared library: beneath these (where they exist) and beneath the interpreter's own prefix.
+_READ_DIRS = ("/usr", "/lib", "/lib64", "/proc")
+_READ_FILES = ("/etc/ld.so.cache", "/dev/urandom")
 _SCOPE = 0b11  # ABSTRACT_UNIX_SOCKET | SIGNAL (ABI 6)
 
-# Trusted code that runs inside the sandbox, before the program. It only carries out the policy
-# that the parent computed, so it stays small. The program then runs in this same interpreter: an
-# audit hook would not survive an exec. _CONFINE is shared by run's bootstrap and run_many's harness.
-_CONFINE = r"""
-import json, os, resource, sys
+# The code that runs inside the sandbox, before and around the program, is in core/confined/ (its __init__ says how
+# it is sent there): confine (the policy), bootstrap (run's), processes and harness (run_many's).
+_INLINED = "# inlined"
 
-def prctl(option, value):
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(option, ctypes.c_ulong(value), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)):
-        raise OSError(ctypes.get_errno(), f"prctl({option}) failed")
 
-def landlock(ll):
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    def call(nr, *args):
-        if (ret := libc.syscall(ctypes.c_long(nr), *args)) < 0:
-            raise OSError(ctypes.get_errno(), f"landlock syscall {nr} failed")
-        return ret
-    class Beneath(ctypes.Structure):
-        _pack_ = 1
-        _fields_ = [("allowed", ctypes.c_uint64), ("fd", ctypes.c_int32)]
-    ruleset = call(444, (ctypes.c_uint64 * 3)(*ll["attr"]), ctypes.c_size_t(ll["size"]), ctypes.c_uint32(0))
-    for path, allowed in ll["rules"]:
-        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-        call(445, ctypes.c_long(ruleset), ctypes.c_long(1), ctypes.byref(Beneath(allowed, fd)), ctypes.c_uint32(0))
-        os.close(fd)
-    prctl(38, 1)  # PR_SET_NO_NEW_PRIVS
-    call(446, ctypes.c_long(ruleset), ctypes.c_uint32(0))
-    os.close(ruleset)
+def _confined_text(*parts) -> str:
+    """The text of the confined modules, joined, less their imports of one another (``# inlined``)."""
+    text = (inspect.getsource(part) for part in parts)
+    return "".join(line for t in text for line in t.splitlines(keepends=True) if not line.rstrip().endswith(_INLINED))
 
-def confine(cfg):
-    if cfg["landlock"]:
-        landlock(cfg["landlock"])
-    for name, soft, hard in cfg["rlimits"]:
-        resource.setrlimit(getattr(resource, name), (soft, hard))
-    if cfg["audit"]:
-        import socket
-        def guard(event, args, unix=socket.AF_UNIX):
-            if event.startswith("socket."):
-                family = args[1] if event == "socket.__new__" else getattr(args[0] if args else None, "family", None)
-                if family != unix:
-                    raise PermissionError(f"sandbox: no network ({event})")
-            elif event in ("os.exec", "os.posix_spawn", "os.spawn", "os.system", "subprocess.Popen"):
-                raise PermissionError(f"sandbox: a new program would shed this hook ({event})")
-        sys.addaudithook(guard)
 
-cfg = json.loads(sys.argv[1])
-"""
-
-# run's bootstrap: the policy, then (as a PID namespace's init) a fork, and the program.
-_INIT = r"""
-confine(cfg)
-if os.getpid() == 1:
-    # PID-namespace init. The kernel drops default-action signals that reach an init from its own
-    # namespace, even the kernel's own SIGXCPU. So the program runs in a child, and init only
-    # reaps. Init reports a signal death shell-style, as exit code 128 + signal.
-    child = os.fork()
-    while child:
-        pid, status = os.wait()
-        if pid == child:
-            code = os.waitstatus_to_exitcode(status)
-            os._exit(code if code >= 0 else 128 - code)
-"""
-
-# The end of the bootstrap: run the program as __main__, at the top level, so that exceptions,
-# SystemExit, atexit and non-daemon threads end the interpreter as they would end `python main.py`.
-_PROGRAM = r"""
-sys.argv = [cfg["program"]]
-sys.path.insert(0, os.getcwd())
-import runpy
-runpy.run_path(cfg["program"], run_name="__main__")
-"""
-
-_BOOTSTRAP = _CONFINE + _INIT + _PROGRAM
-
-# run_many's harness (stdlib only). It reads the job index from an inherited file and writes
-# records "KIND JOB SIZE\n" + SIZE bytes to the inherited results file: B (job begun), O and E
-# (stdout and stderr bytes), R (result, JSON). Only it holds that file. harness() returns only in
-# a forked child, set up to run its program; the fork happens outside any try or with block, so
-# the child unwinds no harness code. The harness itself ends with os._exit.
-_HARNESS = r"""
-import atexit, gc, runpy, select, shutil, signal, time
-
-def harness(cfg):
-    signal.signal(signal.SIGINT, signal.SIG_DFL)  # as a namespace's init, then no signal from inside reaches it
-    prctl(4, 0)  # PR_SET_DUMPABLE 0: children cannot read our /proc entries or memory (nor, as forks, their own)
-    prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: a program's orphans become ours, so sweep() finds them
-    if cfg["landlock"]:
-        landlock(cfg["landlock"])  # the batch's domain; each child nests its own in it
-    jobs, at, size = cfg["jobs"]
-    out, buf = cfg["results"], memoryview(bytearray(1 << 16))
-    warm = os.path.join(os.getcwd(), "warm-up.py")  # run_path's first call costs ~4 ms: pay it once, here
-    fd = os.open(warm, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    write(fd, b"pass\n")
-    os.close(fd)
-    runpy.run_path(warm, run_name="__main__")
-    os.unlink(warm)
-    if cfg["audit"]:
-        import socket  # for each child's audit hook: import it once, here
-    atexit.register(leave)  # first registered, so the last to run in a child
-    gc.freeze()  # a child's collections then skip the harness's objects, and copy fewer pages
-    for i, spans in enumerate(json.loads(os.pread(jobs, size, at))):
-        home = os.path.join(os.getcwd(), f"{i}-{os.urandom(8).hex()}")  # unguessable: none can be planted
-        os.mkdir(home, 0o700)
-        pipes = os.pipe(), os.pipe()
-        report(out, b"B", i)
-        start = time.monotonic()
-        pid = os.fork()
-        if pid == 0:
-            enter(cfg, home, spans, pipes)
-            return
-        os.close(pipes[0][1])
-        os.close(pipes[1][1])
-        rc, wall, truncated = supervise(pid, start, cfg, pipes, i, buf)
-        buf[:] = bytes(len(buf))  # the next fork inherits nothing of this program's output
-        report(out, b"R", i, json.dumps({"rc": rc, "wall": wall, "truncated": truncated}).encode())
-        _rmtree(home)
-    os._exit(0)
-
-def enter(cfg, home, spans, pipes):
-    # In the child: its own session and directory, its job on fds 0-2 and nothing else open, its limits.
-    os.setsid()
-    os.chdir(home)
-    program, stdin = (os.pread(cfg["jobs"][0], n, at) for at, n in spans)
-    fd = os.open("main.py", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    write(fd, program)
-    os.close(fd)
-    fd = os.memfd_create("stdin")  # a file, as run's stdin is, so feeding it cannot block; not in its directory
-    write(fd, stdin)
-    os.lseek(fd, 0, os.SEEK_SET)
-    for src, dst in ((fd, 0), (pipes[0][1], 1), (pipes[1][1], 2)):
-        os.dup2(src, dst)
-    os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # the jobs, the results, the harness's pipe ends
-    os.environ.update(HOME=home, TMPDIR=home)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    ll = cfg["landlock"]  # its first rule is the batch's write scope: narrow it to this program's directory
-    confine(dict(cfg, landlock=ll and dict(ll, rules=[[home, ll["rules"][0][1]], *ll["rules"][1:]])))
-
-def supervise(pid, start, cfg, pipes, i, buf):
-    # Move the child's output into the results until it exits or its time is up, then kill all it left.
-    streams = {pipes[0][0]: [b"O", 0], pipes[1][0]: [b"E", 0]}
-    try:
-        waiter = [os.pidfd_open(pid)]
-    except (AttributeError, OSError):
-        waiter = []  # before Linux 5.3: poll
-    deadline, status, truncated = start + cfg["timeout"], None, False
-    while status is None and (left := deadline - time.monotonic()) > 0:
-        ready = select.select([*streams, *waiter], [], [], left if waiter else min(left, 0.002))[0]
-        for fd in ready:
-            if fd in streams:
-                truncated |= pump(fd, streams, cfg, i, buf)
-        if not waiter or waiter[0] in ready:
-            done, code = os.waitpid(pid, os.WNOHANG)
-            status = os.waitstatus_to_exitcode(code) if done else None
-    wall = time.monotonic() - start
-    if status is None:  # timed out
-        _signal(os.killpg, pid)
-        _signal(os.kill, pid)
-        os.waitpid(pid, 0)
-    sweep()
-    end = time.monotonic() + 1.0
-    while streams and (left := end - time.monotonic()) > 0:  # what the program and its own wrote before they died
-        for fd in select.select(list(streams), [], [], left)[0]:
-            truncated |= pump(fd, streams, cfg, i, buf)
-    for fd in [*streams, *waiter]:
-        os.close(fd)
-    return status, wall, truncated
-
-def pump(fd, streams, cfg, i, buf):
-    # One read from a child's pipe into the results, up to the stream's cap. True if bytes were dropped.
-    n = os.readv(fd, [buf])
-    if not n:
-        del streams[fd]
-        os.close(fd)
-        return False
-    kind, kept = streams[fd]
-    keep = max(0, min(n, cfg["cap"] - kept))
-    streams[fd][1] += keep
-    if keep:
-        report(cfg["results"], kind, i, buf[:keep])
-    return keep < n
-
-def sweep():
-    # Kill and reap every process the program left. As init or subreaper, its orphans are our children.
-    end = time.monotonic() + 2.0
-    while time.monotonic() < end:
-        try:
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
-        except ChildProcessError:
-            return  # no children, so no descendants
-        if os.getpid() == 1:
-            _signal(os.kill, -1)  # from init: every other process of the namespace
-        else:
-            for pid in descendants(os.getpid()):
-                _signal(os.kill, pid)
-        time.sleep(0.001)
-
-def descendants(root):
-    children = {}
-    for pid, fields in _processes().items():
-        children.setdefault(int(fields[1]), []).append(pid)
-    found, todo = [], [root]
-    while todo:
-        found += (kids := children.get(todo.pop(), []))
-        todo += kids
-    return found
-
-def report(fd, kind, i, data=b""):
-    write(fd, b"%s %d %d\n" % (kind, i, len(data)), data)
-
-def write(fd, *parts):
-    for part in parts:
-        part = memoryview(part)
-        while part:
-            part = part[os.write(fd, part):]
-
-def leave():
-    # A child's exit, after its threads and its own atexit handlers: what Python's exit would do next
-    # (collect, flush), without tearing down every module, which costs a fork ~4 ms. The exit code
-    # is Python's: `outcome`. Left alone (None, or a flush that fails: Python then exits 120), it
-    # lets the interpreter exit as usual.
-    if outcome is not None:
-        gc.collect()
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except BaseException:
-            return
-        os._exit(outcome)
-
-outcome = None
-harness(cfg)  # returns only in a child
-sys.argv = [cfg["program"]]
-sys.path.insert(0, os.getcwd())
-try:
-    runpy.run_path(cfg["program"], run_name="__main__")
-    outcome = 0
-except SystemExit as stop:
-    code = 0 if stop.code is None else stop.code if isinstance(stop.code, int) else 1
-    outcome = code if -(2**31) <= code < 2**31 else None
-    raise
-except KeyboardInterrupt:
-    raise  # Python ends then by SIGINT: let it
-except BaseException:
-    outcome = 1
-    raise
-"""
+_BOOTSTRAP = _confined_text(confine_code, bootstrap_code)
 
 
 @dataclass(frozen=True)
@@ -473,7 +247,7 @@ class _Box:
         cpu = cpu_s or int(timeout_s) + 2  # by default a backstop: the wall clock should fire first
         return {
             "audit": not self.prefix,
-            "landlock": _landlock_policy(self.abi, self.scratch) if self.abi else None,
+            "landlock": _landlock_policy(self.abi, self.scratch, self.python) if self.abi else None,
             # soft == hard, so the program cannot raise them back (except CPU: SIGXCPU, then SIGKILL 1 s later)
             "rlimits": [
                 ("RLIMIT_CPU", cpu, cpu + 1),
@@ -584,8 +358,7 @@ def _records(data: bytes):
 @functools.cache
 def _harness_code() -> str:
     """The harness's source: the shared confinement, the host helpers it reuses, then its own loop and exit."""
-    reused = "\n".join(inspect.getsource(f) for f in (_processes, _signal, _rmtree))
-    return _CONFINE + reused + _HARNESS
+    return _confined_text(confine_code, processes_code, harness_code)
 
 
 def _sandbox_user() -> tuple[int, int] | None:
@@ -651,16 +424,20 @@ def _landlock_abi() -> int:
         return 0
 
 
-def _landlock_policy(abi: int, scratch: str) -> dict:
-    """Writes only beneath scratch (and to /dev/null). No TCP. No signals leave the sandbox.
+def _landlock_policy(abi: int, scratch: str, python: str) -> dict:
+    """Writes only beneath scratch (and to /dev/null); reads only beneath scratch and what ``python`` needs
+    (``_READ_DIRS``, ``_READ_FILES``, its prefix). No TCP. No signals leave the sandbox.
 
-    The first rule is the write scope: run_many's harness puts each program's own directory in it.
+    The first rule is the write and read scope: run_many's harness puts each program's own directory in it.
     """
-    fs = _FS_WRITE | (_FS_REFER if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0)
+    fs = _FS_WRITE | _FS_READ | (_FS_REFER if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0)
     attr = [fs, _NET_TCP if abi >= 4 else 0, _SCOPE if abi >= 6 else 0]
     size = 8 if abi < 4 else 16 if abi < 6 else 24  # older kernels reject fields they don't know
-    devnull = _FS_WRITE_FILE | (fs & _FS_TRUNCATE)
-    return {"attr": attr, "size": size, "rules": [[scratch, fs], ["/dev/null", devnull]]}
+    devnull = _FS_WRITE_FILE | _FS_READ_FILE | (fs & _FS_TRUNCATE)
+    prefix = os.path.dirname(os.path.dirname(os.path.realpath(python)))  # <prefix>/bin/python3.x
+    reads = [[d, _FS_READ] for d in dict.fromkeys([*_READ_DIRS, prefix]) if os.path.isdir(d)]
+    reads += [[f, _FS_READ_FILE] for f in _READ_FILES if os.path.exists(f)]
+    return {"attr": attr, "size": size, "rules": [[scratch, fs], ["/dev/null", devnull], *reads]}
 
 
 def _collect(proc: subprocess.Popen, deadline: float, cap: int) -> tuple[str, str, bool, bool]:
@@ -707,11 +484,6 @@ def _kill(proc: subprocess.Popen) -> None:
         time.sleep(0.01)
 
 
-def _signal(kill, pid: int) -> None:
-    try:
-        kill(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _pids(field: int, value: int) -> list[int]:
@@ -719,32 +491,5 @@ def _pids(field: int, value: int) -> list[int]:
     return [pid for pid, fields in _processes().items() if int(fields[field]) == value]
 
 
-def _processes() -> dict[int, list[bytes]]:
-    """Live (not zombie) processes: pid -> the fields of /proc/PID/stat after the name (0 state, 1 ppid, ...)."""
-    found = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    fields = f.read().rsplit(b")", 1)[1].split()
-            except OSError:
-                continue
-            if fields[0] != b"Z":
-                found[int(entry)] = fields
-    return found
 
 
-def _rmtree(path: str) -> None:
-    """Remove the scratch dir, even after the program made parts of it read-only (chmod 0, etc.)."""
-
-    def retry(func, p, _exc):
-        for q in (os.path.dirname(p), p):
-            if not os.path.islink(q):  # never chmod through a link the program planted
-                try:
-                    os.chmod(q, 0o700)
-                except OSError:
-                    pass
-        func(p)
-
-    kwargs = {"onexc": retry} if sys.version_info >= (3, 12) else {"onerror": retry}
-    shutil.rmtree(path, **kwargs)

@@ -1,3 +1,6 @@
+import os
+
+
 rule audit:
     """Every claim of the ledger (claims.yaml) beside what this run measured, with a verdict."""
     input:

@@ -1,15 +1,19 @@
+from entropy_rl.core import spec as run_spec
+from entropy_rl.paper import budget
+
+
 if MINI:
 
     rule evaluate:
         """The final policy on every benchmark with the paper's decoding protocol, graded by math-verify:
         one Hugging Face model load for all benchmarks."""
         input:
-            model="results/runs/{run}/final",
+            model=RUN_FINAL,
             benchmarks=bench_files(),
             code=code("evaluate", "mini.evaluate", "mini.data", "mini.models"),
         output:
-            samples=expand("results/eval/{{run}}/{benchmark}.parquet", benchmark=BENCHMARKS),
-            summary="results/eval/{run}/summary.parquet",
+            samples=expand(EVAL_SAMPLES, run="{run}", benchmark=BENCHMARKS),
+            summary=EVAL_SUMMARY,
         params:
             backend="mini",
             protocols=protocols(),
@@ -31,12 +35,12 @@ else:
         tensor-parallel GPUs, prompts in the model's prompt format (paper.models.<m>.chat_template):
         math graded by math-verify, code run against its tests in the sandbox."""
         input:
-            model="results/runs/{run}/final",
+            model=RUN_FINAL,
             benchmarks=run_bench_files,  # a pilot run's: the first problems of each (pilot.smk)
             code=code("evaluate_vllm", "paper.evaluate"),
         output:
-            samples=expand("results/eval/{{run}}/{benchmark}.parquet", benchmark=BENCHMARKS),
-            summary="results/eval/{run}/summary.parquet",
+            samples=expand(EVAL_SAMPLES, run="{run}", benchmark=BENCHMARKS),
+            summary=EVAL_SUMMARY,
         params:
             backend="paper",
             protocols=protocols(),

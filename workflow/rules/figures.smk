@@ -1,6 +1,9 @@
 # One rule per paper figure and table, named as in workflow/entropy_rl/study/artifacts.py. Each asks only
 # for the runs its config entry lists, so `snakemake fig07_coefficients_vs_size` trains only those.
 
+from entropy_rl.study import artifacts
+
+
 for _name in ARTIFACT_NAMES:
     if artifacts.ARTIFACTS[_name].kind != "figure":
         continue

@@ -1,3 +1,6 @@
+from entropy_rl.core import spec as run_spec
+
+
 if MINI:
 
     rule build_tokenizer:

@@ -1,6 +1,9 @@
 # Power sampling beside RL (Karan & Du, 2025): the base model sampled from p^alpha, without
 # training, against plain and low-temperature sampling and the RL checkpoints of the same model.
 
+from entropy_rl.paper import budget
+
+
 if POWER:
 
     if MINI:
@@ -10,10 +13,10 @@ if POWER:
             input:
                 base=power_base_model,
                 policy=power_policy,
-                benchmarks=expand("results/data/benchmarks/{benchmark}.parquet", benchmark=POWER["benchmarks"]),
+                benchmarks=expand(BENCHMARK_FILE, benchmark=POWER["benchmarks"]),
                 code=code("power_sample", "mini.power_sampling", "mini.data", "mini.models"),
             output:
-                "results/power/samples/{method}.parquet",
+                POWER_SAMPLES,
             params:
                 backend="mini",
                 method=lambda wc: power_methods()[wc.method],
@@ -40,10 +43,10 @@ if POWER:
                 base=power_base_model,
                 policy=power_policy_with_budget,
                 preflight=power_preflight,
-                benchmarks=expand("results/data/benchmarks/{benchmark}.parquet", benchmark=POWER["benchmarks"]),
+                benchmarks=expand(BENCHMARK_FILE, benchmark=POWER["benchmarks"]),
                 code=code("power_sample_vllm", "paper.power_sampling"),
             output:
-                "results/power/samples/{method}.parquet",
+                POWER_SAMPLES,
             params:
                 backend="paper",
                 method=lambda wc: power_job(wc.method)["settings"],

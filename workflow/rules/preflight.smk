@@ -2,6 +2,9 @@
 # job will run (entropy_rl.paper.preflight). The launch part already ran when the workflow was planned
 # (cluster.smk, check_launches); these rules add what needs the downloads and the prepared data.
 
+from entropy_rl.paper import preflight
+
+
 if not MINI:
 
     localrules:

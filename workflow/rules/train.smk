@@ -1,3 +1,6 @@
+from entropy_rl.paper import launch
+
+
 if MINI:
 
     rule train:

@@ -588,7 +588,7 @@ def rollout(tokenizer, questions: list[str], n: int, correct: list[int], seed: i
     prompt p's ``n`` responses score 1."""
     import random
 
-    from entropy_rl.core import prompt_format
+    from entropy_rl.paper import prompt_format
 
     rng = random.Random(seed)
     prompts = prompt_format.render(tokenizer, [[{"role": "user", "content": q}] for q in questions], None)

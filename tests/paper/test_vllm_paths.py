@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import vllm_standin
 import yaml
-from entropy_rl.core import prompt_format
+from entropy_rl.paper import prompt_format
 from entropy_rl.core.power_sampling import context_needed
 from entropy_rl.paper import evaluate, power_sampling
 from support import ROOT
@@ -407,6 +407,6 @@ def test_the_power_sampling_script_runs_each_kind_of_method(tmp_path, model_dir,
 
 
 def test_the_prompt_format_module_loads_neither_torch_nor_vllm():
-    code = "import sys; import entropy_rl.core.prompt_format; print(sorted({'torch', 'vllm', 'transformers'} & set(sys.modules)))"
+    code = "import sys; import entropy_rl.paper.prompt_format; print(sorted({'torch', 'vllm', 'transformers'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT / "workflow")
     assert out.stdout.strip() == "[]", out.stderr

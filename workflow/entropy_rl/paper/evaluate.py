@@ -13,7 +13,8 @@ from collections.abc import Iterator
 
 import pandas as pd
 
-from ..core import prompt_format, scoring
+from . import prompt_format
+from ..core import scoring
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from ..core import prompt_format
+from . import prompt_format
 from ..core import spec as run_spec
 from ..core.spec import resolve_run
 

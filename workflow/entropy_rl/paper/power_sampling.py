@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..core import formats, prompt_format
+from ..core import formats
+from . import prompt_format
 from ..core.power_sampling import answer_rows, chain_costs, context_needed, method_chains, plain_costs
 
 log = logging.getLogger(__name__)

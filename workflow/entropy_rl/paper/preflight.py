@@ -257,7 +257,7 @@ def engines(scale_cfg: dict, model: str) -> list[dict]:
 def model_problems(scale_cfg: dict, model: str, model_dir: str | Path, tokenizer_dir: str | Path | None = "") -> list[str]:
     """The downloaded model against every engine it will be started in (its tokenizer files are in
     ``model_dir`` unless ``tokenizer_dir`` says otherwise; ``None`` skips the tokenizer checks)."""
-    from ..core import prompt_format
+    from . import prompt_format
 
     model_dir = Path(model_dir)
     try:

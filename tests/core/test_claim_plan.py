@@ -9,8 +9,13 @@ from entropy_rl.study import artifacts
 from support import ROOT
 
 HOURS = {"train:a": 100.0, "train:b": 40.0, "eval:a": 5.0, "power:p": 30.0, "train:c": 1000.0}
-JOBS = {"one/a": frozenset({"train:a"}), "one/a-test": frozenset({"train:a", "eval:a"}), "two/b": frozenset({"train:b"}),
-        "three/pb": frozenset({"power:p", "train:b"}), "four/c": frozenset({"train:c"})}  # fmt: skip
+JOBS = {
+    "one/a": frozenset({"train:a"}),
+    "one/a-test": frozenset({"train:a", "eval:a"}),
+    "two/b": frozenset({"train:b"}),
+    "three/pb": frozenset({"power:p", "train:b"}),
+    "four/c": frozenset({"train:c"}),
+}
 
 
 def test_shared_jobs_are_paid_once_and_a_pattern_selects_by_id():
@@ -34,12 +39,18 @@ def study(scale):
     cfg = yaml.safe_load((ROOT / "config.yaml").read_text())
     S = run_spec.with_replicates(run_spec.with_instruct_models(cfg[scale]), 0, cfg[scale].get("replicates", 1))
     power = S.get("power_sampling")
-    P = power_methods.build(power, {r: r for r in power["runs"].values()}, cfg[scale].get("replicates", 1), 0) if power else None
+    P = (
+        power_methods.build(power, {r: r for r in power["runs"].values()}, cfg[scale].get("replicates", 1), 0)
+        if power
+        else None
+    )
     claims = ledger.expand_ledger(yaml.safe_load((ROOT / "claims.yaml").read_text()))
 
     def reads_tests(c):
         a = c["measure"]["artifact"]
-        return c["measure"]["fn"] in artifacts.EVAL_MEASUREMENTS or (a in artifacts.ARTIFACTS and "eval" in artifacts.ARTIFACTS[a].needs)
+        return c["measure"]["fn"] in artifacts.EVAL_MEASUREMENTS or (
+            a in artifacts.ARTIFACTS and "eval" in artifacts.ARTIFACTS[a].needs
+        )
 
     return S, P, claims, claim_plan.study_jobs(S, claims, P, reads_tests)
 
@@ -50,11 +61,15 @@ def test_every_claim_has_runs_in_the_config_and_every_run_serves_a_claim_or_an_a
     runs = set(S["runs"])
     for claim in claims:
         name = claim["measure"]["artifact"]
-        assert name in S["artifacts"] or (P and name in P.artifacts), f"{claim['id']}: artifact {name} is not built at {scale} scale"
+        assert name in S["artifacts"] or (P and name in P.artifacts), (
+            f"{claim['id']}: artifact {name} is not built at {scale} scale"
+        )
         assert jobs[claim["id"]], f"{claim['id']}: no runs"
         assert set(claim_plan.runs_of(jobs[claim["id"]])) <= runs
     needed = set().union(*(claim_plan.runs_of(js) for js in jobs.values()))
-    by_artifacts = {rep for a in S["artifacts"].values() for run in a["runs"] for rep in run_spec.replicates(S["runs"], run)}
+    by_artifacts = {
+        rep for a in S["artifacts"].values() for run in a["runs"] for rep in run_spec.replicates(S["runs"], run)
+    }
     assert runs - needed - by_artifacts == set(), "runs that no claim and no artifact needs"
 
 

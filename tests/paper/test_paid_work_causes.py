@@ -23,8 +23,10 @@ def test_consent_is_by_name_or_all():
 
 
 def test_the_message_prices_every_job_and_says_how_to_consent():
-    jobs = [paid_work.OutdatedJob("evaluate_vllm", "r1", 4.5, ["code changed: entropy_rl.core.reward"]),
-            paid_work.OutdatedJob("train_verl", "r1", 4157.1, ["code changed: entropy_rl.core.reward"])]  # fmt: skip
+    jobs = [
+        paid_work.OutdatedJob("evaluate_vllm", "r1", 4.5, ["code changed: entropy_rl.core.reward"]),
+        paid_work.OutdatedJob("train_verl", "r1", 4157.1, ["code changed: entropy_rl.core.reward"]),
+    ]
     text = paid_work.message(jobs)
     assert "2 GPU job(s)" in text and "4,162 GPU-hours" in text and "Nothing was submitted" in text
     assert text.index("train_verl r1") < text.index("evaluate_vllm r1")  # training first

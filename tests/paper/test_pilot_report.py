@@ -53,10 +53,16 @@ def pilot(tmp_path):
             path.mkdir() if path.name == "final" else path.touch()
     logs = {"train_verl": "train", "evaluate_vllm": "evaluate", "power_sample_vllm": "power"}
     stages = [
-        pilot_report.Stage(name, job, root / "logs" / logs[name] / f"{job}.log", paths, 1,
-                           root / "runs/pilot-grpo/checkpoints" if name == "train_verl" else None)
+        pilot_report.Stage(
+            name,
+            job,
+            root / "logs" / logs[name] / f"{job}.log",
+            paths,
+            1,
+            root / "runs/pilot-grpo/checkpoints" if name == "train_verl" else None,
+        )
         for (name, job), paths in outputs.items()
-    ]  # fmt: skip
+    ]
     return root, stages
 
 
@@ -95,8 +101,11 @@ def test_every_stage_has_its_row(pilot, tmp_path):
     assert train[7] == str(root / "logs/train/pilot-grpo.log")
     evaluate = rows[("evaluate_vllm", "pilot-grpo")]
     assert evaluate[3:6] == ["2 min 38 s", "71.8 / 79.3 GB (device)", f"{118342 / 14.62:,.0f} generated tok/s"]
-    for method, tokens, seconds, memory in [("pilot-plain", 46211, 9.87, "71.9"), ("pilot-power", 188532, 96.4, "72.0"),
-                                            ("pilot-rl", 43980, 9.31, "71.9")]:  # fmt: skip
+    for method, tokens, seconds, memory in [
+        ("pilot-plain", 46211, 9.87, "71.9"),
+        ("pilot-power", 188532, 96.4, "72.0"),
+        ("pilot-rl", 43980, 9.31, "71.9"),
+    ]:
         row = rows[("power_sample_vllm", method)]
         assert row[4:6] == [f"{memory} / 79.3 GB (device)", f"{tokens / seconds:,.0f} generated tok/s"]
     measured = pilot_report.measure(stages[1])
@@ -115,8 +124,10 @@ def test_the_resume_shows_in_the_attempts(pilot, tmp_path):
         {"log": "verl_log.2.jsonl", "steps": [3, 4]},
     ]
     md, _, _ = build(tmp_path, stages)
-    assert ("train_verl pilot-grpo: attempt 1 (verl_log.1.jsonl): steps 1–2; "
-            "attempt 2 (verl_log.2.jsonl): steps 3–4, resumed after step 2.") in md  # fmt: skip
+    assert (
+        "train_verl pilot-grpo: attempt 1 (verl_log.1.jsonl): steps 1–2; "
+        "attempt 2 (verl_log.2.jsonl): steps 3–4, resumed after step 2."
+    ) in md
 
 
 def test_measured_mfus_are_the_hand_computed_ones(pilot, tmp_path):
@@ -129,9 +140,13 @@ def test_measured_mfus_are_the_hand_computed_ones(pilot, tmp_path):
     sources = summary["sources"]
     assert set(sources) == set(study()["budget"])
     assert {k: s["source"] for k, s in sources.items()} == {
-        "gpu_peak_tflops": "assumed", "train_mfu": "measured", "rollout_mfu": "measured",
-        "mean_prompt_tokens": "assumed", "mean_response_tokens": "assumed", "walltime_margin": "assumed",
-    }  # fmt: skip
+        "gpu_peak_tflops": "assumed",
+        "train_mfu": "measured",
+        "rollout_mfu": "measured",
+        "mean_prompt_tokens": "assumed",
+        "mean_response_tokens": "assumed",
+        "walltime_margin": "assumed",
+    }
     assert "not a trained run's" in sources["mean_response_tokens"]["reason"]
     assert sources["mean_response_tokens"]["value"] == 1500
 
@@ -184,8 +199,14 @@ def test_the_reestimate_moves_each_term_by_its_mfu_ratio(pilot):
         assert row["train_gpu_hours"] == pytest.approx(expected, rel=1e-12)
         per_token = (cfg["mean_prompt_tokens"] + cfg["mean_response_tokens"]) * model["params_b"] * 1e9
         prime = {"prime": 2 + 2 + 6}  # PRIME's reward model: log-probs of policy and reference, and its update
-        update = sum(s["steps"] * s["prompts_per_step"] * s["rollout_n"] * per_token
-                     * (2 + 6 * s["ppo_epochs"] + prime.get(s["algorithm"], 0)) for s in specs)  # fmt: skip
+        update = sum(
+            s["steps"]
+            * s["prompts_per_step"]
+            * s["rollout_n"]
+            * per_token
+            * (2 + 6 * s["ppo_epochs"] + prime.get(s["algorithm"], 0))
+            for s in specs
+        )
         update /= cfg["gpu_peak_tflops"] * 1e12 * cfg["train_mfu"] * 3600
         assert row["update_gpu_hours"] == pytest.approx(update, rel=1e-9)
 
@@ -233,8 +254,14 @@ def test_a_pilot_that_failed_before_any_training_step_still_gets_its_report(tmp_
     monkeypatch.chdir(tmp_path)
     log = tmp_path / "train.log"
     log.write_text("2026-11-25 09:00:00,000 entropy_rl INFO starting afresh\nRuntimeError: CUDA out of memory\n")
-    stage = pilot_report.Stage(name="train_verl", job="pilot-grpo", log=str(log), outputs=[str(tmp_path / "metrics.parquet")],
-                               gpus=1, verl_logs_dir=str(tmp_path / "checkpoints"))  # fmt: skip
+    stage = pilot_report.Stage(
+        name="train_verl",
+        job="pilot-grpo",
+        log=str(log),
+        outputs=[str(tmp_path / "metrics.parquet")],
+        gpus=1,
+        verl_logs_dir=str(tmp_path / "checkpoints"),
+    )
     summary = pilot_report.write([stage], study(), "r.md", "r.html", "failed.json")
     report = (tmp_path / "r.md").read_text()
     assert summary["pilot_stages"] == "0/1" and "CUDA out of memory" in report and "failed" in report

@@ -9,9 +9,26 @@ from support import ROOT
 def test_claims_left_out_are_not_measured_and_say_what_they_would_cost(monkeypatch):
     book = yaml.safe_load((ROOT / "claims.yaml").read_text())
     judged = []
-    monkeypatch.setattr(audit_ledger, "judge", lambda claim, study: judged.append(claim["id"]) or {
-        "id": claim["id"], "claim": claim["claim"], "source": claim["source"], "kind": claim["kind"], "paper": None,
-        "unit": "", "measured": 1.0, "how": "", "tolerance": "", "verdict": audit.REPRODUCED, "why": ""})  # fmt: skip
+    monkeypatch.setattr(
+        audit_ledger,
+        "judge",
+        lambda claim, study: (
+            judged.append(claim["id"])
+            or {
+                "id": claim["id"],
+                "claim": claim["claim"],
+                "source": claim["source"],
+                "kind": claim["kind"],
+                "paper": None,
+                "unit": "",
+                "measured": 1.0,
+                "how": "",
+                "tolerance": "",
+                "verdict": audit.REPRODUCED,
+                "why": "",
+            }
+        ),
+    )
     ids = [c["id"] for c in audit.expand_ledger(book)]
     left_out = {i: 1234.5 for i in ids if not i.startswith("law/")}
     study = type("S", (), {"scale": "paper"})()

@@ -102,16 +102,30 @@ def test_a_comment_a_docstring_and_a_moved_module_make_nothing_outdated(study):
     # paper/prompt_format.py moved to core/ (where it was before issue 31), its importers updated: the same behaviour.
     shutil.move(pkg / "paper" / "prompt_format.py", pkg / "core" / "prompt_format.py")
     undo.append(lambda: shutil.move(pkg / "core" / "prompt_format.py", pkg / "paper" / "prompt_format.py"))
-    undo.append(edited(pkg / "paper" / "launch.py", "from . import prompt_format\n", "from ..core import prompt_format\n"))
     undo.append(
-        edited(pkg / "paper" / "evaluate.py", "from . import prompt_format\nfrom ..core import scoring\n",
-               "from ..core import prompt_format, scoring\n")
-    )  # fmt: skip
+        edited(pkg / "paper" / "launch.py", "from . import prompt_format\n", "from ..core import prompt_format\n")
+    )
     undo.append(
-        edited(pkg / "paper" / "power_sampling.py", "from ..core import formats\nfrom . import prompt_format\n",
-               "from ..core import formats, prompt_format\n")
-    )  # fmt: skip
-    undo.append(edited(pkg / "paper" / "preflight.py", "    from . import prompt_format\n", "    from ..core import prompt_format\n"))
+        edited(
+            pkg / "paper" / "evaluate.py",
+            "from . import prompt_format\nfrom ..core import scoring\n",
+            "from ..core import prompt_format, scoring\n",
+        )
+    )
+    undo.append(
+        edited(
+            pkg / "paper" / "power_sampling.py",
+            "from ..core import formats\nfrom . import prompt_format\n",
+            "from ..core import formats, prompt_format\n",
+        )
+    )
+    undo.append(
+        edited(
+            pkg / "paper" / "preflight.py",
+            "    from . import prompt_format\n",
+            "    from ..core import prompt_format\n",
+        )
+    )
     try:
         proc = run_all(study)
         assert proc.returncode == 0 and "Nothing to be done" in proc.stderr, proc.stderr[-3000:]

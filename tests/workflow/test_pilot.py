@@ -33,9 +33,25 @@ def pilot_plan(tmp_path_factory):
 def test_the_pilot_runs_every_gpu_rule_once_through_the_studys_rules(pilot_plan):
     _, proc = pilot_plan
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout.split("Job stats:")[1].split("Reasons")[0], re.MULTILINE))
-    gpu_and_gates = ("train_verl", "evaluate_vllm", "power_sample_vllm", "preflight", "preflight_power", "download_model",
-                     "pilot_report", "fit_run", "audit")  # fmt: skip
-    expected = {"download_model": 1, "preflight": 1, "train_verl": 1, "evaluate_vllm": 1, "power_sample_vllm": 3, "pilot_report": 1}
+    gpu_and_gates = (
+        "train_verl",
+        "evaluate_vllm",
+        "power_sample_vllm",
+        "preflight",
+        "preflight_power",
+        "download_model",
+        "pilot_report",
+        "fit_run",
+        "audit",
+    )
+    expected = {
+        "download_model": 1,
+        "preflight": 1,
+        "train_verl": 1,
+        "evaluate_vllm": 1,
+        "power_sample_vllm": 3,
+        "pilot_report": 1,
+    }
     assert {k: int(v) for k, v in counts.items() if k in gpu_and_gates} == expected
     assert int(counts["pilot_benchmark"]) == len(PAPER["data"]["benchmarks"])  # a slice of every benchmark
 
@@ -57,7 +73,10 @@ def test_the_plan_states_the_pilots_gpu_hours_before_submission(pilot_plan):
     _, proc = pilot_plan
     stated = re.search(r"GPU pilot: 5 GPU jobs on 1 GPU\(s\) each at most, ([\d.]+) GPU-hours", proc.stderr)
     assert stated, proc.stderr[-3000:]
-    listed = [float(h) for h in re.findall(r"^  (?:train|eval|power):pilot-\S+: ([\d.]+) GPU-hours$", proc.stderr, re.MULTILINE)]
+    listed = [
+        float(h)
+        for h in re.findall(r"^  (?:train|eval|power):pilot-\S+: ([\d.]+) GPU-hours$", proc.stderr, re.MULTILINE)
+    ]
     assert len(listed) == 5 and abs(sum(listed) - float(stated.group(1))) < 0.02
     assert 0.3 <= float(stated.group(1)) <= 1.5  # about one GPU-hour
     assert "preflight: 1 run(s) to train composed and validated by verl" in proc.stderr  # the pilot's own command
@@ -68,16 +87,35 @@ def test_the_pilots_jobs_run_in_the_studys_order(pilot_plan):
     proc, _ = plan(workdir, "--dag", "dot", "pilot", env_extra=TOKEN)
     labels = dict(re.findall(r'^\s*(\d+)\[label = "(\w+)', proc.stdout, re.MULTILINE))
     edges = {(labels[a], labels[b]) for a, b in re.findall(r"^\s*(\d+) -> (\d+)$", proc.stdout, re.MULTILINE)}
-    for edge in [("download_model", "preflight"), ("preflight", "train_verl"), ("train_verl", "evaluate_vllm"),
-                 ("pilot_benchmark", "evaluate_vllm"), ("train_verl", "power_sample_vllm"), ("preflight", "power_sample_vllm"),
-                 ("evaluate_vllm", "pilot_report"), ("power_sample_vllm", "pilot_report"), ("train_verl", "pilot_report")]:  # fmt: skip
+    for edge in [
+        ("download_model", "preflight"),
+        ("preflight", "train_verl"),
+        ("train_verl", "evaluate_vllm"),
+        ("pilot_benchmark", "evaluate_vllm"),
+        ("train_verl", "power_sample_vllm"),
+        ("preflight", "power_sample_vllm"),
+        ("evaluate_vllm", "pilot_report"),
+        ("power_sample_vllm", "pilot_report"),
+        ("train_verl", "pilot_report"),
+    ]:
         assert edge in edges, edge
     assert "preflight_power" not in labels.values()  # the pilot downloads no other model
 
 
 def snakemake(workdir, *args):
     env = {**os.environ, **TOKEN}
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir), "--config", "scale=paper", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "-d",
+        str(workdir),
+        "--config",
+        "scale=paper",
+        *args,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, check=False)
 
 

@@ -39,8 +39,13 @@ def borrowed(files: dict[str, str]) -> dict[str, list[str]]:
 def spelled(files: dict[str, str]) -> list[tuple[str, str]]:
     """Each path a rule file spells that common.smk's table names (as is, or with its braces doubled for expand)."""
     table = dict(re.findall(r'^([A-Z_]+) = "(results/[^"]+)"', files["common.smk"], re.MULTILINE))
-    return [(name, const) for name, text in files.items() if name != "common.smk" for const, path in table.items()
-            if f'"{path}"' in text or f'"{path.replace("{", "{{").replace("}", "}}")}"' in text]  # fmt: skip
+    return [
+        (name, const)
+        for name, text in files.items()
+        if name != "common.smk"
+        for const, path in table.items()
+        if f'"{path}"' in text or f'"{path.replace("{", "{{").replace("}", "}}")}"' in text
+    ]
 
 
 def test_each_rule_file_imports_the_modules_it_uses():

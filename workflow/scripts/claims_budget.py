@@ -5,12 +5,22 @@ p = snakemake.params
 jobs = {claim: frozenset(js) for claim, js in p.jobs.items()}
 table = claim_plan.claims_table(jobs, p.hours, p.artifacts).sort_values("gpu_hours", kind="stable")
 everything = claim_plan.everything(jobs, p.hours)
-lines = [f"# What each claim costs to judge ({p.scale} scale)", "",
-         f"Every claim of claims.yaml with the jobs it needs (its artifact's runs, their evaluations where it reads test"
-         f" accuracy, the power-sampling jobs) and their GPU-hours alone ({p.how}). All {len(jobs)} claims together:"
-         f" {everything.gpu_hours:,.0f} GPU-hours; a job shared by several claims is paid once.", "",
-         f"Budgets (`--config budget_gpu_hours=N`), chosen by the rule: {claim_plan.within_budget(jobs, 1, p.hours).rule.split(', ', 1)[1]}.",
-         "", *claim_plan.budget_lines(jobs, p.hours, p.budgets), "", table.to_markdown(index=False), ""]  # fmt: skip
+lines = [
+    f"# What each claim costs to judge ({p.scale} scale)",
+    "",
+    (
+        f"Every claim of claims.yaml with the jobs it needs (its artifact's runs, their evaluations where it reads test"
+        f" accuracy, the power-sampling jobs) and their GPU-hours alone ({p.how}). All {len(jobs)} claims together:"
+        f" {everything.gpu_hours:,.0f} GPU-hours; a job shared by several claims is paid once."
+    ),
+    "",
+    f"Budgets (`--config budget_gpu_hours=N`), chosen by the rule: {claim_plan.within_budget(jobs, 1, p.hours).rule.split(', ', 1)[1]}.",
+    "",
+    *claim_plan.budget_lines(jobs, p.hours, p.budgets),
+    "",
+    table.to_markdown(index=False),
+    "",
+]
 atomic.write_text(snakemake.output.md, "\n".join(lines))
 atomic.write_text(snakemake.output.csv, table.to_csv(index=False))
 log.info("\n%s", "\n".join(lines[:12]))

@@ -22,8 +22,9 @@ class Selection:
     rule: str  # how they were chosen, in one sentence
 
 
-def claim_jobs(claims: list[dict], artifact_jobs: dict[str, frozenset[str]], eval_jobs: dict[str, frozenset[str]],
-               reads_tests) -> dict[str, frozenset[str]]:  # fmt: skip
+def claim_jobs(
+    claims: list[dict], artifact_jobs: dict[str, frozenset[str]], eval_jobs: dict[str, frozenset[str]], reads_tests
+) -> dict[str, frozenset[str]]:
     """Each claim's jobs: its artifact's (``artifact_jobs``), and the evaluations of its runs (``eval_jobs``) when
     ``reads_tests(claim)``. A claim whose artifact this scale does not build needs nothing (it is not comparable)."""
     out = {}
@@ -68,8 +69,10 @@ def within_budget(jobs: dict[str, frozenset[str]], budget: float, job_hours: dic
         spent += extra[best]
         left.remove(best)
     order = {c: i for i, c in enumerate(jobs)}
-    rule = (f"within {budget:,.0f} GPU-hours, the claim whose jobs not yet taken cost least, repeatedly (ties in ledger"
-            " order)")  # fmt: skip
+    rule = (
+        f"within {budget:,.0f} GPU-hours, the claim whose jobs not yet taken cost least, repeatedly (ties in ledger"
+        " order)"
+    )
     return Selection(sorted(chosen, key=order.get), frozenset(taken), spent, rule)
 
 
@@ -104,6 +107,7 @@ def study_jobs(scale_cfg: dict, claims: list[dict], power_study, reads_tests) ->
     """Each claim's jobs at one scale (``scale_cfg``: the scale's config with its replicates, core.spec.with_replicates):
     the training of its artifact's runs (every replicate), their evaluations if ``reads_tests(claim)``, and for the
     power-sampling study's artifacts the sampling jobs (every seed) and the runs whose checkpoints they sample."""
+
     def runs(name):
         return [rep for run in scale_cfg["artifacts"][name]["runs"] for rep in replicates(scale_cfg["runs"], run)]
 
@@ -111,7 +115,7 @@ def study_jobs(scale_cfg: dict, claims: list[dict], power_study, reads_tests) ->
     for name in scale_cfg["artifacts"]:
         artifact_jobs[name] = frozenset(f"train:{r}" for r in runs(name))
         eval_jobs[name] = frozenset(f"eval:{r}" for r in runs(name))
-    for name, methods in (power_study.artifacts.items() if power_study else ()):
+    for name, methods in power_study.artifacts.items() if power_study else ():
         seeded = power_study.with_seeds(methods)
         sampled = {power_study.methods[m]["run"] for m in seeded if "run" in power_study.methods[m]}
         artifact_jobs[name] = frozenset([f"power:{m}" for m in seeded] + [f"train:{r}" for r in sampled])
@@ -136,9 +140,20 @@ def claims_table(jobs: dict[str, frozenset[str]], job_hours: dict[str, float], a
     import pandas as pd
 
     shared = shared_with(jobs)
-    return pd.DataFrame([{"claim": c, "artifact": artifact[c], "runs": len(runs_of(js)), "evaluations": len(evaluations_of(js)),
-                          "samples": len(methods_of(js)), "gpu_hours": round(cost(js, job_hours), 1),
-                          "shares_jobs_with": len(shared[c])} for c, js in jobs.items()])  # fmt: skip
+    return pd.DataFrame(
+        [
+            {
+                "claim": c,
+                "artifact": artifact[c],
+                "runs": len(runs_of(js)),
+                "evaluations": len(evaluations_of(js)),
+                "samples": len(methods_of(js)),
+                "gpu_hours": round(cost(js, job_hours), 1),
+                "shares_jobs_with": len(shared[c]),
+            }
+            for c, js in jobs.items()
+        ]
+    )
 
 
 def budget_lines(jobs: dict[str, frozenset[str]], job_hours: dict[str, float], budgets: list[float]) -> list[str]:
@@ -146,7 +161,9 @@ def budget_lines(jobs: dict[str, frozenset[str]], job_hours: dict[str, float], b
     out = []
     for b in budgets:
         sel = within_budget(jobs, b, job_hours)
-        out.append(f"- **{b:,.0f} GPU-hours**: {len(sel.claims)} of {len(jobs)} claims, {sel.gpu_hours:,.0f} GPU-hours;"
-                   f" runs: {', '.join(runs_of(sel.jobs)) or 'none'}; samples: {', '.join(methods_of(sel.jobs)) or 'none'};"
-                   f" evaluations: {len(evaluations_of(sel.jobs))}")  # fmt: skip
+        out.append(
+            f"- **{b:,.0f} GPU-hours**: {len(sel.claims)} of {len(jobs)} claims, {sel.gpu_hours:,.0f} GPU-hours;"
+            f" runs: {', '.join(runs_of(sel.jobs)) or 'none'}; samples: {', '.join(methods_of(sel.jobs)) or 'none'};"
+            f" evaluations: {len(evaluations_of(sel.jobs))}"
+        )
     return out

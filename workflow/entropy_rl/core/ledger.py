@@ -18,9 +18,16 @@ def expand_ledger(ledger: dict) -> list[dict]:
                 }
                 if column != "Avg.":
                     measure = {**measure, "fn": "benchmark_cell", "benchmark": column}
-                claims.append({
-                    "id": f"table2/{model}/{method_name}/{column}", "claim": f"{model} {method_name}: {column} accuracy",
-                    "source": "Table 2", "kind": "number", "paper": value, "unit": "%", "measure": measure,
-                    "tolerance": t2["tolerance"],
-                })  # fmt: skip
+                claims.append(
+                    {
+                        "id": f"table2/{model}/{method_name}/{column}",
+                        "claim": f"{model} {method_name}: {column} accuracy",
+                        "source": "Table 2",
+                        "kind": "number",
+                        "paper": value,
+                        "unit": "%",
+                        "measure": measure,
+                        "tolerance": t2["tolerance"],
+                    }
+                )
     return claims

@@ -97,12 +97,18 @@ def param_causes(current: dict[str, object], serialize, recorded: list[str]) -> 
 def message(jobs: list[OutdatedJob]) -> str:
     """The guard's refusal: each outdated GPU job, why, and the GPU-hours it costs; and how to consent."""
     total = sum(j.gpu_hours for j in jobs)
-    lines = [(f"paid work: {len(jobs)} GPU job(s) whose outputs exist are outdated; rerunning them costs "
-             f"{total:,.0f} GPU-hours (config.yaml paper.budget). Nothing was submitted.")]  # fmt: skip
+    lines = [
+        (
+            f"paid work: {len(jobs)} GPU job(s) whose outputs exist are outdated; rerunning them costs "
+            f"{total:,.0f} GPU-hours (config.yaml paper.budget). Nothing was submitted."
+        )
+    ]
     for job in sorted(jobs, key=lambda j: (GPU_RULES.index(j.rule), j.name)):
         lines.append(f"  {job.rule} {job.name}: {job.gpu_hours:,.1f} GPU-hours")
         lines += [f"      {cause}" for cause in job.causes]
     names = ",".join(sorted({j.name for j in jobs})[:3])
-    lines.append(f"To rerun them: --config {CONSENT_KEY}=all, or name them (--config '{CONSENT_KEY}=[{names}]'),"
-                 " or force a job's output (-R/--forcerun). To keep the outputs as they are: snakemake --touch.")  # fmt: skip
+    lines.append(
+        f"To rerun them: --config {CONSENT_KEY}=all, or name them (--config '{CONSENT_KEY}=[{names}]'),"
+        " or force a job's output (-R/--forcerun). To keep the outputs as they are: snakemake --touch."
+    )
     return "\n".join(lines)

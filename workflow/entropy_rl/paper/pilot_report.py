@@ -82,10 +82,15 @@ def measure(stage: Stage, responses_per_step: int | None = None, ppo_epochs: int
     stamps = [datetime.strptime(m[1], ASCTIME) for m in parsed]
     missing = [str(p) for p in stage.outputs if not Path(p).exists()]
     out = {
-        "stage": stage.name, "job": stage.job, "gpus": stage.gpus, "log": str(log), "passed": not missing,
-        "missing": missing, "wall_s": (max(stamps) - min(stamps)).total_seconds() if stamps else None,
+        "stage": stage.name,
+        "job": stage.job,
+        "gpus": stage.gpus,
+        "log": str(log),
+        "passed": not missing,
+        "missing": missing,
+        "wall_s": (max(stamps) - min(stamps)).total_seconds() if stamps else None,
         "tail": None if not missing else lines[-TAIL_LINES:] or [f"(no log at {log})"],
-    }  # fmt: skip
+    }
     records = [json.loads(m[4][len(THROUGHPUT) :]) for m in parsed if m[4].startswith(THROUGHPUT)]
     if records:  # a vLLM job; several lines (one per engine run) pool into one rate
         seconds = sum(r["seconds"] for r in records)
@@ -98,11 +103,18 @@ def measure(stage: Stage, responses_per_step: int | None = None, ppo_epochs: int
 
 
 def _training(directory: Path, responses_per_step: int | None, ppo_epochs: int | None) -> dict:
-    attempts = [(p.name, [r for r in verl_metrics.read_jsonl(p) if STEP_TIME in r["data"]])
-                for p in verl_metrics.attempt_logs(directory) if p.suffix == ".jsonl"]  # fmt: skip
+    attempts = [
+        (p.name, [r for r in verl_metrics.read_jsonl(p) if STEP_TIME in r["data"]])
+        for p in verl_metrics.attempt_logs(directory)
+        if p.suffix == ".jsonl"
+    ]
     steps = [r["data"] for _, records in attempts for r in records]
-    out = {"attempts": [{"log": name, "steps": [int(r["step"]) for r in records]} for name, records in attempts],
-           "steps": len(steps), "responses_per_step": responses_per_step, "ppo_epochs": ppo_epochs}  # fmt: skip
+    out = {
+        "attempts": [{"log": name, "steps": [int(r["step"]) for r in records]} for name, records in attempts],
+        "steps": len(steps),
+        "responses_per_step": responses_per_step,
+        "ppo_epochs": ppo_epochs,
+    }
     if not steps:
         return out
     # Every executed step counts, a step repeated after a resume included: it was real work. Rates are
@@ -114,12 +126,15 @@ def _training(directory: Path, responses_per_step: int | None, ppo_epochs: int |
         peak_gpu_memory_gb=max((float(d[k]) for d in steps for k in MEMORY if _has(d, k)), default=None),
         # Σ tokens / Σ (tokens / per-GPU rate) = Σ tokens / Σ (step time × GPUs), from verl's keys alone
         train_tokens_per_s_per_gpu=sum(d[TOKENS] for d in worked) / sum(d[TOKENS] / d[PER_GPU] for d in worked)
-        if worked else None,
+        if worked
+        else None,
         mean_response_length=_mean([float(d[RESPONSE]) for d in steps if _has(d, RESPONSE)]),
         mean_prompt_length=_mean([float(d[PROMPT]) for d in steps if _has(d, PROMPT)]),
-        mfu_actor=_mean(mfu), mfu_actor_steps=len(mfu),
-        train_tokens=sum(float(d[TOKENS]) for d in timed), update_s=sum(d[OLD_LOG_PROB] + d[UPDATE] for d in timed),
-    )  # fmt: skip
+        mfu_actor=_mean(mfu),
+        mfu_actor_steps=len(mfu),
+        train_tokens=sum(float(d[TOKENS]) for d in timed),
+        update_s=sum(d[OLD_LOG_PROB] + d[UPDATE] for d in timed),
+    )
     rollouts = [d for d in steps if _has(d, RESPONSE, GEN)]
     if responses_per_step and rollouts:
         # Kept responses only: groups the DAPO filter drops were generated too but are not in response_length, so
@@ -140,28 +155,52 @@ def measured_budget(budget: dict, train_measure: dict, params_b: float, gpus: in
     why["gpu_peak_tflops"] = ("assumed", "the GPU's datasheet dense bf16 peak; every MFU here is a fraction of it")
     why["walltime_margin"] = ("assumed", "a safety factor on the SLURM wall time, not a measurement")
     shown = f" ({m['mean_response_length']:.0f} tokens)" if m.get("mean_response_length") else ""
-    why["mean_response_tokens"] = ("assumed", (f"a pilot of a few steps shows the base model's lengths{shown}, "
-                                    "not a trained run's"))  # fmt: skip
+    why["mean_response_tokens"] = (
+        "assumed",
+        (f"a pilot of a few steps shows the base model's lengths{shown}, not a trained run's"),
+    )
     if m.get("mean_prompt_length"):
-        why["mean_prompt_tokens"] = ("assumed", (f"the pilot's prompts averaged {m['mean_prompt_length']:.0f} tokens; "
-                                      "kept as configured so the two estimates differ only in MFU"))  # fmt: skip
+        why["mean_prompt_tokens"] = (
+            "assumed",
+            (
+                f"the pilot's prompts averaged {m['mean_prompt_length']:.0f} tokens; "
+                "kept as configured so the two estimates differ only in MFU"
+            ),
+        )
     why["rollout_mfu"] = ("assumed", "the pilot's training logged no rollout")
     if m.get("rollout_tokens_per_s"):
         out["rollout_mfu"] = 2 * n * m["rollout_tokens_per_s"] / peak
-        why["rollout_mfu"] = ("measured", (f"2·N·generated tokens/s / (GPUs × peak), response_length/mean × "
-                               f"{m['responses_per_step']} responses over timing_s/gen, {steps} steps"))  # fmt: skip
+        why["rollout_mfu"] = (
+            "measured",
+            (
+                f"2·N·generated tokens/s / (GPUs × peak), response_length/mean × "
+                f"{m['responses_per_step']} responses over timing_s/gen, {steps} steps"
+            ),
+        )
     why["train_mfu"] = ("assumed", "the pilot's training logged no update")
     if m.get("mfu_actor"):
         out["train_mfu"] = m["mfu_actor"]
-        why["train_mfu"] = ("measured", (f"verl's perf/mfu/actor (update FLOPs over verl's peak for the device), "
-                             f"mean of {m['mfu_actor_steps']} pilot steps"))  # fmt: skip
+        why["train_mfu"] = (
+            "measured",
+            (
+                f"verl's perf/mfu/actor (update FLOPs over verl's peak for the device), "
+                f"mean of {m['mfu_actor_steps']} pilot steps"
+            ),
+        )
     elif m.get("update_s") and m.get("ppo_epochs"):
         # the FLOPs budget.train_gpu_hours charges at train_mfu: a log-prob pass (2·N) and the PPO epochs (6·N each)
         out["train_mfu"] = (2 + 6 * m["ppo_epochs"]) * n * m["train_tokens"] / (m["update_s"] * peak)
-        why["train_mfu"] = ("measured", (f"(2 + 6·ppo_epochs)·N·perf/total_num_tokens over timing_s/old_log_prob + "
-                             f"timing_s/update_actor, {steps} steps (verl logged no perf/mfu/actor)"))  # fmt: skip
-    sources = {key: {"source": src, "reason": reason, "configured": budget[key], "value": out[key]}
-               for key, (src, reason) in why.items()}  # fmt: skip
+        why["train_mfu"] = (
+            "measured",
+            (
+                f"(2 + 6·ppo_epochs)·N·perf/total_num_tokens over timing_s/old_log_prob + "
+                f"timing_s/update_actor, {steps} steps (verl logged no perf/mfu/actor)"
+            ),
+        )
+    sources = {
+        key: {"source": src, "reason": reason, "configured": budget[key], "value": out[key]}
+        for key, (src, reason) in why.items()
+    }
     return out, sources
 
 
@@ -181,10 +220,18 @@ def reestimate(S: dict, budget: dict) -> pd.DataFrame:
         model = S["models"][spec["model"]]
         total = gpu_budget.train_gpu_hours(spec, model, budget, val_questions)
         rollout = gpu_budget.train_gpu_hours(spec, model, rollout_only, val_questions)
-        rows.append({"model": spec["model"], "params_b": model["params_b"], "runs": 1,
-                     "gpus": model["nodes"] * model["gpus_per_node"], "rollout_gpu_hours": rollout,
-                     "update_gpu_hours": total - rollout, "train_gpu_hours": total,
-                     "eval_gpu_hours": gpu_budget.eval_gpu_hours(sizes, protocols, model, budget)})  # fmt: skip
+        rows.append(
+            {
+                "model": spec["model"],
+                "params_b": model["params_b"],
+                "runs": 1,
+                "gpus": model["nodes"] * model["gpus_per_node"],
+                "rollout_gpu_hours": rollout,
+                "update_gpu_hours": total - rollout,
+                "train_gpu_hours": total,
+                "eval_gpu_hours": gpu_budget.eval_gpu_hours(sizes, protocols, model, budget),
+            }
+        )
     frame = pd.DataFrame(rows).groupby(["model", "params_b", "gpus"], as_index=False).sum()
     return frame.sort_values(["params_b", "model"], ignore_index=True)
 
@@ -217,13 +264,23 @@ def _stage_row(m: dict) -> list[str]:
     else:
         memory_text = "–"
     if "attempts" in m:
-        throughput = (f"{_num(m.get('train_tokens_per_s_per_gpu'))} tok/s/GPU training; "
-                      f"{_num(m.get('rollout_tokens_per_s'))} generated tok/s rollout")  # fmt: skip
+        throughput = (
+            f"{_num(m.get('train_tokens_per_s_per_gpu'))} tok/s/GPU training; "
+            f"{_num(m.get('rollout_tokens_per_s'))} generated tok/s rollout"
+        )
     else:
         throughput = f"{_num(m.get('generated_tokens_per_s'))} generated tok/s"
     result = "passed" if m["passed"] else "failed"
-    return [m["stage"], m["job"], result, _duration(m["wall_s"]), memory_text, throughput,
-            _num(m.get("mean_response_length"), ".0f", " tokens"), m["log"]]  # fmt: skip
+    return [
+        m["stage"],
+        m["job"],
+        result,
+        _duration(m["wall_s"]),
+        memory_text,
+        throughput,
+        _num(m.get("mean_response_length"), ".0f", " tokens"),
+        m["log"],
+    ]
 
 
 def _resume(m: dict) -> str:
@@ -232,9 +289,13 @@ def _resume(m: dict) -> str:
         steps = attempt["steps"]
         span = f"steps {steps[0]}–{steps[-1]}" if steps else "no training step"
         if previous and steps:
-            span += (f", resumed after step {previous[-1]}" if steps[0] == previous[-1] + 1
-                     else " (restarted from step 1)" if steps[0] == 1
-                     else f", resumed from the checkpoint: steps {steps[0]}–{previous[-1]} repeated")  # fmt: skip
+            span += (
+                f", resumed after step {previous[-1]}"
+                if steps[0] == previous[-1] + 1
+                else " (restarted from step 1)"
+                if steps[0] == 1
+                else f", resumed from the checkpoint: steps {steps[0]}–{previous[-1]} repeated"
+            )
         parts.append(f"attempt {k} ({attempt['log']}): {span}")
         previous = steps or previous
     if len(parts) < 2:
@@ -245,18 +306,41 @@ def _resume(m: dict) -> str:
 def _estimate_table(assumed: pd.DataFrame, measured: pd.DataFrame, sources: dict) -> tuple[list, list]:
     src = {k: sources[k]["source"] for k in ("rollout_mfu", "train_mfu")}
     both = src["train_mfu"] if src["train_mfu"] == src["rollout_mfu"] else "partly measured"
-    head = ["model", "params (B)", "GPUs", "runs",
-            "rollout GPU-h, assumed", f"rollout GPU-h, {src['rollout_mfu']}",
-            "update GPU-h, assumed", f"update GPU-h, {src['train_mfu']}",
-            "training GPU-h, assumed", f"training GPU-h, {both}",
-            "evaluation GPU-h, assumed", f"evaluation GPU-h, {src['rollout_mfu']}"]  # fmt: skip
+    head = [
+        "model",
+        "params (B)",
+        "GPUs",
+        "runs",
+        "rollout GPU-h, assumed",
+        f"rollout GPU-h, {src['rollout_mfu']}",
+        "update GPU-h, assumed",
+        f"update GPU-h, {src['train_mfu']}",
+        "training GPU-h, assumed",
+        f"training GPU-h, {both}",
+        "evaluation GPU-h, assumed",
+        f"evaluation GPU-h, {src['rollout_mfu']}",
+    ]
     cols = ["rollout_gpu_hours", "update_gpu_hours", "train_gpu_hours", "eval_gpu_hours"]
     rows = []
     for (_, a), (_, b) in zip(assumed.iterrows(), measured.iterrows()):
-        rows.append([a["model"], f"{a['params_b']:g}", str(a["gpus"]), str(a["runs"]),
-                     *[_hours(v) for c in cols for v in (a[c], b[c])]])  # fmt: skip
-    rows.append(["total", "", "", str(assumed["runs"].sum()),
-                 *[_hours(v) for c in cols for v in (assumed[c].sum(), measured[c].sum())]])  # fmt: skip
+        rows.append(
+            [
+                a["model"],
+                f"{a['params_b']:g}",
+                str(a["gpus"]),
+                str(a["runs"]),
+                *[_hours(v) for c in cols for v in (a[c], b[c])],
+            ]
+        )
+    rows.append(
+        [
+            "total",
+            "",
+            "",
+            str(assumed["runs"].sum()),
+            *[_hours(v) for c in cols for v in (assumed[c].sum(), measured[c].sum())],
+        ]
+    )
     return head, rows
 
 
@@ -276,11 +360,15 @@ def _blocks(stages_measured, estimate_assumed, estimate_measured, sources, scali
         *[("p", _resume(m)) for m in stages_measured if "attempts" in m],
     ]
     for m in (m for m in stages_measured if not m["passed"]):
-        blocks += [("h2", f"Failed: {m['stage']} {m['job']}"),
-                   ("p", "missing: " + ", ".join(m["missing"]) + f"; the last lines of {m['log']}:"),
-                   ("pre", "\n".join(m["tail"]))]  # fmt: skip
-    budget_rows = [[key, _num(s["configured"], "g"), _num(s["value"], ".4g"), s["source"], s["reason"]]
-                   for key, s in sources.items()]  # fmt: skip
+        blocks += [
+            ("h2", f"Failed: {m['stage']} {m['job']}"),
+            ("p", "missing: " + ", ".join(m["missing"]) + f"; the last lines of {m['log']}:"),
+            ("pre", "\n".join(m["tail"])),
+        ]
+    budget_rows = [
+        [key, _num(s["configured"], "g"), _num(s["value"], ".4g"), s["source"], s["reason"]]
+        for key, s in sources.items()
+    ]
     blocks += [
         ("h2", "Budget"),
         ("table", (["key", "configured", "used in the measured estimate", "source", "reason"], budget_rows)),
@@ -288,7 +376,7 @@ def _blocks(stages_measured, estimate_assumed, estimate_measured, sources, scali
         ("p", ESTIMATE_NOTE),
         ("table", _estimate_table(estimate_assumed, estimate_measured, sources)),
         ("p", scaling_rule),
-    ]  # fmt: skip
+    ]
     return blocks
 
 
@@ -298,8 +386,12 @@ def _markdown(blocks: list[tuple]) -> str:
     for kind, content in blocks:
         if kind == "table":
             head, rows = content
-            out += ["| " + " | ".join(map(cell, head)) + " |", "|" + "---|" * len(head),
-                    *["| " + " | ".join(map(cell, r)) + " |" for r in rows], ""]  # fmt: skip
+            out += [
+                "| " + " | ".join(map(cell, head)) + " |",
+                "|" + "---|" * len(head),
+                *["| " + " | ".join(map(cell, r)) + " |" for r in rows],
+                "",
+            ]
         elif kind == "pre":
             out += [f"```\n{content}\n```", ""]
         else:
@@ -318,14 +410,22 @@ def _html(blocks: list[tuple]) -> str:
             body.append(f"<table><thead><tr>{ths}</tr></thead><tbody>{trs}</tbody></table>")
         else:
             body.append(f"<{kind}>{e(content)}</{kind}>")
-    return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>GPU pilot</title>"
-            "<style>body{font-family:sans-serif;font-size:13px}table{border-collapse:collapse}"
-            "td,th{border:1px solid #bbb;padding:3px 6px;vertical-align:top;text-align:left}</style></head><body>"
-            + "".join(body) + "</body></html>\n")  # fmt: skip
+    return (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>GPU pilot</title>"
+        "<style>body{font-family:sans-serif;font-size:13px}table{border-collapse:collapse}"
+        "td,th{border:1px solid #bbb;padding:3px 6px;vertical-align:top;text-align:left}</style></head><body>"
+        + "".join(body)
+        + "</body></html>\n"
+    )
 
 
-def render(stages_measured: list[dict], estimate_assumed: pd.DataFrame, estimate_measured: pd.DataFrame,
-           sources: dict, scaling_rule: str) -> tuple[str, str]:  # fmt: skip
+def render(
+    stages_measured: list[dict],
+    estimate_assumed: pd.DataFrame,
+    estimate_measured: pd.DataFrame,
+    sources: dict,
+    scaling_rule: str,
+) -> tuple[str, str]:
     blocks = _blocks(stages_measured, estimate_assumed, estimate_measured, sources, scaling_rule)
     return _markdown(blocks), _html(blocks)
 
@@ -339,15 +439,22 @@ def write(stages: list[Stage], S: dict, out_md, out_html, out_json, gpu: str | N
     if train[0].job not in S["runs"]:
         raise KeyError(f"the pilot's training stage ran {train[0].job!r}, which is not a run of the config")
     spec = run_spec.resolve_run(S, train[0].job)
-    measured = [measure(s, spec["prompts_per_step"] * spec["rollout_n"], spec["ppo_epochs"]) if s is train[0]
-                else measure(s) for s in stages]  # fmt: skip
+    measured = [
+        measure(s, spec["prompts_per_step"] * spec["rollout_n"], spec["ppo_epochs"]) if s is train[0] else measure(s)
+        for s in stages
+    ]
     train_measure = next(m for s, m in zip(stages, measured) if s is train[0])
     budget_m, sources = measured_budget(
         S["budget"], train_measure, S["models"][spec["model"]]["params_b"], train[0].gpus
     )
     md, page = render(measured, reestimate(S, S["budget"]), reestimate(S, budget_m), sources, SCALING_RULE)
-    summary = {"rollout_mfu": budget_m["rollout_mfu"], "train_mfu": budget_m["train_mfu"], "sources": sources,
-               "gpu": gpu, "pilot_stages": f"{sum(m['passed'] for m in measured)}/{len(measured)}"}  # fmt: skip
+    summary = {
+        "rollout_mfu": budget_m["rollout_mfu"],
+        "train_mfu": budget_m["train_mfu"],
+        "sources": sources,
+        "gpu": gpu,
+        "pilot_stages": f"{sum(m['passed'] for m in measured)}/{len(measured)}",
+    }
     atomic.write_text(out_md, md)
     atomic.write_text(out_html, page)
     atomic.write_text(out_json, json.dumps(summary, indent=2) + "\n")

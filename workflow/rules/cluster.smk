@@ -95,6 +95,18 @@ def train_resources(run):
     }
 
 
+def engine_resources(gpus, hours):
+    """A vLLM job's SLURM resources, the evaluation's and the power sampling's alike: ``gpus(wildcards)`` GPUs (the
+    engine's tensor-parallel size; SLURM packs other jobs on the node's rest), 8 CPUs and 64 GB per GPU, for
+    ``hours(wildcards)`` GPU-hours spread over them, times the margin of paper.budget."""
+    return {
+        "gpu": gpus,
+        "cpus_per_task": lambda wc: 8 * gpus(wc),
+        "mem_mb_per_cpu": 8000,
+        "runtime": lambda wc: budget.runtime_minutes(hours(wc), gpus(wc), BUDGET["walltime_margin"]),
+    }
+
+
 # ---- before any job: the estimate and the launch preflight, for what the targets need ----------
 
 

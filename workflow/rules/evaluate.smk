@@ -1,5 +1,4 @@
 from entropy_rl.core import spec as run_spec
-from entropy_rl.paper import budget
 
 
 if MINI:
@@ -52,12 +51,7 @@ else:
         # The engine's GPUs only: vLLM shards the model over `tensor_parallel` of them (a size that
         # divides its attention heads), and SLURM packs other jobs onto the rest of the node.
         resources:
-            gpu=lambda wc: run_model_spec(wc.run)["tensor_parallel"],
-            cpus_per_task=lambda wc: 8 * run_model_spec(wc.run)["tensor_parallel"],
-            mem_mb_per_cpu=8000,
-            runtime=lambda wc: budget.runtime_minutes(
-                eval_hours(wc.run), run_model_spec(wc.run)["tensor_parallel"], S["budget"]["walltime_margin"]
-            ),
+            **engine_resources(lambda wc: run_model_spec(wc.run)["tensor_parallel"], lambda wc: eval_hours(wc.run)),
         log:
             "results/logs/evaluate/{run}.log",
         container:

@@ -1,9 +1,6 @@
 # Power sampling beside RL (Karan & Du, 2025): the base model sampled from p^alpha, without
 # training, against plain and low-temperature sampling and the RL checkpoints of the same model.
 
-from entropy_rl.paper import budget
-
-
 if POWER:
 
     if MINI:
@@ -59,11 +56,8 @@ if POWER:
             # The engines' GPUs only (both engines share them): vLLM shards the model over
             # `tensor_parallel` of them, a size that divides its attention heads.
             resources:
-                gpu=lambda wc: power_job(wc.method)["placement"]["tensor_parallel"],
-                cpus_per_task=lambda wc: 8 * power_job(wc.method)["placement"]["tensor_parallel"],
-                mem_mb_per_cpu=8000,
-                runtime=lambda wc: budget.runtime_minutes(
-                    power_hours(wc.method), power_job(wc.method)["placement"]["tensor_parallel"], S["budget"]["walltime_margin"]
+                **engine_resources(
+                    lambda wc: power_job(wc.method)["placement"]["tensor_parallel"], lambda wc: power_hours(wc.method)
                 ),
             log:
                 "results/logs/power/{method}.log",

@@ -11,6 +11,7 @@ configfile: "config.yaml"
 report: "workflow/report/workflow.rst"
 
 
+include: "workflow/rules/paths.smk"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/cluster.smk"
 

@@ -1,4 +1,4 @@
-"""The rule files read as modules: each imports what it uses, and no rule spells a path that common.smk's table has.
+"""The rule files read as modules: each imports what it uses, and no rule spells a path that paths.smk's table has.
 
 Snakemake gives every included file one namespace, so a rule file can use a module another file imported, and
 a path can be spelled again beside its constant; no tool reads .smk files to say so. This test does, with patterns
@@ -37,12 +37,12 @@ def borrowed(files: dict[str, str]) -> dict[str, list[str]]:
 
 
 def spelled(files: dict[str, str]) -> list[tuple[str, str]]:
-    """Each path a rule file spells that common.smk's table names (as is, or with its braces doubled for expand)."""
-    table = dict(re.findall(r'^([A-Z_]+) = "(results/[^"]+)"', files["common.smk"], re.MULTILINE))
+    """Each path a rule file spells that paths.smk's table names (as is, or with its braces doubled for expand)."""
+    table = dict(re.findall(r'^([A-Z_]+) = "(results/[^"]+)"', files["paths.smk"], re.MULTILINE))
     return [
         (name, const)
         for name, text in files.items()
-        if name != "common.smk"
+        if name != "paths.smk"
         for const, path in table.items()
         if f'"{path}"' in text or f'"{path.replace("{", "{{").replace("}", "}}")}"' in text
     ]
@@ -52,9 +52,9 @@ def test_each_rule_file_imports_the_modules_it_uses():
     assert not borrowed(FILES), f"rule files that use a module another file imported: {borrowed(FILES)}"
 
 
-def test_no_rule_file_spells_a_path_that_common_smk_names():
-    assert len(re.findall(r'^[A-Z_]+ = "results/', FILES["common.smk"], re.MULTILINE)) > 20
-    assert not spelled(FILES), f"paths spelled beside their constant in common.smk: {spelled(FILES)}"
+def test_no_rule_file_spells_a_path_that_paths_smk_names():
+    assert len(re.findall(r'^[A-Z_]+ = "results/', FILES["paths.smk"], re.MULTILINE)) > 20
+    assert not spelled(FILES), f"paths spelled beside their constant in paths.smk: {spelled(FILES)}"
 
 
 def test_the_checks_see_a_borrowed_module_and_a_spelled_path():

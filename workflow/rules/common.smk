@@ -1,5 +1,5 @@
-# Config validation, constants, path templates, and the input and params functions the rules
-# share. Rules stay thin: they name files and per-run params; the work happens in the entropy_rl
+# Config validation, constants, and the input and params functions the rules share (the paths they
+# name are in paths.smk). Rules stay thin: they name files and per-run params; the work happens in the entropy_rl
 # package. Cluster concerns (SLURM, the hub token, the GPU budget, the launch preflight) are in
 # cluster.smk.
 import json
@@ -39,32 +39,6 @@ PILOT_RUNS = sorted(PILOT["runs"]) if PILOT else []
 MODELS = sorted(S["models"])
 BENCHMARKS = sorted(S["data"]["benchmarks"])
 ARTIFACT_NAMES = [name for name in artifacts.ARTIFACTS if name in S["artifacts"]]
-
-# ---- the files several rules and functions name: one template each (expand() or .format()) ----
-BENCHMARK_FILE = "results/data/benchmarks/{benchmark}.parquet"
-VALIDATION_SET = "results/data/benchmarks/validation.parquet"
-TRAIN_DATA = "results/data/train.parquet"  # the training set of runs that name none (mini)
-TRAIN_SET = "results/data/train/{train_set}.parquet"
-PRETRAIN_CORPUS = "results/data/pretrain.parquet"
-INSTRUCT_CORPUS = "results/data/instruct.parquet"  # instruction tuning of the mini instruct models
-SOURCE_DIR = "results/data/sources/{source}"
-SOURCE_CHECKED = "results/preflight/sources/{source}.txt"
-MODEL_DIR = "results/models/{model}"
-TOKENIZER_DIR = "results/models/tokenizer"
-RUN_PREFLIGHT = "results/preflight/{run}.txt"
-RUN_METRICS = "results/runs/{run}/metrics.parquet"
-RUN_FINAL = "results/runs/{run}/final"
-EVAL_SUMMARY = "results/eval/{run}/summary.parquet"
-EVAL_SAMPLES = "results/eval/{run}/{benchmark}.parquet"
-RUN_FIT = "results/analysis/fits/{run}.json"
-FIT_TABLE = "results/analysis/fits.csv"
-AUDIT_MD = "results/audit/audit.md"
-LEDGER = os.path.join(workflow.basedir, "claims.yaml")  # the claims the audit judges
-POWER_PREFLIGHT = "results/preflight/power.txt"
-POWER_SAMPLES = "results/power/samples/{method}.parquet"
-PILOT_BENCHMARK_FILE = "results/pilot/benchmarks/{benchmark}.parquet"
-PILOT_REPORT = "results/pilot/report.md"
-PILOT_ESTIMATE = "results/pilot/estimate.json"  # the MFUs the pilot measured: the GPU-hours estimate uses them
 
 
 def run_model(run):
@@ -109,9 +83,6 @@ def canonical(obj):
     if isinstance(obj, list):
         return [canonical(v) for v in obj]
     return obj
-
-
-CODE_STAMP = "results/code/{key}.json"
 
 
 def code(key, *modules):

@@ -1,0 +1,29 @@
+# The files the rules and their functions name: one template each (expand() or .format()), and no rule spells one
+# of these paths again (tests/workflow/test_rule_files.py). Included first, before common.smk.
+import os
+
+BENCHMARK_FILE = "results/data/benchmarks/{benchmark}.parquet"
+VALIDATION_SET = "results/data/benchmarks/validation.parquet"
+TRAIN_DATA = "results/data/train.parquet"  # the training set of runs that name none (mini)
+TRAIN_SET = "results/data/train/{train_set}.parquet"
+PRETRAIN_CORPUS = "results/data/pretrain.parquet"
+INSTRUCT_CORPUS = "results/data/instruct.parquet"  # instruction tuning of the mini instruct models
+SOURCE_DIR = "results/data/sources/{source}"
+SOURCE_CHECKED = "results/preflight/sources/{source}.txt"
+MODEL_DIR = "results/models/{model}"
+TOKENIZER_DIR = "results/models/tokenizer"
+RUN_PREFLIGHT = "results/preflight/{run}.txt"
+RUN_METRICS = "results/runs/{run}/metrics.parquet"
+RUN_FINAL = "results/runs/{run}/final"
+EVAL_SUMMARY = "results/eval/{run}/summary.parquet"
+EVAL_SAMPLES = "results/eval/{run}/{benchmark}.parquet"
+RUN_FIT = "results/analysis/fits/{run}.json"
+FIT_TABLE = "results/analysis/fits.csv"
+AUDIT_MD = "results/audit/audit.md"
+LEDGER = os.path.join(workflow.basedir, "claims.yaml")  # the claims the audit judges
+POWER_PREFLIGHT = "results/preflight/power.txt"
+POWER_SAMPLES = "results/power/samples/{method}.parquet"
+PILOT_BENCHMARK_FILE = "results/pilot/benchmarks/{benchmark}.parquet"
+PILOT_REPORT = "results/pilot/report.md"
+PILOT_ESTIMATE = "results/pilot/estimate.json"  # the MFUs the pilot measured: the GPU-hours estimate uses them
+CODE_STAMP = "results/code/{key}.json"  # each rule's code stamp (common.smk code, entropy_rl.core.modules.stamp)

@@ -13,6 +13,7 @@ report: "workflow/report/workflow.rst"
 
 include: "workflow/rules/paths.smk"
 include: "workflow/rules/common.smk"
+include: "workflow/rules/claims.smk"
 include: "workflow/rules/cluster.smk"
 
 

@@ -46,13 +46,8 @@ def study(scale):
     )
     claims = ledger.expand_ledger(yaml.safe_load((ROOT / "claims.yaml").read_text()))
 
-    def reads_tests(c):
-        a = c["measure"]["artifact"]
-        return c["measure"]["fn"] in artifacts.EVAL_MEASUREMENTS or (
-            a in artifacts.ARTIFACTS and "eval" in artifacts.ARTIFACTS[a].needs
-        )
-
-    return S, P, claims, claim_plan.study_jobs(S, claims, P, reads_tests)
+    drawn = {name: P.drawn(artifacts.ARTIFACTS[name].methods) for name in artifacts.POWER} if P else {}
+    return S, P, claims, claim_plan.study_jobs(S, claims, artifacts.reads_tests, P, drawn)
 
 
 @pytest.mark.parametrize("scale", ["paper", "mini"])
@@ -61,7 +56,7 @@ def test_every_claim_has_runs_in_the_config_and_every_run_serves_a_claim_or_an_a
     runs = set(S["runs"])
     for claim in claims:
         name = claim["measure"]["artifact"]
-        assert name in S["artifacts"] or (P and name in P.artifacts), (
+        assert name in S["artifacts"] or (P and name in artifacts.POWER), (
             f"{claim['id']}: artifact {name} is not built at {scale} scale"
         )
         assert jobs[claim["id"]], f"{claim['id']}: no runs"

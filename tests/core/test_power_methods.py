@@ -35,17 +35,10 @@ def test_the_paper_study_has_its_methods_in_order_with_their_settings_and_labels
 
 def test_each_artifact_draws_the_main_methods_or_the_sweeps():
     study = build("mini")
-    assert list(study.artifacts) == list(power_methods.WHAT)
-    assert (
-        study.artifacts["power01_accuracy"] == study.main == ["base", "low-temp", "power", "grpo", "clip-cov", "kl-cov"]
-    )
-    assert study.artifacts["power04_hyperparameters"] == [m for m in study.methods if m.startswith("power")]
-    assert "Base model qwen2-m;" in study.caption("power02_pass_at_k", "mini")
-    assert power_methods.output_files("power01_accuracy") == [
-        "results/tables/power01_accuracy.csv",
-        "results/tables/power01_accuracy.md",
-    ]
-    assert power_methods.output_files("power03_likelihoods")[0] == "results/figures/power03_likelihoods.pdf"
+    assert study.drawn("main") == study.main == ["base", "low-temp", "power", "grpo", "clip-cov", "kl-cov"]
+    assert study.drawn("sweep") == study.sweep == [m for m in study.methods if m.startswith("power")]
+    caption = study.caption("pass@k against k.", "mini")
+    assert caption.startswith("Mini scale, after Karan & Du (2025). pass@k against k. Base model qwen2-m;")
 
 
 def test_answers_count_the_problems_each_benchmark_has():
@@ -86,13 +79,13 @@ def test_replicates_repeat_every_method_on_its_own_replicate_of_the_models():
     plain = [m for m in study.methods if "@r" not in m]
     assert list(study.methods) == plain + [f"{m}@r1" for m in plain] + [f"{m}@r2" for m in plain]
     assert study.main == ["base", "low-temp", "power", "grpo", "clip-cov", "kl-cov"]  # the artifacts name replicate 0
-    assert "power@r1" not in study.artifacts["power04_hyperparameters"]
+    assert "power@r1" not in study.drawn("sweep")
     assert study.seeds("grpo") == ["grpo", "grpo@r1", "grpo@r2"] == study.seeds("grpo@r2")
     assert study.with_seeds(["base", "power"]) == ["base", "base@r1", "base@r2", "power", "power@r1", "power@r2"]
     assert study.methods["grpo@r2"] == dict(study.methods["grpo"], run="qwen2-m-grpo@r2")
     assert study.methods["power@r1"] == study.methods["power"] and study.labels["power@r1"] == study.labels["power"]
     assert [study.model(m) for m in ("base", "kl-cov@r1", "power-mcmc0@r2")] == ["qwen2-m", "qwen2-m@r1", "qwen2-m@r2"]
     assert [study.seed(m) for m in ("base", "base@r1", "base@r2")] == [power["seed"] + 2, power["seed"] + 3, power["seed"] + 4]
-    assert f"3 seeds ({power['seed'] + 2}-{power['seed'] + 4})" in study.caption("power01_accuracy", "mini")
+    assert f"3 seeds ({power['seed'] + 2}-{power['seed'] + 4})" in study.caption("Accuracy.", "mini")
     one = build("mini")
     assert one.model("base") == "qwen2-m" and one.seed("base") == power["seed"] and f"seed {power['seed']}." in one.caption("power01_accuracy", "mini")

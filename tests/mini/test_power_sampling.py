@@ -191,6 +191,7 @@ def frame(correct: list[list[bool]], drawn_per_token: int, bench: str = "addsub"
 
 def test_the_comparison_measures_accuracy_cost_and_pass_at_k():
     from entropy_rl.study import power_study
+    from entropy_rl.study.inputs import Inputs
 
     samples = {
         "base": frame([[True, False, False, False], [False, False, False, True]], 1),
@@ -210,6 +211,7 @@ def test_the_comparison_measures_accuracy_cost_and_pass_at_k():
 
 def test_the_study_table_and_figures_are_drawn(tmp_path):
     from entropy_rl.study import power_study
+    from entropy_rl.study.inputs import Inputs
 
     rng = np.random.default_rng(0)
 
@@ -222,17 +224,17 @@ def test_the_study_table_and_figures_are_drawn(tmp_path):
     main = {"alpha": 4.0, "block_size": 8, "n_mcmc": 5}
     samples = {"base": [fake(0.3, 1)], "low-temp": [fake(0.5, 1)], "power": [fake(0.6, 9, 0.4)], "grpo": [fake(0.7, 1)]}
     labels = {"base": "Base", "power": "Power sampling"}
-    table = power_study.power01_accuracy(samples, labels)
+    table = power_study.power01_accuracy(Inputs(samples=samples, labels=labels))
     assert list(table.index) == ["Base", "low-temp", "Power sampling", "grpo"] and "Avg. s.e." not in table
     assert table.loc["Base", "Avg."] == pytest.approx(table.loc["Base", ["addsub", "add4"]].mean())
     assert table.loc["Power sampling", "cost vs base"] == 9 and table.loc[
         "Power sampling", "MH acceptance"
     ] == pytest.approx(0.4)
-    power_study.power02_pass_at_k(samples, labels, [1, 2, 4, 8], tmp_path / "passk", caption="c")
-    power_study.power03_likelihoods(samples, labels, tmp_path / "lik")
+    power_study.power02_pass_at_k(Inputs(samples=samples, labels=labels, pass_k=(1, 2, 4, 8), caption="c"), tmp_path / "passk")
+    power_study.power03_likelihoods(Inputs(samples=samples, labels=labels), tmp_path / "lik")
     sweep = {"power": [fake(0.6, 9)], "power-alpha1": [fake(0.3, 6)], "power-mcmc0": [fake(0.5, 1)]}
     settings = {"power": main, "power-alpha1": dict(main, alpha=1.0), "power-mcmc0": dict(main, n_mcmc=0)}
-    power_study.power04_hyperparameters(sweep, settings, tmp_path / "hyper")
+    power_study.power04_hyperparameters(Inputs(samples=sweep, settings=settings), tmp_path / "hyper")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         f"{s}.{e}" for s in ("passk", "lik", "hyper") for e in ("pdf", "png")
     )
@@ -240,17 +242,18 @@ def test_the_study_table_and_figures_are_drawn(tmp_path):
 
 def test_the_study_over_seeds_shows_the_mean_and_its_standard_error(tmp_path):
     from entropy_rl.study import power_study
+    from entropy_rl.study.inputs import Inputs
 
     base = [frame([[True, False], [False, False]], 1), frame([[True, True], [True, False]], 1)]  # 25% and 75%
     power = [frame([[True, True], [False, False]], 3), frame([[True, True], [True, True]], 5)]  # 50% and 100%
     base, power = [f.assign(acceptance=math.nan) for f in base], [f.assign(acceptance=0.5) for f in power]
-    table = power_study.power01_accuracy({"base": base, "power": power}, {})
+    table = power_study.power01_accuracy(Inputs(samples={"base": base, "power": power}))
     assert table.loc["base", "addsub"] == 50 and table.loc["power", "addsub"] == 75
     assert table.loc["power", "Avg. s.e."] == pytest.approx(50 / math.sqrt(2) / math.sqrt(2))  # 50 and 100: s.d. 35.4, over root 2
     assert table.loc["power", "cost vs base"] == 4 and list(table.columns).index("Avg. s.e.") == list(table.columns).index("Avg.") + 1
     with pytest.raises(ValueError, match="same number of seeds"):
-        power_study.power01_accuracy({"base": base, "power": power[:1]}, {})
-    power_study.power02_pass_at_k({"base": base, "power": power}, {}, [1, 2], tmp_path / "passk")
+        power_study.power01_accuracy(Inputs(samples={"base": base, "power": power[:1]}))
+    power_study.power02_pass_at_k(Inputs(samples={"base": base, "power": power}, pass_k=(1, 2)), tmp_path / "passk")
     assert (tmp_path / "passk.png").stat().st_size > 0
 
 

@@ -250,7 +250,7 @@ def test_the_report_module_loads_no_torch():
 
 
 def test_a_pilot_that_failed_before_any_training_step_still_gets_its_report(tmp_path, monkeypatch):
-    """What the workflow's onerror writes (common.smk write_pilot_report): no verl log, no outputs, one traceback."""
+    """What the workflow's onerror writes (pilot.smk write_pilot_report): no verl log, no outputs, one traceback."""
     monkeypatch.chdir(tmp_path)
     log = tmp_path / "train.log"
     log.write_text("2026-11-25 09:00:00,000 entropy_rl INFO starting afresh\nRuntimeError: CUDA out of memory\n")

@@ -9,13 +9,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-from entropy_rl.study import analysis, figures, plotting
+from entropy_rl.study import analysis, plotting
+from entropy_rl.study.artifacts import ARTIFACTS
+from entropy_rl.study.figures.shared import seed_curve
+from entropy_rl.study.inputs import Inputs
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 BENCHMARKS = ("math500", "aime24", "amc")
-# What workflow/scripts/figure.py can pass: a figure names the ones it needs, after the metrics.
-VOCABULARY = {"labels", "specs", "sizes", "replicates", "fit_steps", "stem", "caption"}
-PUBLIC = sorted(name for name in dir(figures) if name.startswith(("fig", "app")) and callable(getattr(figures, name)))
+PUBLIC = sorted(name for name, a in ARTIFACTS.items() if a.kind == "figure" and not a.power)  # the paper's figures
 FIT_GRIDS = ["fig03_fitted_curves", "fig04_code_fits", "appB_more_fits", "appC_training_data", "appD_instruct_models"]
 
 
@@ -81,12 +82,12 @@ SIZES = {"grpo": 494_032_768, "clip_cov": 1_312_000_000, "kl_cov": 6_537_000_000
 CAPTION = "Synthetic runs used to test the figure code; the caption is long enough to wrap onto a second line of text."
 
 
-def call(name, metrics_by_run, stem, **given):
-    """Call a figure as workflow/scripts/figure.py does: pass only what its signature names."""
-    available = {"labels": LABELS, "specs": SPECS, "sizes": SIZES, "fit_steps": 36, "caption": CAPTION, **given}
-    plot = getattr(figures, name)
-    wanted = inspect.signature(plot).parameters
-    return plot(metrics_by_run, stem=stem, **{k: v for k, v in available.items() if k in wanted})
+def call(name, metrics_by_run, stem, replicates=None, **given):
+    """Call a figure as workflow/scripts/figure.py does: its registered function with the rule's Inputs, each run
+    with its seeds (``replicates``, or the run's one frame)."""
+    params = {"labels": LABELS, "specs": SPECS, "sizes": SIZES, "fit_steps": 36, "caption": CAPTION, **given}
+    metrics = {run: (replicates or {}).get(run) or [frame] for run, frame in metrics_by_run.items()}
+    return ARTIFACTS[name].make(Inputs(metrics=metrics, **params), stem)
 
 
 @pytest.fixture
@@ -152,19 +153,11 @@ def test_module_has_every_paper_figure():
     }  # fmt: skip
 
 
-@pytest.mark.parametrize("name", PUBLIC)
-def test_signature_uses_the_calling_vocabulary(name):
-    params = list(inspect.signature(getattr(figures, name)).parameters.values())
-    assert params[0].name == "metrics_by_run"
-    assert params[0].kind in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD)
-    rest = {p.name: p for p in params[1:]}
-    assert set(rest) <= VOCABULARY, f"{name} takes {set(rest) - VOCABULARY}, which the calling script never passes"
-    assert all(p.kind == p.KEYWORD_ONLY for p in rest.values())
-    assert rest["stem"].default is inspect.Parameter.empty
-    assert rest["caption"].default == ""
-    # A local variable named like an argument would fool a caller that inspects co_varnames.
-    code = getattr(figures, name).__code__
-    assert set(code.co_varnames) & VOCABULARY == set(rest)
+@pytest.mark.parametrize("name", sorted(a.name for a in ARTIFACTS.values() if a.kind == "figure"))
+def test_every_figure_takes_its_inputs_and_the_stem(name):
+    """The one calling convention of workflow/scripts/figure.py, for the paper's figures and the power study's."""
+    params = inspect.signature(ARTIFACTS[name].make).parameters
+    assert list(params) == ["d", "stem"] and all(p.default is inspect.Parameter.empty for p in params.values())
 
 
 @pytest.mark.parametrize("name", PUBLIC)
@@ -207,7 +200,7 @@ def test_fig01_raises_when_no_run_can_be_fitted(tmp_path):
 
 def test_fig02(tmp_path, runs):
     stem = tmp_path / "fig02_cumulative_shares"
-    assert figures.fig02_cumulative_shares(runs, stem=stem, caption=CAPTION) == (
+    assert call("fig02_cumulative_shares", runs, stem) == (
         stem.with_suffix(".pdf"),
         stem.with_suffix(".png"),
     )
@@ -216,13 +209,13 @@ def test_fig02(tmp_path, runs):
 
 def test_fig02_single_run_without_caption(tmp_path, runs):
     stem = tmp_path / "sub" / "fig02"  # parent directory is created
-    figures.fig02_cumulative_shares({"grpo": runs["grpo"]}, stem=stem)
+    call("fig02_cumulative_shares", {"grpo": runs["grpo"]}, stem, caption="")
     assert_written(stem)
 
 
 def test_fig03(tmp_path, runs):
     stem = tmp_path / "fig03_fitted_curves"
-    figures.fig03_fitted_curves(runs, labels=LABELS, stem=stem, caption=CAPTION)
+    call("fig03_fitted_curves", runs, stem)
     assert_written(stem)
 
 
@@ -230,7 +223,7 @@ def test_fig03_many_runs_and_unfittable_run(tmp_path, runs):
     many = {f"run{i}": synthetic_metrics(seed=i, a=0.2 + 0.02 * i) for i in range(5)}  # two rows of panels
     many["short"] = synthetic_metrics(n_steps=6, val_every=6)  # 2 validation points: no fit
     stem = tmp_path / "fig03_many"
-    figures.fig03_fitted_curves(many, labels={}, stem=stem, caption=CAPTION)
+    call("fig03_fitted_curves", many, stem, labels={})
     assert_written(stem)
 
 
@@ -492,7 +485,7 @@ def test_step_curves_draw_the_mean_over_seeds_in_a_band_of_one_standard_error(tm
     band = ax_entropy.collections[0].get_paths()[0].vertices[:, 1]  # the band's outline: lower edge, then upper
     assert band.min() == pytest.approx((grpo.mean() - grpo.sem()).min()) and band.max() == pytest.approx((grpo.mean() + grpo.sem()).max())
     assert len(ax_entropy.collections) == len(ax_acc.collections) == len(runs)
-    acc = figures.seed_curve(seeds["grpo"], "val_acc")
+    acc = seed_curve(seeds["grpo"], "val_acc")
     assert len(acc) == int(runs["grpo"]["val_acc"].notna().sum()) and acc["se"].iloc[1:].gt(0).all()  # step 0: all clipped at 0
     np.testing.assert_allclose(ax_acc.lines[0].get_ydata(), 100 * acc["mean"])
     assert "means over 3 seeds" in fig.texts[-1].get_text()

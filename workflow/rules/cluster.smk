@@ -13,6 +13,7 @@ from entropy_rl.core import spec as run_spec
 from entropy_rl.paper import budget
 from entropy_rl.paper import hub
 from entropy_rl.paper import paid_work
+from entropy_rl.paper import pilot_report
 from entropy_rl.paper import preflight
 
 # ---- SLURM jobs never see the hub token -----------------------------------------------------
@@ -188,12 +189,24 @@ _BUDGET_SHOWN = []
 def show_budget_once():
     """The GPU-hours estimate and the launch preflight, once: input functions are evaluated while the DAG is built, after the
     command line's targets are known and before any job is submitted (a dry run included).
-    train_data_with_budget and power_policy_with_budget (common.smk) call it."""
+    train_data_with_budget and power_policy_with_budget call it."""
     if not _BUDGET_SHOWN:
         _BUDGET_SHOWN.append(True)
         print_gpu_budget()
         if workflow.is_main_process:
             check_launches()
+
+
+def train_data_with_budget(wildcards):
+    """run_train_data (common.smk), and the GPU-hours estimate the first time an input function asks."""
+    show_budget_once()
+    return run_train_data(wildcards)
+
+
+def power_policy_with_budget(wildcards):
+    """power_policy (common.smk), and at paper scale the GPU-hours estimate the first time an input function asks."""
+    show_budget_once()
+    return power_policy(wildcards)
 
 
 # ---- paid work is never redone silently (entropy_rl.paper.paid_work) ---------------------------
@@ -266,3 +279,44 @@ def paid_work_guard():
         outdated.append(paid_work.OutdatedJob(job.rule.name, name, job_gpu_hours(job), rerun_causes(job)))
     if outdated:
         raise WorkflowError(paid_work.message(outdated))
+
+
+# ---- the GPU pilot's report (pilot.smk): its jobs as the report reads them, and the report of a failed pilot ----
+
+
+def pilot_stages():
+    """The pilot's jobs as the report reads them (paper.pilot_report.Stage): each one's log, outputs and GPUs."""
+    run = PILOT_RUNS[0]
+    model, placement = run_model(run), run_model_spec(run)
+    stages = [
+        {"name": "download_model", "job": model, "log": f"results/logs/download_model/{model}.log",
+         "outputs": [MODEL_DIR.format(model=model)], "gpus": 0},
+        {"name": "preflight", "job": run, "log": f"results/logs/preflight/{run}.log",
+         "outputs": [RUN_PREFLIGHT.format(run=run)], "gpus": 0},
+        {"name": "train_verl", "job": run, "log": f"results/logs/train/{run}.log",
+         "outputs": [RUN_METRICS.format(run=run), RUN_FINAL.format(run=run)],
+         "gpus": placement["nodes"] * placement["gpus_per_node"], "verl_logs_dir": f"results/runs/{run}/checkpoints"},
+        {"name": "evaluate_vllm", "job": run, "log": f"results/logs/evaluate/{run}.log",
+         "outputs": [EVAL_SUMMARY.format(run=run)], "gpus": placement["tensor_parallel"]},
+    ]  # fmt: skip
+    stages += [{"name": "power_sample_vllm", "job": m, "log": f"results/logs/power/{m}.log",
+                "outputs": [POWER_SAMPLES.format(method=m)], "gpus": job["placement"]["tensor_parallel"]}
+               for m, job in PILOT_METHODS.items()]  # fmt: skip
+    return stages
+
+
+def pilot_report_scope():
+    """What the report's re-estimate of the study reads: the runs, their models and settings, the benchmarks' sizes
+    and the budget (config.yaml paper.budget)."""
+    keys = ("runs", "models", "train", "treatments", "recipes", "budget", "lr_reference_width")
+    return canonical({**{k: S[k] for k in keys if k in S}, "data": {"benchmarks": S["data"]["benchmarks"]}})
+
+
+def write_pilot_report():
+    """The report of a pilot that failed: the stages that ran, and the log of the one that did not (cluster.smk onerror)."""
+    try:
+        stages = [pilot_report.Stage(**stage) for stage in pilot_stages()]
+        pilot_report.write(stages, pilot_report_scope(), PILOT_REPORT, "results/pilot/report.html", "results/pilot/failed.json")
+        print(f"pilot: a stage failed; the report of what ran is in {PILOT_REPORT}", file=sys.stderr)
+    except Exception as err:  # the report must not hide the error that ended the run
+        print(f"pilot: no report written ({type(err).__name__}: {err})", file=sys.stderr)

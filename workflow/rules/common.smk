@@ -1,29 +1,18 @@
 # Config validation, constants, and the input and params functions the rules share (the paths they
 # name are in paths.smk). Rules stay thin: they name files and per-run params; the work happens in the entropy_rl
-# package. Cluster concerns (SLURM, the hub token, the GPU budget, the launch preflight) are in
-# cluster.smk.
-import json
+# package. The claims judged and the jobs they need are in claims.smk; cluster concerns (SLURM, the hub token, the
+# GPU budget, the launch preflight) in cluster.smk; the pilot's report in pilot.smk.
 import os
-import sys
 from pathlib import Path
 
-import yaml
-from snakemake.exceptions import WorkflowError
-
-from entropy_rl.core import claim_plan
 from entropy_rl.core import config as config_check
-from entropy_rl.core import ledger as claims_ledger
 from entropy_rl.core import modules as modules_closure
 from entropy_rl.core import power_methods as power_registry
 from entropy_rl.core import spec as run_spec
-from entropy_rl.paper import budget
 from entropy_rl.paper import containers
-from entropy_rl.paper import launch
-from entropy_rl.paper import pilot_report
-from entropy_rl.paper import preflight
 from entropy_rl.study import artifacts
 
-config_check.validate(config)
+config_check.validate(config, artifacts.PAPER)  # the schema's artifact names are the registry's
 
 SCALE = config["scale"]
 MINI = SCALE == "mini"
@@ -38,7 +27,10 @@ PILOT = S.get("pilot")  # paper scale: every GPU rule once, small (workflow/rule
 PILOT_RUNS = sorted(PILOT["runs"]) if PILOT else []
 MODELS = sorted(S["models"])
 BENCHMARKS = sorted(S["data"]["benchmarks"])
-ARTIFACT_NAMES = [name for name in artifacts.ARTIFACTS if name in S["artifacts"]]
+POWER = S.get("power_sampling")  # the power-sampling study beside RL (Karan & Du, 2025), if the scale has one
+ARTIFACT_NAMES = [name for name in artifacts.PAPER if name in S["artifacts"]]  # the paper's, with their runs
+# Every artifact the workflow builds (figures.smk makes one rule per artifact), the paper's and the power study's.
+BUILDABLE_ARTIFACTS = ARTIFACT_NAMES + (artifacts.POWER if POWER else [])
 
 
 def run_model(run):
@@ -122,12 +114,6 @@ def run_train_data(wildcards):
     return TRAIN_DATA if train_set is None else TRAIN_SET.format(train_set=train_set)
 
 
-def train_data_with_budget(wildcards):
-    """run_train_data, and the GPU-hours estimate the first time an input function asks (cluster.smk)."""
-    show_budget_once()
-    return run_train_data(wildcards)
-
-
 def run_metrics(runs):
     return expand(RUN_METRICS, run=runs)
 
@@ -143,11 +129,8 @@ def source_checked(part):
 
 def all_targets():
     """The study: the evaluations, fits, figures, tables and audit of the claims it judges (all, unless chosen)."""
-    targets = expand(EVAL_SUMMARY, run=EVALUATED_RUNS)
-    targets += [FIT_TABLE, AUDIT_MD]
-    for name in ARTIFACT_NAMES:
-        targets += artifacts.output_files(name) if name in BUILT_ARTIFACTS else []
-    return targets + power_targets()
+    targets = expand(EVAL_SUMMARY, run=EVALUATED_RUNS) + [FIT_TABLE, AUDIT_MD]
+    return targets + [f for name in BUILDABLE_ARTIFACTS if name in BUILT_ARTIFACTS for f in artifacts.output_files(name)]
 
 
 def artifact_runs(name):
@@ -160,15 +143,18 @@ def with_replicates(runs):
 
 
 def artifact_inputs(name):
-    """Only what the artifact reads: its runs' metrics (or evaluations), their models' configs."""
+    """Only what the artifact reads (its registered ``reads``), every replicate of each: its runs' metrics (or
+    evaluations) and their models' configs, or the answers of the power-sampling methods it draws; and its code."""
+    artifact = artifacts.ARTIFACTS[name]
+    inputs = {"code": code(name, *artifact.modules)}
+    if artifact.power:
+        return inputs | {"samples": power_samples(POWER_STUDY.drawn(artifact.methods))}
     runs = with_replicates(artifact_runs(name))
-    needs = artifacts.ARTIFACTS[name].needs
-    inputs = {"code": code("artifacts", "study.figures", "study.tables", "study.artifacts")}
-    if "metrics" in needs:
+    if "metrics" in artifact.reads:
         inputs["metrics"] = run_metrics(runs)
-    if "eval" in needs:
+    if "eval" in artifact.reads:
         inputs["summaries"] = expand(EVAL_SUMMARY, run=runs)
-    if "models" in needs:
+    if "models" in artifact.reads:
         inputs["models"] = [MODEL_DIR.format(model=run_model(r)) for r in runs]
     return inputs
 
@@ -191,6 +177,17 @@ def benchmark_names():
 
 
 def artifact_params(name):
+    """What the artifact's function reads beside its inputs (study.inputs.Inputs): labels and caption, the order
+    of its input files (run or method -> replicates), and the runs' settings or the methods' sampling settings."""
+    if artifacts.ARTIFACTS[name].power:
+        methods = POWER_STUDY.drawn(artifacts.ARTIFACTS[name].methods)
+        return {
+            "replicates": {m: POWER_STUDY.seeds(m) for m in methods},
+            "labels": dict(POWER_STUDY.labels),
+            "pass_k": POWER["pass_k"],
+            "settings": {m: power_methods()[m] for m in methods},
+            "caption": POWER_STUDY.caption(artifacts.ARTIFACTS[name].what, SCALE),
+        }
     runs = artifact_runs(name)
     specs = {r: run_spec.resolve_run(S, r) for r in runs}
     labels = {r: run_label(r) for r in runs}
@@ -218,7 +215,7 @@ def audit_params():
             "model": POWER["model"],
             "methods": power_methods(),
             "runs": POWER["runs"],
-            "artifacts": {name: power_artifact_methods(name) for name in POWER_WHAT},
+            "artifacts": {name: POWER_STUDY.drawn(artifacts.ARTIFACTS[name].methods) for name in artifacts.POWER},
             "problems": POWER_STUDY.problems(bench),
             "n": POWER["n"],
         }
@@ -265,9 +262,7 @@ def preflight_power_scope():
 
 
 # ---- power sampling beside RL (Karan & Du, 2025): entropy_rl.core.power_methods ---------------
-POWER = S.get("power_sampling")
 POWER_STUDY = power_registry.build(POWER, {r: run_label(r) for r in POWER["runs"].values()}, REPLICATES, SEED) if POWER else None
-POWER_WHAT = power_registry.WHAT  # artifact -> what it shows; one rule each in power.smk
 
 
 def power_methods():
@@ -275,34 +270,9 @@ def power_methods():
     return POWER_STUDY.methods if POWER else {}
 
 
-def power_main_methods():
-    """The methods compared at the main setting: base, low temperature, power and the RL checkpoints."""
-    return POWER_STUDY.main
-
-
-def power_labels():
-    """Display names: what each method is, with its settings."""
-    return dict(POWER_STUDY.labels)
-
-
-def power_artifact_methods(name):
-    """The methods an artifact of the study shows: the sweeps for the hyperparameter figure, else the main ones."""
-    return POWER_STUDY.artifacts[name]
-
-
-def power_caption(name):
-    """Scale, what is shown, and the study's shared settings."""
-    return POWER_STUDY.caption(name, SCALE)
-
-
 def power_samples(methods):
     """The answers of ``methods`` and of every replicate of each, method by method."""
     return expand(POWER_SAMPLES, method=POWER_STUDY.with_seeds(methods))
-
-
-def power_replicates(methods):
-    """Each method's replicates (itself first), as the artifacts' scripts read their samples."""
-    return {m: POWER_STUDY.seeds(m) for m in methods}
 
 
 def pilot_power_methods():
@@ -347,115 +317,3 @@ def power_preflight(wildcards):
     """The preflight a sampling job waits for: the study's (its model, context and engines), or for the pilot's jobs
     the pilot run's (the same model, prompt format and tensor-parallel size), so the pilot downloads no other model."""
     return RUN_PREFLIGHT.format(run=PILOT_RUNS[0]) if wildcards.method in PILOT_METHODS else POWER_PREFLIGHT
-
-
-def power_policy_with_budget(wildcards):
-    """power_policy, and at paper scale the GPU-hours estimate the first time an input function asks (cluster.smk)."""
-    show_budget_once()
-    return power_policy(wildcards)
-
-
-def power_targets():
-    """The study's table (CSV and Markdown) and figures (PDF and PNG), one per entry of POWER_WHAT (those of the claims
-    judged)."""
-    return [f for name in POWER_WHAT if name in BUILT_ARTIFACTS for f in power_registry.output_files(name)] if POWER else []
-
-
-# ---- the claims this study judges, and the jobs they need (entropy_rl.core.claim_plan) ------------
-# All of them, unless the command line names some (`--config 'claims=[law/*]'`) or a budget
-# (`--config budget_gpu_hours=5000`): then only their runs, evaluations, samples and artifacts are built,
-# and the audit lists every other claim as not run, with the GPU-hours it would add.
-with open(LEDGER) as _fh:
-    CLAIMS = claims_ledger.expand_ledger(yaml.safe_load(_fh))
-
-
-def reads_tests(claim):
-    """Does a claim read its runs' test-set evaluations (study.artifacts.evaluated's rule, claim by claim)?"""
-    name = claim["measure"]["artifact"]
-    return claim["measure"]["fn"] in artifacts.EVAL_MEASUREMENTS or (name in artifacts.ARTIFACTS and "eval" in artifacts.ARTIFACTS[name].needs)
-
-
-CLAIM_JOBS = claim_plan.study_jobs(S, CLAIMS, POWER_STUDY, reads_tests)
-SELECTING = bool(config.get("claims")) or config.get("budget_gpu_hours") is not None
-if MINI and config.get("budget_gpu_hours") is not None:
-    raise WorkflowError("budget_gpu_hours is a paper-scale setting (the mini scale runs on CPUs); choose claims with claims=[...]")
-# The GPU-hours: FLOPs at the MFUs of config.yaml paper.budget, or at those the pilot measured on this cluster.
-BUDGET = S.get("budget")
-if not MINI and os.path.exists(PILOT_ESTIMATE):
-    try:
-        with open(PILOT_ESTIMATE) as _fh:
-            _measured = json.load(_fh)
-        BUDGET = {**S["budget"], "rollout_mfu": _measured["rollout_mfu"], "train_mfu": _measured["train_mfu"]}
-    except (ValueError, KeyError) as _err:  # not a report the pilot wrote: say so, estimate from config.yaml
-        print(f"{PILOT_ESTIMATE} unreadable ({_err!r}); the GPU-hours estimate uses config.yaml's MFUs", file=sys.stderr)
-if not MINI:
-    JOB_HOURS = budget.job_hours(S, POWER_STUDY, BUDGET)
-    if PILOT:
-        JOB_HOURS.update(budget.pilot_hours(S, BUDGET))
-        for _m, _job in PILOT_METHODS.items():
-            JOB_HOURS[f"power:{_m}"] = budget.pilot_power_hours(_job, BUDGET, PILOT["startup_minutes"], len(POWER["benchmarks"]))
-else:  # no GPU-hours at mini scale: a budget is a paper-scale setting (config.schema.yaml)
-    JOB_HOURS = {job: 0.0 for jobs in CLAIM_JOBS.values() for job in jobs}
-SELECTION = claim_plan.select(CLAIM_JOBS, JOB_HOURS, config.get("claims"), config.get("budget_gpu_hours"))
-NOT_RUN = claim_plan.not_run(CLAIM_JOBS, SELECTION, JOB_HOURS)
-# What the study builds: every artifact and run, or those of the claims chosen.
-BUILT_ARTIFACTS = sorted({c["measure"]["artifact"] for c in CLAIMS if c["id"] in SELECTION.claims}) if SELECTING else (
-    ARTIFACT_NAMES + (list(POWER_WHAT) if POWER else [])
-)
-STUDY_RUNS = claim_plan.runs_of(SELECTION.jobs) if SELECTING else RUNS
-STUDY_POWER_METHODS = claim_plan.methods_of(SELECTION.jobs) if SELECTING else list(power_methods())
-STUDY_MODELS = sorted({run_model(r) for r in STUDY_RUNS} | ({POWER["model"]} if STUDY_POWER_METHODS else set())) if SELECTING else MODELS
-
-
-def evaluated_runs():
-    """The runs evaluated on the test benchmarks, with their replicates: those of an artifact that shows test
-    accuracy (Table 2) or that a claim of the ledger measures on it (study.artifacts.evaluated), of the claims judged.
-    The other runs' figures and claims read their validation curves; `snakemake evaluations` evaluates every run."""
-    if SELECTING:
-        return claim_plan.evaluations_of(SELECTION.jobs)
-    runs = {run for name in artifacts.evaluated(CLAIMS) if name in S["artifacts"] for run in artifact_runs(name)}
-    return with_replicates(sorted(runs))
-
-
-EVALUATED_RUNS = evaluated_runs()
-
-
-# ---- the GPU pilot (pilot.smk): its jobs as its report reads them -----------------------------------
-
-
-def pilot_stages():
-    """The pilot's jobs as the report reads them (paper.pilot_report.Stage): each one's log, outputs and GPUs."""
-    run = PILOT_RUNS[0]
-    model, placement = run_model(run), run_model_spec(run)
-    stages = [
-        {"name": "download_model", "job": model, "log": f"results/logs/download_model/{model}.log",
-         "outputs": [MODEL_DIR.format(model=model)], "gpus": 0},
-        {"name": "preflight", "job": run, "log": f"results/logs/preflight/{run}.log",
-         "outputs": [RUN_PREFLIGHT.format(run=run)], "gpus": 0},
-        {"name": "train_verl", "job": run, "log": f"results/logs/train/{run}.log",
-         "outputs": [RUN_METRICS.format(run=run), RUN_FINAL.format(run=run)],
-         "gpus": placement["nodes"] * placement["gpus_per_node"], "verl_logs_dir": f"results/runs/{run}/checkpoints"},
-        {"name": "evaluate_vllm", "job": run, "log": f"results/logs/evaluate/{run}.log",
-         "outputs": [EVAL_SUMMARY.format(run=run)], "gpus": placement["tensor_parallel"]},
-    ]  # fmt: skip
-    stages += [{"name": "power_sample_vllm", "job": m, "log": f"results/logs/power/{m}.log",
-                "outputs": [POWER_SAMPLES.format(method=m)], "gpus": job["placement"]["tensor_parallel"]}
-               for m, job in PILOT_METHODS.items()]  # fmt: skip
-    return stages
-
-
-def pilot_report_scope():
-    """What the report's re-estimate of the study reads: the runs, their models and settings, the benchmarks' sizes
-    and the budget (config.yaml paper.budget)."""
-    keys = ("runs", "models", "train", "treatments", "recipes", "budget", "lr_reference_width")
-    return canonical({**{k: S[k] for k in keys if k in S}, "data": {"benchmarks": S["data"]["benchmarks"]}})
-
-
-def write_pilot_report():
-    """The report of a pilot that failed: the stages that ran, and the log of the one that did not (cluster.smk onerror)."""
-    try:
-        stages = [pilot_report.Stage(**stage) for stage in pilot_stages()]
-        pilot_report.write(stages, pilot_report_scope(), PILOT_REPORT, "results/pilot/report.html", "results/pilot/failed.json")
-        print(f"pilot: a stage failed; the report of what ran is in {PILOT_REPORT}", file=sys.stderr)
-    except Exception as err:  # the report must not hide the error that ended the run
-        print(f"pilot: no report written ({type(err).__name__}: {err})", file=sys.stderr)

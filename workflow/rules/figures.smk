@@ -1,11 +1,13 @@
-# One rule per paper figure and table, named as in workflow/entropy_rl/study/artifacts.py. Each asks only
-# for the runs its config entry lists, so `snakemake fig07_coefficients_vs_size` trains only those.
+# The study's figures and tables: one rule per function registered in entropy_rl.study (study.registry), named as
+# it is, and one rule block per kind. A paper artifact asks only for the runs its config entry lists, so
+# `snakemake fig07_coefficients_vs_size` trains only those; the power-sampling study's draw its methods' answers.
 
 from entropy_rl.study import artifacts
 
 
-for _name in ARTIFACT_NAMES:
-    if artifacts.ARTIFACTS[_name].kind != "figure":
+for _name in BUILDABLE_ARTIFACTS:
+    _artifact = artifacts.ARTIFACTS[_name]
+    if _artifact.kind != "figure":
         continue
 
     rule:
@@ -14,20 +16,21 @@ for _name in ARTIFACT_NAMES:
         input:
             **artifact_inputs(_name),
         output:
-            pdf=f"results/figures/{_name}.pdf",
-            png=report(f"results/figures/{_name}.png", caption="../report/artifact.rst", category="Figures"),
+            pdf=_artifact.outputs["pdf"],
+            png=report(_artifact.outputs["png"], caption="../report/artifact.rst", category=_artifact.category),
         params:
             **artifact_params(_name),
         log:
-            f"results/logs/figures/{_name}.log",
+            ARTIFACT_LOG.format(name=_name),
         container:
             image("analysis")
         script:
             "../scripts/figure.py"
 
 
-for _name in ARTIFACT_NAMES:
-    if artifacts.ARTIFACTS[_name].kind != "table":
+for _name in BUILDABLE_ARTIFACTS:
+    _artifact = artifacts.ARTIFACTS[_name]
+    if _artifact.kind != "table":
         continue
 
     rule:
@@ -36,12 +39,12 @@ for _name in ARTIFACT_NAMES:
         input:
             **artifact_inputs(_name),
         output:
-            csv=report(f"results/tables/{_name}.csv", caption="../report/artifact.rst", category="Tables"),
-            md=f"results/tables/{_name}.md",
+            csv=report(_artifact.outputs["csv"], caption="../report/artifact.rst", category=_artifact.category),
+            md=_artifact.outputs["md"],
         params:
             **artifact_params(_name),
         log:
-            f"results/logs/tables/{_name}.log",
+            ARTIFACT_LOG.format(name=_name),
         container:
             image("analysis")
         script:

@@ -20,6 +20,7 @@ EVAL_SAMPLES = "results/eval/{run}/{benchmark}.parquet"
 RUN_FIT = "results/analysis/fits/{run}.json"
 FIT_TABLE = "results/analysis/fits.csv"
 AUDIT_MD = "results/audit/audit.md"
+ARTIFACT_LOG = "results/logs/artifacts/{name}.log"  # each figure's and table's (figures.smk)
 LEDGER = os.path.join(workflow.basedir, "claims.yaml")  # the claims the audit judges
 POWER_PREFLIGHT = "results/preflight/power.txt"
 POWER_SAMPLES = "results/power/samples/{method}.parquet"

@@ -1,5 +1,6 @@
 # Power sampling beside RL (Karan & Du, 2025): the base model sampled from p^alpha, without
-# training, against plain and low-temperature sampling and the RL checkpoints of the same model.
+# training, against plain and low-temperature sampling and the RL checkpoints of the same model. The study's
+# table and figures are registered artifacts, built by figures.smk's rules.
 
 if POWER:
 
@@ -65,51 +66,3 @@ if POWER:
                 image("eval")
             script:
                 "../scripts/power_sample.py"
-
-    rule power01_accuracy:
-        """Single-shot accuracy per benchmark and token cost of each method (that paper's Table 1)."""
-        input:
-            samples=power_samples(power_main_methods()),
-            code=code("power_artifacts", "study.power_study"),
-        output:
-            csv=report("results/tables/power01_accuracy.csv", caption="../report/artifact.rst", category="Power sampling"),
-            md="results/tables/power01_accuracy.md",
-        params:
-            methods=power_main_methods(),
-            replicates=power_replicates(power_main_methods()),
-            labels=power_labels(),
-            pass_k=POWER["pass_k"],
-            settings={m: power_methods()[m] for m in power_main_methods()},
-            caption=power_caption("power01_accuracy"),
-        log:
-            "results/logs/power/power01_accuracy.log",
-        container:
-            image("analysis")
-        script:
-            "../scripts/power_artifact.py"
-
-    for _name in [n for n in POWER_WHAT if n != "power01_accuracy"]:
-        _methods = power_artifact_methods(_name)
-
-        rule:
-            name:
-                _name
-            input:
-                samples=power_samples(_methods),
-                code=code("power_artifacts", "study.power_study"),
-            output:
-                pdf=f"results/figures/{_name}.pdf",
-                png=report(f"results/figures/{_name}.png", caption="../report/artifact.rst", category="Power sampling"),
-            params:
-                methods=_methods,
-                replicates=power_replicates(_methods),
-                labels=power_labels(),
-                pass_k=POWER["pass_k"],
-                settings={m: power_methods()[m] for m in _methods},
-                caption=power_caption(_name),
-            log:
-                f"results/logs/power/{_name}.log",
-            container:
-                image("analysis")
-            script:
-                "../scripts/power_artifact.py"

@@ -103,10 +103,11 @@ def not_run(jobs: dict[str, frozenset[str]], selection: Selection, job_hours: di
     return {c: cost(js - selection.jobs, job_hours) for c, js in jobs.items() if c not in chosen}
 
 
-def study_jobs(scale_cfg: dict, claims: list[dict], power_study, reads_tests) -> dict[str, frozenset[str]]:
+def study_jobs(scale_cfg: dict, claims: list[dict], reads_tests, power_study=None, power_drawn=None) -> dict[str, frozenset[str]]:
     """Each claim's jobs at one scale (``scale_cfg``: the scale's config with its replicates, core.spec.with_replicates):
     the training of its artifact's runs (every replicate), their evaluations if ``reads_tests(claim)``, and for the
-    power-sampling study's artifacts the sampling jobs (every seed) and the runs whose checkpoints they sample."""
+    power-sampling study's artifacts (``power_drawn``: artifact -> the methods it draws) the sampling jobs (every
+    seed) and the runs whose checkpoints they sample."""
 
     def runs(name):
         return [rep for run in scale_cfg["artifacts"][name]["runs"] for rep in replicates(scale_cfg["runs"], run)]
@@ -115,7 +116,7 @@ def study_jobs(scale_cfg: dict, claims: list[dict], power_study, reads_tests) ->
     for name in scale_cfg["artifacts"]:
         artifact_jobs[name] = frozenset(f"train:{r}" for r in runs(name))
         eval_jobs[name] = frozenset(f"eval:{r}" for r in runs(name))
-    for name, methods in power_study.artifacts.items() if power_study else ():
+    for name, methods in (power_drawn or {}).items():
         seeded = power_study.with_seeds(methods)
         sampled = {power_study.methods[m]["run"] for m in seeded if "run" in power_study.methods[m]}
         artifact_jobs[name] = frozenset([f"power:{m}" for m in seeded] + [f"train:{r}" for r in sampled])

@@ -44,9 +44,10 @@ def _explain(error, what: str = "config") -> str:
     return f"{what} key {where}: {error.message}"
 
 
-def validate_against(document: dict, schema_path, what: str) -> dict:
-    """Check ``document`` against a JSON schema file; the error names the deepest offending key."""
-    schema = yaml.safe_load(Path(schema_path).read_text())
+def validate_against(document: dict, schema_path, what: str, schema: dict | None = None) -> dict:
+    """Check ``document`` against a JSON schema (the file's, or ``schema`` read from it); the error names the
+    deepest offending key."""
+    schema = schema or yaml.safe_load(Path(schema_path).read_text())
     validator = jsonschema.Draft202012Validator(schema)
     deepest = max(validator.iter_errors(document), key=lambda e: len(e.absolute_path), default=None)
     if deepest is not None:
@@ -54,8 +55,13 @@ def validate_against(document: dict, schema_path, what: str) -> dict:
     return document
 
 
-def validate(config: dict) -> dict:
-    validate_against(config, SCHEMA, "config")
+def validate(config: dict, artifacts=None) -> dict:
+    """Check the config against the schema, whose artifact names are ``artifacts`` (the study's registry of
+    figures and tables, study.artifacts.PAPER) when given, then the cross-references of each scale."""
+    schema = yaml.safe_load(SCHEMA.read_text())
+    if artifacts is not None:
+        schema["$defs"]["artifacts"]["propertyNames"] = {"enum": list(artifacts)}
+    validate_against(config, SCHEMA, "config", schema)
     scale = config["scale"]
     if scale not in config:
         raise ConfigError(f"config key scale: {scale!r} has no section '{scale}:' in the config")

@@ -19,15 +19,6 @@ from dataclasses import dataclass, field
 
 from . import spec
 
-# The study's artifacts, one rule each (power.smk), and what each shows: its caption's first sentence.
-WHAT = {
-    "power01_accuracy": "Single-shot accuracy (%, the mean over all answers) per benchmark, tokens per answer, tokens drawn per answer and their ratio to plain sampling, and the Metropolis-Hastings acceptance rate.",
-    "power02_pass_at_k": "pass@k against k per benchmark (unbiased estimator).",
-    "power03_likelihoods": "The base model's log-likelihood per token of each method's answers.",
-    "power04_hyperparameters": "Power-sampling accuracy against alpha, and against the number of MCMC steps per block.",
-}  # fmt: skip
-TABLES = ("power01_accuracy",)  # the rest are figures
-SWEEP_ARTIFACT = "power04_hyperparameters"  # draws the sweeps; every other artifact the main methods
 PLAIN = ("base", "low-temp", "power")  # the base model's methods at the main setting
 
 
@@ -69,11 +60,13 @@ class Study:
         return [*PLAIN, *self.config["runs"]]
 
     @property
-    def artifacts(self) -> dict[str, list[str]]:
-        """The methods each artifact shows (by replicate 0's name): every power-sampling setting for the sweep
-        figure, else the main ones."""
-        sweep = [m for m, s in self.methods.items() if s["kind"] == "power" and spec.replicate_of(m)[1] == 0]
-        return {name: sweep if name == SWEEP_ARTIFACT else self.main for name in WHAT}
+    def sweep(self) -> list[str]:
+        """Every power-sampling setting (by replicate 0's name): the main one and the alpha and N_MCMC sweeps."""
+        return [m for m, s in self.methods.items() if s["kind"] == "power" and spec.replicate_of(m)[1] == 0]
+
+    def drawn(self, methods: str) -> list[str]:
+        """The methods an artifact of the study draws, by its registered ``methods``: "main" or "sweep"."""
+        return {"main": self.main, "sweep": self.sweep}[methods]
 
     def problems(self, benchmarks: dict[str, dict]) -> dict[str, int]:
         """Problems answered per benchmark of the study: the first ``problems``, or all of a smaller one."""
@@ -84,8 +77,8 @@ class Study:
         """Answers each method gives: ``n`` to each problem answered."""
         return self.config["n"] * sum(self.problems(benchmarks).values())
 
-    def caption(self, name: str, scale: str) -> str:
-        """Scale, what is shown, and the study's shared settings."""
+    def caption(self, what: str, scale: str) -> str:
+        """Scale, ``what`` is shown (the artifact's first sentence), and the study's shared settings."""
         p = self.config
         runs = ", ".join(f"{n}: {self.labels[n]}" for n in p["runs"])
         first = p["seed"] + self.base_seed
@@ -93,7 +86,7 @@ class Study:
                  f"{self.replicates} seeds ({first}-{first + self.replicates - 1}), each sampling its own replicate of the base "
                  "model and of the RL runs; values are means over the seeds")  # fmt: skip
         return (
-            f"{scale.capitalize()} scale, after Karan & Du (2025). {WHAT[name]} Base model {p['model']}; "
+            f"{scale.capitalize()} scale, after Karan & Du (2025). {what} Base model {p['model']}; "
             f"{p['n']} answers to each of the first {p['problems']} problems of {', '.join(p['benchmarks'])}, "
             f"up to {p['max_new_tokens']} tokens, {seeds}. Power sampling targets p^alpha with a "
             f"temperature-1/alpha proposal in blocks of {p['block_size']} tokens (alpha {p['alpha']:g}, "
@@ -124,10 +117,3 @@ def build(power: dict, run_labels: dict[str, str], replicates: int = 1, base_see
                 settings = dict(settings, run=spec.replicate_names(settings["run"], replicates)[k])
             study.register(spec.replicate_names(name, replicates)[k], settings, label)
     return study
-
-
-def output_files(name: str) -> list[str]:
-    """The files an artifact of the study writes (the table: CSV and Markdown; figures: PDF and PNG)."""
-    if name in TABLES:
-        return [f"results/tables/{name}.csv", f"results/tables/{name}.md"]
-    return [f"results/figures/{name}.pdf", f"results/figures/{name}.png"]

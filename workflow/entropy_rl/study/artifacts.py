@@ -1,60 +1,27 @@
-"""The paper's figures and tables: what each shows and which inputs it reads.
+"""Every figure and table of the study, loaded: the registry (``study.registry``) once each module that registers
+into it is imported, with what the workflow asks of it.
 
-One ``register`` call per artifact. The name is the Snakemake rule, the plotting
-(or table) function and the output file stem, so `snakemake fig07_coefficients_vs_size`
-and `results/figures/fig07_coefficients_vs_size.pdf` name the same thing; a name
-registered twice is refused. Which runs an artifact draws is configuration
-(`<scale>.artifacts.<name>.runs`); what it is and what it reads is fixed here.
+The workflow reads the registry from here: the rules (figures.smk) loop over ``ARTIFACTS``, the config's artifact
+names are validated against it, and the evaluations the study needs are planned from it (``evaluated``,
+``reads_tests``). Adding a figure is its function with the ``registry.artifact`` decorator in the module of its
+section and, for a paper artifact, its runs in config.yaml (``<scale>.artifacts.<name>.runs``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+# Each registers its artifacts, in this order: the paper's figures and tables, then the power-sampling study's.
+# isort: off
+from . import figures  # noqa: F401
+from . import tables  # noqa: F401
+from . import power_study  # noqa: F401
 
-
-@dataclass(frozen=True)
-class Artifact:
-    kind: str  # "figure" or "table"
-    source: str  # where in the paper
-    what: str  # first sentence of the caption
-    needs: tuple[str, ...] = ("metrics",)  # inputs beyond the code: metrics, models, eval
-
-
-ARTIFACTS: dict[str, Artifact] = {}
-
-
-def register(name: str, artifact: Artifact) -> Artifact:
-    """Add ``artifact`` as ``name``. A name is a rule, a function and an output stem, so one
-    registered twice is refused (a dict literal would keep the second silently)."""
-    if name in ARTIFACTS:
-        raise ValueError(f"artifact {name!r} is registered twice: each name is one rule and one output")
-    ARTIFACTS[name] = artifact
-    return artifact
-
-
-# fmt: off
-register("fig01_entropy_collapse", Artifact("figure", "Figure 1", "Entropy collapse and the fitted curve R = -a exp(H) + b, extended to H = 0, where it predicts the ceiling b - a."))
-register("fig02_cumulative_shares", Artifact("figure", "Figure 2", "Share of the entropy consumed and of the validation accuracy gained over training."))
-register("fig03_fitted_curves", Artifact("figure", "Figure 3", "Validation accuracy against policy entropy on math, with the fit R = -a exp(H) + b per run."))
-register("fig04_code_fits", Artifact("figure", "Figure 4", "Validation accuracy against policy entropy on code, with the fit R = -a exp(H) + b per run."))
-register("fig05_early_prediction", Artifact("figure", "Figure 5", "Late validation accuracy predicted from a fit on the early steps only."))
-register("fig06_algorithms", Artifact("figure", "Figure 6", "The fitted curves of one base model under different RL algorithms, beside one pooled curve."))
-register("fig07_coefficients_vs_size", Artifact("figure", "Figure 7", "The coefficients a and b against the non-embedding parameter count (log scale), with log-linear fits.", ("metrics", "models")))
-register("fig08_covariance", Artifact("figure", "Figure 8", "The bandit covariance (Eq. 8-9, per prompt over its responses, batch mean) beside the entropy decrease -dH over training and by prompt accuracy (1/8, 4/8, 7/8), with the batch-level token covariance (Eq. 10) beside -dH."))
-register("fig09_entropy_loss", Artifact("figure", "Figure 9", "Entropy and validation accuracy with an entropy loss of several coefficients."))
-register("fig10_reference_kl", Artifact("figure", "Figure 10", "Entropy and validation accuracy with a KL penalty to the reference model."))
-register("fig11_covariance_methods", Artifact("figure", "Figure 11", "GRPO, Clip-higher, Clip-Cov and KL-Cov: entropy, response length and validation accuracy."))
-register("fig12_entropy_accuracy", Artifact("figure", "Figure 12", "GRPO, Clip-higher, Clip-Cov and KL-Cov on the larger model: entropy, response length and validation accuracy."))
-register("fig13_entropy_control", Artifact("figure", "Figure 13", "Entropy steered by the Clip-Cov clip ratio and by the KL-Cov coefficient."))
-register("appB_more_fits", Artifact("figure", "Appendix B", "More fits of R = -a exp(H) + b."))
-register("appC_training_data", Artifact("figure", "Appendix C", "Fits of one base model trained on different data: the coefficients depend on the data."))
-register("appD_instruct_models", Artifact("figure", "Appendix D", "Fits of R = -a exp(H) + b on instruct models."))
-register("table01_covariance_distribution", Artifact("table", "Table 1", "Mean token covariance of the top p% of tokens and of all tokens, at the first step with a measured covariance and averaged over training."))
-register("table02_benchmarks", Artifact("table", "Table 2", "Accuracy (%) per benchmark; AIME and AMC (or their stand-ins) sampled at temperature 0.6 and averaged, the rest greedy.", ("eval",)))
-# fmt: on
+# isort: on
+from .registry import ARTIFACTS, Artifact  # noqa: F401  (what the workflow reads)
 
 FIGURES = [name for name, a in ARTIFACTS.items() if a.kind == "figure"]
 TABLES = [name for name, a in ARTIFACTS.items() if a.kind == "table"]
+PAPER = [name for name, a in ARTIFACTS.items() if not a.power]  # drawn from runs named in the config
+POWER = [name for name, a in ARTIFACTS.items() if a.power]  # drawn from the power-sampling study's methods
 
 # The audit's measurements that read test-set evaluations (results/eval), by name: those of study.audit.accuracy
 # (a test holds the two equal). The names are here so that the workflow, which imports this module, plans the
@@ -63,30 +30,23 @@ EVAL_MEASUREMENTS = frozenset({"accuracy_vs_baseline", "benchmark_average", "ben
 
 
 def evaluated(claims: list[dict]) -> list[str]:
-    """The artifacts whose runs' test-set evaluations are read: those that show them (``needs`` "eval") and
-    those a claim of the ledger (claims.yaml's ``claims``) measures with one of ``EVAL_MEASUREMENTS``. Only
-    their runs are evaluated for the study; the other runs' curves are measured on the validation sets."""
-    named = {c["measure"]["artifact"] for c in claims if c["measure"]["fn"] in EVAL_MEASUREMENTS}
-    return [name for name, a in ARTIFACTS.items() if "eval" in a.needs or name in named]
+    """The artifacts whose runs' test-set evaluations are read: those of a claim of the ledger (claims.yaml's
+    ``claims``) that ``reads_tests``, and those that show them (``reads`` "eval"). Only their runs are evaluated
+    for the study; the other runs' curves are measured on the validation sets."""
+    named = {c["measure"]["artifact"] for c in claims if reads_tests(c)}
+    return [name for name in PAPER if "eval" in ARTIFACTS[name].reads or name in named]
 
 
-def by_replicate(replicates: dict[str, list[str]], paths: list[str]) -> dict[str, list[str]]:
-    """Each run's files, replicate 0 first, from a rule input that lists them run by run and replicate by
-    replicate (as ``replicates`` does: run -> its replicates, the run itself first)."""
-    paths = list(paths)
-    if len(paths) != sum(len(reps) for reps in replicates.values()):
-        raise ValueError(f"{len(paths)} files for {sum(len(r) for r in replicates.values())} replicates of {list(replicates)}")
-    out, at = {}, 0
-    for run, reps in replicates.items():
-        out[run], at = paths[at : at + len(reps)], at + len(reps)
-    return out
+def reads_tests(claim: dict) -> bool:
+    """Does a claim of the ledger read its runs' test-set evaluations: is it measured with one of
+    ``EVAL_MEASUREMENTS``, or on an artifact that shows them (``reads`` "eval")?"""
+    name = claim["measure"]["artifact"]
+    return claim["measure"]["fn"] in EVAL_MEASUREMENTS or (name in ARTIFACTS and "eval" in ARTIFACTS[name].reads)
 
 
 def output_files(name: str) -> list[str]:
     """The files an artifact writes (figures: PDF and PNG; tables: CSV and Markdown)."""
-    if ARTIFACTS[name].kind == "figure":
-        return [f"results/figures/{name}.pdf", f"results/figures/{name}.png"]
-    return [f"results/tables/{name}.csv", f"results/tables/{name}.md"]
+    return list(ARTIFACTS[name].outputs.values())
 
 
 def _setting(spec: dict) -> str:

@@ -14,6 +14,10 @@ import seaborn as sns
 
 from ..core import pass_rates
 from . import plotting
+from .inputs import Inputs
+from .registry import artifact
+
+AFTER = "Karan & Du (2025)"  # the paper whose comparison this is
 
 
 def accuracy_table(samples: dict[str, pd.DataFrame], reference: str = "base") -> pd.DataFrame:
@@ -57,8 +61,8 @@ def likelihoods(samples: dict[str, pd.DataFrame]) -> pd.DataFrame:
     )
 
 
-# ---- the study's table and figures, one function per rule (workflow/rules/power.smk) ---------
-# Each takes every method's answers as one frame per seed (replicate 0 first; ``core.power_methods``):
+# ---- the study's table and figures, registered as every artifact is (study.registry) ------------------------
+# Each reads every method's answers as one frame per seed (``Inputs.samples``, replicate 0 first; ``core.power_methods``):
 # a seed samples its own replicate of the base model and of the RL runs, so a value is computed per
 # seed and shown as the mean over seeds, with its standard error when there are several.
 
@@ -83,21 +87,31 @@ def _one_seed_table(samples: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return table
 
 
-def power01_accuracy(samples: dict[str, list[pd.DataFrame]], labels: dict[str, str]) -> pd.DataFrame:
+@artifact(
+    "table",
+    f"{AFTER}, Table 1",
+    "Single-shot accuracy (%, the mean over all answers) per benchmark, tokens per answer, tokens drawn per answer and their ratio to plain sampling, and the Metropolis-Hastings acceptance rate.",
+    ("samples",),
+    "main",
+)
+def power01_accuracy(d: Inputs) -> pd.DataFrame:
     """That paper's Table 1 here: accuracy (%) per benchmark and on average, tokens, cost, acceptance; with
     several seeds each cell is the mean over them and ``Avg. s.e.`` the standard error of the average."""
+    samples = d.samples
     seeds = _seed_count(samples)
     per_seed = pd.concat([_one_seed_table(_seed(samples, k)) for k in range(seeds)], keys=range(seeds), names=["seed"])
     by_method = per_seed.groupby(level="method", sort=False)
     table = by_method.mean()
     if seeds > 1:
         table.insert(table.columns.get_loc("Avg.") + 1, "Avg. s.e.", by_method["Avg."].sem())
-    return table.rename(index=labels)
+    return table.rename(index=d.labels)
 
 
-def power02_pass_at_k(samples, labels, pass_k, stem, caption=None):
+@artifact("figure", f"{AFTER}, Figure 5", "pass@k against k per benchmark (unbiased estimator).", ("samples",), "main")
+def power02_pass_at_k(d: Inputs, stem):
     """pass@k against k per benchmark (that paper's Figure 5): does sharpening keep the base model's diversity?
     Several seeds: the mean of each seed's curve, in a band of ±1 standard error."""
+    samples, labels, pass_k = d.samples, d.labels, list(d.pass_k)
     seeds = _seed_count(samples)
     per_seed = pd.concat([pass_at_k_curves(_seed(samples, k), pass_k).assign(seed=k) for k in range(seeds)])
     curves = per_seed.groupby(["method", "benchmark", "k"], sort=False)["pass_at_k"].agg(["mean", "sem"]).reset_index()
@@ -108,23 +122,39 @@ def power02_pass_at_k(samples, labels, pass_k, stem, caption=None):
     for ax, bench in zip(axes[0], benches):
         for method in samples:
             c = curves[(curves["method"] == method) & (curves["benchmark"] == bench)]
-            ax.plot(c["k"], 100 * c["mean"], marker="o", ms=3, color=colours[method], label=plotting.label(labels, method))
+            ax.plot(
+                c["k"], 100 * c["mean"], marker="o", ms=3, color=colours[method], label=plotting.label(labels, method)
+            )
             if seeds > 1:
-                ax.fill_between(c["k"], 100 * (c["mean"] - c["sem"]), 100 * (c["mean"] + c["sem"]), color=colours[method],
-                                alpha=0.2, lw=0)  # fmt: skip
+                ax.fill_between(
+                    c["k"],
+                    100 * (c["mean"] - c["sem"]),
+                    100 * (c["mean"] + c["sem"]),
+                    color=colours[method],
+                    alpha=0.2,
+                    lw=0,
+                )
         ax.set_xscale("log", base=2)
         ax.set_title(bench)
         ax.set_xlabel("k")
         ax.set_ylabel("pass@k (%)")
     axes[0][-1].legend(fontsize=6, loc="lower right")
     fig.tight_layout()
-    plotting.caption(fig, caption)
+    plotting.caption(fig, d.caption)
     return plotting.save(fig, stem)
 
 
-def power03_likelihoods(samples, labels, stem, caption=None):
+@artifact(
+    "figure",
+    f"{AFTER}, Figure 4",
+    "The base model's log-likelihood per token of each method's answers.",
+    ("samples",),
+    "main",
+)
+def power03_likelihoods(d: Inputs, stem):
     """The base model's log-likelihood per token of each method's answers (that paper's Figure 4), every
     seed's answers pooled (each scored by its own seed's base model)."""
+    samples, labels = d.samples, d.labels
     data = likelihoods({m: pd.concat(frames, ignore_index=True) for m, frames in samples.items()})
     data["method"] = data["method"].map(lambda m: plotting.label(labels, m))
     plotting.style()
@@ -137,30 +167,48 @@ def power03_likelihoods(samples, labels, stem, caption=None):
     ax.set_ylabel("")
     ax.legend(fontsize=7, loc="lower left")
     fig.tight_layout()
-    plotting.caption(fig, caption)
+    plotting.caption(fig, d.caption)
     return plotting.save(fig, stem)
 
 
-def power04_hyperparameters(samples, settings, stem, caption=None):
+@artifact(
+    "figure",
+    f"{AFTER}, Figure 6",
+    "Power-sampling accuracy against alpha, and against the number of MCMC steps per block.",
+    ("samples",),
+    "sweep",
+)
+def power04_hyperparameters(d: Inputs, stem):
     """Accuracy against alpha (at the main N_MCMC) and against N_MCMC (at the main alpha), that paper's Figure 6;
     several seeds: their mean in a band of ±1 standard error."""
+    samples, settings = d.samples, d.settings
     main = settings["power"]
     seeds = _seed_count(samples)
     rows = [
-        {"method": m, "seed": k, "alpha": settings[m]["alpha"], "n_mcmc": settings[m]["n_mcmc"], "benchmark": b,
-         "accuracy": 100 * g["correct"].mean()}
-        for m, frames in samples.items() for k, f in enumerate(frames) for b, g in f.groupby("benchmark")
-    ]  # fmt: skip
+        {
+            "method": m,
+            "seed": k,
+            "alpha": settings[m]["alpha"],
+            "n_mcmc": settings[m]["n_mcmc"],
+            "benchmark": b,
+            "accuracy": 100 * g["correct"].mean(),
+        }
+        for m, frames in samples.items()
+        for k, f in enumerate(frames)
+        for b, g in f.groupby("benchmark")
+    ]
     sweep = pd.DataFrame(rows)
     plotting.style()
     fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.0))
     names = {"alpha": "alpha", "n_mcmc": "N_MCMC"}
     for ax, knob, fixed in ((axes[0], "alpha", "n_mcmc"), (axes[1], "n_mcmc", "alpha")):
         part = sweep[sweep[fixed] == main[fixed]].sort_values(knob)
-        sns.lineplot(data=part, x=knob, y="accuracy", hue="benchmark", marker="o", ax=ax, errorbar="se" if seeds > 1 else None)
+        sns.lineplot(
+            data=part, x=knob, y="accuracy", hue="benchmark", marker="o", ax=ax, errorbar="se" if seeds > 1 else None
+        )
         ax.set_xlabel(names[knob])
         ax.set_ylabel("Accuracy (%)")
         ax.set_title(f"{names[knob]} swept ({names[fixed]} = {main[fixed]:g})")
     fig.tight_layout()
-    plotting.caption(fig, caption)
+    plotting.caption(fig, d.caption)
     return plotting.save(fig, stem)

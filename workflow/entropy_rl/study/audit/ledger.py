@@ -3,21 +3,16 @@ consistency with itself, and the audit table of every claim judged."""
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 
 from ...core.ledger import expand_ledger
-from .. import power_study
 from ..artifacts import ARTIFACTS
+from ..artifacts import POWER as POWER_ARTIFACTS  # noqa: F401  (the power-sampling study's, for the audit's callers)
+from . import verdicts
 from .data import Study
 from .registry import MEASUREMENTS
-from . import verdicts
 from .verdicts import NOT_REPRODUCED, REPRODUCED, judge
-
-# The power-sampling study's table and figures: power_study has one function per rule of power.smk.
-POWER_ARTIFACTS = tuple(name for name in vars(power_study) if re.fullmatch(r"power\d\d_\w+", name))
 
 
 def table2_row_means(table2: dict) -> list[tuple[str, float, float]]:
@@ -61,9 +56,9 @@ def check_ledger(ledger: dict) -> None:
                 f"{where}: unknown measure.fn {claim['measure']['fn']!r}; known are {sorted(MEASUREMENTS)}"
             )
         for name in (claim["measure"]["artifact"], *claim["measure"].get("also", ())):
-            if name not in (*ARTIFACTS, *POWER_ARTIFACTS):
+            if name not in ARTIFACTS:
                 raise ValueError(
-                    f"{where}: unknown artifact {name!r}; known are {sorted((*ARTIFACTS, *POWER_ARTIFACTS))}"
+                    f"{where}: unknown artifact {name!r}; known are {sorted(ARTIFACTS)}"
                 )
         if "factor" in claim.get("tolerance", {}) and claim["kind"] != "number":
             raise ValueError(f"{where}: tolerance.factor applies to number claims only")

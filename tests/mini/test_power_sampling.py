@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from entropy_rl.core import power_sampling
+from entropy_rl.core import power_mcmc
 from entropy_rl.mini import power_sampling as mini_power
 from entropy_rl.paper import power_sampling as paper_power
 
@@ -86,7 +86,7 @@ def total_variation(p: dict, q: dict) -> float:
 def test_one_block_over_the_whole_response_reaches_p_to_the_alpha():
     alpha, n = 2.0, 4000
     rng = np.random.default_rng(0)
-    chains = power_sampling.sample_chains(TableProposer(alpha, rng), [torch.tensor([7])] * n, alpha, 2, 30, 2, rng)
+    chains = power_mcmc.sample_chains(TableProposer(alpha, rng), [torch.tensor([7])] * n, alpha, 2, 30, 2, rng)
     got, want = frequencies(chains), exact_power(alpha)
     # p^α puts 0.54 on "ab"; low-temperature sampling puts 0.38 on it.
     assert want[(A, B)] == pytest.approx(0.5424, abs=1e-3) and low_temperature(alpha)[(A, B)] == pytest.approx(
@@ -101,7 +101,7 @@ def test_blocks_shorter_than_the_response_approach_p_to_the_alpha():
     stops after that block), so it is near p^α rather than on it; still far nearer than low temperature."""
     alpha, n = 2.0, 4000
     rng = np.random.default_rng(3)
-    chains = power_sampling.sample_chains(TableProposer(alpha, rng), [torch.tensor([7])] * n, alpha, 1, 30, 2, rng)
+    chains = power_mcmc.sample_chains(TableProposer(alpha, rng), [torch.tensor([7])] * n, alpha, 1, 30, 2, rng)
     got, want, low = frequencies(chains), exact_power(alpha), low_temperature(alpha)
     print(f"TV to p^α: block 1 {total_variation(got, want):.3f}, low temperature {total_variation(low, want):.3f}")
     assert total_variation(got, want) < 0.05 < 0.15 < total_variation(low, want)
@@ -110,7 +110,7 @@ def test_blocks_shorter_than_the_response_approach_p_to_the_alpha():
 def test_without_mcmc_steps_it_is_low_temperature_sampling():
     alpha, n = 2.0, 4000
     rng = np.random.default_rng(1)
-    chains = power_sampling.sample_chains(TableProposer(alpha, rng), [torch.tensor([7])] * n, alpha, 2, 0, 2, rng)
+    chains = power_mcmc.sample_chains(TableProposer(alpha, rng), [torch.tensor([7])] * n, alpha, 2, 0, 2, rng)
     first_a = np.mean([int(c.tokens[0]) == A for c in chains])
     low_temp = 0.40**2 / (0.40**2 + 0.50**2 + 0.10**2)  # 0.381, against p^α's 0.542
     assert abs(first_a - low_temp) < 4 * math.sqrt(low_temp * (1 - low_temp) / n)
@@ -120,7 +120,7 @@ def test_without_mcmc_steps_it_is_low_temperature_sampling():
 def test_cost_counts_every_drawn_token():
     alpha = 2.0
     rng = np.random.default_rng(2)
-    chains = power_sampling.sample_chains(TableProposer(alpha, rng), [torch.tensor([7])] * 200, alpha, 1, 5, 2, rng)
+    chains = power_mcmc.sample_chains(TableProposer(alpha, rng), [torch.tensor([7])] * 200, alpha, 1, 5, 2, rng)
     for c in chains:
         assert c.proposals in (5, 10)  # five redraws in each block the chain ran (block size 1, two blocks)
         assert c.proposals == 5 * len(c.tokens) or c.tokens.tolist() == [EOS]  # an answer may end early in block 2
@@ -135,7 +135,7 @@ def test_the_model_backed_proposal(tiny_policy):
     def run(alpha, n_mcmc, seed):
         torch.manual_seed(seed)
         proposer = mini_power.HFProposer(model, tok, alpha)
-        return power_sampling.sample_chains(proposer, prompts, alpha, 4, n_mcmc, 10, np.random.default_rng(seed))
+        return power_mcmc.sample_chains(proposer, prompts, alpha, 4, n_mcmc, 10, np.random.default_rng(seed))
 
     chains = run(4.0, 3, 0)
     again = run(4.0, 3, 0)
@@ -191,7 +191,6 @@ def frame(correct: list[list[bool]], drawn_per_token: int, bench: str = "addsub"
 
 def test_the_comparison_measures_accuracy_cost_and_pass_at_k():
     from entropy_rl.study import power_study
-    from entropy_rl.study.inputs import Inputs
 
     samples = {
         "base": frame([[True, False, False, False], [False, False, False, True]], 1),
@@ -296,7 +295,7 @@ def test_vllm_and_hugging_face_proposals_drive_the_same_chains(tiny_policy, engi
     model, tok = tiny_policy
     prompts = mini_power.prompt_ids(tok, [[{"role": "user", "content": f"Calculate {a} + 3."}] for a in range(4)])
     proposer = paper_power.VllmProposer(engine, 4.0, (tok.eos_token_id,), seed=1)
-    chains = power_sampling.sample_chains(proposer, prompts, 4.0, 4, 3, 10, np.random.default_rng(1))
+    chains = power_mcmc.sample_chains(proposer, prompts, 4.0, 4, 3, 10, np.random.default_rng(1))
     rollout = mini_power.to_rollout(tok, chains)
     from entropy_rl.mini import generation
 
@@ -370,7 +369,7 @@ def test_the_gpu_hours_token_model_is_what_the_sampler_draws():
     from entropy_rl.paper import budget
 
     length, block, n_mcmc = 40, 8, 5
-    chains = power_sampling.sample_chains(
+    chains = power_mcmc.sample_chains(
         EndlessProposer(None), [torch.tensor([7])] * 3000, 1.0, block, n_mcmc, length, np.random.default_rng(0)
     )
     drawn = np.mean([c.drawn for c in chains])

@@ -1,4 +1,4 @@
-"""Power sampling at mini scale: Algorithm 1 (``core.power_sampling``) with the proposal drawn from a
+"""Power sampling at mini scale: Algorithm 1 (``core.power_mcmc``) with the proposal drawn from a
 Hugging Face model by the mini sampler (``HFProposer``, ``generation.decode``), and the power-sampling study's answers to a
 method (``sample_method``, ``sample_benchmarks``)."""
 
@@ -11,7 +11,7 @@ import pandas as pd
 import torch
 
 from ..core import formats
-from ..core.power_sampling import Chain, answer_rows, chain_costs, method_chains, plain_costs
+from ..core.power_mcmc import Chain, answer_rows, chain_costs, method_chains, plain_costs
 from . import generation, models
 
 
@@ -29,7 +29,7 @@ def pad(seqs: list[torch.Tensor], pad_id: int, left: bool) -> tuple[torch.Tensor
 
 class HFProposer:
     """The proposal q = p at temperature 1/α, drawn from a Hugging Face model by ``generation.decode``
-    (a ``core.power_sampling.Proposer``)."""
+    (a ``core.power_mcmc.Proposer``)."""
 
     def __init__(self, model, tokenizer, alpha: float):
         self.model, self.alpha = model, alpha

@@ -44,7 +44,7 @@ def eval_gpu_hours(benchmark_sizes: dict[str, int], protocols: dict, model: dict
 
 def power_sampling_tokens(length: int, block_size: int, n_mcmc: int, prompt: int) -> tuple[float, float]:
     """Expected tokens drawn and tokens scored (prefilled for log p) to make one answer of ``length``
-    tokens by Algorithm 1 (``core.power_sampling.sample_chains``): each block is drawn once, then each of
+    tokens by Algorithm 1 (``core.power_mcmc.sample_chains``): each block is drawn once, then each of
     its N_MCMC redraws starts at a cut uniform over the answer so far, so (k·B + 1)/2 tokens are drawn
     again on average in block k; every draw is scored with its prefix (prompt + answer so far)."""
     drawn, scored = float(length), 0.0

@@ -455,19 +455,19 @@ def micro_batches(state, name: str, samples: list[dict], token_budget: int) -> l
 @op
 def record_loss_calls(state) -> None:
     """Record every call of the loss plugin's token statistics (the ``+cov`` modes call
-    ``entropy_rl.core.training_metrics.loss_token_stats`` once per micro-batch)."""
-    from entropy_rl.core import training_metrics
+    ``entropy_rl.core.metrics.loss_token_stats`` once per micro-batch)."""
+    from entropy_rl.core import metrics
 
     if "loss_calls" in state:
         return
-    state["loss_calls"], inner = [], training_metrics.loss_token_stats
+    state["loss_calls"], inner = [], metrics.loss_token_stats
 
     def recording(*args, **kwargs):
         stats = inner(*args, **kwargs)
         state["loss_calls"].append(dict(stats))
         return stats
 
-    training_metrics.loss_token_stats = recording
+    metrics.loss_token_stats = recording
 
 
 @op

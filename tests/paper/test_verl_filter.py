@@ -75,8 +75,8 @@ def test_groups_with_equal_rewards_are_dropped_and_refilled(transfer_queue):
 
 def test_paper_measures_read_the_whole_update_batch(transfer_queue):
     """verl's own advantage step on a batch in the TransferQueue, then the plugin trainer's measures:
-    the same numbers as entropy_rl.core.training_metrics on the padded batch (what the mini trainer computes)."""
-    from entropy_rl.core import training_metrics
+    the same numbers as entropy_rl.core.metrics on the padded batch (what the mini trainer computes)."""
+    from entropy_rl.core import metrics
     from entropy_rl.paper import launch, verl_plugin
     from transfer_queue import KVBatchMeta
     from verl.utils.tensordict_utils import list_of_dict_to_tensordict
@@ -108,8 +108,8 @@ def test_paper_measures_read_the_whole_update_batch(transfer_queue):
     adv = padded["advantages"]
     rewards = [float(r["rm_scores"].sum()) for r in rows]
     uids = [r["uid"] for r in rows]
-    expected = {"entropy": training_metrics.policy_entropy(ent, mask), **training_metrics.covariance_summary(lp, adv, mask),
-                **training_metrics.bandit_covariance(lp, adv, mask, uids, rewards)}  # fmt: skip
+    expected = {"entropy": metrics.policy_entropy(ent, mask), **metrics.covariance_summary(lp, adv, mask),
+                **metrics.bandit_covariance(lp, adv, mask, uids, rewards)}  # fmt: skip
     print({k: round(v, 4) for k, v in logged.items()})
     assert logged.keys() == {f"paper/{k}" for k in expected}
     for key, value in expected.items():

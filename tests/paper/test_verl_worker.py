@@ -23,7 +23,7 @@ import pytest
 import torch
 import verl_cpu
 import yaml
-from entropy_rl.core import metric_columns, spec, training_metrics
+from entropy_rl.core import metric_columns, metrics, spec
 from entropy_rl.paper import launch, verl_metrics
 from omegaconf import OmegaConf
 from support import ROOT
@@ -158,7 +158,7 @@ def test_worker_trains_the_run_and_its_metrics_reach_the_table(run, step, tmp_pa
     assert row["entropy"] == pytest.approx(sum(per_response) / len(per_response))
     assert row["reward_mean"] == pytest.approx(sum(c for c in CORRECT[: len(batch) // 8]) / len(batch))
     # The pooled loss-token ratios: NaN exactly where nothing was counted.
-    pooled = training_metrics.pooled_loss_stats(calls)
+    pooled = metrics.pooled_loss_stats(calls)
     if mode == "vanilla":
         assert math.isnan(row["cov_touched_frac"])
     else:
@@ -187,7 +187,7 @@ def test_loss_token_ratios_pool_every_micro_batch(step, workers, tokenizer):
     if len(set(counts)) < 2 or sum(counts) != len(calls):  # the premise
         raise RuntimeError(f"expected unequal micro-batch counts per mini-batch, got {counts} for {len(calls)} calls")
     row = table(result).iloc[0]
-    pooled = training_metrics.pooled_loss_stats(calls)["cov_touched_frac"]
+    pooled = metrics.pooled_loss_stats(calls)["cov_touched_frac"]
     print(f"micro-batches per mini-batch {counts}; cov_touched_frac in the table {row['cov_touched_frac']:.4f}, "
           f"pooled over the {len(calls)} loss calls {pooled:.4f}")  # fmt: skip
     assert row["cov_touched_frac"] == pytest.approx(pooled)
@@ -251,7 +251,7 @@ def test_world_size_two_logs_identical_metrics_on_both_ranks(root, tokenizer):
     )
     row = table(result).iloc[0]
     # Pooled over both ranks' loss calls (each rank logs the ranks' mean of its mini-batch totals).
-    assert row["cov_touched_frac"] == pytest.approx(training_metrics.pooled_loss_stats([c for rank in calls for c in rank])["cov_touched_frac"])
+    assert row["cov_touched_frac"] == pytest.approx(metrics.pooled_loss_stats([c for rank in calls for c in rank])["cov_touched_frac"])
     assert math.isfinite(row["pg_loss"])
 
 

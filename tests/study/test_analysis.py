@@ -240,15 +240,15 @@ def covariance_run(sign=1.0, seed=0, n=80):
 
 def test_the_measures_write_the_contract_columns_the_study_reads():
     import torch
-    from entropy_rl.core import metric_columns, training_metrics  # the producer (loads torch; the analysis does not)
+    from entropy_rl.core import metric_columns, metrics  # the producer (loads torch; the analysis does not)
 
     g = torch.Generator().manual_seed(0)
     log_prob, adv = torch.randn(16, 5, generator=g), torch.randn(16, 5, generator=g)
     mask, groups = torch.ones(16, 5), torch.arange(16) // 8
     rewards = (torch.arange(16) % 8 < torch.tensor([1, 4]).repeat_interleave(8)).float()
     produced = {
-        **training_metrics.covariance_summary(log_prob, adv, mask),
-        **training_metrics.bandit_covariance(log_prob, adv, mask, groups, rewards),
+        **metrics.covariance_summary(log_prob, adv, mask),
+        **metrics.bandit_covariance(log_prob, adv, mask, groups, rewards),
     }
     assert set(produced) == {
         metric_columns.TOKEN_COV,

@@ -1,7 +1,7 @@
 """The metrics contract: the columns of ``results/runs/{run}/metrics.parquet``, one row per step.
 
 Both trainers write them (the mini trainer, and verl through ``paper.verl_metrics``), computed by
-``core.training_metrics``; the study reads them. Named here, without torch, so the study needs none.
+``core.metrics``; the study reads them. Named here, without torch, so the study needs none.
 """
 
 from __future__ import annotations

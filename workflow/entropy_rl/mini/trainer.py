@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..core import atomic, formats, metric_columns, modules, resume, reward, training_metrics
+from ..core import atomic, formats, metric_columns, metrics, modules, resume, reward
 from . import algorithms, checkpoints, evaluate, generation, models, prime
 
 log = logging.getLogger(__name__)
@@ -211,7 +211,7 @@ def training_step(run: Run, step: int, val_sets: dict) -> dict:
     kept = group_rows(batch.keep_groups, spec["rollout_n"])
     row = {
         "step": step,
-        "entropy": training_metrics.policy_entropy(token_entropy[kept], batch.rollout.response_mask[kept]),
+        "entropy": metrics.policy_entropy(token_entropy[kept], batch.rollout.response_mask[kept]),
         "reward_mean": float(batch.rewards.mean()),
         "response_length": float(batch.rollout.response_mask.sum(dim=1).float().mean()),
         "kept_prompt_frac": len(batch.keep_groups) / batch.n_prompts,
@@ -282,8 +282,8 @@ def update_policy(run: Run, batch: Batch, old_log_prob: torch.Tensor) -> dict:
     if run.reference is not None and spec["loss"]["kl_loss_coef"] > 0:
         with torch.no_grad():
             ref_lp, _ = generation.forward_response(run.reference, data, spec["temperature"], with_entropy=False)
-    out = training_metrics.covariance_summary(old_lp, advantages, mask)
-    out.update(training_metrics.bandit_covariance(old_lp, advantages, mask, group_index, batch.rewards[keep]))
+    out = metrics.covariance_summary(old_lp, advantages, mask)
+    out.update(metrics.bandit_covariance(old_lp, advantages, mask, group_index, batch.rewards[keep]))
     out.update(ppo_epochs(run, data, old_lp, advantages, ref_lp, len(batch.keep_groups)))
     return out
 
@@ -311,9 +311,9 @@ def ppo_epochs(run: Run, data, old_lp, advantages, ref_lp, n_groups: int) -> dic
             run.optimizer.step()
             step_metrics.append(m)
             token_stats.append(
-                training_metrics.loss_token_stats(run.actor, log_prob, old, adv, mb.response_mask, m)
+                metrics.loss_token_stats(run.actor, log_prob, old, adv, mb.response_mask, m)
             )
-    out = training_metrics.pooled_loss_stats(token_stats)
+    out = metrics.pooled_loss_stats(token_stats)
     out["pg_loss"] = float(np.mean([m["actor/pg_loss"] for m in step_metrics]))
     out["pg_clipfrac"] = float(np.mean([m.get("actor/pg_clipfrac", math.nan) for m in step_metrics]))
     out["ppo_kl"] = float(np.mean([m.get("actor/ppo_kl", math.nan) for m in step_metrics]))

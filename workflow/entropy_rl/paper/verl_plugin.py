@@ -2,7 +2,7 @@
 
 verl logs its own entropy (token-mean over the update batch) and no covariance. This module,
 imported by every verl process (``VERL_USE_EXTERNAL_MODULES``, set by the launch, and
-``actor_rollout_ref.model.external_lib`` in the workers), adds the measures of ``entropy_rl.core.training_metrics``
+``actor_rollout_ref.model.external_lib`` in the workers), adds the measures of ``entropy_rl.core.metrics``
 computed exactly as the mini trainer computes them:
 
 - a trainer, ``trainer.v1.trainer_mode=entropy_paper``: verl's synchronous V1 trainer, which after
@@ -11,7 +11,7 @@ computed exactly as the mini trainer computes them:
   over the whole batch, as ``paper/*``;
 - for each of verl's loss modes used here, a mode ``<mode>+cov`` that calls verl's loss unchanged
   and logs, per micro-batch (where Clip-Cov and KL-Cov select their tokens), the sums and counts of
-  ``entropy_rl.core.training_metrics.loss_token_stats`` as ``actor/*``;
+  ``entropy_rl.core.metrics.loss_token_stats`` as ``actor/*``;
 - verl's actor worker with those sums added up over each mini-batch's micro-batches (verl averages
   a policy loss's metrics over them), which the trainer above starts in place of verl's own.
 """
@@ -29,7 +29,7 @@ from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.utils.metric import AggregationType, Metric
 from verl.workers.engine_workers import ActorRolloutRefWorker
 
-from ..core import training_metrics as measures  # `metrics` is verl's name for a step's metric dict
+from ..core import metrics as measures  # `metrics` is verl's name for a step's metric dict
 from .launch import TRAINER_MODE
 
 WRAPPED_MODES = ("vanilla", "clip_cov", "kl_cov")

@@ -4,7 +4,7 @@ import math
 
 import pytest
 import torch
-from entropy_rl.core import training_metrics
+from entropy_rl.core import metrics
 from entropy_rl.mini import generation
 
 
@@ -27,14 +27,14 @@ def test_entropy_from_forward_equals_closed_form(tiny_policy):
     # Eq. 5: each response's mean over its valid tokens, then the mean over responses.
     m = rollout.response_mask.bool()
     per_response = [float(ent[i][m[i]].mean()) for i in range(len(ent)) if m[i].any()]
-    assert training_metrics.policy_entropy(ent, rollout.response_mask) == pytest.approx(sum(per_response) / len(per_response))
+    assert metrics.policy_entropy(ent, rollout.response_mask) == pytest.approx(sum(per_response) / len(per_response))
 
 
 def test_policy_entropy_weighs_responses_not_tokens():
     ent = torch.tensor([[1.0, 1.0, 1.0, 1.0], [3.0, 0.0, 0.0, 0.0]])
     mask = torch.tensor([[1, 1, 1, 1], [1, 0, 0, 0]])
-    assert training_metrics.policy_entropy(ent, mask) == pytest.approx(2.0)  # (1 + 3) / 2; the token mean would be 7/5
-    assert math.isnan(training_metrics.policy_entropy(ent[:0], mask[:0]))
+    assert metrics.policy_entropy(ent, mask) == pytest.approx(2.0)  # (1 + 3) / 2; the token mean would be 7/5
+    assert math.isnan(metrics.policy_entropy(ent[:0], mask[:0]))
 
 
 def test_uniform_policy_entropy_is_log_vocab():
@@ -48,7 +48,7 @@ def test_covariance_summary_by_hand():
     lp = torch.tensor([[-1.0, -3.0], [-1.0, -3.0]])
     adv = torch.tensor([[1.0, 1.0], [-1.0, -1.0]])
     mask = torch.ones(2, 2)
-    out = training_metrics.covariance_summary(lp, adv, mask)
+    out = metrics.covariance_summary(lp, adv, mask)
     # centred lp = [1, -1, 1, -1], centred adv = [1, 1, -1, -1] -> products [1, -1, -1, 1]
     assert out["cov_all"] == pytest.approx(0.0)
     assert out["cov_top0.02"] == pytest.approx(1.0)  # the single top token
@@ -60,7 +60,7 @@ def test_bandit_covariance_by_hand():
     lp = torch.tensor([[-1.0, -3.0], [-1.0, 0.0], [-2.0, -2.0], [-1.0, -1.0]])
     mask = torch.tensor([[1, 1], [1, 0], [1, 1], [1, 1]])
     adv = torch.tensor([[1.0, 1.0], [-1.0, 0.0], [-1.0, -1.0], [1.0, 1.0]])  # one value per response
-    out = training_metrics.bandit_covariance(lp, adv, mask, ["p", "p", "q", "q"], [1.0, 0.0, 0.0, 1.0])
+    out = metrics.bandit_covariance(lp, adv, mask, ["p", "p", "q", "q"], [1.0, 0.0, 0.0, 1.0])
     # prompt p: x = (-2, -1), exp(x)·A = (e^-2, -e^-1); prompt q: x = (-2, -1), exp(x)·A = (-e^-2, e^-1)
     cov = lambda x, y: sum((a - sum(x) / 2) * (b - sum(y) / 2) for a, b in zip(x, y)) / 2  # noqa: E731
     p = cov([-2, -1], [math.exp(-2), -math.exp(-1)])
@@ -75,8 +75,8 @@ def test_bandit_covariance_difficulty_groups_at_eight_responses():
     g = torch.Generator().manual_seed(0)
     lp, adv = -torch.rand(24, 5, generator=g), torch.randn(24, 1, generator=g).expand(24, 5)
     rewards = [1.0] + [0.0] * 7 + [1.0] * 4 + [0.0] * 4 + [1.0] * 7 + [0.0]
-    out = training_metrics.bandit_covariance(lp, adv, torch.ones(24, 5), [i // 8 for i in range(24)], rewards)
-    single = [training_metrics.bandit_covariance(lp[i * 8 : i * 8 + 8], adv[i * 8 : i * 8 + 8], torch.ones(8, 5), [0] * 8, rewards[i * 8 : i * 8 + 8])["bandit_cov"] for i in range(3)]
+    out = metrics.bandit_covariance(lp, adv, torch.ones(24, 5), [i // 8 for i in range(24)], rewards)
+    single = [metrics.bandit_covariance(lp[i * 8 : i * 8 + 8], adv[i * 8 : i * 8 + 8], torch.ones(8, 5), [0] * 8, rewards[i * 8 : i * 8 + 8])["bandit_cov"] for i in range(3)]
     assert [out["bandit_cov_acc0.125"], out["bandit_cov_acc0.5"], out["bandit_cov_acc0.875"]] == pytest.approx(single)
 
 
@@ -94,7 +94,7 @@ def test_loss_token_stats_count_what_verls_losses_touch():
         cfg = algorithms.actor_config(dict(LOSS, loss_mode=mode, clip_ratio_high=0.2, **{ratio: 0.01}), 8, 16)
         new_param = new.clone().requires_grad_(True)
         loss, logged = get_policy_loss_fn(mode)(old, new_param, adv, mask, "token-mean", cfg)
-        stats = training_metrics.loss_token_stats(cfg, new, old, adv, mask, logged)
+        stats = metrics.loss_token_stats(cfg, new, old, adv, mask, logged)
         assert stats["response_tokens"] == 640
         if mode == "clip_cov":
             loss.backward()  # a detached token gets no gradient
@@ -112,12 +112,12 @@ def test_clip_higher_band_by_hand():
     old = torch.zeros(1, 4)
     new = torch.log(torch.tensor([[1.25, 1.25, 1.1, 1.3]]))  # ratios: in band, in band, below, above
     adv = torch.tensor([[1.0, -1.0, 1.0, 1.0]])
-    stats = training_metrics.loss_token_stats(cfg, new, old, adv, torch.ones(1, 4), {})
+    stats = metrics.loss_token_stats(cfg, new, old, adv, torch.ones(1, 4), {})
     cov = (new - new.mean()) * (adv - adv.mean())
     assert stats["cliphigher_tokens"] == 1  # only the first: in band with a positive advantage
-    assert set(stats) == set(training_metrics.LOSS_TOKEN_SUMS) - {"cov_touched_tokens"}  # vanilla: no tokens touched
+    assert set(stats) == set(metrics.LOSS_TOKEN_SUMS) - {"cov_touched_tokens"}  # vanilla: no tokens touched
     assert stats["cliphigher_cov_sum"] == pytest.approx(float(cov[0, 0]))
-    pooled = training_metrics.pooled_loss_stats([stats, {"response_tokens": 4.0}])
+    pooled = metrics.pooled_loss_stats([stats, {"response_tokens": 4.0}])
     assert pooled["cliphigher_cov"] == pytest.approx(float(cov[0, 0])) and math.isnan(pooled["cov_touched_frac"])
 
 
@@ -125,5 +125,5 @@ def test_covariance_ignores_masked_tokens():
     lp = torch.tensor([[-1.0, -100.0], [-3.0, 50.0]])
     adv = torch.tensor([[1.0, 9.0], [-1.0, 9.0]])
     mask = torch.tensor([[1, 0], [1, 0]])
-    cov = training_metrics.token_covariance(lp, adv, mask)
+    cov = metrics.token_covariance(lp, adv, mask)
     assert cov.tolist() == pytest.approx([1.0, 1.0])

@@ -9,8 +9,9 @@ Four layers, each a subpackage; the import rule between them is a contract the t
   the paper's algorithms, the trainer, evaluation and the power-sampling proposal with transformers.
 - ``paper``: the GPU scale: hub downloads, paper datasets, verl launch, plugin and metrics, the
   preflight, containers, the GPU budget, vLLM evaluation and proposal.
-- ``study``: what turns runs into the paper's findings: analysis, figures, tables, the
-  power-sampling study, the audit. It loads no torch, verl, vLLM or grader.
+- ``study``: what turns runs into the paper's findings: the registry of every figure and table
+  (``registry``, whose ``@artifact`` functions the rules build), the analysis, the figures by section,
+  the tables, the power-sampling study, the audit. It loads no torch, verl, vLLM or grader.
 
 ``mini`` and ``paper`` import only ``core``; ``study`` imports only ``core``.
 """

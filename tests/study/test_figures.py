@@ -10,12 +10,13 @@ import numpy as np
 import pandas as pd
 import pytest
 from entropy_rl.study import analysis, plotting
-from entropy_rl.study.artifacts import ARTIFACTS
+from entropy_rl.study import registry
 from entropy_rl.study.figures.shared import seed_curve
 from entropy_rl.study.inputs import Inputs
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 BENCHMARKS = ("math500", "aime24", "amc")
+ARTIFACTS = registry.load()  # with their functions
 PUBLIC = sorted(name for name, a in ARTIFACTS.items() if a.kind == "figure" and not a.power)  # the paper's figures
 FIT_GRIDS = ["fig03_fitted_curves", "fig04_code_fits", "appB_more_fits", "appC_training_data", "appD_instruct_models"]
 

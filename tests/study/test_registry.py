@@ -2,6 +2,8 @@
 holding its function, what it reads and what it writes; the rules, the config's schema and the audit read it."""
 
 import copy
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -12,8 +14,8 @@ from support import ROOT
 
 @pytest.fixture
 def scratch(monkeypatch):
-    """A copy of the registry that a test may register into."""
-    monkeypatch.setattr(registry, "ARTIFACTS", dict(registry.ARTIFACTS))
+    """A copy of the loaded registry that a test may register into."""
+    monkeypatch.setattr(registry, "ARTIFACTS", dict(registry.load()))
     return registry.ARTIFACTS
 
 
@@ -32,7 +34,7 @@ def test_a_new_function_is_registered_with_its_outputs_and_code(scratch):
     def table09_new(d): ...
 
     entry = scratch["table09_new"]
-    assert entry.make is table09_new and entry.reads == ("eval",) and not entry.power
+    assert entry.make is table09_new and entry.reads == ("eval",) and not entry.power and entry.module == __name__
     assert entry.outputs == {"csv": "results/tables/table09_new.csv", "md": "results/tables/table09_new.md"}
     assert entry.modules == (__name__, "entropy_rl.study.inputs", "entropy_rl.study.tables")
     assert entry.category == "Tables"
@@ -47,9 +49,25 @@ def test_a_new_function_is_registered_with_its_outputs_and_code(scratch):
         ("figure", ("metrics",), "main"),
     ],
 )
-def test_an_artifact_the_rules_cannot_build_is_refused(kind, reads, methods):
+def test_an_artifact_the_rules_cannot_build_is_refused(scratch, kind, reads, methods):
     with pytest.raises(ValueError, match="is not one the rules build"):
-        registry.artifact(kind, "Figure 99", "x", reads, methods)
+
+        @registry.artifact(kind, "Figure 99", "x", reads, methods)
+        def fig99(d, stem): ...
+
+    assert "fig99" not in scratch
+
+
+def test_the_declared_registry_is_the_loaded_one_read_without_importing_the_plotting_libraries():
+    """The workflow declares its rules from the decorators' source (registry.declared); the scripts call the loaded
+    functions (registry.load): the two hold the same entries in the same order, and declaring imports nothing."""
+    assert list(registry.declared().values()) == list(registry.load().values())
+    assert all(a.make is None for a in registry.declared().values())
+    code = "import sys; from entropy_rl.study import artifacts; print(sorted({'matplotlib', 'seaborn', 'scipy', 'pandas'} & set(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT / "workflow"
+    )
+    assert out.stdout.strip() == "[]"
 
 
 def test_the_registry_holds_the_papers_and_the_power_studys_artifacts():
@@ -64,7 +82,7 @@ def test_the_registry_holds_the_papers_and_the_power_studys_artifacts():
     assert set(artifacts.FIGURES) | set(artifacts.TABLES) == set(artifacts.ARTIFACTS)
     assert {artifacts.ARTIFACTS[n].methods for n in artifacts.POWER} == {"main", "sweep"}
     fig08 = artifacts.ARTIFACTS["fig08_covariance"]
-    assert fig08.make.__module__ == "entropy_rl.study.figures.covariance" and fig08.source == "Figure 8"
+    assert fig08.module == "entropy_rl.study.figures.covariance" and fig08.source == "Figure 8"
     assert artifacts.output_files("power02_pass_at_k") == [
         "results/figures/power02_pass_at_k.pdf",
         "results/figures/power02_pass_at_k.png",

@@ -3,10 +3,10 @@
 from pathlib import Path
 
 from entropy_rl.core import logs
-from entropy_rl.study import artifacts, inputs
+from entropy_rl.study import inputs, registry
 
 log = logs.setup(snakemake.log[0])
 loaded = inputs.load(dict(snakemake.input.items()), dict(snakemake.params.items()))
 if loaded.sizes:
     log.info("non-embedding parameters %s", loaded.sizes)
-artifacts.ARTIFACTS[snakemake.rule].make(loaded, str(Path(snakemake.output.pdf).with_suffix("")))
+registry.load()[snakemake.rule].make(loaded, str(Path(snakemake.output.pdf).with_suffix("")))

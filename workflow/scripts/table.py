@@ -3,10 +3,10 @@
 from pathlib import Path
 
 from entropy_rl.core import logs
-from entropy_rl.study import artifacts, inputs, tables
+from entropy_rl.study import inputs, registry, tables
 
 log = logs.setup(snakemake.log[0])
 loaded = inputs.load(dict(snakemake.input.items()), dict(snakemake.params.items()))
-table = artifacts.ARTIFACTS[snakemake.rule].make(loaded)
+table = registry.load()[snakemake.rule].make(loaded)
 tables.write(table, Path(snakemake.output.csv).with_suffix(""), loaded.caption)
 log.info("%s\n%s", snakemake.rule, table)

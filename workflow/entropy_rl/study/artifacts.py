@@ -1,23 +1,19 @@
-"""Every figure and table of the study, loaded: the registry (``study.registry``) once each module that registers
-into it is imported, with what the workflow asks of it.
+"""Every figure and table of the study as the workflow reads them: the registry's declared view
+(``registry.declared``, no plotting library imported), with what the workflow asks of it.
 
-The workflow reads the registry from here: the rules (figures.smk) loop over ``ARTIFACTS``, the config's artifact
-names are validated against it, and the evaluations the study needs are planned from it (``evaluated``,
-``reads_tests``). Adding a figure is its function with the ``registry.artifact`` decorator in the module of its
-section and, for a paper artifact, its runs in config.yaml (``<scale>.artifacts.<name>.runs``).
+The rules (figures.smk) loop over ``ARTIFACTS``, the config's artifact names are validated against it, and the
+evaluations the study needs are planned from it (``evaluated``, ``reads_tests``). Adding a figure is its function
+with the ``registry.artifact`` decorator in the module of its section and, for a paper artifact, its runs in
+config.yaml (``<scale>.artifacts.<name>.runs``).
 """
 
 from __future__ import annotations
 
-# Each registers its artifacts, in this order: the paper's figures and tables, then the power-sampling study's.
-# isort: off
-from . import figures  # noqa: F401
-from . import tables  # noqa: F401
-from . import power_study  # noqa: F401
+from . import registry
+from .registry import Artifact  # noqa: F401  (what the workflow reads)
 
-# isort: on
-from .registry import ARTIFACTS, Artifact  # noqa: F401  (what the workflow reads)
-
+# The registry as declared: read without importing the modules that draw (registry.declared).
+ARTIFACTS = registry.declared()
 FIGURES = [name for name, a in ARTIFACTS.items() if a.kind == "figure"]
 TABLES = [name for name, a in ARTIFACTS.items() if a.kind == "table"]
 PAPER = [name for name, a in ARTIFACTS.items() if not a.power]  # drawn from runs named in the config

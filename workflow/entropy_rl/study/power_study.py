@@ -17,8 +17,6 @@ from . import plotting
 from .inputs import Inputs
 from .registry import artifact
 
-AFTER = "Karan & Du (2025)"  # the paper whose comparison this is
-
 
 def accuracy_table(samples: dict[str, pd.DataFrame], reference: str = "base") -> pd.DataFrame:
     """One row per method: single-shot accuracy per benchmark (the mean over all samples, i.e.
@@ -89,7 +87,7 @@ def _one_seed_table(samples: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 @artifact(
     "table",
-    f"{AFTER}, Table 1",
+    "Karan & Du (2025), Table 1",
     "Single-shot accuracy (%, the mean over all answers) per benchmark, tokens per answer, tokens drawn per answer and their ratio to plain sampling, and the Metropolis-Hastings acceptance rate.",
     ("samples",),
     "main",
@@ -107,7 +105,7 @@ def power01_accuracy(d: Inputs) -> pd.DataFrame:
     return table.rename(index=d.labels)
 
 
-@artifact("figure", f"{AFTER}, Figure 5", "pass@k against k per benchmark (unbiased estimator).", ("samples",), "main")
+@artifact("figure", "Karan & Du (2025), Figure 5", "pass@k against k per benchmark (unbiased estimator).", ("samples",), "main")
 def power02_pass_at_k(d: Inputs, stem):
     """pass@k against k per benchmark (that paper's Figure 5): does sharpening keep the base model's diversity?
     Several seeds: the mean of each seed's curve, in a band of ±1 standard error."""
@@ -146,7 +144,7 @@ def power02_pass_at_k(d: Inputs, stem):
 
 @artifact(
     "figure",
-    f"{AFTER}, Figure 4",
+    "Karan & Du (2025), Figure 4",
     "The base model's log-likelihood per token of each method's answers.",
     ("samples",),
     "main",
@@ -173,7 +171,7 @@ def power03_likelihoods(d: Inputs, stem):
 
 @artifact(
     "figure",
-    f"{AFTER}, Figure 6",
+    "Karan & Du (2025), Figure 6",
     "Power-sampling accuracy against alpha, and against the number of MCMC steps per block.",
     ("samples",),
     "sweep",

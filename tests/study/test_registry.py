@@ -12,6 +12,14 @@ from entropy_rl.study import artifacts, registry
 from support import ROOT
 
 
+def test_the_loaded_order_is_the_sections_whatever_was_imported_first():
+    code = "from entropy_rl.study import power_study, tables, registry; print(list(registry.load())[0], list(registry.load())[-1])"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT / "workflow"
+    )
+    assert out.stdout.split() == ["fig01_entropy_collapse", "power04_hyperparameters"]
+
+
 @pytest.fixture
 def scratch(monkeypatch):
     """A copy of the loaded registry that a test may register into."""

@@ -88,10 +88,12 @@ def artifact(kind: str, source: str, what: str, reads: tuple[str, ...] = ("metri
 
 
 def load() -> dict[str, Artifact]:
-    """Every artifact with its function: the modules of ``SECTIONS`` imported, in order."""
+    """Every artifact with its function, the modules of ``SECTIONS`` imported: in their order, each module's in the
+    order it defines them (whichever module a process happened to import first)."""
     for section in SECTIONS:
         importlib.import_module(f"{__package__}.{section}")
-    return ARTIFACTS
+    order = {f"{__package__}.{section}": k for k, section in enumerate(SECTIONS)}
+    return dict(sorted(ARTIFACTS.items(), key=lambda item: order.get(item[1].module, len(order))))
 
 
 @cache

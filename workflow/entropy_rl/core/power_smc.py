@@ -1,0 +1,86 @@
+"""Power-SMC (Azizi et al., 2026): p^α sampled by sequential Monte Carlo over a population of partial answers.
+
+The target over a response y is π(y) ∝ p(y)^α (p the base model at temperature 1), as for Algorithm 1
+(``power_mcmc``). N particles grow together from the same proposal q (the base model at temperature 1/α, the
+``Proposer`` of ``power_mcmc``), each carrying a log importance weight that gains α·log p(y_t) − log q(y_t) per
+token it draws; with q at temperature 1/α that gain is the same for every token choice at a prefix (the log of
+Σ_v p(v|prefix)^α), so particles differ in weight only through their prefixes. After every ``resample_every``
+tokens, when the effective sample size 1/ΣW² falls below ``ess_threshold``·N, the population is resampled
+systematically (ancestors drawn in proportion to the weights, the weights reset). A particle that has ended (a
+stop token, or the length limit) is absorbing: it draws nothing more and its weight stays. When every particle
+has ended, the answer is one particle drawn in proportion to its weight.
+
+As N grows the answer's distribution tends to p^α over responses of at most ``max_new_tokens`` tokens; for a finite
+N it is biased (one draw of sampling-importance-resampling), which tests/core/test_power_exactness.py measures.
+The paper's exponent-bridging schedule (α raised from 1 over the first tokens) changes no limit and is left out.
+
+Token cost: every token any particle drew, the price of one answer.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from .power_mcmc import Chain, Proposer
+
+
+def effective_sample_size(log_w: np.ndarray) -> float:
+    """1 / Σ W², W the normalised weights."""
+    w = np.exp(log_w - log_w.max())
+    w /= w.sum()
+    return float(1.0 / np.sum(w**2))
+
+
+def systematic_resample(log_w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Ancestor indices by systematic resampling: one uniform u, positions (u + i) / N on the weights' CDF."""
+    w = np.exp(log_w - log_w.max())
+    cdf = np.cumsum(w / w.sum())
+    cdf[-1] = 1.0
+    return np.searchsorted(cdf, (rng.random() + np.arange(len(log_w))) / len(log_w), side="right")
+
+
+def smc_answer(proposer: Proposer, prompt: torch.Tensor, alpha: float, particles: int, resample_every: int,
+               ess_threshold: float, max_new_tokens: int, rng: np.random.Generator) -> Chain:  # fmt: skip
+    """One response to ``prompt``: ``particles`` partial answers advanced ``resample_every`` tokens at a time, weighted
+    towards p^α and resampled when their effective size falls below ``ess_threshold``·N; then one drawn by weight.
+    The returned chain's ``drawn`` counts every token the population drew."""
+    pop = [Chain(prompt) for _ in range(particles)]
+    log_w, drawn = np.zeros(particles), 0
+    while live := [i for i, c in enumerate(pop) if not c.ended(proposer.stop_ids, max_new_tokens)]:
+        budgets = [min(resample_every, max_new_tokens - len(pop[i].tokens)) for i in live]
+        drafts = proposer.extend([torch.cat([pop[i].prompt, pop[i].tokens]) for i in live], budgets)
+        for i, draft in zip(live, drafts):
+            tokens, logp, logq = draft
+            drawn += len(tokens)
+            log_w[i] += alpha * float(logp.sum()) - float(logq.sum())
+            pop[i].splice(len(pop[i].tokens), draft)
+        if effective_sample_size(log_w) < ess_threshold * particles:
+            pop = [_copy(pop[a]) for a in systematic_resample(log_w, rng)]
+            log_w = np.zeros(particles)
+    w = np.exp(log_w - log_w.max())
+    answer = _copy(pop[int(rng.choice(particles, p=w / w.sum()))])
+    answer.drawn = drawn
+    return answer
+
+
+def _copy(chain: Chain) -> Chain:
+    return Chain(chain.prompt, chain.tokens, chain.logp, chain.logq)
+
+
+def method_chains(proposer: Proposer, prompt_ids: list[torch.Tensor], method: dict, n: int, max_new_tokens: int,
+                  rng: np.random.Generator) -> list[Chain]:  # fmt: skip
+    """``n`` answers per prompt, each from its own population, grouped by prompt (as ``power_mcmc.answer_rows`` reads
+    them), with settings ``{"kind": "smc", "alpha", "particles", "resample_every", "ess_threshold"}``."""
+    return [
+        smc_answer(proposer, p, method["alpha"], method["particles"], method["resample_every"],
+                   method["ess_threshold"], max_new_tokens, rng)
+        for p in prompt_ids for _ in range(n)
+    ]  # fmt: skip
+
+
+def costs(chains: list[Chain]) -> tuple[list[int], list[float]]:
+    """Each answer's tokens drawn (its population's), and no MH acceptance rate."""
+    return [c.drawn for c in chains], [math.nan] * len(chains)

@@ -1,0 +1,100 @@
+"""What a code change would rerun on a complete paper-scale result set, and what the paid-work guard says of it.
+
+Exports two revisions of this repository (``git archive``), builds every output of the paper-scale DAG with the
+old one as empty files made up to date by ``snakemake --touch --forceall`` (so each job has the metadata a real run
+leaves), then asks the new one: a dry run's jobs by rule, and ``snakemake all`` for real, where the guard
+(cluster.smk paid_work_guard) stops before submitting if a GPU job would run again, naming its causes and pricing
+it. No job runs: outputs are empty, and the guard stops first or the first job fails at once. Run from the
+repository root; it takes a few minutes of one core:
+
+    python benchmarks/rerun_cost.py OLD_REV [NEW_REV] [--dir /tmp/rerun-cost]
+"""
+
+import argparse
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+FILES = {".parquet", ".txt", ".json", ".csv", ".md", ".html", ".pdf", ".png"}  # the DAG's other outputs are directories
+
+
+def export(rev: str, dest: Path) -> None:
+    dest.mkdir(parents=True)
+    subprocess.run(f"git archive {rev} | tar -x -C {dest}", shell=True, check=True)
+
+
+def snakemake(wf: Path, work: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_TOKEN": os.environ.get("HF_TOKEN", "hf_not_used"), "PYTHONPATH": str(wf / "workflow")}
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(wf / "Snakefile"),
+        "-d",
+        str(work),
+        "--config",
+        "scale=paper",
+        *args,
+    ]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env)
+
+
+def old_results(old: Path, work: Path) -> int:
+    """Every output of the old revision's paper DAG, empty and up to date; returns the number of jobs."""
+    shutil.copy2(old / "config.yaml", work / "config.yaml")
+    for run in yaml.safe_load((old / "config.yaml").read_text())["paper"][
+        "runs"
+    ]:  # so the plan runs no launch preflight
+        (work / "results/runs" / run).mkdir(parents=True)
+        (work / "results/runs" / run / "metrics.parquet").touch()
+    plan = snakemake(old, work, "-n", "all")
+    if plan.returncode:
+        sys.exit(plan.stderr[-3000:])
+    outputs = {o for line in re.findall(r"^\s+output: (.*)$", plan.stdout, re.M) for o in line.split(", ")}
+    for out in outputs:
+        path = work / out
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch() if path.suffix in FILES else path.mkdir(exist_ok=True)
+    touched = snakemake(old, work, "--touch", "--forceall", "--cores", "2", "all")
+    if touched.returncode:
+        sys.exit(touched.stderr[-3000:])
+    return len(re.findall(r"^\s+output: ", plan.stdout, re.M))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("old")
+    parser.add_argument("new", nargs="?", default="HEAD")
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/rerun-cost"))
+    args = parser.parse_args()
+    shutil.rmtree(args.dir, ignore_errors=True)
+    old, new, work = args.dir / "old", args.dir / "new", args.dir / "work"
+    export(args.old, old), export(args.new, new), work.mkdir(parents=True)
+    print(f"{args.old}: a complete paper-scale result set of {old_results(old, work)} jobs")
+    shutil.copy2(new / "config.yaml", work / "config.yaml")
+    dry = snakemake(new, work, "-n", "all")
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, re.M))
+    total = counts.pop("total", "0")
+    print(f"{args.new}: {total} jobs would run: {counts}")
+    lines = snakemake(new, work, "--cores", "1", "all").stderr.splitlines()
+    guard = [line for line in lines if line.startswith("paid work")]
+    print(guard[0] if guard else "the paid-work guard lets it through: no GPU job whose outputs exist is outdated")
+    jobs = collections.Counter(
+        m.group(1) for line in lines if (m := re.match(r"^  (train_verl|evaluate_vllm|power_sample_vllm) ", line))
+    )
+    if jobs:
+        print("GPU jobs by rule:", dict(jobs))
+        print(
+            "changed modules named:", sorted({m for line in lines for m in re.findall(r"code changed: ([\w.]+)", line)})
+        )
+
+
+if __name__ == "__main__":
+    main()

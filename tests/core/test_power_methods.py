@@ -21,24 +21,43 @@ def build(scale="mini", edit=None):
 
 def test_the_paper_study_has_its_methods_in_order_with_their_settings_and_labels():
     study = build("paper")
-    assert list(study.methods) == ["base", "low-temp", "power", "grpo", "clip-cov", "kl-cov",
+    assert list(study.methods) == ["base", "low-temp", "power", "smc", "sps", "grpo", "clip-cov", "kl-cov",
                                    "power-alpha1", "power-alpha2", "power-alpha8", "power-mcmc0", "power-mcmc2", "power-mcmc5"]  # fmt: skip
     assert study.methods["low-temp"] == {"kind": "sample", "temperature": 0.25}
     assert study.methods["power"] == {"kind": "power", "alpha": 4.0, "block_size": 192, "n_mcmc": 10}
     assert study.methods["power-mcmc2"] == {"kind": "power", "alpha": 4.0, "block_size": 192, "n_mcmc": 2}
     assert study.methods["grpo"] == {"kind": "sample", "temperature": 1.0, "run": "qwen2.5-7b-grpo-dapo"}
+    assert study.methods["smc"] == {"kind": "smc", "alpha": 4.0, "particles": 64, "resample_every": 64, "ess_threshold": 0.5}
+    assert study.methods["sps"] == {"kind": "sps", "alpha": 4.0, "block_size": 192, "candidates": 8, "rollouts": 8, "horizon": 192}
     assert list(study.labels) == list(study.methods)
     assert study.labels["low-temp"] == "Low temperature (T = 1/4)"
     assert study.labels["power-alpha2"] == "Power sampling (alpha 2, B 192, N_MCMC 10)"
     assert study.labels["grpo"] == "label of qwen2.5-7b-grpo-dapo"
+    assert study.labels["smc"] == "Power-SMC (N 64, ESS < 0.5N every 64)"
+    assert study.labels["sps"] == "Scalable power sampling (B 192, L 8, M 8, H 192)"
 
 
 def test_each_artifact_draws_the_main_methods_or_the_sweeps():
     study = build("mini")
-    assert study.drawn("main") == study.main == ["base", "low-temp", "power", "grpo", "clip-cov", "kl-cov"]
+    assert study.drawn("main") == study.main == ["base", "low-temp", "power", "smc", "sps", "grpo", "clip-cov", "kl-cov"]
     assert study.drawn("sweep") == study.sweep == [m for m in study.methods if m.startswith("power")]
     caption = study.caption("pass@k against k.", "mini")
     assert caption.startswith("Mini scale, after Karan & Du (2025). pass@k against k. Base model qwen2-m;")
+    assert "the same p^alpha from the same proposal: Power-SMC (N 8, " in caption
+
+
+def test_a_study_without_the_later_samplers_leaves_them_out():
+    study = build("mini", lambda p: [p.pop("smc"), p.pop("sps")])
+    assert study.main == ["base", "low-temp", "power", "grpo", "clip-cov", "kl-cov"] and "smc" not in study.methods
+    assert "later samplers" not in study.caption("x.", "mini")
+
+
+@pytest.mark.parametrize("kind, module", [("sample", "paper.power_sampling"), ("power", "paper.power_sampling"),
+                                          ("smc", "paper.power_samplers"), ("sps", "paper.power_samplers")])  # fmt: skip
+def test_each_kind_is_sampled_by_one_module_per_scale(kind, module):
+    """At paper scale the later samplers live apart, so their code is not in the first jobs' code stamp."""
+    assert power_methods.sampler_module("paper", kind) == module
+    assert power_methods.sampler_module("mini", kind) == "mini.power_sampling"
 
 
 def test_answers_count_the_problems_each_benchmark_has():
@@ -78,7 +97,7 @@ def test_replicates_repeat_every_method_on_its_own_replicate_of_the_models():
     study = power_methods.build(power, {run: f"label of {run}" for run in power["runs"].values()}, replicates=3, base_seed=2)
     plain = [m for m in study.methods if "@r" not in m]
     assert list(study.methods) == plain + [f"{m}@r1" for m in plain] + [f"{m}@r2" for m in plain]
-    assert study.main == ["base", "low-temp", "power", "grpo", "clip-cov", "kl-cov"]  # the artifacts name replicate 0
+    assert study.main == ["base", "low-temp", "power", "smc", "sps", "grpo", "clip-cov", "kl-cov"]  # replicate 0's names
     assert "power@r1" not in study.drawn("sweep")
     assert study.seeds("grpo") == ["grpo", "grpo@r1", "grpo@r2"] == study.seeds("grpo@r2")
     assert study.with_seeds(["base", "power"]) == ["base", "base@r1", "base@r2", "power", "power@r1", "power@r2"]

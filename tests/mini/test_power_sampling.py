@@ -164,6 +164,8 @@ def test_every_method_samples_grades_and_costs_the_same_problems(tiny_policy):
         "base": {"kind": "sample", "temperature": 1.0},
         "low-temp": {"kind": "sample", "temperature": 0.25},
         "power": {"kind": "power", "alpha": 4.0, "block_size": 4, "n_mcmc": 2},
+        "smc": {"kind": "smc", "alpha": 4.0, "particles": 4, "resample_every": 2, "ess_threshold": 0.5},
+        "sps": {"kind": "sps", "alpha": 4.0, "block_size": 4, "candidates": 3, "rollouts": 2, "horizon": 4},
     }
     frames = {
         name: mini_power.sample_method(model, tok, model, prompts, answers, m, 4, 8, seed=0)
@@ -171,13 +173,16 @@ def test_every_method_samples_grades_and_costs_the_same_problems(tiny_policy):
     }
     for name, f in frames.items():
         assert len(f) == 12 and sorted(set(f["problem_id"])) == [0, 1, 2] and f["sample"].max() == 3
-        assert (f["base_loglik"] <= 0).all() and (f["response_tokens"] >= 1).all()
+        assert (f["base_loglik"] <= 0).all() and (f["response_tokens"] >= 1).all() and (f["seconds"] > 0).all()
         assert f["ground_truth"].tolist() == [a for a in answers for _ in range(4)]
     assert (frames["base"]["drawn_tokens"] == frames["base"]["response_tokens"]).all()  # one draw per token
-    assert (frames["power"]["drawn_tokens"] > frames["power"]["response_tokens"]).all()
+    for name in ("power", "smc", "sps"):
+        assert (frames[name]["drawn_tokens"] > frames[name]["response_tokens"]).all()
     assert frames["power"]["acceptance"].between(0, 1).all() and frames["base"]["acceptance"].isna().all()
-    again = mini_power.sample_method(model, tok, model, prompts, answers, methods["power"], 4, 8, seed=0)
-    pd.testing.assert_frame_equal(again, frames["power"])
+    assert frames["smc"]["acceptance"].isna().all() and frames["sps"]["acceptance"].isna().all()
+    for name in ("power", "smc", "sps"):  # the seed fixes every draw; the wall time is the clock's
+        again = mini_power.sample_method(model, tok, model, prompts, answers, methods[name], 4, 8, seed=0)
+        pd.testing.assert_frame_equal(again.drop(columns="seconds"), frames[name].drop(columns="seconds"))
 
 
 def frame(correct: list[list[bool]], drawn_per_token: int, bench: str = "addsub") -> pd.DataFrame:
@@ -245,15 +250,23 @@ def test_the_study_over_seeds_shows_the_mean_and_its_standard_error(tmp_path):
 
     base = [frame([[True, False], [False, False]], 1), frame([[True, True], [True, False]], 1)]  # 25% and 75%
     power = [frame([[True, True], [False, False]], 3), frame([[True, True], [True, True]], 5)]  # 50% and 100%
-    base, power = [f.assign(acceptance=math.nan) for f in base], [f.assign(acceptance=0.5) for f in power]
+    base = [f.assign(acceptance=math.nan, seconds=s) for f, s in zip(base, (0.01, 0.03))]
+    power = [f.assign(acceptance=0.5, seconds=s) for f, s in zip(power, (0.04, 0.06))]
     table = power_study.power01_accuracy(Inputs(samples={"base": base, "power": power}))
     assert table.loc["base", "addsub"] == 50 and table.loc["power", "addsub"] == 75
+    # pass@2 (both answers a problem has): base solves 1 of 2 problems, then 2 of 2; power 1, then 2
+    assert table.loc["base", "pass@2"] == 75 and table.loc["power", "pass@2"] == 75
+    assert table.loc["power", "time vs base"] == pytest.approx((4 + 2) / 2)  # 0.04/0.01 and 0.06/0.03, then the mean
+    assert table.loc["power", "time vs base s.e."] == pytest.approx(2 / math.sqrt(2) / math.sqrt(2))
+    assert table.loc["power", "seconds per answer"] == pytest.approx(0.05)
     assert table.loc["power", "Avg. s.e."] == pytest.approx(50 / math.sqrt(2) / math.sqrt(2))  # 50 and 100: s.d. 35.4, over root 2
     assert table.loc["power", "cost vs base"] == 4 and list(table.columns).index("Avg. s.e.") == list(table.columns).index("Avg.") + 1
     with pytest.raises(ValueError, match="same number of seeds"):
         power_study.power01_accuracy(Inputs(samples={"base": base, "power": power[:1]}))
     power_study.power02_pass_at_k(Inputs(samples={"base": base, "power": power}, pass_k=(1, 2)), tmp_path / "passk")
     assert (tmp_path / "passk.png").stat().st_size > 0
+    power_study.power05_cost_accuracy(Inputs(samples={"base": base, "power": power}, caption="c"), tmp_path / "cost")
+    assert (tmp_path / "cost.png").stat().st_size > 0
 
 
 # ---- paper scale: the vLLM-backed proposal, up to the engine (vLLM needs a GPU) -------------------
@@ -325,8 +338,8 @@ def test_the_paper_scale_method_sampler_gives_the_mini_rows(tiny_policy, engine,
         for name, m in methods.items()
     }
     mini = mini_power.sample_method(model, tok, model, prompts, answers, methods["power"], 4, 8, seed=0)
-    for f in frames.values():
-        assert list(f.columns) == list(mini.columns) and len(f) == 12
+    for f in frames.values():  # the first paper-scale sampler does not time its answers (its code stamp is kept)
+        assert list(f.columns) == [c for c in mini.columns if c != "seconds"] and len(f) == 12
         assert f["ground_truth"].tolist() == [a for a in answers for _ in range(4)]
         assert (f["response_tokens"].between(1, 8)).all() and (f["base_loglik"] < 0).all()
     assert (frames["base"]["drawn_tokens"] == frames["base"]["response_tokens"]).all()
@@ -350,6 +363,33 @@ def test_the_paper_scale_method_sampler_gives_the_mini_rows(tiny_policy, engine,
         assert frames["base"]["base_loglik"][j] == pytest.approx(float(want), abs=1e-3)
     again = paper_power.sample_method(engine, engine, tok, prompts, answers, styles, methods["power"], 4, 8, 0, stop)
     pd.testing.assert_frame_equal(again, frames["power"])
+
+
+@pytest.mark.parametrize(
+    "method",
+    [
+        {"kind": "smc", "alpha": 4.0, "particles": 4, "resample_every": 3, "ess_threshold": 0.5},
+        {"kind": "sps", "alpha": 4.0, "block_size": 4, "candidates": 3, "rollouts": 2, "horizon": 4},
+    ],
+)
+def test_the_later_samplers_at_paper_scale_give_the_mini_rows(tiny_policy, engine, tmp_path, method):
+    """paper.power_samplers over the vLLM proposal: the mini rows (wall time included), every answer advanced
+    together, repeatable by its seed."""
+    from entropy_rl.paper import power_samplers
+
+    model, tok = tiny_policy
+    prompts = [[{"role": "user", "content": f"Calculate {a} + 3."}] for a in range(3)]
+    answers, styles = [str(a + 3) for a in range(3)], ["rule"] * 3
+    stop = paper_power.stop_ids(str(tmp_path), tok)
+    rows = power_samplers.sample_method(engine, engine, tok, prompts, answers, styles, method, 4, 8, 0, stop)
+    mini = mini_power.sample_method(model, tok, model, prompts, answers, method, 4, 8, seed=0)
+    assert list(rows.columns) == list(mini.columns) and len(rows) == 12 and (rows["seconds"] > 0).all()
+    assert (rows["drawn_tokens"] > rows["response_tokens"]).all() and rows["acceptance"].isna().all()
+    assert rows["response_tokens"].between(1, 8).all() and (rows["base_loglik"] < 0).all()
+    # draws of every answer share a call: the largest batch holds more prefixes than there are answers' prompts
+    assert max(engine.calls) > len(prompts)
+    again = power_samplers.sample_method(engine, engine, tok, prompts, answers, styles, method, 4, 8, 0, stop)
+    pd.testing.assert_frame_equal(again.drop(columns="seconds"), rows.drop(columns="seconds"))
 
 
 class EndlessProposer:
@@ -377,3 +417,25 @@ def test_the_gpu_hours_token_model_is_what_the_sampler_draws():
     se = np.std([c.drawn for c in chains]) / math.sqrt(len(chains))
     print(f"tokens drawn per answer: sampler {drawn:.1f} ± {se:.1f}, estimate {want:.1f}, plain sampling {length}")
     assert abs(drawn - want) < 4 * se
+
+
+class DistinctProposer(EndlessProposer):
+    """Random draws that never end an answer: every candidate block distinct, as the estimate's upper count."""
+
+    def extend(self, prefixes, budgets):
+        return [(torch.as_tensor(self.rng.integers(0, 10**6, b)), torch.full((b,), -1.0), torch.full((b,), -1.0))
+                for b in budgets]  # fmt: skip
+
+
+def test_the_gpu_hours_token_model_of_the_later_samplers_is_what_they_draw():
+    """budget.smc_tokens and budget.sps_tokens against the samplers' own counts, on answers that never end early."""
+    from entropy_rl.core import power_smc, power_sps
+    from entropy_rl.paper import budget
+
+    length, rng = 21, np.random.default_rng(0)
+    smc = {"kind": "smc", "alpha": 1.0, "particles": 5, "resample_every": 4, "ess_threshold": 0.5}
+    chains = power_smc.method_chains(DistinctProposer(rng), [torch.tensor([7])] * 3, smc, 1, length, rng)
+    assert {c.drawn for c in chains} == {budget.smc_tokens(length, 5, 4, prompt=0)[0]}
+    sps = {"kind": "sps", "alpha": 1.0, "block_size": 8, "candidates": 3, "rollouts": 2, "horizon": 5}
+    chains = power_sps.method_chains(DistinctProposer(rng), [torch.tensor([7])] * 3, sps, 1, length, rng)
+    assert {c.drawn for c in chains} == {budget.sps_tokens(length, 8, 3, 2, 5, prompt=0)[0]}

@@ -545,11 +545,11 @@ MAIN = {"kind": "power", "alpha": 4.0, "block_size": 8, "n_mcmc": 5}
 SWEEP = {"power-mcmc0": 0, "power-mcmc1": 1, "power-mcmc2": 2, "power": 5, "power-mcmc10": 10}
 
 
-def answers(right, problems=80, n=8, drawn=10, loglik=-0.5, benches=("y", "x")):
+def answers(right, problems=80, n=8, drawn=10, loglik=-0.5, benches=("y", "x"), seconds=0.01):
     """n answers to each problem; ``right[i]`` of problem i's answers are correct (an int for all)."""
     right = np.broadcast_to(right, problems)
     rows = [{"benchmark": b, "problem_id": i, "sample": s, "correct": s < right[i], "response_tokens": 5,
-             "drawn_tokens": drawn, "acceptance": 1.0, "base_loglik_per_token": loglik + 0.01 * (i % 7)}
+             "drawn_tokens": drawn, "acceptance": 1.0, "base_loglik_per_token": loglik + 0.01 * (i % 7), "seconds": seconds}
             for b in benches for i in range(problems) for s in range(n)]  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -558,15 +558,18 @@ def make_power_study(tmp_path, frames: dict[str, pd.DataFrame], scale="mini", mo
     """A study of the power-sampling methods in ``frames``; "grpo" samples a GRPO run, "kl" a KL-Cov run."""
     methods = {"base": {"kind": "sample", "temperature": 1.0}, "low-temp": {"kind": "sample", "temperature": 0.25},
                "grpo": {"kind": "sample", "temperature": 1.0, "run": "g"}, "kl": {"kind": "sample", "temperature": 1.0, "run": "k"},
+               "smc": {"kind": "smc", "alpha": 4.0, "particles": 8, "resample_every": 4, "ess_threshold": 0.5},
+               "sps": {"kind": "sps", "alpha": 4.0, "block_size": 8, "candidates": 4, "rollouts": 2, "horizon": 8},
                **{m: dict(MAIN, n_mcmc=v) for m, v in SWEEP.items()}}  # fmt: skip
     paths = {}
     for method, frame in frames.items():
         paths[method] = str(tmp_path / f"{method}.samples.parquet")
         frame.to_parquet(paths[method])
-    main = ["base", "low-temp", "power", "grpo", "kl"]
+    main = [m for m in ("base", "low-temp", "power", "smc", "sps", "grpo", "kl") if m in frames]
     power = {"model": model, "methods": methods,
              "runs": {"grpo": "g", "kl": "k"}, "problems": {"y": 80, "x": 80}, "n": 8,
-             "artifacts": {"power01_accuracy": main, "power02_pass_at_k": main, "power03_likelihoods": main, "power04_hyperparameters": list(SWEEP)}}  # fmt: skip
+             "artifacts": {"power01_accuracy": main, "power02_pass_at_k": main, "power03_likelihoods": main, "power04_hyperparameters": list(SWEEP),
+                           "power05_cost_accuracy": main}}  # fmt: skip
     study = make_study(
         tmp_path,
         {"g": (spec(), run_metrics(), {"x": 0.5}), "k": (spec("kl_cov"), run_metrics(), {"x": 0.5})},
@@ -586,10 +589,12 @@ def power_frames(holds: bool) -> dict[str, pd.DataFrame]:
     if holds:
         frames = {"base": answers(3 * solvable, loglik=-0.9), "low-temp": answers(4 * solvable, drawn=10),
                   "power": answers(5 * solvable, drawn=40, loglik=-0.6), "grpo": answers(grpo, loglik=-0.3),
+                  "smc": answers(5 * solvable, drawn=60), "sps": answers(6 * solvable, drawn=50),
                   **{m: answers(np.minimum(v, 5) * solvable, drawn=10 + 6 * v) for m, v in SWEEP.items() if m != "power"}}  # fmt: skip
     else:
         frames = {"base": answers(5 * solvable, loglik=-0.3), "low-temp": answers(4 * solvable),
                   "power": answers(np.where(np.arange(80) < 24, 8, 0), loglik=-0.6), "grpo": answers(grpo, loglik=-0.9),
+                  "smc": answers(1 * solvable), "sps": answers(1 * solvable),
                   **{m: answers(np.maximum(5 - v, 0) * solvable) for m, v in SWEEP.items() if m != "power"}}  # fmt: skip
     return {**frames, "kl": answers(grpo)}
 
@@ -598,12 +603,13 @@ def power_frames(holds: bool) -> dict[str, pd.DataFrame]:
 def test_ledger_power_claims_flip_with_the_answers(tmp_path, holds):
     study = make_power_study(tmp_path, power_frames(holds))
     rows = {c["id"]: audit.judge(c, study) for c in audit.expand_ledger(LEDGER) if c["id"] in POWER_IDS}
-    qualitative = [i for i in POWER_IDS if not i.startswith("power/table1/")]
-    assert len(qualitative) == 7
+    kinds = {c["id"]: c["kind"] for c in LEDGER["claims"] if c["id"] in POWER_IDS}
+    qualitative = [i for i in POWER_IDS if kinds[i] == "qualitative"]
+    assert len(qualitative) == 10 and {"power/sps/matches-mh", "power/smc/matches-mh"} <= set(qualitative)
     for i in qualitative:
         assert rows[i]["verdict"] == (audit.REPRODUCED if holds else audit.NOT_REPRODUCED), (i, rows[i])
     for i in POWER_IDS:
-        if i.startswith("power/table1/"):
+        if kinds[i] == "number":  # Table 1's cells and the later samplers' latencies
             assert rows[i]["verdict"] == audit.NOT_COMPARABLE and "paper scale" in rows[i]["why"], rows[i]
 
 
@@ -617,6 +623,26 @@ def test_power_measurements_report_their_numbers(tmp_path):
     assert "if answers were independent" in acc.value and "80 problems" in acc.how
     trend = audit.MEASUREMENTS["power_rises_with"](study, "power04_hyperparameters", "n_mcmc", "MATH-500")
     assert trend.value.startswith("0: 0.0%, 1: 11.2%, 2: 22.5%, 5: 56.2%, 10: 56.2%")
+
+
+def test_latency_claims_read_the_wall_time_and_are_judged_at_paper_scale(tmp_path):
+    frames = power_frames(True)
+    frames["power"] = frames["power"].assign(seconds=0.2)
+    frames["sps"] = frames["sps"].assign(seconds=0.02)
+    frames["smc"] = frames["smc"].assign(seconds=0.05)  # base: 0.01 s per answer
+    claims = {c["id"]: c for c in LEDGER["claims"]}
+    paper = make_power_study(tmp_path, frames, scale="paper")
+    rows = {i: audit.judge(claims[i], paper) for i in ("power/sps/latency-vs-mh", "power/smc/latency-vs-plain",
+                                                       "power/smc/mh-latency-vs-plain")}  # fmt: skip
+    assert rows["power/sps/latency-vs-mh"]["measured"] == pytest.approx(10.0)
+    assert rows["power/sps/latency-vs-mh"]["verdict"] == audit.REPRODUCED  # 10 inside [5, 20]
+    assert rows["power/smc/latency-vs-plain"]["measured"] == pytest.approx(5.0)
+    assert rows["power/smc/latency-vs-plain"]["verdict"] == audit.NOT_REPRODUCED  # 5x is outside 1.4-3.3x
+    assert rows["power/smc/mh-latency-vs-plain"]["measured"] == pytest.approx(20.0)
+    assert rows["power/smc/mh-latency-vs-plain"]["verdict"] == audit.REPRODUCED  # 20x is inside 16-28x
+    frames["power"] = frames["power"].drop(columns="seconds")  # answers sampled before samplers timed themselves
+    row = audit.judge(claims["power/sps/latency-vs-mh"], make_power_study(tmp_path, frames, scale="paper"))
+    assert row["verdict"] == audit.NOT_COMPARABLE and "record no wall time" in row["why"]
 
 
 def test_power_match_uses_the_standard_error_over_problems(tmp_path):

@@ -17,7 +17,7 @@ def test_the_loaded_order_is_the_sections_whatever_was_imported_first():
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT / "workflow"
     )
-    assert out.stdout.split() == ["fig01_entropy_collapse", "power04_hyperparameters"]
+    assert out.stdout.split() == ["fig01_entropy_collapse", "power05_cost_accuracy"]
 
 
 @pytest.fixture
@@ -86,6 +86,7 @@ def test_the_registry_holds_the_papers_and_the_power_studys_artifacts():
         "power02_pass_at_k",
         "power03_likelihoods",
         "power04_hyperparameters",
+        "power05_cost_accuracy",
     ]
     assert set(artifacts.FIGURES) | set(artifacts.TABLES) == set(artifacts.ARTIFACTS)
     assert {artifacts.ARTIFACTS[n].methods for n in artifacts.POWER} == {"main", "sweep"}

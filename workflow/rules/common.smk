@@ -2,6 +2,7 @@
 # name are in paths.smk). Rules stay thin: they name files and per-run params; the work happens in the entropy_rl
 # package. The claims judged and the jobs they need are in claims.smk; cluster concerns (SLURM, the hub token, the
 # GPU budget, the launch preflight) in cluster.smk; the pilot's report in pilot.smk.
+import functools
 import os
 from pathlib import Path
 
@@ -300,6 +301,21 @@ def power_job(method):
     return {"settings": power_methods()[method], "model": POWER_STUDY.model(method), "placement": S["models"][POWER["model"]],
             "problems": POWER["problems"], "n": POWER["n"], "max_new_tokens": POWER["max_new_tokens"],
             "seed": POWER_STUDY.seed(method)}  # fmt: skip
+
+
+# At paper scale each sampling module has its own code stamp (core.power_methods.sampler_module): a change to the later
+# samplers outdates none of the jobs of plain sampling and Algorithm 1, whose stamp keeps its name.
+SAMPLER_CODE = {"paper.power_sampling": "power_sample_vllm", "paper.power_samplers": "power_samplers_vllm"}
+
+
+def power_sampler_code(wildcards):
+    """The code stamp of the module that samples a method at paper scale."""
+    return sampler_stamp(power_registry.sampler_module("paper", power_job(wildcards.method)["settings"]["kind"]))
+
+
+@functools.cache
+def sampler_stamp(module):
+    return code(SAMPLER_CODE[module], module)
 
 
 def power_base_model(wildcards):

@@ -42,7 +42,7 @@ if POWER:
                 policy=power_policy_with_budget,
                 preflight=power_preflight,
                 benchmarks=expand(BENCHMARK_FILE, benchmark=POWER["benchmarks"]),
-                code=code("power_sample_vllm", "paper.power_sampling"),
+                code=power_sampler_code,
             output:
                 POWER_SAMPLES,
             params:

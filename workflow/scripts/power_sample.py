@@ -1,19 +1,20 @@
 # One power-sampling-study method: n graded answers to each problem, with their base-model likelihood
-# and token cost. The rule's `backend` param picks the scale's sampler (entropy_rl.mini.power_sampling:
-# Hugging Face models; entropy_rl.paper.power_sampling: vLLM engines on the base model's GPUs); both
-# have the entry sample_benchmarks.
+# and token cost. The rule's `backend` param (the scale) and the method's kind pick the sampler
+# (core.power_methods.sampler_module: entropy_rl.mini.power_sampling, Hugging Face models; at paper scale
+# entropy_rl.paper.power_sampling or .power_samplers, vLLM engines on the base model's GPUs); each has the
+# entry sample_benchmarks.
 import importlib
 import time
 from pathlib import Path
 
 import pandas as pd
-from entropy_rl.core import atomic, formats, logs
+from entropy_rl.core import atomic, formats, logs, power_methods
 
 
 def main(snakemake):
     log = logs.setup(snakemake.log[0], snakemake.threads)
     p = snakemake.params
-    backend = importlib.import_module(f"entropy_rl.{p.backend}.power_sampling")
+    backend = importlib.import_module(f"entropy_rl.{power_methods.sampler_module(p.backend, p.method['kind'])}")
     frames = {Path(path).stem: formats.load_verl_parquet(path).head(p.problems) for path in snakemake.input.benchmarks}
     log.info("method %s: %s", snakemake.wildcards.method, p.method)
     answers, started = [], time.perf_counter()

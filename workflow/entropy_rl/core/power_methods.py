@@ -1,7 +1,8 @@
 """The power-sampling study's methods (Karan & Du, 2025), built from a scale's ``power_sampling`` config.
 
 The methods, in this order: plain sampling of the base model (``base``, temperature 1) and at low
-temperature (``low-temp``, 1/alpha), power sampling at the main setting (``power``), each RL
+temperature (``low-temp``, 1/alpha), power sampling at the main setting (``power``, Algorithm 1), the later samplers
+of p^alpha configured (``smc``, Power-SMC; ``sps``, scalable power sampling; ``core.power_algorithms``), each RL
 checkpoint sampled at temperature 1 (named as in ``power_sampling.runs``), and the alpha and N_MCMC
 sweeps (``power-alpha<a>``, ``power-mcmc<n>``; their point at the main setting is ``power``
 itself). A name is a rule wildcard and a file stem, so a name registered twice is refused.
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from . import spec
 
 PLAIN = ("base", "low-temp", "power")  # the base model's methods at the main setting
+LATER = ("smc", "sps")  # the samplers after Algorithm 1, each a method of its kind's name when configured
 
 
 @dataclass
@@ -56,8 +58,14 @@ class Study:
 
     @property
     def main(self) -> list[str]:
-        """The methods compared at the main setting: base, low temperature, power and the RL checkpoints."""
-        return [*PLAIN, *self.config["runs"]]
+        """The methods compared at the main setting: base, low temperature, power, the later samplers and the RL
+        checkpoints."""
+        return [*PLAIN, *self.later, *self.config["runs"]]
+
+    @property
+    def later(self) -> list[str]:
+        """The samplers after Algorithm 1 that the study configures (``LATER``), in that order."""
+        return [kind for kind in LATER if kind in self.config]
 
     @property
     def sweep(self) -> list[str]:
@@ -90,12 +98,38 @@ class Study:
             f"{p['n']} answers to each of the first {p['problems']} problems of {', '.join(p['benchmarks'])}, "
             f"up to {p['max_new_tokens']} tokens, {seeds}. Power sampling targets p^alpha with a "
             f"temperature-1/alpha proposal in blocks of {p['block_size']} tokens (alpha {p['alpha']:g}, "
-            f"{p['n_mcmc']} MCMC steps per block unless swept). RL checkpoints sampled at temperature 1: {runs}."
+            f"{p['n_mcmc']} MCMC steps per block unless swept).{self._later_caption()} RL checkpoints sampled at "
+            f"temperature 1: {runs}."
         )
+
+    def _later_caption(self) -> str:
+        if not self.later:
+            return ""
+        return (" The later samplers target the same p^alpha from the same proposal: "
+                + "; ".join(self.labels[k] for k in self.later) + ".")  # fmt: skip
+
+
+# The module that samples a method of each kind at paper scale (``power_sampling``: plain sampling and Algorithm 1;
+# ``power_samplers``: the later samplers, apart so that their code is not in the first jobs' code stamp). At mini scale
+# ``mini.power_sampling`` samples every kind.
+PAPER_SAMPLERS = {"sample": "paper.power_sampling", "power": "paper.power_sampling",
+                  "smc": "paper.power_samplers", "sps": "paper.power_samplers"}  # fmt: skip
+
+
+def sampler_module(scale: str, kind: str) -> str:
+    """The module (under ``entropy_rl``) whose ``sample_benchmarks`` samples a method of ``kind`` at ``scale``."""
+    return PAPER_SAMPLERS[kind] if scale == "paper" else f"{scale}.power_sampling"
 
 
 def _power_label(settings: dict) -> str:
     return f"Power sampling (alpha {settings['alpha']:g}, B {settings['block_size']}, N_MCMC {settings['n_mcmc']})"
+
+
+def _later_label(settings: dict) -> str:
+    if settings["kind"] == "smc":
+        return f"Power-SMC (N {settings['particles']}, ESS < {settings['ess_threshold']:g}N every {settings['resample_every']})"
+    return (f"Scalable power sampling (B {settings['block_size']}, L {settings['candidates']}, "
+            f"M {settings['rollouts']}, H {settings['horizon']})")  # fmt: skip
 
 
 def build(power: dict, run_labels: dict[str, str], replicates: int = 1, base_seed: int = 0) -> Study:
@@ -107,6 +141,8 @@ def build(power: dict, run_labels: dict[str, str], replicates: int = 1, base_see
     methods = [("base", {"kind": "sample", "temperature": 1.0}, "Base (T = 1)"),
                ("low-temp", {"kind": "sample", "temperature": 1.0 / alpha}, f"Low temperature (T = 1/{alpha:g})"),
                ("power", main, _power_label(main))]  # fmt: skip
+    later = [(kind, {"kind": kind, "alpha": alpha, **power[kind]}) for kind in LATER if kind in power]
+    methods += [(name, settings, _later_label(settings)) for name, settings in later]
     methods += [(name, {"kind": "sample", "temperature": 1.0, "run": run}, run_labels[run]) for name, run in power["runs"].items()]
     sweeps = [(f"power-alpha{a:g}", dict(main, alpha=a)) for a in power["sweeps"]["alpha"] if a != alpha]
     sweeps += [(f"power-mcmc{n}", dict(main, n_mcmc=n)) for n in power["sweeps"]["n_mcmc"] if n != power["n_mcmc"]]

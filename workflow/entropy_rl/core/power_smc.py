@@ -42,28 +42,33 @@ def systematic_resample(log_w: np.ndarray, rng: np.random.Generator) -> np.ndarr
     return np.searchsorted(cdf, (rng.random() + np.arange(len(log_w))) / len(log_w), side="right")
 
 
-def smc_answer(proposer: Proposer, prompt: torch.Tensor, alpha: float, particles: int, resample_every: int,
-               ess_threshold: float, max_new_tokens: int, rng: np.random.Generator) -> Chain:  # fmt: skip
-    """One response to ``prompt``: ``particles`` partial answers advanced ``resample_every`` tokens at a time, weighted
-    towards p^α and resampled when their effective size falls below ``ess_threshold``·N; then one drawn by weight.
-    The returned chain's ``drawn`` counts every token the population drew."""
-    pop = [Chain(prompt) for _ in range(particles)]
-    log_w, drawn = np.zeros(particles), 0
-    while live := [i for i, c in enumerate(pop) if not c.ended(proposer.stop_ids, max_new_tokens)]:
-        budgets = [min(resample_every, max_new_tokens - len(pop[i].tokens)) for i in live]
-        drafts = proposer.extend([torch.cat([pop[i].prompt, pop[i].tokens]) for i in live], budgets)
-        for i, draft in zip(live, drafts):
+def smc_answers(proposer: Proposer, prompts: list[torch.Tensor], alpha: float, particles: int, resample_every: int,
+                ess_threshold: float, max_new_tokens: int, rng: np.random.Generator) -> list[Chain]:  # fmt: skip
+    """One response to each of ``prompts``, each from a population of its own: ``particles`` partial answers advanced
+    ``resample_every`` tokens at a time (every population's live particles in one batched call), weighted towards p^α
+    and resampled when their effective size falls below ``ess_threshold``·N; then one drawn by weight. A returned
+    chain's ``drawn`` counts every token its population drew."""
+    pops = [[Chain(p) for _ in range(particles)] for p in prompts]
+    log_w, drawn = np.zeros((len(prompts), particles)), np.zeros(len(prompts), dtype=int)
+    ended = lambda c: c.ended(proposer.stop_ids, max_new_tokens)  # noqa: E731
+    while live := [(a, i) for a, pop in enumerate(pops) for i, c in enumerate(pop) if not ended(c)]:
+        budgets = [min(resample_every, max_new_tokens - len(pops[a][i].tokens)) for a, i in live]
+        drafts = proposer.extend([torch.cat([pops[a][i].prompt, pops[a][i].tokens]) for a, i in live], budgets)
+        for (a, i), draft in zip(live, drafts):
             tokens, logp, logq = draft
-            drawn += len(tokens)
-            log_w[i] += alpha * float(logp.sum()) - float(logq.sum())
-            pop[i].splice(len(pop[i].tokens), draft)
-        if effective_sample_size(log_w) < ess_threshold * particles:
-            pop = [_copy(pop[a]) for a in systematic_resample(log_w, rng)]
-            log_w = np.zeros(particles)
-    w = np.exp(log_w - log_w.max())
-    answer = _copy(pop[int(rng.choice(particles, p=w / w.sum()))])
-    answer.drawn = drawn
-    return answer
+            drawn[a] += len(tokens)
+            log_w[a, i] += alpha * float(logp.sum()) - float(logq.sum())
+            pops[a][i].splice(len(pops[a][i].tokens), draft)
+        for a in sorted({a for a, _ in live}):
+            if effective_sample_size(log_w[a]) < ess_threshold * particles:
+                pops[a] = [_copy(pops[a][k]) for k in systematic_resample(log_w[a], rng)]
+                log_w[a] = 0.0
+    answers = []
+    for a, pop in enumerate(pops):
+        w = np.exp(log_w[a] - log_w[a].max())
+        answers.append(_copy(pop[int(rng.choice(particles, p=w / w.sum()))]))
+        answers[-1].drawn = int(drawn[a])
+    return answers
 
 
 def _copy(chain: Chain) -> Chain:
@@ -72,13 +77,11 @@ def _copy(chain: Chain) -> Chain:
 
 def method_chains(proposer: Proposer, prompt_ids: list[torch.Tensor], method: dict, n: int, max_new_tokens: int,
                   rng: np.random.Generator) -> list[Chain]:  # fmt: skip
-    """``n`` answers per prompt, each from its own population, grouped by prompt (as ``power_mcmc.answer_rows`` reads
+    """``n`` answers per prompt, each from its own population (all advanced together), grouped by prompt (as ``power_mcmc.answer_rows`` reads
     them), with settings ``{"kind": "smc", "alpha", "particles", "resample_every", "ess_threshold"}``."""
-    return [
-        smc_answer(proposer, p, method["alpha"], method["particles"], method["resample_every"],
-                   method["ess_threshold"], max_new_tokens, rng)
-        for p in prompt_ids for _ in range(n)
-    ]  # fmt: skip
+    prompts = [p for p in prompt_ids for _ in range(n)]
+    return smc_answers(proposer, prompts, method["alpha"], method["particles"], method["resample_every"],
+                       method["ess_threshold"], max_new_tokens, rng)  # fmt: skip
 
 
 def costs(chains: list[Chain]) -> tuple[list[int], list[float]]:

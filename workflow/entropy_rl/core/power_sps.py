@@ -60,28 +60,42 @@ def jackknife(log_base: np.ndarray, log_rollouts: np.ndarray) -> np.ndarray:
     return corrected / corrected.sum() if corrected.sum() > 0 else plug_in
 
 
-def _block(proposer: Proposer, chain: Chain, alpha: float, block: int, settings: dict, max_new_tokens: int,
-           rng: np.random.Generator) -> int:  # fmt: skip
-    """Extend ``chain`` by one block chosen among candidates by their look-ahead; returns the tokens drawn."""
-    L, M = settings["candidates"], settings["rollouts"]
-    budget = min(block, max_new_tokens - len(chain.tokens))
-    prefix = torch.cat([chain.prompt, chain.tokens])
-    drafts = proposer.extend([prefix] * L, [budget] * L)
-    drawn = sum(len(d[0]) for d in drafts)
-    distinct = list({tuple(d[0].tolist()): d for d in drafts}.values())  # each candidate once, as the paper's set
-    log_rollouts = np.zeros((len(distinct), M))
-    open_ = [i for i, d in enumerate(distinct) if not _ends(proposer, chain, d, max_new_tokens)]
-    if open_:
-        horizon = [min(settings["horizon"], max_new_tokens - len(chain.tokens) - len(distinct[i][0])) for i in open_]
-        prefixes = [torch.cat([prefix, distinct[i][0]]) for i in open_ for _ in range(M)]
-        rollouts = proposer.extend(prefixes, [h for h in horizon for _ in range(M)])
-        drawn += sum(len(r[0]) for r in rollouts)
-        for k, i in enumerate(open_):
-            log_rollouts[i] = [_log_ratio(r, alpha) for r in rollouts[k * M : (k + 1) * M]]
-    log_base = np.array([alpha * float(d[1].sum()) for d in distinct])  # log p(b)^α
-    chosen = int(rng.choice(len(distinct), p=jackknife(log_base, log_rollouts)))
-    chain.splice(len(chain.tokens), distinct[chosen])
-    return drawn
+def _candidates(proposer: Proposer, chains: list[Chain], settings: dict, max_new_tokens: int) -> list[list]:
+    """Each chain's distinct candidate blocks, every chain's L draws in one batched call; the tokens drawn are
+    counted on the chain."""
+    L = settings["candidates"]
+    budgets = [min(settings["block_size"], max_new_tokens - len(c.tokens)) for c in chains]
+    drafts = proposer.extend([torch.cat([c.prompt, c.tokens]) for c in chains for _ in range(L)],
+                             [b for b in budgets for _ in range(L)])  # fmt: skip
+    distinct = []
+    for k, chain in enumerate(chains):
+        mine = drafts[k * L : (k + 1) * L]
+        chain.drawn += sum(len(d[0]) for d in mine)
+        distinct.append(list({tuple(d[0].tolist()): d for d in mine}.values()))  # each candidate once, as their set
+    return distinct
+
+
+def _lookahead(proposer: Proposer, chains: list[Chain], distinct: list[list], alpha: float, settings: dict,
+               max_new_tokens: int) -> list[np.ndarray]:  # fmt: skip
+    """Each chain's candidate × rollout log p^α/q of M rollouts after each open candidate (0 for one that ends the
+    response), every chain's rollouts in one batched call; the tokens drawn are counted on the chain."""
+    M = settings["rollouts"]
+    logs = [np.zeros((len(d), M)) for d in distinct]
+    ends = lambda k, d: _ends(proposer, chains[k], d, max_new_tokens)  # noqa: E731
+    open_ = [(k, i) for k, blocks in enumerate(distinct) for i, d in enumerate(blocks) if not ends(k, d)]
+    if not open_:
+        return logs
+    prefixes, budgets = [], []
+    for k, i in open_:
+        chain, block = chains[k], distinct[k][i][0]
+        prefixes += [torch.cat([chain.prompt, chain.tokens, block])] * M
+        budgets += [min(settings["horizon"], max_new_tokens - len(chain.tokens) - len(block))] * M
+    rollouts = proposer.extend(prefixes, budgets)
+    for j, (k, i) in enumerate(open_):
+        mine = rollouts[j * M : (j + 1) * M]
+        chains[k].drawn += sum(len(r[0]) for r in mine)
+        logs[k][i] = [_log_ratio(r, alpha) for r in mine]
+    return logs
 
 
 def _ends(proposer: Proposer, chain: Chain, draft, max_new_tokens: int) -> bool:
@@ -92,18 +106,30 @@ def _ends(proposer: Proposer, chain: Chain, draft, max_new_tokens: int) -> bool:
     )
 
 
-def sps_answer(proposer: Proposer, prompt: torch.Tensor, alpha: float, settings: dict, max_new_tokens: int,
-               rng: np.random.Generator) -> Chain:  # fmt: skip
-    """One response to ``prompt``, grown block by block (``settings``: ``block_size``, ``candidates``, ``rollouts``,
-    ``horizon``); its ``drawn`` counts every candidate and rollout token."""
-    chain = Chain(prompt)
-    while not chain.ended(proposer.stop_ids, max_new_tokens):
-        chain.drawn += _block(proposer, chain, alpha, settings["block_size"], settings, max_new_tokens, rng)
-    return chain
+def sps_answers(proposer: Proposer, prompts: list[torch.Tensor], alpha: float, settings: dict, max_new_tokens: int,
+                rng: np.random.Generator) -> list[Chain]:  # fmt: skip
+    """One response to each of ``prompts``, all grown a block at a time together (``settings``: ``block_size``,
+    ``candidates``, ``rollouts``, ``horizon``); a chain's ``drawn`` counts every candidate and rollout token it
+    needed."""
+    chains = [Chain(p) for p in prompts]
+    while live := [c for c in chains if not c.ended(proposer.stop_ids, max_new_tokens)]:
+        distinct = _candidates(proposer, live, settings, max_new_tokens)
+        lookahead = _lookahead(proposer, live, distinct, alpha, settings, max_new_tokens)
+        for chain, blocks, log_rollouts in zip(live, distinct, lookahead):
+            log_base = np.array([alpha * float(b[1].sum()) for b in blocks])  # log p(b)^α
+            chosen = int(rng.choice(len(blocks), p=jackknife(log_base, log_rollouts)))
+            chain.splice(len(chain.tokens), blocks[chosen])
+    return chains
 
 
 def method_chains(proposer: Proposer, prompt_ids: list[torch.Tensor], method: dict, n: int, max_new_tokens: int,
                   rng: np.random.Generator) -> list[Chain]:  # fmt: skip
-    """``n`` answers per prompt, grouped by prompt (as ``power_mcmc.answer_rows`` reads them), with settings
+    """``n`` answers per prompt (all grown together), grouped by prompt (as ``power_mcmc.answer_rows`` reads them), with settings
     ``{"kind": "sps", "alpha", "block_size", "candidates", "rollouts", "horizon"}``."""
-    return [sps_answer(proposer, p, method["alpha"], method, max_new_tokens, rng) for p in prompt_ids for _ in range(n)]
+    prompts = [p for p in prompt_ids for _ in range(n)]
+    return sps_answers(proposer, prompts, method["alpha"], method, max_new_tokens, rng)
+
+
+def costs(chains: list[Chain]) -> tuple[list[int], list[float]]:
+    """Each answer's tokens drawn (its candidates' and rollouts'), and no MH acceptance rate."""
+    return [c.drawn for c in chains], [math.nan] * len(chains)

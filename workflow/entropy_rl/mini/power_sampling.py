@@ -1,9 +1,11 @@
-"""Power sampling at mini scale: Algorithm 1 (``core.power_mcmc``) with the proposal drawn from a
-Hugging Face model by the mini sampler (``HFProposer``, ``generation.decode``), and the power-sampling study's answers to a
-method (``sample_method``, ``sample_benchmarks``)."""
+"""Power sampling at mini scale: each sampler of p^α (``core.power_algorithms``: Algorithm 1, Power-SMC, scalable power
+sampling) with the proposal drawn from a Hugging Face model by the mini sampler (``HFProposer``,
+``generation.decode``), and the power-sampling study's answers to a method (``sample_method``,
+``sample_benchmarks``)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import numpy as np
@@ -11,7 +13,8 @@ import pandas as pd
 import torch
 
 from ..core import formats
-from ..core.power_mcmc import Chain, answer_rows, chain_costs, method_chains, plain_costs
+from ..core.power_algorithms import ALGORITHMS
+from ..core.power_mcmc import Chain, answer_rows, plain_costs
 from . import generation, models
 
 
@@ -71,33 +74,38 @@ def to_rollout(tokenizer, chains: list[Chain]) -> generation.Rollout:
 def sample_method(model, tokenizer, base, prompts, answers, method: dict, n: int, max_new_tokens: int, seed: int,
                   batch_size: int = 256, styles: list[str] | None = None) -> pd.DataFrame:  # fmt: skip
     """``n`` graded responses per problem from one method, with what the comparison needs of each:
-    the base model's log-likelihood of it (``base``, temperature 1) and the tokens drawn to make it.
+    the base model's log-likelihood of it (``base``, temperature 1), the tokens drawn to make it and the wall time
+    (``seconds``: its batch's sampling time, shared equally by the batch's answers; scoring not included).
     Each is graded by its problem's reward style (``styles``; math-verify when not given).
 
     ``method`` is ``{"kind": "sample", "temperature": t}`` (plain sampling from ``model``: the base
-    model, or a trained checkpoint) or ``{"kind": "power", "alpha", "block_size", "n_mcmc"}``
-    (Algorithm 1 on ``model``). ``seed`` fixes every draw.
+    model, or a trained checkpoint) or a sampler of p^α on ``model`` by its kind (``core.power_algorithms``:
+    ``power``, ``smc``, ``sps``, with their settings). ``seed`` fixes every draw.
     """
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    proposer = HFProposer(model, tokenizer, method["alpha"]) if method["kind"] == "power" else None
+    algorithm = ALGORITHMS.get(method["kind"])
+    proposer = HFProposer(model, tokenizer, method["alpha"]) if algorithm else None
     rows, per_batch = [], max(1, batch_size // n)
     for start in range(0, len(prompts), per_batch):
         chunk = prompts[start : start + per_batch]
-        if method["kind"] == "power":
-            chains = method_chains(proposer, prompt_ids(tokenizer, chunk), method, n, max_new_tokens, rng)
+        started = time.perf_counter()
+        if algorithm:
+            chains = algorithm.chains(proposer, prompt_ids(tokenizer, chunk), method, n, max_new_tokens, rng)
             rollout = to_rollout(tokenizer, chains)
-            drawn, acceptance = chain_costs(chains)
+            drawn, acceptance = algorithm.costs(chains)
         else:
             rollout = generation.generate(
                 model, tokenizer, chunk, n=n, temperature=method["temperature"], max_new_tokens=max_new_tokens,
                 with_log_probs=False,
             )
             drawn, acceptance = plain_costs(rollout.response_mask.sum(dim=1).tolist())
+        seconds = (time.perf_counter() - started) / len(rollout.texts)
         base_logp, _ = generation.forward_response(base, rollout, 1.0, with_entropy=False)
         lengths = rollout.response_mask.sum(dim=1).tolist()
         loglik = (base_logp * rollout.response_mask).sum(dim=1).tolist()
-        rows += answer_rows(rollout.texts, answers, n, start, lengths, drawn, acceptance, loglik, styles)
+        batch = answer_rows(rollout.texts, answers, n, start, lengths, drawn, acceptance, loglik, styles)
+        rows += [{**row, "seconds": seconds} for row in batch]
     return pd.DataFrame(rows)
 
 

@@ -55,15 +55,42 @@ def power_sampling_tokens(length: int, block_size: int, n_mcmc: int, prompt: int
     return drawn, scored
 
 
+def smc_tokens(length: int, particles: int, resample_every: int, prompt: int) -> tuple[float, float]:
+    """The same for Power-SMC (``core.power_smc``): every particle draws every token of the answer (the population
+    runs as long as its longest particle; here all run to ``length``), in rounds of ``resample_every`` tokens, each
+    round's draws scored with their prefix."""
+    ends = [min(end, length) for end in range(resample_every, length + resample_every, resample_every)]
+    return float(particles * length), float(particles * sum(prompt + end for end in ends))
+
+
+def sps_tokens(length: int, block_size: int, candidates: int, rollouts: int, horizon: int,
+               prompt: int) -> tuple[float, float]:  # fmt: skip
+    """The same for scalable power sampling (``core.power_sps``), at its most (every candidate distinct, none ending
+    early): per block, L candidates of B tokens, then M rollouts of up to H tokens after each, every draw scored with
+    its prefix."""
+    drawn = scored = 0.0
+    for start in range(0, length, block_size):
+        end = min(start + block_size, length)
+        ahead = min(horizon, length - end)
+        drawn += candidates * (end - start) + candidates * rollouts * ahead
+        scored += candidates * (prompt + end) + (candidates * rollouts * (prompt + end + ahead) if ahead else 0)
+    return drawn, scored
+
+
 def power_gpu_hours(method: dict, answers: int, model: dict, budget: dict, max_new_tokens: int) -> float:
-    """One power-sampling-study job on one node: ``answers`` answers by ``method`` (plain sampling or
-    Algorithm 1), then the base model's log-likelihood of each (one more prefill per answer)."""
+    """One power-sampling-study job on one node: ``answers`` answers by ``method`` (plain sampling, Algorithm 1,
+    Power-SMC or scalable power sampling), then the base model's log-likelihood of each (one more prefill per answer)."""
     params = model["params_b"] * 1e9
     gpus = model["gpus_per_node"]
     length, prompt = min(budget["mean_response_tokens"], max_new_tokens), budget["mean_prompt_tokens"]
     drawn, scored = float(length), 0.0
     if method["kind"] == "power":
         drawn, scored = power_sampling_tokens(length, method["block_size"], method["n_mcmc"], prompt)
+    elif method["kind"] == "smc":
+        drawn, scored = smc_tokens(length, method["particles"], method["resample_every"], prompt)
+    elif method["kind"] == "sps":
+        drawn, scored = sps_tokens(length, method["block_size"], method["candidates"], method["rollouts"],
+                                   method["horizon"], prompt)  # fmt: skip
     scored += prompt + length
     seconds = _seconds(2 * params * drawn * answers, gpus, budget["rollout_mfu"], budget)
     seconds += _seconds(2 * params * scored * answers, gpus, budget["train_mfu"], budget)

@@ -20,16 +20,19 @@ from .registry import artifact
 
 def accuracy_table(samples: dict[str, pd.DataFrame], reference: str = "base") -> pd.DataFrame:
     """One row per method: single-shot accuracy per benchmark (the mean over all samples, i.e.
-    avg@n), tokens per answer, tokens drawn per answer, and drawn tokens relative to ``reference``
-    (plain sampling, which draws each answer token once)."""
+    avg@n), tokens per answer, tokens drawn per answer, wall time per answer, and drawn tokens and wall time
+    relative to ``reference`` (plain sampling, which draws each answer token once)."""
     rows = {}
     for method, frame in samples.items():
         row = frame.groupby("benchmark", sort=True)["correct"].mean().to_dict()
         row["tokens per answer"] = frame["response_tokens"].mean()
         row["tokens drawn per answer"] = frame["drawn_tokens"].mean()
+        # Answers made before samplers timed themselves (paper scale's first jobs) have no wall time.
+        row["seconds per answer"] = frame["seconds"].mean() if "seconds" in frame else float("nan")
         rows[method] = row
     table = pd.DataFrame.from_dict(rows, orient="index")
     table["cost vs " + reference] = table["tokens drawn per answer"] / table.loc[reference, "tokens drawn per answer"]
+    table["time vs " + reference] = table["seconds per answer"] / table.loc[reference, "seconds per answer"]
     return table.rename_axis("method")
 
 
@@ -76,32 +79,48 @@ def _seed_count(samples: dict[str, list[pd.DataFrame]]) -> int:
     return counts.pop()
 
 
-def _one_seed_table(samples: dict[str, pd.DataFrame]) -> pd.DataFrame:
+def _one_seed_table(samples: dict[str, pd.DataFrame], k: int) -> pd.DataFrame:
     table = accuracy_table(samples)
     benches = [c for c in table.columns if c in set().union(*(set(f["benchmark"]) for f in samples.values()))]
     table[benches] *= 100
     table.insert(len(benches), "Avg.", table[benches].mean(axis=1))
+    curves = pass_at_k_curves(samples, [k])
+    table.insert(len(benches) + 1, f"pass@{k}", 100 * curves.groupby("method", sort=False)["pass_at_k"].mean())
     table["MH acceptance"] = [samples[m]["acceptance"].mean() for m in table.index]
     return table
+
+
+def _largest_k(samples: dict[str, pd.DataFrame], ks) -> int:
+    """The largest configured k that every problem's answers allow (all of them without a configured k)."""
+    n = min(int(f.groupby(["benchmark", "problem_id"]).size().min()) for f in samples.values())
+    return max([k for k in ks if k <= n], default=n)
+
+
+# The columns whose spread over seeds the table shows beside them.
+_SPREAD = ("Avg.", "pass@", "cost vs", "time vs")
 
 
 @artifact(
     "table",
     "Karan & Du (2025), Table 1",
-    "Single-shot accuracy (%, the mean over all answers) per benchmark, tokens per answer, tokens drawn per answer and their ratio to plain sampling, and the Metropolis-Hastings acceptance rate.",
+    "Single-shot accuracy (%, pass@1: the mean over all answers) per benchmark, pass@k at the largest k (%, the mean over benchmarks), tokens per answer, tokens drawn and wall time per answer and their ratios to plain sampling, and the Metropolis-Hastings acceptance rate.",
     ("samples",),
     "main",
 )
 def power01_accuracy(d: Inputs) -> pd.DataFrame:
-    """That paper's Table 1 here: accuracy (%) per benchmark and on average, tokens, cost, acceptance; with
-    several seeds each cell is the mean over them and ``Avg. s.e.`` the standard error of the average."""
+    """That paper's Table 1 here, with the later samplers' costs beside it: accuracy (%) per benchmark and on average,
+    pass@k at the largest k the answers allow, tokens, cost in tokens and in wall time, acceptance; with several
+    seeds each cell is the mean over them, and the average, pass@k and both costs have their standard error over
+    seeds beside them (``<column> s.e.``)."""
     samples = d.samples
     seeds = _seed_count(samples)
-    per_seed = pd.concat([_one_seed_table(_seed(samples, k)) for k in range(seeds)], keys=range(seeds), names=["seed"])
+    k = _largest_k(_seed(samples, 0), d.pass_k)
+    per_seed = pd.concat([_one_seed_table(_seed(samples, s), k) for s in range(seeds)], keys=range(seeds), names=["seed"])
     by_method = per_seed.groupby(level="method", sort=False)
     table = by_method.mean()
     if seeds > 1:
-        table.insert(table.columns.get_loc("Avg.") + 1, "Avg. s.e.", by_method["Avg."].sem())
+        for column in [c for c in table.columns if c.startswith(_SPREAD)]:
+            table.insert(table.columns.get_loc(column) + 1, f"{column} s.e.", by_method[column].sem())
     return table.rename(index=d.labels)
 
 
@@ -207,6 +226,37 @@ def power04_hyperparameters(d: Inputs, stem):
         ax.set_xlabel(names[knob])
         ax.set_ylabel("Accuracy (%)")
         ax.set_title(f"{names[knob]} swept ({names[fixed]} = {main[fixed]:g})")
+    fig.tight_layout()
+    plotting.caption(fig, d.caption)
+    return plotting.save(fig, stem)
+
+
+@artifact(
+    "figure",
+    "Ji et al. (2026), Figure 2; Azizi et al. (2026)",
+    "Average single-shot accuracy against cost per answer relative to plain sampling: tokens drawn, and wall time.",
+    ("samples",),
+    "main",
+)
+def power05_cost_accuracy(d: Inputs, stem):
+    """Accuracy against cost for every method of the main comparison: tokens drawn per answer and wall time per
+    answer, each over plain sampling's (an RL checkpoint's training is not counted). Several seeds: the mean of each
+    seed's point, with bars of ±1 standard error on both axes."""
+    samples, labels = d.samples, d.labels
+    seeds = _seed_count(samples)
+    per_seed = pd.concat([_one_seed_table(_seed(samples, s), 1) for s in range(seeds)], keys=range(seeds), names=["seed"])
+    stats = per_seed.groupby(level="method", sort=False)[["Avg.", "cost vs base", "time vs base"]].agg(["mean", "sem"])
+    plotting.style()
+    fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.2), sharey=True)
+    colours = plotting.palette(samples)
+    for ax, cost, name in ((axes[0], "cost vs base", "Tokens drawn per answer"), (axes[1], "time vs base", "Wall time per answer")):
+        for method, row in stats.iterrows():
+            ax.errorbar(row[(cost, "mean")], row[("Avg.", "mean")], xerr=row[(cost, "sem")], yerr=row[("Avg.", "sem")],
+                        fmt="o", ms=4, capsize=2, color=colours[method], label=plotting.label(labels, method))  # fmt: skip
+        ax.set_xscale("log")
+        ax.set_xlabel(f"{name} (× plain sampling)")
+    axes[0].set_ylabel("Accuracy (%, average over benchmarks)")
+    axes[1].legend(fontsize=6, loc="lower right")
     fig.tight_layout()
     plotting.caption(fig, d.caption)
     return plotting.save(fig, stem)

@@ -22,13 +22,13 @@ from .data import NotComparable, Study
 from .registry import Measured, measurement
 from .stats import Z95, Z95_ONE_SIDED, binomial_se, bootstrap
 
-# The study's methods of the base model, named as common.smk's power_methods names them; the RL
-# methods are found by the run they sample.
-PLAIN_POWER_METHODS = power_methods.PLAIN
+# The study's methods of the base model, named as common.smk's power_methods names them (the later samplers by
+# their kind); the RL methods are found by the run they sample.
+PLAIN_POWER_METHODS = (*power_methods.PLAIN, *power_methods.LATER)
 
 
 def _power_method(study: Study, artifact: str, role: str) -> str:
-    """The method of ``artifact`` that plays ``role``: base, low-temp or power by the study's roles,
+    """The method of ``artifact`` that plays ``role``: base, low-temp, power, smc or sps by the study's roles,
     an RL method (GRPO, Clip-Cov, KL-Cov) by the run whose checkpoint it samples."""
     drawn = study.power_methods(artifact)
     if role in PLAIN_POWER_METHODS:
@@ -150,6 +150,21 @@ def power_cost(study: Study, artifact: str, method: str = "power", versus: str =
     return Measured(f"{table.loc[a, f'cost vs {b}']:.3g}× ({table.loc[a, 'tokens drawn per answer']:.3g} vs {table.loc[b, 'tokens drawn per answer']:.3g} tokens drawn per answer), 95% interval [{lo:.3g}, {hi:.3g}]",
                     f"power_study.accuracy_table over every benchmark; bootstrap over {len(both)} problems", holds=bool(lo > 1),
                     effects={"cost − 1": float(table.loc[a, f"cost vs {b}"]) - 1}, relation="above")  # fmt: skip
+
+
+@measurement
+def power_time(study: Study, artifact: str, method: str, versus: str) -> Measured:
+    """Wall time per answer of ``method`` over that of ``versus`` (power_study.accuracy_table's ``time vs``), as the
+    papers report latency: both sample the same problems on the same hardware, so the ratio is the measure."""
+    a, b = _power_method(study, artifact, method), _power_method(study, artifact, versus)
+    untimed = [m for m in (a, b) if "seconds" not in study.samples(m)]
+    if untimed:
+        raise NotComparable(f"the answers of {', '.join(untimed)} record no wall time (sampled before samplers timed "
+                            "their answers; rerunning them is priced by the paid-work guard)")  # fmt: skip
+    table = power_study.accuracy_table({a: study.samples(a), b: study.samples(b)}, reference=b)
+    ratio = float(table.loc[a, f"time vs {b}"])
+    return Measured(ratio, f"wall time per answer of {a} ({table.loc[a, 'seconds per answer']:.3g} s) over that of {b} "
+                           f"({table.loc[b, 'seconds per answer']:.3g} s), every benchmark")  # fmt: skip
 
 
 @measurement

@@ -30,9 +30,10 @@ pytestmark = pytest.mark.costly  # minutes of a core: scheduled first (tests/con
 
 FIXTURES = ROOT / "tests" / "fixtures" / "vllm_cpu"
 EVAL_RUN = "qwen2.5-7b-grpo-dapo"  # power sampling's "grpo" run: its final policy is the mini GRPO run's
-# Low temperature, power sampling and an RL checkpoint's plain sampling (at temperature 1, with the base model in
-# a second engine to score): `base` is the last without the second engine, and is left out to save an engine.
-POWER_METHODS = ["low-temp", "power", "grpo"]
+# Low temperature, power sampling, the later samplers (paper.power_samplers) and an RL checkpoint's plain sampling (at
+# temperature 1, with the base model in a second engine to score): `base` is the last without the second engine, and
+# is left out to save an engine.
+POWER_METHODS = ["low-temp", "power", "smc", "sps", "grpo"]
 MATH = ["math500", "aime2024", "aime2025", "amc", "olympiad", "omni-math", "minerva"]
 CODE = ["eurus2-code", "kodcode"]
 PROBLEMS = 6  # of each benchmark (the smoke benchmarks hold 24 math and 12 code problems)
@@ -179,6 +180,21 @@ def test_power_sampling_rule_runs_every_kind_of_method(paper_study):
     assert (power["drawn_tokens"] > power["response_tokens"]).any()  # MCMC redraws cost tokens
     assert (plain["drawn_tokens"] == plain["response_tokens"]).all()
     assert "qwen2.5-7b scores (a second engine)" in job_log(paper_study, "power/grpo.log")  # the checkpoint's answers
+
+
+def test_the_later_samplers_run_through_the_same_rule_on_their_own_module(paper_study):
+    """Power-SMC and scalable power sampling through `power_sample_vllm`, sampled by paper.power_samplers (its own
+    code stamp, so the first jobs' stamp keeps out its code): every answer timed, every population's or candidate's
+    draws counted."""
+    for method in ("smc", "sps"):
+        samples = pd.read_parquet(paper_study / "results" / "power" / "samples" / f"{method}.parquet")
+        assert (samples["seconds"] > 0).all() and samples["acceptance"].isna().all()
+        assert (samples["drawn_tokens"] > samples["response_tokens"]).all()  # 4 particles, or 2 candidates + rollouts
+        assert f"sampler {method}" in job_log(paper_study, f"power/{method}.log")
+    stamps = json.loads((paper_study / "results" / "code" / "power_samplers_vllm.json").read_text())["modules"]
+    first = json.loads((paper_study / "results" / "code" / "power_sample_vllm.json").read_text())["modules"]
+    assert "entropy_rl.paper.power_samplers" in stamps and "entropy_rl.core.power_smc" in stamps
+    assert not {"entropy_rl.paper.power_samplers", "entropy_rl.core.power_smc", "entropy_rl.core.power_sps"} & set(first)
 
 
 def test_power_sampling_log_likelihoods_agree_with_hugging_face(paper_study):

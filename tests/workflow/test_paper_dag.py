@@ -24,7 +24,8 @@ LOCAL_RULES = {"all", "download_model", "download_dataset", "check_source", "pre
 POWER = PAPER["power_sampling"]
 # The power-sampling study's jobs: base, low temperature, power, the RL checkpoints, and the sweep
 # points other than the main setting (entropy_rl.core.power_methods).
-POWER_METHODS = (3 + len(POWER["runs"]) + sum(a != POWER["alpha"] for a in POWER["sweeps"]["alpha"])
+POWER_METHODS = (3 + sum(k in POWER for k in ("smc", "sps")) + len(POWER["runs"])
+                 + sum(a != POWER["alpha"] for a in POWER["sweeps"]["alpha"])
                  + sum(n != POWER["n_mcmc"] for n in POWER["sweeps"]["n_mcmc"]))  # fmt: skip
 
 
@@ -73,7 +74,8 @@ def test_paper_dry_run_plans_every_stage(dry_run):
         "audit": 1,
         **{artifact: 1 for artifact in PAPER["artifacts"]},
         "power_sample_vllm": POWER_METHODS,
-        **{artifact: 1 for artifact in ("power01_accuracy", "power02_pass_at_k", "power03_likelihoods", "power04_hyperparameters")},
+        **{artifact: 1 for artifact in ("power01_accuracy", "power02_pass_at_k", "power03_likelihoods", "power04_hyperparameters",
+                                                        "power05_cost_accuracy")},
     }
     # The plan now runs verl's validation, reward loader and loss plugin on every run's command
     # (check_launches): its time is printed by the dry_run fixture, not asserted.

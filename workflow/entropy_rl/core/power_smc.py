@@ -77,8 +77,9 @@ def _copy(chain: Chain) -> Chain:
 
 def method_chains(proposer: Proposer, prompt_ids: list[torch.Tensor], method: dict, n: int, max_new_tokens: int,
                   rng: np.random.Generator) -> list[Chain]:  # fmt: skip
-    """``n`` answers per prompt, each from its own population (all advanced together), grouped by prompt (as ``power_mcmc.answer_rows`` reads
-    them), with settings ``{"kind": "smc", "alpha", "particles", "resample_every", "ess_threshold"}``."""
+    """``n`` answers per prompt, each from its own population (all advanced together), grouped by prompt (as
+    ``power_mcmc.answer_rows`` reads them), with settings ``{"kind": "smc", "alpha", "particles", "resample_every",
+    "ess_threshold"}``."""
     prompts = [p for p in prompt_ids for _ in range(n)]
     return smc_answers(proposer, prompts, method["alpha"], method["particles"], method["resample_every"],
                        method["ess_threshold"], max_new_tokens, rng)  # fmt: skip

@@ -124,8 +124,8 @@ def sps_answers(proposer: Proposer, prompts: list[torch.Tensor], alpha: float, s
 
 def method_chains(proposer: Proposer, prompt_ids: list[torch.Tensor], method: dict, n: int, max_new_tokens: int,
                   rng: np.random.Generator) -> list[Chain]:  # fmt: skip
-    """``n`` answers per prompt (all grown together), grouped by prompt (as ``power_mcmc.answer_rows`` reads them), with settings
-    ``{"kind": "sps", "alpha", "block_size", "candidates", "rollouts", "horizon"}``."""
+    """``n`` answers per prompt (all grown together), grouped by prompt (as ``power_mcmc.answer_rows`` reads them),
+    with settings ``{"kind": "sps", "alpha", "block_size", "candidates", "rollouts", "horizon"}``."""
     prompts = [p for p in prompt_ids for _ in range(n)]
     return sps_answers(proposer, prompts, method["alpha"], method, max_new_tokens, rng)
 

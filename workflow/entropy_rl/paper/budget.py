@@ -79,7 +79,8 @@ def sps_tokens(length: int, block_size: int, candidates: int, rollouts: int, hor
 
 def power_gpu_hours(method: dict, answers: int, model: dict, budget: dict, max_new_tokens: int) -> float:
     """One power-sampling-study job on one node: ``answers`` answers by ``method`` (plain sampling, Algorithm 1,
-    Power-SMC or scalable power sampling), then the base model's log-likelihood of each (one more prefill per answer)."""
+    Power-SMC or scalable power sampling), then the base model's log-likelihood of each
+    (one more prefill per answer)."""
     params = model["params_b"] * 1e9
     gpus = model["gpus_per_node"]
     length, prompt = min(budget["mean_response_tokens"], max_new_tokens), budget["mean_prompt_tokens"]

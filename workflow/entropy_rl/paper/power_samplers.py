@@ -1,5 +1,5 @@
-"""The samplers of p^α after Algorithm 1 at paper scale: Power-SMC and scalable power sampling (``core.power_algorithms``)
-over the vLLM proposal of ``power_sampling`` (``VllmProposer``), in the same rows, with each answer's wall time.
+"""The samplers of p^α after Algorithm 1 at paper scale: Power-SMC and scalable power sampling
+(``core.power_algorithms``) over the vLLM proposal of ``power_sampling`` (``VllmProposer``), in the same rows, with each answer's wall time.
 
 A module of its own rather than a branch of ``power_sampling.sample_method``: a job's code stamp covers the modules
 its rule runs, and the jobs of plain sampling and Algorithm 1 (12 at paper scale, about 530 GPU-hours) must not go
@@ -74,10 +74,11 @@ def engines(base: str, policy: str, frames: dict[str, pd.DataFrame], params):
     for name, frame in frames.items():
         prompts, answers = formats.prompts_and_answers(frame)
         problems[name] = (prompts, answers, [rm["style"] for rm in frame["reward_model"]])
-    rendered = [ids for prompts, _, _ in problems.values() for ids in prompt_format.render(tokenizer, prompts, template)]
-    max_model_len = context_needed(rendered, params.max_new_tokens)
+    rendered = [prompt_format.render(tokenizer, prompts, template) for prompts, _, _ in problems.values()]
+    max_model_len = context_needed([ids for part in rendered for ids in part], params.max_new_tokens)
     for model in dict.fromkeys([policy, base]):
-        trouble = prompt_format.engine_problems(model, params.tensor_parallel, max_model_len, params.chat_template, base)
+        tp, template_name = params.tensor_parallel, params.chat_template
+        trouble = prompt_format.engine_problems(model, tp, max_model_len, template_name, base)
         if trouble:
             raise SystemExit(f"vLLM would refuse {model}:\n- " + "\n- ".join(trouble))
     two = policy != base

@@ -115,7 +115,8 @@ def power01_accuracy(d: Inputs) -> pd.DataFrame:
     samples = d.samples
     seeds = _seed_count(samples)
     k = _largest_k(_seed(samples, 0), d.pass_k)
-    per_seed = pd.concat([_one_seed_table(_seed(samples, s), k) for s in range(seeds)], keys=range(seeds), names=["seed"])
+    tables = [_one_seed_table(_seed(samples, s), k) for s in range(seeds)]
+    per_seed = pd.concat(tables, keys=range(seeds), names=["seed"])
     by_method = per_seed.groupby(level="method", sort=False)
     table = by_method.mean()
     if seeds > 1:
@@ -244,12 +245,14 @@ def power05_cost_accuracy(d: Inputs, stem):
     seed's point, with bars of ±1 standard error on both axes."""
     samples, labels = d.samples, d.labels
     seeds = _seed_count(samples)
-    per_seed = pd.concat([_one_seed_table(_seed(samples, s), 1) for s in range(seeds)], keys=range(seeds), names=["seed"])
+    tables = [_one_seed_table(_seed(samples, s), 1) for s in range(seeds)]
+    per_seed = pd.concat(tables, keys=range(seeds), names=["seed"])
     stats = per_seed.groupby(level="method", sort=False)[["Avg.", "cost vs base", "time vs base"]].agg(["mean", "sem"])
     plotting.style()
     fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.2), sharey=True)
     colours = plotting.palette(samples)
-    for ax, cost, name in ((axes[0], "cost vs base", "Tokens drawn per answer"), (axes[1], "time vs base", "Wall time per answer")):
+    costs = (("cost vs base", "Tokens drawn per answer"), ("time vs base", "Wall time per answer"))
+    for ax, (cost, name) in zip(axes, costs):
         for method, row in stats.iterrows():
             ax.errorbar(row[(cost, "mean")], row[("Avg.", "mean")], xerr=row[(cost, "sem")], yerr=row[("Avg.", "sem")],
                         fmt="o", ms=4, capsize=2, color=colours[method], label=plotting.label(labels, method))  # fmt: skip

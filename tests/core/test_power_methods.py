@@ -33,7 +33,7 @@ def test_the_paper_study_has_its_methods_in_order_with_their_settings_and_labels
     assert study.labels["low-temp"] == "Low temperature (T = 1/4)"
     assert study.labels["power-alpha2"] == "Power sampling (alpha 2, B 192, N_MCMC 10)"
     assert study.labels["grpo"] == "label of qwen2.5-7b-grpo-dapo"
-    assert study.labels["smc"] == "Power-SMC (N 64, ESS < 0.5N every 64)"
+    assert study.labels["smc"] == "Power-SMC (N 64, ESS < 0.5N, every 64 tokens)"
     assert study.labels["sps"] == "Scalable power sampling (B 192, L 8, M 8, H 192)"
 
 

@@ -128,7 +128,7 @@ def _power_label(settings: dict) -> str:
 def _later_label(settings: dict) -> str:
     if settings["kind"] == "smc":
         every = settings["resample_every"]
-        return f"Power-SMC (N {settings['particles']}, ESS < {settings['ess_threshold']:g}N every {every})"
+        return f"Power-SMC (N {settings['particles']}, ESS < {settings['ess_threshold']:g}N, every {every} tokens)"
     return (f"Scalable power sampling (B {settings['block_size']}, L {settings['candidates']}, "
             f"M {settings['rollouts']}, H {settings['horizon']})")  # fmt: skip
 

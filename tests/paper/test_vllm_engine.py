@@ -191,6 +191,8 @@ def test_the_later_samplers_run_through_the_same_rule_on_their_own_module(paper_
         assert (samples["seconds"] > 0).all() and samples["acceptance"].isna().all()
         assert (samples["drawn_tokens"] > samples["response_tokens"]).all()  # 4 particles, or 2 candidates + rollouts
         assert f"sampler {method}" in job_log(paper_study, f"power/{method}.log")
+    sps = pd.read_parquet(paper_study / "results" / "power" / "samples" / "sps.parquet")
+    assert (sps["drawn_tokens"] > 2 * sps["response_tokens"]).any()  # more than the candidates: their rollouts
     stamps = json.loads((paper_study / "results" / "code" / "power_samplers_vllm.json").read_text())["modules"]
     first = json.loads((paper_study / "results" / "code" / "power_sample_vllm.json").read_text())["modules"]
     assert "entropy_rl.paper.power_samplers" in stamps and "entropy_rl.core.power_smc" in stamps

@@ -103,7 +103,7 @@ def test_outputs_honour_their_contracts(study):
             assert (res / "figures" / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
             assert (res / "figures" / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     power = cfg["power_sampling"]
-    methods = ["base", "low-temp", "power", *power["runs"], "power-alpha1", "power-mcmc0"]
+    methods = ["base", "low-temp", "power", "smc", "sps", *power["runs"], "power-alpha1", "power-mcmc0"]
     assert sorted(p.stem for p in (res / "power" / "samples").iterdir()) == sorted(methods)
     for method in methods:
         samples = pd.read_parquet(res / "power" / "samples" / f"{method}.parquet")
@@ -111,8 +111,9 @@ def test_outputs_honour_their_contracts(study):
         assert len(samples) == len(power["benchmarks"]) * power["problems"] * power["n"]
         assert (samples["drawn_tokens"] >= samples["response_tokens"]).all() and (samples["base_loglik"] <= 0).all()
     accuracy = pd.read_csv(res / "tables" / "power01_accuracy.csv", index_col=0)
-    assert len(accuracy) == 5 and accuracy["cost vs base"].iloc[2] > 1  # power sampling draws more tokens
-    for name in ("power02_pass_at_k", "power03_likelihoods", "power04_hyperparameters"):
+    assert len(accuracy) == 7 and (accuracy["cost vs base"].iloc[2:5] > 1).all()  # the samplers of p^alpha draw more
+    assert accuracy["seconds per answer"].gt(0).all()
+    for name in ("power02_pass_at_k", "power03_likelihoods", "power04_hyperparameters", "power05_cost_accuracy"):
         assert (res / "figures" / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     audit = pd.read_csv(res / "audit" / "audit.csv")
     assert set(audit["verdict"]) <= {"reproduced", "not reproduced", "not comparable at this scale"}
@@ -129,7 +130,8 @@ def test_report_holds_every_artifact_and_the_audit(study, tmp_path):
     proc = snakemake(workdir, "--report", str(report), env=TOKEN_ENV)
     assert proc.returncode == 0, proc.stderr[-4000:]
     text = report.read_text()
-    for name in [*cfg["artifacts"], "power01_accuracy", "power02_pass_at_k", "power03_likelihoods", "power04_hyperparameters"]:
+    power = ["power01_accuracy", "power02_pass_at_k", "power03_likelihoods", "power04_hyperparameters", "power05_cost_accuracy"]
+    for name in [*cfg["artifacts"], *power]:
         assert name in text, name
     assert "audit.html" in text
     # The study and its report ran with a hub token set: no log, output, record or report holds it.
@@ -159,7 +161,8 @@ def test_one_hyperparameter_reruns_exactly_that_runs_chain(study):
     expected = {("train", f"run={run}"), ("evaluate", f"run={run}"), ("fit_run", f"run={run}"), ("fit_table", ""), ("audit", ""), ("all", "")}
     expected |= {(f, "") for f in figures_with_run}
     # It is also the power-sampling study's GRPO checkpoint: that method and what shows it.
-    expected |= {("power_sample", "method=grpo"), ("power01_accuracy", ""), ("power02_pass_at_k", ""), ("power03_likelihoods", "")}
+    expected |= {("power_sample", "method=grpo"), ("power01_accuracy", ""), ("power02_pass_at_k", ""), ("power03_likelihoods", ""),
+                 ("power05_cost_accuracy", "")}
     assert planned_jobs(workdir) == expected
 
     untouched = workdir / "results" / "runs" / "llama-xs-grpo" / "metrics.parquet"

@@ -122,8 +122,8 @@ def test_a_comment_a_docstring_and_a_moved_module_make_nothing_outdated(study):
     undo.append(
         edited(
             pkg / "paper" / "power_samplers.py",
-            "from ..core.power_mcmc import answer_rows, context_needed\nfrom . import prompt_format\n",
-            "from ..core import prompt_format\nfrom ..core.power_mcmc import answer_rows, context_needed\n",
+            "from . import prompt_format\n",
+            "from ..core import prompt_format\n",
         )
     )
     undo.append(

@@ -96,6 +96,12 @@ def _largest_k(samples: dict[str, pd.DataFrame], ks) -> int:
     return max([k for k in ks if k <= n], default=n)
 
 
+def _per_seed_tables(samples: dict[str, list[pd.DataFrame]], k: int) -> pd.DataFrame:
+    """``_one_seed_table`` of every seed, indexed by (seed, method)."""
+    seeds = _seed_count(samples)
+    return pd.concat([_one_seed_table(_seed(samples, s), k) for s in range(seeds)], keys=range(seeds), names=["seed"])
+
+
 # The columns whose spread over seeds the table shows beside them.
 _SPREAD = ("Avg.", "pass@", "cost vs", "time vs")
 
@@ -114,9 +120,7 @@ def power01_accuracy(d: Inputs) -> pd.DataFrame:
     seeds beside them (``<column> s.e.``)."""
     samples = d.samples
     seeds = _seed_count(samples)
-    k = _largest_k(_seed(samples, 0), d.pass_k)
-    tables = [_one_seed_table(_seed(samples, s), k) for s in range(seeds)]
-    per_seed = pd.concat(tables, keys=range(seeds), names=["seed"])
+    per_seed = _per_seed_tables(samples, _largest_k(_seed(samples, 0), d.pass_k))
     by_method = per_seed.groupby(level="method", sort=False)
     table = by_method.mean()
     if seeds > 1:
@@ -244,9 +248,7 @@ def power05_cost_accuracy(d: Inputs, stem):
     answer, each over plain sampling's (an RL checkpoint's training is not counted). Several seeds: the mean of each
     seed's point, with bars of ±1 standard error on both axes."""
     samples, labels = d.samples, d.labels
-    seeds = _seed_count(samples)
-    tables = [_one_seed_table(_seed(samples, s), 1) for s in range(seeds)]
-    per_seed = pd.concat(tables, keys=range(seeds), names=["seed"])
+    per_seed = _per_seed_tables(samples, 1)
     stats = per_seed.groupby(level="method", sort=False)[["Avg.", "cost vs base", "time vs base"]].agg(["mean", "sem"])
     plotting.style()
     fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.2), sharey=True)

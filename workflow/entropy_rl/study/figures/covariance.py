@@ -15,7 +15,7 @@ from ...core import metric_columns
 from .. import analysis, plotting
 from ..inputs import Inputs
 from ..registry import artifact
-from .shared import band_note, checked_runs, mean_sd, seed_line
+from .shared import BANDS, band_note, checked_runs, mean_sd, seed_line
 
 # The bandit covariance of the prompts whose group accuracy is 1, 4 or 7 of 8, labelled as in the paper's
 # legend (columns of metric_columns.BANDIT_ACC).
@@ -63,9 +63,9 @@ def fig08_covariance(d: Inputs, stem) -> tuple[Path, Path]:
     ax_t.set_title("Token covariance (Table 1's all-token mean) and entropy change", fontsize=9)
     ax_t.set_ylabel("Token covariance, Eq. 10 (batch mean)")
     _difficulty_panel(ax_d, frames)
-    note = band_note(d.metrics if len(frames) > 1 else None).replace(
-        "bands are ±1 standard error over the seeds.",
-        "bands are ±1 standard error over the seeds; the middle panel's points are every seed's, its lines the seeds' mean.",
+    note = band_note(
+        d.metrics if len(frames) > 1 else None,
+        tail=BANDS[:-1] + "; the middle panel's points are every seed's, its lines the seeds' mean.",
     )
     plotting.caption(fig, d.caption + note)
     return plotting.save(fig, stem)

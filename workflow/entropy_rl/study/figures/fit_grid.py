@@ -37,13 +37,8 @@ def fit_grid(d: Inputs, stem, name: str, title: str) -> tuple[Path, Path]:
     if scatter is not None:
         fig.colorbar(scatter, ax=axes.ravel().tolist(), label="Training step", shrink=0.9 if axes.shape[0] > 1 else 1.0)
     fig.suptitle(title)
-    note = (
-        band_note(d.metrics)
-        .replace("Lines are means over", "Each panel draws")
-        .replace(
-            "; bands are ±1 standard error over the seeds.",
-            ", each with its own fit; its box gives a, b and R² as mean ± s.d. over them.",
-        )
+    note = band_note(
+        d.metrics, "Each panel draws", ", each with its own fit; its box gives a, b and R² as mean ± s.d. over them."
     )
     plotting.caption(fig, d.caption + note)
     return plotting.save(fig, stem)

@@ -216,13 +216,10 @@ def fig05_early_prediction(d: Inputs, stem) -> tuple[Path, Path]:
         ax.set_xlabel("Training step")
         ax.set_ylabel("Validation accuracy (%)")
     _prediction_legend(fig, summary, len(runs), fit_steps)
-    note = (
-        band_note(d.metrics)
-        .replace("Lines are means over", "Markers are means over")
-        .replace(
-            "bands are ±1 standard error over the seeds.",
-            "bands ±1 standard error over them; each seed has its own early fit, and the dashed line is their mean prediction.",
-        )
+    note = band_note(
+        d.metrics,
+        "Markers are means over",
+        "; bands ±1 standard error over them; each seed has its own early fit, and the dashed line is their mean prediction.",
     )
     plotting.caption(fig, d.caption + note)
     return plotting.save(fig, stem)
@@ -326,11 +323,7 @@ def fig06_algorithms(d: Inputs, stem) -> tuple[Path, Path]:
     ax.set_xlabel("Policy entropy (nats)")
     ax.set_ylabel("Validation accuracy (%)")
     ax.legend(loc="lower left", fontsize=8)
-    note = (
-        band_note(d.metrics)
-        .replace("Lines are means over", "Points and thin curves are each of")
-        .replace("; bands are ±1 standard error over the seeds.", ", each seed with its own fit.")
-    )
+    note = band_note(d.metrics, "Points and thin curves are each of", ", each seed with its own fit.")
     plotting.caption(fig, d.caption + note)
     return plotting.save(fig, stem)
 
@@ -414,13 +407,8 @@ def fig07_coefficients_vs_size(d: Inputs, stem) -> tuple[Path, Path]:
     axes[0].set_ylabel("a")
     axes[1].set_title("b: offset (the ceiling at H = 0 is b − a)")
     axes[1].set_ylabel("b")
-    note = (
-        band_note(d.metrics)
-        .replace("Lines are means", "Markers are means")
-        .replace(
-            "bands are ±1 standard error over the seeds",
-            "error bars ±1 standard error over them; small points are the seeds",
-        )
+    note = band_note(
+        d.metrics, "Markers are means over", "; error bars ±1 standard error over them; small points are the seeds."
     )
     plotting.caption(fig, d.caption + note)
     return plotting.save(fig, stem)

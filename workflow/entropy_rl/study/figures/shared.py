@@ -43,13 +43,17 @@ def seed_line(ax, frames: list[pd.DataFrame], column: str, color, **style) -> No
         ax.fill_between(curve["step"], lo, hi, color=color, alpha=0.2, lw=0)
 
 
-def band_note(replicates: dict[str, list] | None) -> str:
-    """What a figure's bands are, for its caption (nothing when every run has one seed)."""
+BANDS = "; bands are ±1 standard error over the seeds."
+
+
+def band_note(replicates: dict[str, list] | None, lead: str = "Lines are means over", tail: str = BANDS) -> str:
+    """What a figure draws of its runs' seeds, for its caption: ``lead``, the seeds per run, ``tail`` (by default, lines
+    that are means and bands of ±1 standard error). Nothing when every run has one seed."""
     counts = sorted({len(frames) for frames in (replicates or {}).values()})
     if not counts or counts == [1]:
         return ""
     seeds = "-".join(map(str, (counts[0], counts[-1]))) if len(counts) > 1 else str(counts[0])
-    return f" Lines are means over {seeds} seeds (pre-training and RL); bands are ±1 standard error over the seeds."
+    return f" {lead} {seeds} seeds (pre-training and RL){tail}"
 
 
 def mean_sd(values, digits: int = 2, unit: str = "") -> str:

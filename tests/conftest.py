@@ -43,7 +43,11 @@ def pytest_collection_modifyitems(config, items):
     together, not one waiting minutes for the other's last study."""
     items.sort(key=lambda item: item.get_closest_marker("costly") is None)  # stable: collection order otherwise
     for item in items:
-        group = "slurm" if "slurm_cluster" in item.fixturenames else item.module.__name__
+        group = item.module.__name__
+        if "slurm_cluster" in item.fixturenames:
+            group = "slurm"
+        elif "pilot_here" in item.fixturenames:
+            group = "pilot_here"  # the CPU pilot, run once for the modules that read it (tests/pilot_here.py)
         item.add_marker(pytest.mark.xdist_group(group))
 
 
@@ -59,6 +63,16 @@ class GroupsTakeEffect:
         lost = [item.nodeid for item in items if "@" not in item.nodeid]
         if lost:
             raise pytest.UsageError(f"--dist loadgroup lost the test groups (e.g. {lost[0]}); see tests/conftest.py")
+
+
+@pytest.fixture(scope="session")
+def pilot_here(tmp_path_factory):
+    """The GPU pilot run here (tests/pilot_here.py): its working directory, once per session for the modules that
+    read it (one worker: see the grouping above). Skipped, or under CI failed, without the CPU stand-in."""
+    import pilot_here
+    import support
+
+    return pilot_here.pilot(support.vllm_python(), tmp_path_factory)
 
 
 def pytest_configure(config):

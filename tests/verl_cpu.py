@@ -30,6 +30,7 @@ import multiprocessing
 import os
 import signal
 import socket
+import sys
 import time
 import traceback
 import types
@@ -713,3 +714,49 @@ def logged_metrics(step: dict, rank: int = 0) -> dict:
     data.update(compute_data_metrics(batch=proto, use_critic=False))
     data.update(verl_plugin.batch_measures(_fields(batch, verl_plugin.BATCH_FIELDS)))
     return {k: float(v) for k, v in data.items() if np.isscalar(v)}
+
+
+# ---- verl's whole trainer on a CPU: what every one of its processes needs -----------------------------
+
+
+def _gloo_backend_shim() -> None:
+    """Shim B3: verl starts its process groups with the backend "cpu:gloo,<device>:<backend>"
+    (verl/utils/distributed.py, ``initialize_global_process_group_ray``), which on this platform is
+    "cpu:gloo,cpu:gloo", a device named twice, and torch refuses it ("Duplicate device type cpu in backend string");
+    verl has no extension point for the string. Its one device is given once."""
+    import functools
+
+    import torch.distributed as dist
+
+    original = dist.init_process_group
+    if getattr(original, "verl_cpu_shim", False):
+        return
+
+    @functools.wraps(original)
+    def init_process_group(backend=None, *args, **kwargs):
+        if backend == f"cpu:gloo,{PLATFORM}:gloo":
+            backend = "cpu:gloo"
+        return original(backend, *args, **kwargs)
+
+    init_process_group.verl_cpu_shim = True
+    dist.init_process_group = init_process_group
+
+
+def _vllm_keeps_linear_weights() -> None:
+    """Shim B6, in vLLM's processes only: vLLM's CPU engine repacks each linear layer's weight for oneDNN once it is
+    loaded and drops the parameter (vllm/model_executor/layers/utils.py, ``dispatch_cpu_unquantized_gemm``,
+    ``remove_weight=True``); verl's weight sync then has nothing to write the actor's weights into
+    (verl/workers/rollout/vllm_rollout/utils.py, ``_update_weights`` -> ``model.load_weights``: "'Parameter' object
+    has no attribute 'weight_loader'"). On a GPU the parameter stays. With oneDNN's matmul declared absent, vLLM takes
+    its own plain path (``torch.nn.functional.linear`` on the kept parameter), which reads the synced weights."""
+    import vllm._custom_ops as ops
+
+    ops._supports_onednn = False
+
+
+# Imported by every verl process of a CPU run (VERL_USE_EXTERNAL_MODULES, verl's own hook: the driver, Ray's actors,
+# the vLLM server and its engine processes), this module registers the platform above; the shims go with it there.
+if os.environ.get("VERL_PLATFORM") == PLATFORM:
+    _gloo_backend_shim()
+    if "vllm" in sys.modules:  # a vLLM process: its engine's worker imports verl's weight-sync extension
+        _vllm_keeps_linear_weights()

@@ -64,6 +64,17 @@ def test_empty_log_is_refused():
         verl_metrics.to_metrics_table([{"step": 1, "data": {"timing_s/gen": 3.0}}], ["math500"])
 
 
+def test_a_measure_logged_as_null_is_missing_not_a_failure(tmp_path, monkeypatch):
+    """verl's file logger writes None as null: the bandit covariance of an accuracy no kept group has (found when the
+    pilot first ran here, where it failed the translation after training)."""
+    monkeypatch.setenv("VERL_FILE_LOGGER_PATH", str(tmp_path / "verl.jsonl"))
+    logger = FileLogger("entropy-mechanism", "run")
+    logger.log({"paper/entropy": 0.7, "paper/bandit_cov_acc0.5": None, "paper/bandit_cov_acc0.125": 0.25}, step=1)
+    logger.finish()
+    table = verl_metrics.to_metrics_table(verl_metrics.read_jsonl(tmp_path / "verl.jsonl"), ["math500"])
+    assert math.isnan(table.loc[0, "bandit_cov_acc0.5"]) and table.loc[0, "bandit_cov_acc0.125"] == 0.25
+
+
 def launch(directory, monkeypatch, resume_at: int, last: int, tag: float) -> None:
     """One launch of verl as train_verl sets it up: validation at ``resume_at`` (before training, or
     again on resume), then training steps ``resume_at + 1`` to ``last``; rewards carry ``tag``."""

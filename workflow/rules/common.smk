@@ -277,7 +277,8 @@ def power_samples(methods):
 
 
 def pilot_power_methods():
-    """The pilot's sampling jobs (pilot.power): plain and p^alpha sampling of the pilot's model, and its RL checkpoint."""
+    """The pilot's sampling jobs (pilot.power): plain sampling of the pilot's model, p^alpha by Algorithm 1 and by the
+    later samplers it configures (Power-SMC, SPS), and plain sampling of its RL checkpoint."""
     if not PILOT:
         return {}
     p, run = PILOT["power"], PILOT_RUNS[0]
@@ -285,8 +286,10 @@ def pilot_power_methods():
     job = {"model": model, "placement": run_model_spec(run), "problems": p["problems"], "n": p["n"],
            "max_new_tokens": p["max_new_tokens"], "seed": S["eval"]["seed"]}  # fmt: skip
     power = {"kind": "power", "alpha": p["alpha"], "block_size": p["block_size"], "n_mcmc": p["n_mcmc"]}
+    later = {f"{run_spec.PILOT}{kind}": {**job, "settings": {"kind": kind, "alpha": p["alpha"], **p[kind]}}
+             for kind in power_registry.LATER if kind in p}  # fmt: skip
     return {f"{run_spec.PILOT}plain": {**job, "settings": {"kind": "sample", "temperature": 1.0}},
-            f"{run_spec.PILOT}power": {**job, "settings": power},
+            f"{run_spec.PILOT}power": {**job, "settings": power}, **later,
             f"{run_spec.PILOT}rl": {**job, "settings": {"kind": "sample", "temperature": 1.0, "run": run}}}  # fmt: skip
 
 

@@ -25,8 +25,8 @@ log.info(
 )
 # verl's workers import entropy_rl (the covariance loss plugin, the reward): put the package on their path.
 pythonpath = os.pathsep.join(filter(None, [str(entropy_rl.WORKFLOW_DIR), os.environ.get("PYTHONPATH")]))
-env = {**os.environ, "TENSORBOARD_DIR" if prime else "VERL_FILE_LOGGER_PATH": str(verl_log), "PYTHONPATH": pythonpath,
-       **({} if prime else launch.VERL_ENV)}  # fmt: skip
+env = {**os.environ, "TENSORBOARD_DIR" if prime else "VERL_FILE_LOGGER_PATH": str(verl_log), "PYTHONPATH": pythonpath}
+env = env if prime else launch.verl_env(env)
 command = launch.bind(snakemake.params.command, "results")
 log.info("command: %s", " ".join(command))
 nodes = launch.allocation_nodes()

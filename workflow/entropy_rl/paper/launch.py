@@ -87,6 +87,13 @@ def prime_overrides(spec: dict, model: dict, root: str) -> list[str]:
 # driver's Ray actor that builds the trainer looks `trainer.v1.trainer_mode` up in verl's registry.
 VERL_ENV = {"VERL_USE_EXTERNAL_MODULES": PLUGIN_MODULE}
 
+
+def verl_env(environ) -> dict:
+    """``VERL_ENV`` over ``environ``, keeping the external modules ``environ`` already names before the plugin: the
+    same hook is how a site loads verl's platform plugins (another accelerator's, or the tests' CPU platform)."""
+    named = [m for m in environ.get("VERL_USE_EXTERNAL_MODULES", "").split(",") if m and m != PLUGIN_MODULE]
+    return {**environ, "VERL_USE_EXTERNAL_MODULES": ",".join([*named, PLUGIN_MODULE])}
+
 # Overrides that change how a run saves and logs, never its trajectory: a checkpoint written under other values
 # still continues the run (``trajectory_command``).
 BOOKKEEPING = ("trainer.save_freq=", "trainer.max_actor_ckpt_to_keep=", "trainer.logger=", "trainer.project_name=")
@@ -111,7 +118,7 @@ def verl_command(scale_cfg: dict, run_id: str, root: str = RESULTS) -> list[str]
     overrides = verl_overrides(s, covariance_metrics=True)
     overrides += verl_launch_overrides(scale_cfg, run_id, root)
     if s["algorithm"] != "prime":
-        return ["python", "-m", "verl.trainer.main_ppo", *overrides]
+        return ["python", "-m", "verl.trainer.main_ppo", *overrides, *scale_cfg.get("launch", {}).get("verl_overrides", [])]
     overrides = [o for o in overrides if not o.split("=", 1)[0].startswith(tuple(PRIME_DROPPED))]
     overrides += prime_overrides(s, run_spec.run_model_entry(scale_cfg, run_id), root)
     return ["python", "-m", "entropy_rl.paper.prime_main", *overrides]  # the recipe's main, with our reward

@@ -93,12 +93,18 @@ def read_attempts(directory: str | Path) -> list[dict]:
             for record in (read_jsonl(path) if path.suffix == ".jsonl" else read_tensorboard(path))]  # fmt: skip
 
 
+def _number(value) -> float:
+    """A logged value as a float; verl's file logger writes a measure a step has no data for (the bandit covariance of
+    an accuracy no kept group has) as null."""
+    return math.nan if value is None else float(value)
+
+
 def to_metrics_table(records: list[dict], benchmarks: list[str]) -> pd.DataFrame:
     """One row per policy π_t: training metrics of its rollout and, when validated, accuracy per benchmark."""
     rows: dict[int, dict] = {}
     for record in records:
         step, data = int(record["step"]), record["data"]
-        train = {col: float(data[key]) for key, col in TRAINING_KEYS.items() if key in data}
+        train = {col: _number(data[key]) for key, col in TRAINING_KEYS.items() if key in data}
         for col, (part, whole) in LOSS_RATIOS.items():
             if part in data and whole in data:
                 train[col] = float(data[part]) / float(data[whole]) if float(data[whole]) else math.nan

@@ -1,0 +1,123 @@
+"""The GPU pilot, run here end to end (tests/pilot_here.py): `snakemake --config scale=paper pilot` from the mirror's
+download to the report, with verl's own trainer (`main_ppo`, vLLM's engine as its rollout server, the weight sync
+between them) and vLLM's own engine for the evaluation and the samplers, held to numbers rather than exit codes.
+
+What only a GPU can still show is listed in the README ("What runs without a GPU, in the tests")."""
+
+import json
+
+import pandas as pd
+import pytest
+import torch
+from entropy_rl.core import metric_columns
+from entropy_rl.paper import verl_metrics
+
+pytestmark = pytest.mark.costly  # the pilot: minutes of both cores, scheduled first (tests/conftest.py)
+
+RUN = "pilot-grpo"
+STEPS = 4  # config.yaml paper.pilot: 4 steps, a checkpoint every 2, SIGTERM once step 2 is saved
+# |rollout log-ppl - actor log-ppl| of one step's responses: vLLM (bf16) against verl's actor (FSDP, bf16 compute).
+# What a rollout left on stale weights differs by is measured from the same log (test below) and must exceed it.
+SYNC_TOLERANCE = 0.02
+
+
+def records(pilot_here, attempt=None) -> list[dict]:
+    checkpoints = pilot_here / "results" / "runs" / RUN / "checkpoints"
+    logs = verl_metrics.attempt_logs(checkpoints)
+    return [r for path in (logs if attempt is None else [logs[attempt]]) for r in verl_metrics.read_jsonl(path)]
+
+
+def training(records_: list[dict]) -> dict[int, dict]:
+    return {r["step"]: r["data"] for r in records_ if "rollout_corr/training_log_ppl" in r["data"]}
+
+
+def validation(records_: list[dict], step: int) -> dict[str, float]:
+    """verl's greedy validation logged at ``step``: accuracy by benchmark."""
+    return {k: v for r in records_ if r["step"] == step for k, v in r["data"].items() if k.startswith("val-core/")}
+
+
+def test_every_stage_passes_with_its_wall_time_and_throughput(pilot_here):
+    report = (pilot_here / "results" / "pilot" / "report.md").read_text()
+    print(report)
+    estimate = json.loads((pilot_here / "results" / "pilot" / "estimate.json").read_text())
+    assert "failed" not in report.lower() or "0 failed" in report.lower()
+    for stage in ("download_model", "preflight", "train_verl", "evaluate_vllm", "power_sample_vllm"):
+        assert stage in report
+    assert estimate  # the MFUs the report measured, for the next estimate
+
+
+def test_the_rollout_follows_the_actor_after_every_weight_sync(pilot_here):
+    """After each weight sync (every step, the first one from the dummy-initialised engine), the log-perplexity vLLM
+    gave the step's responses equals the one verl's actor recomputes, while the updates between steps move it by
+    more than that."""
+    steps = training(records(pilot_here))
+    assert sorted(steps) == list(range(1, STEPS + 1))
+    rows = [
+        (k, s["rollout_corr/training_log_ppl"], s["rollout_corr/rollout_log_ppl"], s["actor/grad_norm"])
+        for k, s in steps.items()
+    ]
+    print(
+        "step  actor log-ppl  rollout log-ppl  grad norm\n"
+        + "\n".join(f"{k:4d}  {a:13.4f}  {r:15.4f}  {g:9.4f}" for k, a, r, g in rows)
+    )
+    assert all(abs(a - r) < SYNC_TOLERANCE for _, a, r, _ in rows)
+    assert all(g > 0 for *_, g in rows)  # every update moved the model
+
+
+def test_the_resumed_attempt_starts_at_the_saved_step_with_the_saved_weights(pilot_here):
+    """Pre-empted once step 2 was saved, relaunched: the second attempt starts at step 3, validates the weights it
+    loaded before training (at step 2) exactly as the first attempt validated the weights it saved, and the run ends
+    with every step once."""
+    checkpoints = pilot_here / "results" / "runs" / RUN / "checkpoints"
+    assert len(verl_metrics.attempt_logs(checkpoints)) == 2
+    first, second = training(records(pilot_here, 0)), training(records(pilot_here, 1))
+    assert max(first) == 2 and min(second) == 3 and max(second) == STEPS
+    saved, loaded = (validation(records(pilot_here, attempt), step=2) for attempt in (0, 1))
+    print(f"validation of step 2's weights, as saved: {saved}; as loaded: {loaded}")
+    assert saved and saved == loaded and any(v > 0 for v in saved.values())  # not merely both zero
+    log = (pilot_here / "results" / "logs" / "train" / f"{RUN}.log").read_text()
+    assert "resumes from global_step_2" in log
+    metrics = pd.read_parquet(pilot_here / "results" / "runs" / RUN / "metrics.parquet")
+    assert sorted(metrics["step"].tolist()) == list(range(STEPS + 1))
+
+
+def test_the_metrics_table_is_verls_log_translated(pilot_here):
+    """metrics.parquet from the real jsonl: each training column verl's (or the plugin's) value at its step, and the
+    pooled ratios of the loss plugin recomputed from the logged sums."""
+    metrics = pd.read_parquet(pilot_here / "results" / "runs" / RUN / "metrics.parquet").set_index("step")
+    steps = training(records(pilot_here))
+    for k, data in steps.items():
+        row = metrics.loc[k - 1]  # training step k logs the rollout before update k
+        assert row["entropy"] == pytest.approx(data["paper/entropy"])
+        assert row["reward_mean"] == pytest.approx(data["critic/score/mean"])
+        for column, (num, den) in verl_metrics.LOSS_RATIOS.items():
+            if data.get(den):
+                assert row[column] == pytest.approx(data[num] / data[den])
+    assert set(metric_columns.BASE_COLUMNS) <= set(metrics.columns)
+
+
+def test_the_merged_model_computes_the_checkpoints_logits(pilot_here):
+    """verl's merger's Hugging Face model against the FSDP checkpoint it merged: the same logits (the merger writes
+    bf16 by design, so within bf16's rounding of the weights)."""
+    from transformers import AutoModelForCausalLM
+
+    run = pilot_here / "results" / "runs" / RUN
+    shard = next((run / "checkpoints" / f"global_step_{STEPS}" / "actor").glob("model_world_size_1_rank_0.pt"))
+    # FSDP2's DTensors on one rank: each local shard is the whole parameter (float32, the master weights).
+    state = {k: v.to_local() for k, v in torch.load(shard, weights_only=False, map_location="cpu").items()}
+    merged = AutoModelForCausalLM.from_pretrained(run / "final", torch_dtype=torch.float32)
+    checkpoint = AutoModelForCausalLM.from_pretrained(run / "final", torch_dtype=torch.float32)
+    missing, unexpected = checkpoint.load_state_dict(state, strict=False)
+    assert not unexpected and set(missing) <= {"lm_head.weight"}, (missing, unexpected)  # tied to the embeddings
+    ids = torch.tensor([[1, 5, 9, 13, 17, 21, 25, 29]])
+    with torch.no_grad():
+        a, b = merged(input_ids=ids).logits, checkpoint(input_ids=ids).logits
+    print(f"merged vs checkpoint logits: max |diff| {float((a - b).abs().max()):.2e}")
+    assert torch.allclose(a, b, atol=0.05)
+    base = AutoModelForCausalLM.from_pretrained(
+        pilot_here / "results" / "models" / "qwen2.5-0.5b", torch_dtype=torch.float32
+    )
+    with torch.no_grad():
+        moved = float((base(input_ids=ids).logits - a).abs().max())
+    print(f"merged vs base logits: max |diff| {moved:.2e}")
+    assert moved > 0.05  # training moved the model beyond the merge's rounding

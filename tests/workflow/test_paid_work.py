@@ -186,6 +186,44 @@ def test_an_edit_of_the_reward_stops_before_submitting_names_and_prices_every_jo
         undo()
 
 
+def test_a_change_of_the_preflight_alone_outdates_no_training_run(study):
+    """The preflight's own code changed (it feeds fewer rows of a training set through verl's dataset): no preflight
+    reruns, so no GPU job after one is outdated (preflight.smk says why a rerun with the same verdict would be)."""
+    wf, work = study
+    stamp = work / "results" / "code" / "preflight.json"
+    before = stamp.read_text()
+    undo = edited(
+        wf / "workflow" / "entropy_rl" / "paper" / "preflight.py",
+        "DATASET_SAMPLE_ROWS = 64",
+        "DATASET_SAMPLE_ROWS = 32",
+    )
+    try:
+        proc = run_all(study)
+        assert proc.returncode == 0 and "Nothing to be done" in proc.stderr, proc.stderr[-3000:]
+        assert stamp.read_text() != before  # the change was seen
+    finally:
+        undo()
+
+
+def test_a_run_trained_again_has_its_launch_checked_with_the_new_code(study):
+    """Its preflight does not rerun for a change of code alone, so the launch part of it runs before submission
+    (cluster.smk, check_retrained_launches): a plugin that no longer registers the run's loss stops the workflow."""
+    wf, work = study
+    run = "qwen2.5-7b-grpo-ent0.01"
+    plugin = wf / "workflow" / "entropy_rl" / "paper" / "verl_plugin.py"
+    undo = edited(plugin, 'SUFFIX = "+cov"', 'SUFFIX = "+cov2"')
+    try:
+        proc = snakemake(wf, work, f"rerun_paid=[{run}]", "--cores", "1", f"results/runs/{run}/metrics.parquet")
+        assert proc.returncode != 0 and "paid work" not in proc.stderr, proc.stderr[-3000:]
+        assert "preflight: 1 of 1 run(s) would fail at launch; nothing was submitted" in proc.stderr, proc.stderr[
+            -3000:
+        ]
+        assert f"  {run}: loss " in proc.stderr, proc.stderr[-3000:]
+        assert not re.search(r"^(local)?rule \w+:", proc.stderr, re.MULTILINE)  # no job ran, the preflight neither
+    finally:
+        undo()
+
+
 def test_a_setting_names_the_run_and_the_setting(study):
     _wf, work = study
     run = "qwen2.5-7b-grpo-ent0.01"

@@ -8,7 +8,7 @@ import time
 
 import psutil
 import yaml
-from entropy_rl.core import resume, spec
+from entropy_rl.core import modules, resume, spec
 from entropy_rl.paper import budget, launch
 from support import ROOT
 
@@ -75,6 +75,17 @@ def test_a_checkpoint_resumes_only_under_the_same_verl_settings():
     assert fingerprint([*command, "trainer.n_gpus_per_node=4"]) != same
     assert fingerprint([a.replace("trainer.save_freq=32", "trainer.save_freq=8") for a in command]) == same
     assert "trainer.save_freq=32" in command and launch.trajectory_command(command) != command
+
+
+def test_each_trainer_runs_and_fingerprints_its_own_code():
+    """A run's code input (train.smk) and its checkpoints' fingerprint (train_verl.py) are its trainer's: an edit of
+    the loss plugin leaves PRIME's run and checkpoints as they are, an edit of PRIME's main the verl 0.9.1 runs'."""
+    assert launch.trainer(spec.resolve_run(PAPER, "qwen2.5-7b-prime")) == "prime"
+    assert {launch.trainer(spec.resolve_run(PAPER, r)) for r in PAPER["runs"] if r != "qwen2.5-7b-prime"} == {"verl"}
+    verl, prime = (modules.closure(*launch.TRAINER_MODULES[t]) for t in ("verl", "prime"))
+    assert launch.PLUGIN_MODULE in verl and launch.PLUGIN_MODULE not in prime
+    assert launch.PRIME_MAIN_MODULE in prime and launch.PRIME_MAIN_MODULE not in verl
+    assert launch.REWARD_MODULE in verl and launch.REWARD_MODULE in prime
 
 
 # A driver that saves like verl (a step's directory, then latest_checkpointed_iteration.txt), one step every 0.2 s, in

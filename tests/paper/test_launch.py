@@ -88,6 +88,23 @@ def test_each_trainer_runs_and_fingerprints_its_own_code():
     assert launch.REWARD_MODULE in verl and launch.REWARD_MODULE in prime
 
 
+def test_checkpoints_fingerprinted_before_each_trainer_had_its_own_code_resume(tmp_path):
+    """train_verl.py claims a run's checkpoints under its trainer's code, or under the one list every run's were
+    fingerprinted with before (the same settings and code): a run pre-empted across the change resumes."""
+    run = "qwen2.5-7b-grpo-clipcov"
+    trajectory = {**spec.resolve_run(PAPER, run), "command": launch.trajectory_command(launch.verl_command(PAPER, run))}
+    before = resume.fingerprint(trajectory, modules.closure(*launch.FINGERPRINT_BEFORE_TRAINER_MODULES))
+    now = resume.fingerprint(trajectory, modules.closure(*launch.TRAINER_MODULES["verl"]))
+    assert before != now
+    d = tmp_path / "checkpoints"
+    assert resume.claim(d, before) is False
+    (d / "global_step_10").mkdir()
+    assert resume.claim(d, now, earlier=[before]) is True and (d / "global_step_10").is_dir()
+    assert resume.claim(d, now) is True  # recorded under the new fingerprint
+    other = resume.fingerprint({**trajectory, "seed": 1}, modules.closure(*launch.TRAINER_MODULES["verl"]))
+    assert resume.claim(d, other, earlier=[before]) is False and (tmp_path / "checkpoints.stale-1").is_dir()
+
+
 # A driver that saves like verl (a step's directory, then latest_checkpointed_iteration.txt), one step every 0.2 s, in
 # a child process of its own as verl's Ray workers are, and records the SIGTERM it gets.
 SAVING_DRIVER = r"""

@@ -17,7 +17,8 @@ ckpt_dir = run_dir / "checkpoints"
 trajectory = {**snakemake.params.spec, "command": launch.trajectory_command(snakemake.params.command)}
 trainer = launch.trainer(snakemake.params.spec)  # its own trainer's code only: PRIME's never loads the loss plugin
 fingerprint = resume.fingerprint(trajectory, modules.closure(*launch.TRAINER_MODULES[trainer]))
-resuming = resume.claim(ckpt_dir, fingerprint)
+earlier = resume.fingerprint(trajectory, modules.closure(*launch.FINGERPRINT_BEFORE_TRAINER_MODULES))
+resuming = resume.claim(ckpt_dir, fingerprint, earlier=[earlier])
 # PRIME runs on verl 0.4.1, which logs to TensorBoard only; verl 0.9.1 runs write verl's file log.
 prime = trainer == "prime"
 verl_log = verl_metrics.next_attempt_log(ckpt_dir, tensorboard=prime)

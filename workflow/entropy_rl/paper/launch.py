@@ -35,6 +35,9 @@ TRAINER_MODULES = {
     "verl": (PLUGIN_MODULE, REWARD_MODULE),
     "prime": (PRIME_MAIN_MODULE, REWARD_MODULE),
 }
+# The one list every run's checkpoints were fingerprinted with before TRAINER_MODULES (issue 39): a run pre-empted
+# before that change resumes after it when that code is unchanged (train_verl.py, core.resume.claim's earlier).
+FINGERPRINT_BEFORE_TRAINER_MODULES = (PLUGIN_MODULE, REWARD_MODULE, PRIME_MAIN_MODULE)
 # Checkpoints with optimiser state kept per run (the last two: one to resume from, one spare).
 KEEP_CHECKPOINTS = 2
 

@@ -8,7 +8,7 @@ import time
 
 import psutil
 import yaml
-from entropy_rl.core import resume, spec
+from entropy_rl.core import modules, resume, spec
 from entropy_rl.paper import budget, launch
 from support import ROOT
 
@@ -75,6 +75,34 @@ def test_a_checkpoint_resumes_only_under_the_same_verl_settings():
     assert fingerprint([*command, "trainer.n_gpus_per_node=4"]) != same
     assert fingerprint([a.replace("trainer.save_freq=32", "trainer.save_freq=8") for a in command]) == same
     assert "trainer.save_freq=32" in command and launch.trajectory_command(command) != command
+
+
+def test_each_trainer_runs_and_fingerprints_its_own_code():
+    """A run's code input (train.smk) and its checkpoints' fingerprint (train_verl.py) are its trainer's: an edit of
+    the loss plugin leaves PRIME's run and checkpoints as they are, an edit of PRIME's main the verl 0.9.1 runs'."""
+    assert launch.trainer(spec.resolve_run(PAPER, "qwen2.5-7b-prime")) == "prime"
+    assert {launch.trainer(spec.resolve_run(PAPER, r)) for r in PAPER["runs"] if r != "qwen2.5-7b-prime"} == {"verl"}
+    verl, prime = (modules.closure(*launch.TRAINER_MODULES[t]) for t in ("verl", "prime"))
+    assert launch.PLUGIN_MODULE in verl and launch.PLUGIN_MODULE not in prime
+    assert launch.PRIME_MAIN_MODULE in prime and launch.PRIME_MAIN_MODULE not in verl
+    assert launch.REWARD_MODULE in verl and launch.REWARD_MODULE in prime
+
+
+def test_checkpoints_fingerprinted_before_each_trainer_had_its_own_code_resume(tmp_path):
+    """train_verl.py claims a run's checkpoints under its trainer's code, or under the one list every run's were
+    fingerprinted with before (the same settings and code): a run pre-empted across the change resumes."""
+    run = "qwen2.5-7b-grpo-clipcov"
+    trajectory = {**spec.resolve_run(PAPER, run), "command": launch.trajectory_command(launch.verl_command(PAPER, run))}
+    before = resume.fingerprint(trajectory, modules.closure(*launch.FINGERPRINT_BEFORE_TRAINER_MODULES))
+    now = resume.fingerprint(trajectory, modules.closure(*launch.TRAINER_MODULES["verl"]))
+    assert before != now
+    d = tmp_path / "checkpoints"
+    assert resume.claim(d, before) is False
+    (d / "global_step_10").mkdir()
+    assert resume.claim(d, now, earlier=[before]) is True and (d / "global_step_10").is_dir()
+    assert resume.claim(d, now) is True  # recorded under the new fingerprint
+    other = resume.fingerprint({**trajectory, "seed": 1}, modules.closure(*launch.TRAINER_MODULES["verl"]))
+    assert resume.claim(d, other, earlier=[before]) is False and (tmp_path / "checkpoints.stale-1").is_dir()
 
 
 # A driver that saves like verl (a step's directory, then latest_checkpointed_iteration.txt), one step every 0.2 s, in

@@ -170,7 +170,7 @@ def test_an_edit_of_the_reward_stops_before_submitting_names_and_prices_every_jo
         assert "Nothing was submitted" in message and "Execute" not in proc.stderr
         paper = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
         trained = re.findall(r"^  train_verl (\S+): ([\d,.]+) GPU-hours$", message, re.MULTILINE)
-        # The reward shapes every verl 0.9.1 run (launch.TRAINING_MODULES) and PRIME's (prime_main imports it).
+        # The reward shapes every run: both trainers run it (launch.TRAINER_MODULES).
         assert {run for run, _ in trained} == set(paper["runs"])
         assert re.search(r"^      code changed: entropy_rl\.core\.reward$", message, re.MULTILINE)
         # evaluations grade with it too; the power samples are graded by it
@@ -182,6 +182,82 @@ def test_an_edit_of_the_reward_stops_before_submitting_names_and_prices_every_jo
         assert abs(total - listed) <= 1 + 0.001 * total
         # The outputs are untouched: nothing was submitted, nothing deleted.
         assert all((work / "results" / "runs" / run / "final").is_dir() for run in paper["runs"])
+    finally:
+        undo()
+
+
+PRIME_RUN = "qwen2.5-7b-prime"
+
+
+def refused(proc):
+    """The GPU jobs the guard stopped for, as (rule, name), and its message."""
+    message = proc.stderr[proc.stderr.find("paid work:") :]
+    assert proc.returncode != 0 and "Nothing was submitted" in message, proc.stderr[-3000:]
+    return re.findall(r"^  (\w+) (\S+): [\d,.]+ GPU-hours$", message, re.MULTILINE), message
+
+
+def test_an_edit_of_the_loss_plugin_outdates_the_verl_runs_and_not_prime(study):
+    """PRIME's trainer (prime_main, on verl 0.4.1) never loads the plugin: its run is not outdated by an edit of it,
+    and neither is its preflight (whose code is every trainer's)."""
+    plugin = study[0] / "workflow" / "entropy_rl" / "paper" / "verl_plugin.py"
+    undo = edited(plugin, 'SUFFIX = "+cov"', 'SUFFIX = "+cov2"')
+    try:
+        jobs, message = refused(run_all(study))
+        runs = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]["runs"]
+        verl_runs = {run for run, spec in runs.items() if spec["algorithm"] != "prime"}
+        assert {name for rule, name in jobs if rule == "train_verl"} == verl_runs, message[:3000]
+        assert PRIME_RUN not in {name for _, name in jobs}, message[:3000]
+        assert re.search(r"^      code changed: entropy_rl\.paper\.verl_plugin$", message, re.MULTILINE)
+    finally:
+        undo()
+
+
+def test_an_edit_of_prime_main_outdates_only_the_prime_run(study):
+    """The PRIME run's training and the evaluation of what it trains; no verl 0.9.1 run."""
+    prime_main = study[0] / "workflow" / "entropy_rl" / "paper" / "prime_main.py"
+    undo = edited(prime_main, "version_base=None)(run)", 'version_base="1.3")(run)')
+    try:
+        jobs, message = refused(run_all(study))
+        assert ("train_verl", PRIME_RUN) in jobs and {name for _, name in jobs} == {PRIME_RUN}, message[:3000]
+        assert re.search(r"^      code changed: entropy_rl\.paper\.prime_main$", message, re.MULTILINE)
+    finally:
+        undo()
+
+
+def test_a_change_of_the_preflight_alone_outdates_no_training_run(study):
+    """The preflight's own code changed (it feeds fewer rows of a training set through verl's dataset): no preflight
+    reruns, so no GPU job after one is outdated (preflight.smk says why a rerun with the same verdict would be)."""
+    wf, work = study
+    stamp = work / "results" / "code" / "preflight.json"
+    before = stamp.read_text()
+    undo = edited(
+        wf / "workflow" / "entropy_rl" / "paper" / "preflight.py",
+        "DATASET_SAMPLE_ROWS = 64",
+        "DATASET_SAMPLE_ROWS = 32",
+    )
+    try:
+        proc = run_all(study)
+        assert proc.returncode == 0 and "Nothing to be done" in proc.stderr, proc.stderr[-3000:]
+        assert stamp.read_text() != before  # the change was seen
+    finally:
+        undo()
+
+
+def test_a_run_trained_again_has_its_launch_checked_with_the_new_code(study):
+    """Its preflight does not rerun for a change of code alone, so the launch part of it runs before submission
+    (cluster.smk, check_retrained_launches): a plugin that no longer registers the run's loss stops the workflow."""
+    wf, work = study
+    run = "qwen2.5-7b-grpo-ent0.01"
+    plugin = wf / "workflow" / "entropy_rl" / "paper" / "verl_plugin.py"
+    undo = edited(plugin, 'SUFFIX = "+cov"', 'SUFFIX = "+cov2"')
+    try:
+        proc = snakemake(wf, work, f"rerun_paid=[{run}]", "--cores", "1", f"results/runs/{run}/metrics.parquet")
+        assert proc.returncode != 0 and "paid work" not in proc.stderr, proc.stderr[-3000:]
+        assert "preflight: 1 of 1 run(s) would fail at launch; nothing was submitted" in proc.stderr, proc.stderr[
+            -3000:
+        ]
+        assert f"  {run}: loss " in proc.stderr, proc.stderr[-3000:]
+        assert not re.search(r"^(local)?rule \w+:", proc.stderr, re.MULTILINE)  # no job ran, the preflight neither
     finally:
         undo()
 

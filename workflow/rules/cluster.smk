@@ -31,6 +31,7 @@ SLURM_JOB_ENV_FLAG = f"--export-file={SLURM_JOB_ENV}"
 
 onstart:
     paid_work_guard()
+    check_retrained_launches()
     if not workflow.local_exec:
         hub.write_environment_without_token(SLURM_JOB_ENV)
 
@@ -169,10 +170,10 @@ def print_gpu_budget():
               f" {len(NOT_RUN)} as not run", file=sys.stderr)  # fmt: skip
 
 
-def check_launches():
-    """Before any job: every run still to train, its exact verl command through verl's own validation,
+def check_launches(runs=None):
+    """Before any job: every run still to train (or ``runs``), its exact verl command through verl's own validation,
     reward loader and loss plugin (the part of the preflight that needs no download)."""
-    runs = requested_runs()
+    runs = requested_runs() if runs is None else runs
     if not runs:
         return
     failed = {run: preflight.launch_problems_cached(S, run, ".snakemake/preflight-launches") for run in runs}
@@ -181,6 +182,19 @@ def check_launches():
         lines = [f"  {run}: {p}" for run, problems in failed.items() for p in problems]
         raise WorkflowError(f"preflight: {len(failed)} of {len(runs)} run(s) would fail at launch; nothing was submitted:\n" + "\n".join(lines))
     print(f"preflight: {len(runs)} run(s) to train composed and validated by verl, reward and loss plugin loaded", file=sys.stderr)
+
+
+def check_retrained_launches():
+    """Before a finished run's training is submitted again: its launch checked with the code it will run, as
+    check_launches does for a run still to train. Its preflight job runs again only when what it reads changes, not
+    for a change of code alone (preflight.smk)."""
+    if MINI or workflow.touch:
+        return
+    dag = workflow.dag
+    check_launches(sorted(
+        job.wildcards.run for job in dag.needrun_jobs() if job.rule.name == "train_verl"
+        and not any(dag.needrun(dep) for dep in dag.dependencies[job] if dep.rule.name == "preflight")
+    ))  # fmt: skip
 
 
 _BUDGET_SHOWN = []

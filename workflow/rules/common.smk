@@ -11,6 +11,7 @@ from entropy_rl.core import modules as modules_closure
 from entropy_rl.core import power_methods as power_registry
 from entropy_rl.core import spec as run_spec
 from entropy_rl.paper import containers
+from entropy_rl.paper import launch
 from entropy_rl.study import artifacts
 
 config_check.validate(config, artifacts.PAPER)  # the schema's artifact names are the registry's
@@ -65,7 +66,20 @@ def image(name):
 
 def run_image(wildcards):
     """PRIME runs on the verl its recipe supports (containers/prime.def); every other run on verl 0.9.1."""
-    return image("prime" if S["runs"][wildcards.run]["algorithm"] == "prime" else "train")
+    return image("prime" if launch.trainer(S["runs"][wildcards.run]) == "prime" else "train")
+
+
+@functools.cache
+def trainer_code(trainer):
+    """The code a trainer's runs execute (launch.TRAINER_MODULES, with the launch and the log translation around
+    it), one stamp per trainer: train_verl.json for verl 0.9.1's runs, train_prime.json for PRIME's."""
+    return code(f"train_{trainer}", "paper.launch", "paper.verl_metrics", *launch.TRAINER_MODULES[trainer])
+
+
+def train_code(wildcards):
+    """A run's code input: its own trainer's, so an edit of the loss plugin outdates no PRIME run and an edit of
+    PRIME's main no verl 0.9.1 run."""
+    return trainer_code(launch.trainer(S["runs"][wildcards.run]))
 
 
 def canonical(obj):
@@ -81,9 +95,10 @@ def canonical(obj):
 def code(key, *modules):
     """The code that shapes a job's outputs, as an input: the modules the rule's script calls (``layer.module``, or a
     full dotted name) and everything they import in the package, less plumbing (core.modules.PLUMBING), stood for by
-    one stamp per ``key`` (the rule) that is rewritten only when what that code computes changes
-    (core.modules.stamp). A comment, a docstring or a moved module reruns nothing; a change of behaviour reruns the
-    rule's jobs, and at paper scale the GPU rules' jobs only when asked (cluster.smk, paid_work_guard)."""
+    one stamp per ``key`` (the rule; where a rule's jobs run different code, what each runs: train_code) that is
+    rewritten only when what that code computes changes (core.modules.stamp). A comment, a docstring or a moved
+    module reruns nothing; a change of behaviour reruns the jobs that run it, and at paper scale the GPU rules' jobs
+    only when asked (cluster.smk, paid_work_guard)."""
     dotted = [m if m.startswith("entropy_rl.") else f"entropy_rl.{m}" for m in modules]
     return modules_closure.stamp(CODE_STAMP.format(key=key), *dotted)
 

@@ -1,6 +1,14 @@
 # Paper scale: every GPU job waits for a preflight that runs verl's own checks on exactly what the
 # job will run (entropy_rl.paper.preflight). The launch part already ran when the workflow was planned
 # (cluster.smk, check_launches); these rules add what needs the downloads and the prepared data.
+#
+# A preflight's code is an ancient() input: a change of it alone reruns no preflight. Snakemake 9.27 reruns every
+# job after one that reruns, whatever the rerun wrote (dag.py update_needrun; checksums spare only a later
+# invocation), so a preflight rerun for its code would outdate its GPU jobs though its verdict is the same. Only an
+# ancient() link stops that, and it also stops Snakemake from looking at the later job's own reasons (issue
+# snakemake#4166): the GPU jobs keep a plain link, and the preflight reruns when what it reads does (model, data,
+# settings). A finished run trained again is checked by the launch part with the code it will run, before
+# anything is submitted (cluster.smk, check_retrained_launches).
 
 from entropy_rl.paper import preflight
 
@@ -18,7 +26,7 @@ if not MINI:
             model=run_model_dir,
             train=run_train_data,
             validation=VALIDATION_SET,
-            code=code("preflight", *preflight.LAUNCH_CODE),
+            code=ancient(code("preflight", *preflight.LAUNCH_CODE)),
         output:
             RUN_PREFLIGHT,
         params:
@@ -36,7 +44,7 @@ if not MINI:
             """The power-sampling model against every vLLM engine the study starts it in."""
             input:
                 model=MODEL_DIR.format(model=POWER["model"]),
-                code=code("preflight_power", "paper.preflight"),
+                code=ancient(code("preflight_power", "paper.preflight")),
             output:
                 POWER_PREFLIGHT,
             params:

@@ -35,7 +35,7 @@ else:
             train=train_data_with_budget,
             validation=VALIDATION_SET,
             preflight=RUN_PREFLIGHT,
-            code=code("train_verl", "paper.launch", "paper.verl_metrics", *launch.TRAINING_MODULES),
+            code=train_code,
         output:
             metrics=RUN_METRICS,
             final=directory(RUN_FINAL),

@@ -15,10 +15,12 @@ ckpt_dir = run_dir / "checkpoints"
 # of other settings (the spec, or verl's own in the command), or of other reward or loss code, are moved aside
 # and training starts afresh.
 trajectory = {**snakemake.params.spec, "command": launch.trajectory_command(snakemake.params.command)}
-fingerprint = resume.fingerprint(trajectory, modules.closure(*launch.TRAINING_MODULES))
-resuming = resume.claim(ckpt_dir, fingerprint)
+trainer = launch.trainer(snakemake.params.spec)  # its own trainer's code only: PRIME's never loads the loss plugin
+fingerprint = resume.fingerprint(trajectory, modules.closure(*launch.TRAINER_MODULES[trainer]))
+earlier = resume.fingerprint(trajectory, modules.closure(*launch.FINGERPRINT_BEFORE_TRAINER_MODULES))
+resuming = resume.claim(ckpt_dir, fingerprint, earlier=[earlier])
 # PRIME runs on verl 0.4.1, which logs to TensorBoard only; verl 0.9.1 runs write verl's file log.
-prime = snakemake.params.spec["algorithm"] == "prime"
+prime = trainer == "prime"
 verl_log = verl_metrics.next_attempt_log(ckpt_dir, tensorboard=prime)
 log.info(
     "%s; this launch logs to %s", "resuming from the run's checkpoints" if resuming else "starting afresh", verl_log

@@ -25,9 +25,19 @@ PLUGIN_MODULE = "entropy_rl.paper.verl_plugin"
 # The trainer that module registers with verl (verl's synchronous V1 trainer plus the paper's measures).
 TRAINER_MODE = "entropy_paper"
 REWARD_MODULE = "entropy_rl.core.reward"
-# What shapes a run's trajectory besides the command: code verl loads by name (the plugin, the reward)
-# or runs (PRIME's main). Their closures are the train rule's code inputs and the resume fingerprint.
-TRAINING_MODULES = (PLUGIN_MODULE, REWARD_MODULE, "entropy_rl.paper.prime_main")
+# PRIME's entry, run with -m: verl 0.4.1's PRIME recipe given the reward (it imports REWARD_MODULE).
+PRIME_MAIN_MODULE = "entropy_rl.paper.prime_main"
+# What shapes a run's trajectory besides the command, by the trainer that runs it (``trainer``): the code verl 0.9.1
+# loads by name (the plugin, the reward), or PRIME's main on verl 0.4.1, which never loads the plugin. Their
+# closures are a run's resume fingerprint and, with this module and verl_metrics (which the job runs around the
+# trainer), its code input (train.smk): an edit of one trainer's code outdates none of the other's runs.
+TRAINER_MODULES = {
+    "verl": (PLUGIN_MODULE, REWARD_MODULE),
+    "prime": (PRIME_MAIN_MODULE, REWARD_MODULE),
+}
+# The one list every run's checkpoints were fingerprinted with before TRAINER_MODULES (issue 39): a run pre-empted
+# before that change resumes after it when that code is unchanged (train_verl.py, core.resume.claim's earlier).
+FINGERPRINT_BEFORE_TRAINER_MODULES = (PLUGIN_MODULE, REWARD_MODULE, PRIME_MAIN_MODULE)
 # Checkpoints with optimiser state kept per run (the last two: one to resume from, one spare).
 KEEP_CHECKPOINTS = 2
 
@@ -121,7 +131,13 @@ def verl_command(scale_cfg: dict, run_id: str, root: str = RESULTS) -> list[str]
         return ["python", "-m", "verl.trainer.main_ppo", *overrides, *scale_cfg.get("launch", {}).get("verl_overrides", [])]
     overrides = [o for o in overrides if not o.split("=", 1)[0].startswith(tuple(PRIME_DROPPED))]
     overrides += prime_overrides(s, run_spec.run_model_entry(scale_cfg, run_id), root)
-    return ["python", "-m", "entropy_rl.paper.prime_main", *overrides]  # the recipe's main, with our reward
+    return ["python", "-m", PRIME_MAIN_MODULE, *overrides]  # the recipe's main, with our reward
+
+
+def trainer(spec: dict) -> str:
+    """The trainer of a run (a key of ``TRAINER_MODULES``): PRIME runs on verl 0.4.1's recipe, every other run on
+    verl 0.9.1."""
+    return "prime" if spec["algorithm"] == "prime" else "verl"
 
 
 def bind(command: list[str], results_dir: str) -> list[str]:

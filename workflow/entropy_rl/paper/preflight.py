@@ -95,9 +95,9 @@ def launch_problems(scale_cfg: dict, run: str, results: str = "results") -> list
 
 
 # Modules whose code the launch checks run (besides verl's): a change to one invalidates a passed check
-# and reruns the preflight rule (its code inputs). verl loads the plugin and the reward by name and
-# PRIME's main is launched with -m, so those are named here besides what this module imports.
-LAUNCH_CODE = modules.closure(__name__, launch.PLUGIN_MODULE, launch.REWARD_MODULE, "entropy_rl.paper.prime_main")
+# (launch_key). verl loads the plugin and the reward by name and PRIME's main is launched with -m, so every
+# trainer's (launch.TRAINER_MODULES) is named here besides what this module imports.
+LAUNCH_CODE = modules.closure(__name__, *(m for trainer in launch.TRAINER_MODULES.values() for m in trainer))
 
 
 def launch_key(scale_cfg: dict, run: str) -> str:

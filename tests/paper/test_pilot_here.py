@@ -18,7 +18,7 @@ RUN = "pilot-grpo"
 STEPS = 4  # config.yaml paper.pilot: 4 steps, a checkpoint every 2, SIGTERM once step 2 is saved
 # |rollout log-ppl - actor log-ppl| of one step's responses: vLLM (bf16) against verl's actor (FSDP, bf16 compute).
 # What a rollout left on stale weights differs by is measured from the same log (test below) and must exceed it.
-SYNC_TOLERANCE = 0.02
+SYNC_TOLERANCE = 0.01
 
 
 def records(pilot_here, attempt=None) -> list[dict]:
@@ -37,13 +37,20 @@ def validation(records_: list[dict], step: int) -> dict[str, float]:
 
 
 def test_every_stage_passes_with_its_wall_time_and_throughput(pilot_here):
+    """`pilot_report` on the run's own logs: each of the 9 stages passed, with its wall time and, for the GPU jobs,
+    the throughput it measured; the resumption read from verl's logs; MFUs measured for the next estimate."""
     report = (pilot_here / "results" / "pilot" / "report.md").read_text()
-    print(report)
+    print(report.split("## Budget")[0])
+    assert "9 of 9 stages passed" in report
+    rows = [line.split(" | ") for line in report.splitlines() if line.startswith("| ") and " | passed | " in line]
+    assert sorted({r[0][2:] for r in rows}) == ["download_model", "evaluate_vllm", "power_sample_vllm", "preflight",
+                                                "train_verl"]  # fmt: skip
+    train = next(r for r in rows if r[0] == "| train_verl")
+    assert "tok/s/GPU training" in train[5] and "generated tok/s rollout" in train[5]
+    assert "attempt 2 (verl_log.2.jsonl): steps 3–4, resumed after step 2" in report
     estimate = json.loads((pilot_here / "results" / "pilot" / "estimate.json").read_text())
-    assert "failed" not in report.lower() or "0 failed" in report.lower()
-    for stage in ("download_model", "preflight", "train_verl", "evaluate_vllm", "power_sample_vllm"):
-        assert stage in report
-    assert estimate  # the MFUs the report measured, for the next estimate
+    assert estimate["pilot_stages"] == "9/9"
+    assert {estimate["sources"][k]["source"] for k in ("rollout_mfu", "train_mfu")} == {"measured"}
 
 
 def test_the_rollout_follows_the_actor_after_every_weight_sync(pilot_here):
@@ -85,39 +92,39 @@ def test_the_metrics_table_is_verls_log_translated(pilot_here):
     """metrics.parquet from the real jsonl: each training column verl's (or the plugin's) value at its step, and the
     pooled ratios of the loss plugin recomputed from the logged sums."""
     metrics = pd.read_parquet(pilot_here / "results" / "runs" / RUN / "metrics.parquet").set_index("step")
-    steps = training(records(pilot_here))
+    steps, checked = training(records(pilot_here)), 0
     for k, data in steps.items():
         row = metrics.loc[k - 1]  # training step k logs the rollout before update k
         assert row["entropy"] == pytest.approx(data["paper/entropy"])
         assert row["reward_mean"] == pytest.approx(data["critic/score/mean"])
         for column, (num, den) in verl_metrics.LOSS_RATIOS.items():
-            if data.get(den):
+            if num in data and data.get(den):  # the counts of the run's loss mode (vanilla: clip-higher's only)
                 assert row[column] == pytest.approx(data[num] / data[den])
+                checked += 1
+    assert checked >= 1  # the clip-higher covariance (the pilot's treatment), pooled, where the step had band tokens
     assert set(metric_columns.BASE_COLUMNS) <= set(metrics.columns)
 
 
 def test_the_merged_model_computes_the_checkpoints_logits(pilot_here):
-    """verl's merger's Hugging Face model against the FSDP checkpoint it merged: the same logits (the merger writes
-    bf16 by design, so within bf16's rounding of the weights)."""
+    """verl's merger's Hugging Face model (``final``, what the evaluation and the RL checkpoint's sampling load)
+    against the FSDP checkpoint of the last step it merged: the checkpoint's weights at the bf16 the merger writes by
+    design, loaded into the base model's directory at that dtype, give the same logits exactly; and training moved
+    the model away from the base."""
     from transformers import AutoModelForCausalLM
 
     run = pilot_here / "results" / "runs" / RUN
-    shard = next((run / "checkpoints" / f"global_step_{STEPS}" / "actor").glob("model_world_size_1_rank_0.pt"))
+    base_dir = pilot_here / "results" / "models" / "qwen2.5-0.5b"
+    shard = run / "checkpoints" / f"global_step_{STEPS}" / "actor" / "model_world_size_1_rank_0.pt"
     # FSDP2's DTensors on one rank: each local shard is the whole parameter (float32, the master weights).
-    state = {k: v.to_local() for k, v in torch.load(shard, weights_only=False, map_location="cpu").items()}
-    merged = AutoModelForCausalLM.from_pretrained(run / "final", torch_dtype=torch.float32)
-    checkpoint = AutoModelForCausalLM.from_pretrained(run / "final", torch_dtype=torch.float32)
+    state = {k: v.to_local().to(torch.bfloat16) for k, v in torch.load(shard, weights_only=False, map_location="cpu").items()}
+    merged = AutoModelForCausalLM.from_pretrained(run / "final", dtype=torch.bfloat16)
+    checkpoint = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.bfloat16)
     missing, unexpected = checkpoint.load_state_dict(state, strict=False)
     assert not unexpected and set(missing) <= {"lm_head.weight"}, (missing, unexpected)  # tied to the embeddings
+    base = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.bfloat16)
     ids = torch.tensor([[1, 5, 9, 13, 17, 21, 25, 29]])
     with torch.no_grad():
-        a, b = merged(input_ids=ids).logits, checkpoint(input_ids=ids).logits
-    print(f"merged vs checkpoint logits: max |diff| {float((a - b).abs().max()):.2e}")
-    assert torch.allclose(a, b, atol=0.05)
-    base = AutoModelForCausalLM.from_pretrained(
-        pilot_here / "results" / "models" / "qwen2.5-0.5b", torch_dtype=torch.float32
-    )
-    with torch.no_grad():
-        moved = float((base(input_ids=ids).logits - a).abs().max())
-    print(f"merged vs base logits: max |diff| {moved:.2e}")
-    assert moved > 0.05  # training moved the model beyond the merge's rounding
+        logits = {name: m(input_ids=ids).logits.float() for name, m in [("merged", merged), ("checkpoint", checkpoint), ("base", base)]}
+    same, moved = (float((logits["merged"] - logits[other]).abs().max()) for other in ("checkpoint", "base"))
+    print(f"merged model's logits: max |difference| {same} from the checkpoint's, {moved:.3f} from the base model's")
+    assert same == 0.0 and moved > 0.01

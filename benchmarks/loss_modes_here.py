@@ -15,7 +15,6 @@ environment:
 """
 
 import argparse
-import copy
 import math
 import shutil
 import sys
@@ -50,6 +49,7 @@ def paper_config() -> dict:
     paper["data"]["max_prompt_length"] = overlay["data"]["max_prompt_length"]
     for run in RUNS:
         paper["runs"][run]["overrides"] = {**paper["runs"][run].get("overrides", {}), **ONE_STEP}
+        paper["runs"][run]["placement"] = {"nodes": 1, "gpus_per_node": 1, "tensor_parallel": 1}  # the pilot's
     return spec.with_replicates(spec.with_instruct_models(paper), 0, 1)
 
 
@@ -73,10 +73,14 @@ def expectations(s: dict) -> dict[str, bool]:
         out["actor/cov_touched_tokens"] = True  # at least one token a micro-batch (verl's kl_cov)
     if loss["loss_mode"] == "clip_cov":
         out["actor/cov_touched_tokens"] = False  # int(n x 2e-4) tokens: none in a micro-batch of a few hundred
+    if loss["clip_ratio_high"] > loss["clip_ratio_low"]:
+        out["actor/cliphigher_tokens"] = False  # logged; tokens in the band only once the policy has moved off
     if loss["entropy_coeff"] > 0:
         out["actor/entropy_loss"] = True
     if loss["kl_loss_coef"] > 0:
-        out["actor/kl_loss"] = False  # logged; zero at the first step, where the policy is the reference
+        # Logged: the actor's KL to the reference worker's log-probs (0.0 exactly when lr is 0, measured: the
+        # reference holds the base model; the first update moves the policy before the step's second mini-batch).
+        out["actor/kl_loss"] = False
     return out
 
 
@@ -89,7 +93,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="loss-modes-"))
     root = work / "results"
     results_dir(args.pilot, root)
-    env = launch.verl_env(support.vllm_env(**pilot_here.ENV, PYTHONPATH=f"{ROOT / 'workflow'}:{ROOT / 'tests'}"))
+    env = launch.verl_env(support.vllm_env(**{**pilot_here.ENV, "PYTHONPATH": f"{ROOT / 'workflow'}:{ROOT / 'tests'}"}))
     failed = []
     for run in args.runs:
         s = spec.resolve_run(cfg, run)

@@ -1,4 +1,11 @@
-"""verl 0.9.1's real training worker on a CPU, for tests (the product never imports this).
+"""verl 0.9.1's real training worker, and its whole trainer, on a CPU, for tests (the product never imports this).
+
+Two uses. The CPU pilot (tests/pilot_here.py) runs verl's `main_ppo` with vLLM's engine as its rollout server: there
+verl imports this module in every one of its processes (``VERL_USE_EXTERNAL_MODULES=verl_cpu``, verl's own hook),
+which registers the CPU platform below and applies the shims at the end of the file (B3: the gloo backend string; B6:
+vLLM's CPU engine keeping the weights verl syncs into; B7: the reference model's host memory unpinned; B1, the
+``vllm`` alias distribution, is tests/vllm_alias.py).
+The worker tests (tests/paper/test_verl_worker.py) drive one worker operation at a time, as follows.
 
 The V1 trainer of ``python -m verl.trainer.main_ppo`` builds ``verl.workers.engine_workers.ActorRolloutRefWorker``
 on GPUs. Here the same class, from the same composed command, runs in processes of its own on the CPU, and no
@@ -754,9 +761,28 @@ def _vllm_keeps_linear_weights() -> None:
     ops._supports_onednn = False
 
 
+def _reference_offload_unpinned() -> None:
+    """Shim B7: verl offloads the reference model's parameters to host memory with a fixed
+    ``CPUOffloadPolicy(pin_memory=True)`` (verl/workers/engine/fsdp/transformer_impl.py, ``_build_fsdp_module``, every
+    forward-only engine), and pinning host memory needs an accelerator ("Cannot access accelerator device when none is
+    available"). On a CPU the parameters already live in host memory: the policy is kept, unpinned."""
+    from torch.distributed.fsdp import CPUOffloadPolicy
+
+    original = CPUOffloadPolicy.__init__
+    if getattr(original, "verl_cpu_shim", False):
+        return
+
+    def __init__(self, pin_memory: bool = True):
+        original(self, pin_memory=False)
+
+    __init__.verl_cpu_shim = True
+    CPUOffloadPolicy.__init__ = __init__
+
+
 # Imported by every verl process of a CPU run (VERL_USE_EXTERNAL_MODULES, verl's own hook: the driver, Ray's actors,
 # the vLLM server and its engine processes), this module registers the platform above; the shims go with it there.
 if os.environ.get("VERL_PLATFORM") == PLATFORM:
     _gloo_backend_shim()
+    _reference_offload_unpinned()
     if "vllm" in sys.modules:  # a vLLM process: its engine's worker imports verl's weight-sync extension
         _vllm_keeps_linear_weights()

@@ -101,7 +101,7 @@ def test_the_metrics_table_is_verls_log_translated(pilot_here):
             if num in data and data.get(den):  # the counts of the run's loss mode (vanilla: clip-higher's only)
                 assert row[column] == pytest.approx(data[num] / data[den])
                 checked += 1
-    assert checked >= 1  # the clip-higher covariance (the pilot's treatment), pooled, where the step had band tokens
+    assert checked == STEPS  # KL-Cov's share of tokens acted on (the pilot's treatment), pooled, at every step
     assert set(metric_columns.BASE_COLUMNS) <= set(metrics.columns)
 
 

@@ -219,3 +219,26 @@ def test_a_step_the_filter_fills_within_the_bound_trains_on_mixed_groups(transfe
     assert trainer.step_prompts / trainer.config.data.train_batch_size == 10  # its gen_batches (paper/gen_batches)
     assert metrics["training/filter_groups/evicted_samples"] == 36
 
+
+def test_the_settings_the_preflight_refuses_are_ones_verl_ignores(transfer_queue, caplog):
+    """What ``ignored_settings`` says of the filter's two bounds, shown on verl's own trainer: the released scripts'
+    key draws verl's warning and nothing else, and the in-flight cap never reaches the replay buffer of our mode."""
+    import copy
+    import logging
+
+    from entropy_rl.paper import ignored_settings, verl_plugin
+    from omegaconf import open_dict
+    from verl.trainer.ppo.v1.replay_buffer import ReplayBufferAsync
+
+    cfg = copy.deepcopy(transfer_queue[1])
+    with open_dict(cfg):
+        cfg.algorithm.filter_groups.max_num_gen_batches = 10
+        cfg.algorithm.filter_groups.max_inflight_gen_batches = 10
+    with caplog.at_level(logging.WARNING, logger="verl.trainer.ppo.v1.trainer_base"):
+        trainer = verl_plugin.PaperMeasuresTrainer(cfg)
+    assert "algorithm.filter_groups.max_num_gen_batches=10 is ignored" in caplog.text
+    assert type(trainer.replay_buffer) is ReplayBufferAsync and trainer.replay_buffer.max_inflight_gen_batches == 1
+    refused = ignored_settings.problems(cfg)
+    assert [p.split(" is ignored")[0] for p in refused] == [
+        "algorithm.filter_groups.max_num_gen_batches=10", "algorithm.filter_groups.max_inflight_gen_batches=10"
+    ]  # fmt: skip

@@ -121,4 +121,4 @@ def test_verl_overrides_carry_the_same_settings(config):
     assert int(ov["actor_rollout_ref.rollout.n"]) == s["rollout_n"]
     assert ov["actor_rollout_ref.actor.use_kl_loss"] == "false"
     assert float(ov["actor_rollout_ref.actor.clip_ratio_c"]) == s["loss"]["clip_ratio_c"]
-    assert int(ov["algorithm.filter_groups.max_num_gen_batches"]) == s["max_num_gen_batches"]
+    assert int(ov[f"+{launch.GEN_BATCHES_KEY}"]) == s["max_num_gen_batches"]

@@ -101,17 +101,24 @@ def test_same_seed_same_run(setting):
     assert a.equals(b)
 
 
-def test_group_filter_drops_uniform_groups(setting, monkeypatch):
-    """With filtering on, a batch whose groups are all wrong leads to no update."""
+def test_a_step_whose_groups_are_all_alike_stops_the_run_at_the_released_bound(setting, monkeypatch):
+    """Every response wrong: the step draws max_num_gen_batches generation batches, keeps no group, and the run stops
+    there, naming itself, the step and why, as the authors' released scripts stop (not a step logged without update)."""
     out, paths, val, cfg = setting
     cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": "grpo", "treatment": "none"}})
     s = spec.resolve_run(cfg, "r")
-    monkeypatch.setattr(trainer, "grade", lambda styles, golds, texts: np.zeros(len(golds), dtype=np.float32))
-    frame = trainer.train(s, out / "base", paths["train"], val, out / "filtered")
-    assert (frame["kept_prompt_frac"] == 0).all() and frame["pg_loss"].isna().all()
-    assert frame["entropy"].isna().all()  # Eq. 5 is over the update batch, and there is none
-    base, final = models.load(out / "base")[0], models.load(out / "filtered" / "final")[0]
-    assert all(torch.equal(p, q) for p, q in zip(base.parameters(), final.parameters()))
+    assert s["filter_groups"] and s["max_num_gen_batches"] == 10  # config.yaml's mini value: the scripts'
+    drawn = []
+    monkeypatch.setattr(trainer, "grade", lambda styles, golds, texts: drawn.append(len(golds)) or np.zeros(len(golds)))
+    with pytest.raises(RuntimeError, match="^run r, step 0: ") as raised:  # 491acc3 logged every step unupdated
+        trainer.train(s, out / "base", paths["train"], val, out / "filtered")
+    print(raised.value)
+    assert isinstance(raised.value, trainer.GenerationBoundReached)
+    assert drawn == [s["prompts_per_step"] * s["rollout_n"]] * 10  # ten generation batches of step 0, no more
+    message = str(raised.value)
+    assert message.startswith("run r, step 0: 10 generation batches (80 prompts, 10 x 8) kept no prompt group")
+    assert "all right or all wrong" in message
+    assert not (out / "filtered" / "metrics.parquet").exists() and not (out / "filtered" / "final").exists()
 
 
 def test_entropy_is_measured_on_the_groups_the_filter_keeps(setting, monkeypatch):
@@ -143,6 +150,7 @@ def test_a_step_whose_groups_are_all_dropped_draws_the_next_prompts(setting, mon
     monkeypatch.setattr(trainer, "grade", score)
     frame = trainer.train(s, out / "base", paths["train"], val, out / "redrawn")
     assert len(drawn) == 2 * (s["steps"] + 1) and frame["entropy"].notna().all() and frame["pg_loss"].iloc[:-1].notna().all()
+    assert frame["gen_batches"].tolist() == [2] * (s["steps"] + 1) and frame["kept_prompt_frac"].gt(0).all()
 
 
 class Interrupted(Exception):

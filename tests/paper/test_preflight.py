@@ -50,6 +50,39 @@ def test_the_commands_of_todays_main_fail_where_verl_would():
     assert preflight.command_problems(command, s) == []
 
 
+def test_a_command_with_a_setting_verl_ignores_is_refused_with_the_key_and_why():
+    """verl 0.9.1 composes and validates each of these, then ignores it (with a warning on the GPU nodes, or none):
+    the released scripts' max_num_gen_batches among them. The workflow's own command holds none; the preflight
+    refuses each, naming the key and the verl code that ignores it, and a group filter without the bound."""
+    run = "qwen2.5-7b-grpo-clipcov"  # Section 4: the released scripts' settings
+    s = spec.resolve_run(PAPER, run)
+    command = preflight.bound_command(PAPER, run)
+    assert preflight.command_problems(command, s) == []
+    assert f"+{launch.GEN_BATCHES_KEY}=10" in command
+    assert not any(a.startswith("algorithm.filter_groups.max_num_gen_batches=") for a in command)
+    refused = {
+        "algorithm.filter_groups.max_num_gen_batches=10": "PPOTrainer._resolve_filter_groups_metric",
+        "algorithm.filter_groups.max_inflight_gen_batches=10": "PPOTrainer._build_replay_buffer",
+        "data.gen_batch_size=256": "PPOTrainer._init_dataloader",
+        # sampled validation while the command says do_sample=false
+        "actor_rollout_ref.rollout.val_kwargs.temperature=0.6": "AgentLoopWorkerTQ.generate_sequences",
+    }
+    for extra, where in refused.items():
+        problems = preflight.command_problems([*command, extra], s)
+        print(problems)
+        key = extra.split("=")[0] if "temperature" not in extra else "actor_rollout_ref.rollout.val_kwargs.do_sample"
+        assert len(problems) == 1 and problems[0].startswith(f"{key}=") and " is ignored" in problems[0], problems
+        assert where in problems[0], problems
+    other_mode = [a.replace(f"trainer_mode={launch.TRAINER_MODE}", "trainer_mode=sync") for a in command]
+    refused = preflight.command_problems(other_mode, s)
+    assert any(p.startswith(f"trainer.v1.{launch.TRAINER_MODE} is ignored") for p in refused)
+    unbounded = [a for a in command if not a.startswith(f"+{launch.GEN_BATCHES_KEY}=")]
+    assert preflight.command_problems(unbounded, s) == [
+        (f"{launch.GEN_BATCHES_KEY} is unset or 0: with the group filter on, a step whose groups are all right or all"
+         " wrong would generate without end (verl_plugin.GenerationBound)")
+    ]  # fmt: skip
+
+
 def test_launches_state_what_verl_091_reads():
     cmd = preflight.bound_command(PAPER, "qwen2.5-32b-grpo-klcov", results="/scratch/results")
     cfg = preflight.compose(cmd[3:])

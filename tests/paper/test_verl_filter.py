@@ -3,14 +3,18 @@
 In verl 0.9.1 only the V1 trainer does this, in its replay buffer. Here the replay buffer is built
 by verl's own trainer code (``PPOTrainer._build_replay_buffer``) from a paper run's composed
 config, on a real TransferQueue in a local Ray, and fed finished groups as the rollout would.
+verl refills without end; the plugin's trainer stops a step after the released scripts'
+``max_num_gen_batches`` generation batches (``verl_plugin.GenerationBound``).
 """
 
+import time
 import types
 
 import pytest
 import torch
 import yaml
 from entropy_rl.paper import preflight
+from omegaconf import OmegaConf
 from support import ROOT
 
 PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
@@ -116,3 +120,125 @@ def test_paper_measures_read_the_whole_update_batch(transfer_queue):
         assert logged[f"paper/{key}"] == pytest.approx(value, rel=1e-6), key
     # verl's GRPO advantage is one value per response, normalised within each prompt's group
     assert torch.allclose(adv[0, : int(mask[0].sum())], adv[0, 0].expand(int(mask[0].sum())))
+
+
+# ---- the released scripts' bound on generation batches (verl_plugin.GenerationBound) ---------------------------
+# A model that answers every prompt alike, scored by the project's reward: every group is all right or all wrong.
+RIGHT, WRONG, GOLD = "1 + 1 = 2, so the answer is \\boxed{2}.", "The answer is \\boxed{3}.", "2"
+
+
+class Runaway(Exception):
+    """The step went on generating far past the bound: verl 0.9.1's replay buffer refills without end."""
+
+
+class ScoredRollout:
+    """Stands in for verl's rollout (``AgentLoopManagerTQ`` over vLLM, which cannot run here): each prompt's n
+    responses written into the TransferQueue as verl's agent loop writes them (the prompt ``running``, its
+    trajectories with ``rm_scores``, then ``finished``), each scored by the project's reward. ``right(i)`` is how many
+    of the i-th prompt's responses are right. Past ``limit`` prompts it stops the test instead of generating on."""
+
+    def __init__(self, tq, n: int, right, limit: int):
+        self.tq, self.n, self.right, self.limit, self.prompts = tq, n, right, limit, 0
+
+    def generate_sequences(self, batch):
+        from entropy_rl.core.reward import compute_score
+
+        for uid in batch["uid"]:
+            if self.prompts >= self.limit:
+                raise Runaway(f"still generating after {self.prompts} prompts")
+            right = self.right(self.prompts)
+            self.prompts += 1
+            self.tq.kv_put(key=uid, partition_id="train", tag={"status": "running"})
+            for session in range(self.n):
+                scores = torch.zeros(1, 4)
+                scores[0, -1] = compute_score("math", RIGHT if session < right else WRONG, GOLD)
+                self.tq.kv_put(key=f"{uid}_{session}_0", partition_id="train", fields={"rm_scores": scores},
+                               tag={"status": "success", "global_steps": int(batch["global_steps"])})  # fmt: skip
+            self.tq.kv_put(key=uid, partition_id="train", tag={"status": "finished"})
+
+
+def bounded_trainer(transfer_queue, right, train_batch_size=4, limit=1000):
+    """``PaperMeasuresTrainer`` as verl's ``main_ppo`` builds it from a paper run's command (its own ``__init__``:
+    the replay buffer verl picks for the mode, with the trainer's refill), with this rollout and a dataloader of
+    one-prompt batches in place of the workers, the vLLM servers and the dataset, at the step ``global_steps``."""
+    import copy
+
+    from entropy_rl.paper import verl_plugin
+    from omegaconf import open_dict
+    from verl.utils.dataset.rl_dataset import collate_fn
+
+    tq, cfg = transfer_queue
+    listed = tq.kv_list("train") or {}
+    if listed.get("train"):  # what an earlier test left
+        tq.kv_clear(keys=list(listed["train"]), partition_id="train")
+    cfg = copy.deepcopy(cfg)
+    with open_dict(cfg):
+        cfg.data.train_batch_size = train_batch_size
+        cfg.data.gen_batch_size = 1  # what PPOTrainer._init_dataloader sets with group filtering on
+    trainer = verl_plugin.PaperMeasuresTrainer(cfg)
+    trainer.replay_buffer.poll_interval = 0.01
+    trainer.global_steps = 7
+    prompt = [{"role": "user", "content": "What is 1 + 1? Put the final answer in \\boxed{}."}]
+    trainer.train_dataloader = [collate_fn([{"raw_prompt": prompt, "index": i}]) for i in range(16)]
+    trainer.train_dataloader_it = None
+    trainer.agent_loop_manager = ScoredRollout(tq, cfg.actor_rollout_ref.rollout.n, right, limit)
+    return trainer
+
+
+def test_a_step_whose_groups_are_all_alike_stops_at_the_released_bound(transfer_queue):
+    """verl 0.9.1 alone refills such a step without end (its V1 replay buffer); the released scripts stop after
+    max_num_gen_batches generation batches. Here the whole step (``PaperMeasuresTrainer.step``) runs on verl's code
+    and stops there, with the run, the step and the reason."""
+    from entropy_rl.paper import verl_plugin
+
+    trainer = bounded_trainer(transfer_queue, right=lambda i: 8 * (i % 2), limit=200)  # all right, all wrong, ...
+    started = time.perf_counter()
+    with pytest.raises(RuntimeError, match="^run qwen2.5-7b-grpo, step 7: ") as raised:  # not Runaway
+        trainer.step({}, {})
+    message = str(raised.value)
+    assert isinstance(raised.value, verl_plugin.GenerationBoundReached)
+    print(f"{type(raised.value).__name__} after {trainer.agent_loop_manager.prompts} prompts, "
+          f"{time.perf_counter() - started:.1f} s: {message}")  # fmt: skip
+    assert PAPER["train"]["max_num_gen_batches"] == 10  # the scripts' value, which the workflow's command carries
+    assert trainer.agent_loop_manager.prompts == 10 * 4  # every prompt 10 batches of 4 allow, and not one more
+    assert message.startswith("run qwen2.5-7b-grpo, step 7: 10 generation batches (40 prompts, 10 x 4)")
+    assert "all right or all wrong" in message and "dropped 40 groups" in message
+
+
+def test_a_step_the_filter_fills_within_the_bound_trains_on_mixed_groups(transfer_queue):
+    """The bound takes nothing from a step that fills: groups alike are refilled up to the last prompt allowed."""
+    from entropy_rl.paper import launch
+
+    # Of the 40 prompts 10 batches of 4 allow, the 1st, 20th, 33rd and 40th get mixed answers.
+    mixed = {0, 19, 32, 39}
+    trainer = bounded_trainer(transfer_queue, right=lambda i: 3 if i in mixed else 0)
+    assert int(OmegaConf.select(trainer.config, launch.GEN_BATCHES_KEY)) * 4 == 40
+    trainer.prepare_step()  # the step's first generation batch, then the sampling of PPOTrainer._step_once
+    batch, metrics = trainer.replay_buffer.sample(global_steps=trainer.global_steps, partition_id="train", batch_size=4)
+    assert len({key.split("_")[0] for key in batch.keys}) == 4 and trainer.agent_loop_manager.prompts == 40
+    assert trainer.step_prompts / trainer.config.data.train_batch_size == 10  # its gen_batches (paper/gen_batches)
+    assert metrics["training/filter_groups/evicted_samples"] == 36
+
+
+def test_the_settings_the_preflight_refuses_are_ones_verl_ignores(transfer_queue, caplog):
+    """What ``ignored_settings`` says of the filter's two bounds, shown on verl's own trainer: the released scripts'
+    key draws verl's warning and nothing else, and the in-flight cap never reaches the replay buffer of our mode."""
+    import copy
+    import logging
+
+    from entropy_rl.paper import ignored_settings, verl_plugin
+    from omegaconf import open_dict
+    from verl.trainer.ppo.v1.replay_buffer import ReplayBufferAsync
+
+    cfg = copy.deepcopy(transfer_queue[1])
+    with open_dict(cfg):
+        cfg.algorithm.filter_groups.max_num_gen_batches = 10
+        cfg.algorithm.filter_groups.max_inflight_gen_batches = 10
+    with caplog.at_level(logging.WARNING, logger="verl.trainer.ppo.v1.trainer_base"):
+        trainer = verl_plugin.PaperMeasuresTrainer(cfg)
+    assert "algorithm.filter_groups.max_num_gen_batches=10 is ignored" in caplog.text
+    assert type(trainer.replay_buffer) is ReplayBufferAsync and trainer.replay_buffer.max_inflight_gen_batches == 1
+    refused = ignored_settings.problems(cfg)
+    assert [p.split(" is ignored")[0] for p in refused] == [
+        "algorithm.filter_groups.max_num_gen_batches=10", "algorithm.filter_groups.max_inflight_gen_batches=10"
+    ]  # fmt: skip

@@ -19,8 +19,10 @@ COV_TOP = {"cov_top0.02": 0.0002, "cov_top0.2": 0.002, "cov_top2": 0.02, "cov_to
 # over only the prompts whose group accuracy is 1, 4 or 7 of 8 (legend "Accuracy=0.125, 0.5, 0.875").
 BANDIT_COV = "bandit_cov"
 BANDIT_ACC = {"bandit_cov_acc0.125": 0.125, "bandit_cov_acc0.5": 0.5, "bandit_cov_acc0.875": 0.875}
+# gen_batches: the prompts a step generated, in batches of prompts_per_step (the released DAPO trainer's
+# num_gen_batches): above 1 where the group filter dropped groups and more prompts were drawn for the step.
 BASE_COLUMNS = [
-    "step", "entropy", "entropy_change", "reward_mean", "response_length", "kept_prompt_frac",
+    "step", "entropy", "entropy_change", "reward_mean", "response_length", "kept_prompt_frac", "gen_batches",
     TOKEN_COV, *COV_TOP, BANDIT_COV, *BANDIT_ACC, "cliphigher_cov", "cov_touched_frac",
     "pg_loss", "pg_clipfrac", "ppo_kl",
 ]  # fmt: skip

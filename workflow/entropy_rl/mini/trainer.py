@@ -171,6 +171,7 @@ class Batch(NamedTuple):
     rewards: np.ndarray
     keep_groups: np.ndarray
     n_prompts: int
+    gen_batches: int  # generation batches of prompts_per_step prompts drawn for the step (the last one is kept)
 
 
 def set_up(spec: dict, model_dir: str | Path, train_path: str | Path) -> Run:
@@ -204,7 +205,7 @@ def training_step(run: Run, step: int, val_sets: dict) -> dict:
     """Row ``step`` of the metrics: sample and grade a batch with π_t, measure π_t on the groups kept,
     validate every ``val_every`` steps, and update π_t on those groups (except after the last step)."""
     spec = run.spec
-    batch = sample_batch(run)
+    batch = sample_batch(run, step)
     # The sampler's own log-probs and entropies: those of π_t at the rollout temperature, which verl
     # recomputes with a forward pass only because its rollout engine is another implementation.
     old_log_prob, token_entropy = batch.rollout.log_probs, batch.rollout.entropy
@@ -215,32 +216,39 @@ def training_step(run: Run, step: int, val_sets: dict) -> dict:
         "reward_mean": float(batch.rewards.mean()),
         "response_length": float(batch.rollout.response_mask.sum(dim=1).float().mean()),
         "kept_prompt_frac": len(batch.keep_groups) / batch.n_prompts,
+        "gen_batches": batch.gen_batches,
     }
     if step % spec["val_every"] == 0 or step == spec["steps"]:
         row.update(validate(run.policy, run.tokenizer, val_sets, spec["max_response_length"]))
     if step < spec["steps"]:
-        if len(batch.keep_groups):
-            row.update(update_policy(run, batch, old_log_prob))
-        else:
-            log.info("step %d: no prompt with mixed outcomes; no update", step)
+        row.update(update_policy(run, batch, old_log_prob))
     programs = reward.sandbox_columns()
     if run.code:  # the programs this step ran (those not run before in this run), and those stopped for a limit
         row.update(programs)
     return row
 
 
-def sample_batch(run: Run) -> Batch:
+class GenerationBoundReached(RuntimeError):
+    """Every group of ``max_num_gen_batches`` generation batches was dropped by the group filter."""
+
+
+def sample_batch(run: Run, step: int) -> Batch:
     """The next ``prompts_per_step`` prompts, ``rollout_n`` responses each, graded.
 
     Keeps only prompts whose group has both correct and wrong answers: the batch the policy is
     updated on, whose entropy (Eq. 5) the row reports. The kept groups are not topped up to a
-    full batch, but a step that keeps none draws the next prompts, up to max_num_gen_batches
-    times, as verl's trainer keeps generating until it has a batch to update on.
+    full batch, but a step that keeps none draws the next prompts, at most ``max_num_gen_batches``
+    generation batches in all, and then stops the run (``GenerationBoundReached``) as the authors'
+    released scripts stop theirs (verl's DAPO recipe raises after that many batches without a full
+    batch, and the paper-scale trainer does the same, ``paper.verl_plugin.GenerationBound``). Stopping, not
+    skipping the update as before: none of config.yaml's 32 mini runs (seed 0, 61 steps each) had a step that
+    kept no group (the fewest kept: 6 of 32), so such a step marks a degenerate run, which a step logged
+    without an update would hide. ``gen_batches`` in the metrics counts each step's draws.
     """
     spec, n = run.spec, run.spec["rollout_n"]
-    size = spec["prompts_per_step"]
+    size, bound = spec["prompts_per_step"], spec["max_num_gen_batches"]
     run.policy.eval()
-    for _ in range(max(1, spec["max_num_gen_batches"])):
+    for drawn in range(1, bound + 1):
         if run.cursor + size > len(run.order):
             run.order, run.cursor = run.rng.permutation(len(run.prompts)), 0
         idx = run.order[run.cursor : run.cursor + size]
@@ -255,8 +263,13 @@ def sample_batch(run: Run) -> Batch:
             np.flatnonzero((prompt_acc > 0) & (prompt_acc < 1)) if spec["filter_groups"] else np.arange(len(idx))
         )
         if len(keep_groups):
-            break
-    return Batch(rollout, rewards, keep_groups, len(idx))
+            return Batch(rollout, rewards, keep_groups, len(idx), drawn)
+    raise GenerationBoundReached(
+        f"run {spec['run_id']}, step {step}: {bound} generation batches ({bound * size} prompts, {bound} x {size}) "
+        "kept no prompt group: the group filter (filter_groups) dropped every one, their responses all right or all "
+        f"wrong. The authors' released scripts stop here too (max_num_gen_batches={bound}): the data may be too hard "
+        "or too easy for the model."
+    )
 
 
 def grade(styles: list[str], golds: list[str], texts: list[str]) -> np.ndarray:

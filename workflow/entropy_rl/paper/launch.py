@@ -24,6 +24,9 @@ from ..core.spec import resolve_run
 PLUGIN_MODULE = "entropy_rl.paper.verl_plugin"
 # The trainer that module registers with verl (verl's synchronous V1 trainer plus the paper's measures).
 TRAINER_MODE = "entropy_paper"
+# The released scripts' bound on generation batches per step, where that trainer reads it (verl_plugin.GenerationBound):
+# verl 0.9.1 reads its own algorithm.filter_groups.max_num_gen_batches only to warn that it ignores it.
+GEN_BATCHES_KEY = f"trainer.v1.{TRAINER_MODE}.max_num_gen_batches"
 REWARD_MODULE = "entropy_rl.core.reward"
 # PRIME's entry, run with -m: verl 0.4.1's PRIME recipe given the reward (it imports REWARD_MODULE).
 PRIME_MAIN_MODULE = "entropy_rl.paper.prime_main"
@@ -53,6 +56,7 @@ PRIME_DROPPED = {
     "algorithm.filter_groups.": "PRIME filters groups by accuracy (data.filter_accuracy)",
     "trainer.use_v1": "verl 0.9.1's V1 trainer; verl 0.4.1 has no such key and PRIME runs its own loop",
     "trainer.v1.": "the V1 trainer with the paper's measures (verl_plugin) is verl 0.9.1's; PRIME runs verl 0.4.1's loop",
+    "+trainer.v1.": "the generation bound is that V1 trainer's setting (verl_plugin.GenerationBound)",
     "actor_rollout_ref.actor.optim.clip_grad": "verl 0.4.1 reads actor.grad_clip",
     "data.seed": "not in verl 0.4.1's config; the PRIME trainer reads data.get('seed'), so it is appended (+data.seed)",
     "reward.custom_reward_function.": "verl 0.4.1 calls it custom_reward_function, loads it as a standalone file, "
@@ -268,8 +272,9 @@ def verl_overrides(spec: dict, covariance_metrics: bool = False) -> list[str]:
         f"{actor}.policy_loss.kl_cov_ratio={loss['kl_cov_ratio']}",
         f"{actor}.policy_loss.ppo_kl_coef={loss['ppo_kl_coef']}",
         f"algorithm.filter_groups.enable={str(spec['filter_groups']).lower()}",
-        # For the record: verl 0.9.1's V1 trainer refills filtered groups from its replay buffer and ignores it.
-        f"algorithm.filter_groups.max_num_gen_batches={spec['max_num_gen_batches']}",
+        # Appended (verl's config has no such key): the bound of the released scripts, which verl_plugin's trainer
+        # honours; verl 0.9.1 would only warn about its own key and refill without end (verl_plugin.GenerationBound).
+        f"+{GEN_BATCHES_KEY}={spec['max_num_gen_batches']}",
         f"actor_rollout_ref.rollout.val_kwargs.temperature={spec['val_protocol']['temperature']}",
         f"actor_rollout_ref.rollout.val_kwargs.n={spec['val_protocol']['n']}",
         f"actor_rollout_ref.rollout.val_kwargs.do_sample={str(spec['val_protocol']['temperature'] > 0).lower()}",

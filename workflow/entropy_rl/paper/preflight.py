@@ -7,7 +7,8 @@ A booking of GPU nodes is lost to a job that dies at start. Before any GPU job, 
   the reward is loaded by verl's own loader (``get_custom_reward_fn``) and scores a right and a
   wrong answer; the loss plugin is imported by verl's ``import_external_libs`` and the configured
   loss is called with the actor config verl builds (``omega_conf_to_dataclass``); the token budget
-  of a micro-batch holds prompt + response. PRIME commands go through verl 0.4.1 (``prime_check``).
+  of a micro-batch holds prompt + response; no setting verl would accept and then ignore
+  (``ignored_settings``), and the group filter bounded. PRIME commands go through verl 0.4.1 (``prime_check``).
 * **model** (once downloaded): every vLLM engine the model will be started in (training rollout,
   evaluation, power sampling) fits its ``config.json`` and tokenizer: context, tensor-parallel
   size, prompt format (``prompt_format.engine_problems``).
@@ -166,6 +167,15 @@ def command_problems(command: list[str], spec: dict) -> list[str]:
         problems.append("trainer.use_v1 is false: only verl's V1 trainer applies algorithm.filter_groups")
     if cfg.algorithm.filter_groups.enable != spec["filter_groups"]:
         problems.append(f"algorithm.filter_groups.enable is {cfg.algorithm.filter_groups.enable}, the run says {spec['filter_groups']}")
+    # verl accepts these and, at best, warns on the GPU nodes; unbounded, a step whose groups are all alike never ends.
+    from omegaconf import OmegaConf
+
+    from . import ignored_settings
+
+    problems += ignored_settings.problems(cfg)
+    if cfg.algorithm.filter_groups.enable and not OmegaConf.select(cfg, launch.GEN_BATCHES_KEY, default=0):
+        problems.append(f"{launch.GEN_BATCHES_KEY} is unset or 0: with the group filter on, a step whose groups are all"
+                        " right or all wrong would generate without end (verl_plugin.GenerationBound)")  # fmt: skip
     problems += reward_problems(cfg, spec)
     problems += loss_problems(cfg)
     problems += trainer_problems(cfg)

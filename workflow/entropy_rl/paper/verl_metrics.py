@@ -32,6 +32,7 @@ TRAINING_KEYS = {
     "actor/pg_clipfrac": "pg_clipfrac",
     "actor/ppo_kl": "ppo_kl",
     **{f"paper/{name}": name for name in ["cov_all", *metric_columns.COV_TOP, "bandit_cov", *metric_columns.BANDIT_ACC]},
+    "paper/gen_batches": "gen_batches",
 }
 # Columns pooled from the loss plugin's per-micro-batch sums and counts: the plugin's worker logs each
 # mini-batch's totals and the trainer their mean, so the ratio of two such means is the ratio of the

@@ -13,7 +13,8 @@ computed exactly as the mini trainer computes them:
   and logs, per micro-batch (where Clip-Cov and KL-Cov select their tokens), the sums and counts of
   ``entropy_rl.core.metrics.loss_token_stats`` as ``actor/*``;
 - verl's actor worker with those sums added up over each mini-batch's micro-batches (verl averages
-  a policy loss's metrics over them), which the trainer above starts in place of verl's own.
+  a policy loss's metrics over them), which the trainer above starts in place of verl's own;
+- the released scripts' bound on the group filter's refills (``GenerationBound``), which verl 0.9.1 lacks.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 import ray
 import transfer_queue as tq
+from omegaconf import OmegaConf
 from verl.single_controller.base.decorator import Dispatch, register
 from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY, get_policy_loss_fn, register_policy_loss
 from verl.trainer.ppo.utils import Role
@@ -30,7 +32,7 @@ from verl.utils.metric import AggregationType, Metric
 from verl.workers.engine_workers import ActorRolloutRefWorker
 
 from ..core import metrics as measures  # `metrics` is verl's name for a step's metric dict
-from .launch import TRAINER_MODE
+from .launch import GEN_BATCHES_KEY, TRAINER_MODE
 
 WRAPPED_MODES = ("vanilla", "clip_cov", "kl_cov")
 SUFFIX = "+cov"
@@ -103,9 +105,82 @@ class SummedCountsWorker(ActorRolloutRefWorker):
             self.actor.set_loss_fn(self.loss_fn)
 
 
-class PaperMeasuresTrainer(PPOTrainerSync):
+class GenerationBoundReached(RuntimeError):
+    """The group filter kept too few groups for a full batch within the generation batches allowed per step."""
+
+
+def registered_prompt_groups(partition_id: str = "train") -> int:
+    """Prompt groups in verl's TransferQueue partition: those pending, running or finished and not yet evicted
+    or sampled, i.e. every group the step could still train on (as verl's own ``_count_tq_prompt_groups``)."""
+    data = tq.kv_list(partition_id) or {}
+    return sum(1 for tag in data.get(partition_id, {}).values() if tag.get("is_prompt", False))
+
+
+class GenerationBound:
+    """The released scripts' bound on the group filter, which verl 0.9.1 lacks; mixed into ``PaperMeasuresTrainer``.
+
+    The authors' scripts run verl's DAPO recipe (``recipe/dapo/dapo_ray_trainer.py``, ``RayDAPOTrainer.fit``): it
+    generates batches of ``gen_batch_size`` (there ``train_batch_size``) prompts until the groups kept fill a batch,
+    and raises after ``max_num_gen_batches`` of them. verl 0.9.1's V1 trainer has no bound: its replay buffer evicts
+    every finished group whose rewards are all equal and asks the trainer's ``refill_fn`` for fresh prompts, without
+    end (``verl/trainer/ppo/v1/replay_buffer.py``: ``ReplayBufferAsync.wait_for_sampleable``, the buffer
+    ``PPOTrainer._build_replay_buffer`` builds for every trainer mode but "sync", ours included; the sync
+    ``ReplayBuffer.sample`` alike). Its ``algorithm.filter_groups.max_num_gen_batches`` is read only to warn that it
+    is ignored (``trainer_base.py``, ``PPOTrainer._resolve_filter_groups_metric``); ``max_inflight_gen_batches``
+    caps the prompts in flight, not those generated, and reaches only the sync buffer.
+
+    ``refill_fn`` is the trainer's ``_add_prompts_to_generate``: every prompt of a step after its first batch
+    (``prepare_step``) is generated there, so the bound counts them there, dispatches none past
+    ``max_num_gen_batches * train_batch_size``, and once a refill is cut short fails the step as soon as the groups
+    still registered (kept, or in flight) cannot fill the batch, which the released scripts could not either. The
+    bound is the trainer mode's own setting (``launch.GEN_BATCHES_KEY``; 0 or absent: none, as 0 in the scripts)."""
+
+    step_prompts = 0  # prompts generated for the current step
+
+    def generation_budget(self) -> int:
+        """Prompts one step may generate (0: no bound)."""
+        batches = int(OmegaConf.select(self.config, GEN_BATCHES_KEY, default=0) or 0)
+        return max(0, batches) * self.config.data.train_batch_size
+
+    def prepare_step(self) -> dict:
+        out = super().prepare_step()  # the step's first generation batch: train_batch_size prompts
+        self.step_prompts = self.config.data.train_batch_size
+        return out
+
+    def step(self, metrics: dict, timing_raw: dict):
+        batch = super().step(metrics, timing_raw)
+        # The step's prompts in batches of train_batch_size, as the released trainer logs num_gen_batches.
+        metrics["paper/gen_batches"] = self.step_prompts / self.config.data.train_batch_size
+        return batch
+
+    def _add_prompts_to_generate(self, num_prompts: int) -> int:
+        budget = self.generation_budget()
+        dispatch = min(num_prompts, max(0, budget - self.step_prompts)) if budget else num_prompts
+        if dispatch:
+            super()._add_prompts_to_generate(dispatch)
+            self.step_prompts += dispatch
+        if dispatch < num_prompts:
+            registered = registered_prompt_groups()
+            needed = self.config.data.train_batch_size // self.parameter_sync_step
+            if registered < needed:
+                raise GenerationBoundReached(self.bound_message(budget, registered, needed))
+        return dispatch
+
+    def bound_message(self, budget: int, registered: int, needed: int) -> str:
+        size = self.config.data.train_batch_size
+        batches = budget // size
+        return (
+            f"run {self.config.trainer.experiment_name}, step {self.global_steps}: {batches} generation batches "
+            f"({self.step_prompts} prompts, {batches} x {size}) did not fill a batch of {needed} prompt groups. The "
+            f"group filter (algorithm.filter_groups) dropped {self.step_prompts - registered} groups whose responses "
+            f"were all right or all wrong, and at most {registered} can still be kept. The authors' released scripts "
+            f"raise here too (max_num_gen_batches={batches}): the data may be too hard or too easy for the model."
+        )
+
+
+class PaperMeasuresTrainer(GenerationBound, PPOTrainerSync):
     """verl's synchronous trainer, logging the paper's measures of each update batch, its actor
-    workers ``SummedCountsWorker``."""
+    workers ``SummedCountsWorker``, its group filter bounded as the released scripts bound it."""
 
     def _init_resource_pool_mgr(self):
         super()._init_resource_pool_mgr()

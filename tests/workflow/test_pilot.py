@@ -60,7 +60,7 @@ def test_each_gpu_job_asks_slurm_for_one_gpu_for_its_estimated_time(pilot_plan):
     _, proc = pilot_plan
     blocks = re.split(r"\n(?=\[.*\d{4}\]\n)", proc.stdout)
     gpu_jobs = [b for b in blocks if re.search(r"^rule (train_verl|evaluate_vllm|power_sample_vllm):", b, re.MULTILINE)]
-    assert len(gpu_jobs) == 5
+    assert len(gpu_jobs) == 7
     for block in gpu_jobs:
         res = job_resources(block)
         assert res.get("gpu") == 1, block
@@ -77,7 +77,7 @@ def test_the_plan_states_the_pilots_gpu_hours_before_submission(pilot_plan):
         float(h)
         for h in re.findall(r"^  (?:train|eval|power):pilot-\S+: ([\d.]+) GPU-hours$", proc.stderr, re.MULTILINE)
     ]
-    assert len(listed) == 5 and abs(sum(listed) - float(stated.group(1))) < 0.02
+    assert len(listed) == 7 and abs(sum(listed) - float(stated.group(1))) < 0.02
     assert 0.3 <= float(stated.group(1)) <= 1.5  # about one GPU-hour
     assert "preflight: 1 run(s) to train composed and validated by verl" in proc.stderr  # the pilot's own command
 

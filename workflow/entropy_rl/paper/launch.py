@@ -110,7 +110,8 @@ def verl_env(environ) -> dict:
 
 # Overrides that change how a run saves and logs, never its trajectory: a checkpoint written under other values
 # still continues the run (``trajectory_command``).
-BOOKKEEPING = ("trainer.save_freq=", "trainer.max_actor_ckpt_to_keep=", "trainer.logger=", "trainer.project_name=")
+BOOKKEEPING = ("trainer.save_freq=", "trainer.max_actor_ckpt_to_keep=", "trainer.logger=", "trainer.project_name=",
+               "hydra.run.dir=")  # fmt: skip
 
 
 def trajectory_command(command: list[str]) -> list[str]:
@@ -329,6 +330,9 @@ def verl_launch_overrides(scale_cfg: dict, run_id: str, root: str) -> list[str]:
         "algorithm.filter_groups.metric=reward",
         "trainer.project_name=entropy-mechanism",
         f"trainer.experiment_name={run_id}",
+        # Hydra's record of each launch (its composed config and overrides) in the run's directory: by default Hydra
+        # writes outputs/<date>/<time>/ under the job's working directory, the checkout's root.
+        f"hydra.run.dir={root}/runs/{run_id}/hydra",
         f"trainer.default_local_dir={root}/runs/{run_id}/checkpoints",
         f"trainer.max_actor_ckpt_to_keep={KEEP_CHECKPOINTS}",
         "trainer.resume_mode=auto",

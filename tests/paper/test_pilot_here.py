@@ -84,6 +84,9 @@ def test_the_resumed_attempt_starts_at_the_saved_step_with_the_saved_weights(pil
     assert saved and saved == loaded and any(v > 0 for v in saved.values())  # not merely both zero
     log = (pilot_here / "results" / "logs" / "train" / f"{RUN}.log").read_text()
     assert "resumes from global_step_2" in log
+    # Hydra's record of the launches in the run's directory, none under the working directory (outputs/).
+    assert (pilot_here / "results" / "runs" / RUN / "hydra" / ".hydra" / "overrides.yaml").exists()
+    assert not (pilot_here / "outputs").exists()
     metrics = pd.read_parquet(pilot_here / "results" / "runs" / RUN / "metrics.parquet")
     assert sorted(metrics["step"].tolist()) == list(range(STEPS + 1))
 

@@ -36,8 +36,7 @@ def test_files_are_the_modules_sources_found_without_importing_them():
 def fresh_caches():
     """The tests below point the module reader at a throwaway package: no cached reading outlives them."""
     yield
-    modules.direct_imports.cache_clear()
-    modules.closure.cache_clear()
+    modules.clear_caches()
 
 
 def package(tmp_path, monkeypatch, files: dict[str, str]):
@@ -47,8 +46,7 @@ def package(tmp_path, monkeypatch, files: dict[str, str]):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     monkeypatch.setattr(modules, "PACKAGE_DIR", root)
-    modules.direct_imports.cache_clear()
-    modules.closure.cache_clear()
+    modules.clear_caches()
     return root
 
 
@@ -60,7 +58,7 @@ def test_behaviour_hash_ignores_comments_docstrings_and_moves_but_not_code(tmp_p
     assert modules.behaviour_hash("entropy_rl.paper.job") == before
     (root / "core/util.py").rename(root / "paper/util.py")  # moved, its importer updated
     (root / "paper/job.py").write_text("from . import util\n\ndef g():\n    return util.f(1)\n")
-    modules.direct_imports.cache_clear()
+    modules.clear_caches()  # as a new process would read it
     assert modules.behaviour_hash("entropy_rl.paper.job") == before
     (root / "paper/util.py").write_text("def f(x):\n    return x + 2\n")  # a change two modules away
     assert modules.behaviour_hash("entropy_rl.paper.job") != before
@@ -94,3 +92,37 @@ def test_a_stamp_is_rewritten_only_when_behaviour_changes_and_names_the_change(t
     (root / "core/util.py").write_text("X = 1\n")
     modules.stamp(stamp, "entropy_rl.paper.job")
     assert stamp.read_text() == text  # changed back: the text Snakemake recorded (its checksum matches again)
+
+
+def every_module() -> list[str]:
+    return sorted(f"entropy_rl.{p.relative_to(PACKAGE_DIR).with_suffix('').as_posix().replace('/', '.')}"
+                  for p in PACKAGE_DIR.rglob("*.py") if p.name != "__init__.py")  # fmt: skip
+
+
+def test_the_disk_cache_gives_the_hashes_a_fresh_parse_gives(tmp_path, monkeypatch):
+    """Every module of the package: its closure's hashes read through a cold cache, a warm one (a later process),
+    and one whose entries are corrupt or truncated are the hashes of a parse with no cache at all."""
+    fresh = {m: modules.closure_hashes(m) for m in every_module()}
+    monkeypatch.setattr(modules, "CACHE_DIR", tmp_path / "cache")
+    for state in ("cold", "warm", "corrupt"):
+        modules.clear_caches()
+        if state == "corrupt":
+            entries = sorted((tmp_path / "cache").glob("*.json"))
+            assert len(entries) > 3  # one a module read (plumbing is read by none)
+            entries[0].write_text("{not json")
+            entries[1].write_text('{"text": "X", "refs": ["entropy_rl.core.spec"]}')  # a placeholder it lacks
+            entries[2].write_text(entries[2].read_text()[:-40])
+        assert {m: modules.closure_hashes(m) for m in every_module()} == fresh, state
+
+
+def test_an_edit_changes_a_cached_hash_and_an_undo_restores_it(tmp_path, monkeypatch):
+    root = package(tmp_path, monkeypatch, {"core/util.py": "def f(x):\n    return x + 1\n",
+                                           "paper/job.py": "from ..core import util\n\ndef g():\n    return util.f(1)\n"})  # fmt: skip
+    monkeypatch.setattr(modules, "CACHE_DIR", tmp_path / "cache")
+    before = modules.behaviour_hashes("entropy_rl.paper.job", "entropy_rl.core.util")
+    (root / "core/util.py").write_text("def f(x):\n    return x + 2\n")
+    edited = modules.behaviour_hashes("entropy_rl.paper.job", "entropy_rl.core.util")
+    assert all(edited[m] != before[m] for m in before)  # the module and its importer, in the same process
+    (root / "core/util.py").write_text("def f(x):\n    return x + 1\n")
+    modules.clear_caches()  # a later process, reading the disk cache
+    assert modules.behaviour_hashes("entropy_rl.paper.job", "entropy_rl.core.util") == before

@@ -15,6 +15,9 @@ from entropy_rl.paper import launch
 from entropy_rl.study import artifacts
 
 config_check.validate(config, artifacts.PAPER)  # the schema's artifact names are the registry's
+# Each module's parsed form, kept by its text, for the code stamps of every later plan and job (core.modules: each
+# text is parsed once; an entry that is not one the module wrote is parsed again).
+modules_closure.CACHE_DIR = Path(".snakemake/behaviour-templates")
 
 SCALE = config["scale"]
 MINI = SCALE == "mini"

@@ -108,14 +108,15 @@ def _strip_docstrings(tree: ast.Module) -> None:
                 node.body = body[1:] or [ast.Pass()]
 
 
-def _bound(module: str, node: ast.ImportFrom, alias: ast.alias, memo: dict) -> list:
+def _bound(module: str, node: ast.ImportFrom, alias: ast.alias, refs: list) -> list:
     """What ``from ... import name`` binds, by content: the hash of the module it names, or of the module it reads
-    ``name`` from (with ``name``); never the modules' dotted paths."""
+    ``name`` from (with ``name``); never the modules' dotted paths. The hash stands as a placeholder (``refs``)."""
     target = _resolve(module, node)
     candidate = f"{target}.{alias.name}"
-    if _is_package(target) and _exists(candidate):
-        return [alias.asname or alias.name, _ref(candidate, memo)]
-    return [alias.asname or alias.name, _ref(target, memo), alias.name]
+    named = candidate if _is_package(target) and _exists(candidate) else target
+    refs.append(named)
+    bound = [alias.asname or alias.name, _PLACEHOLDER.format(named)]
+    return bound if named == candidate else [*bound, alias.name]
 
 
 def _ref(module: str, memo: dict) -> str:
@@ -129,28 +130,92 @@ def _ref(module: str, memo: dict) -> str:
     return memo[module]
 
 
+# A module's syntax tree, dumped with each import of this package's modules standing as a placeholder for the imported
+# module's hash, is a function of its source text alone: kept per text (``_template``), in this process and, where
+# ``CACHE_DIR`` is set (the workflow sets it under .snakemake/), on disk, so each text is parsed once. The hash is then
+# the template with the placeholders filled in, byte for byte the text a fresh parse would dump.
+CACHE_DIR: Path | None = None
+_TEMPLATES: dict[tuple[str, str], dict] = {}
+_PLACEHOLDER = "@@behaviour-of:{}@@"  # printable: json.dumps and ast.dump keep it as it is
+
+
 def _behaviour(module: str, memo: dict) -> str:
-    tree = ast.parse(source(module).read_text())
+    template = _template(module)
+    text = template["text"]
+    for ref in template["refs"]:  # in the order a fresh parse meets them (an import cycle is named by that order)
+        text = text.replace(_PLACEHOLDER.format(ref), _ref(ref, memo))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@functools.cache
+def _layout() -> str:
+    """The package's module files, as a digest: whether ``from a import b`` names a module depends on them."""
+    paths = sorted(p.relative_to(PACKAGE_DIR).as_posix() for p in PACKAGE_DIR.rglob("*.py"))
+    return hashlib.sha256("\0".join(paths).encode()).hexdigest()
+
+
+def clear_caches() -> None:
+    """Forget what this process has read (for a package laid out anew, as tests do); the disk cache is keyed by
+    content and needs no clearing."""
+    for cached in (direct_imports, closure, _layout):
+        cached.cache_clear()
+    _TEMPLATES.clear()
+
+
+def _template(module: str) -> dict:
+    code = source(module).read_text()
+    key = hashlib.sha256(f"{module}\0{_layout()}\0{code}".encode()).hexdigest()
+    if (module, key) in _TEMPLATES:
+        return _TEMPLATES[(module, key)]
+    cached = CACHE_DIR / f"{key}.json" if CACHE_DIR is not None else None
+    template = _read_template(cached) if cached is not None else None
+    if template is None:
+        template = _parse_template(module, code)
+        if cached is not None:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_name(f".{cached.name}.{os.getpid()}")
+            tmp.write_text(json.dumps(template))
+            os.replace(tmp, cached)
+    _TEMPLATES[(module, key)] = template
+    return template
+
+
+def _read_template(path: Path) -> dict | None:
+    """A cached template, or None where there is none or it is not one this module wrote (then it is parsed again)."""
+    try:
+        template = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(template, dict) and isinstance(template.get("text"), str) and isinstance(template.get("refs"), list)
+    if not ok or not all(isinstance(r, str) and template["text"].count(_PLACEHOLDER.format(r)) for r in template["refs"]):
+        return None
+    return template
+
+
+def _parse_template(module: str, code: str) -> dict:
+    tree = ast.parse(code)
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     if "__doc__" not in names:  # a module that reads its docstring (a CLI's help) keeps it
         _strip_docstrings(tree)
+    refs: list[str] = []
     for node in ast.walk(tree):
         for field, value in ast.iter_fields(node):
             if isinstance(value, list) and any(isinstance(v, ast.ImportFrom) for v in value):
-                canonical = [_canonical(module, v, memo) if isinstance(v, ast.ImportFrom) else [v] for v in value]
+                canonical = [_canonical(module, v, refs) if isinstance(v, ast.ImportFrom) else [v] for v in value]
                 setattr(node, field, [statement for group in canonical for statement in group])
     text = ast.dump(tree, annotate_fields=False)
     if names & _SELF_NAMES:
         text = module + "\0" + text
-    return hashlib.sha256(text.encode()).hexdigest()
+    return {"text": text, "refs": refs}
 
 
-def _canonical(module: str, node: ast.ImportFrom, memo: dict) -> list[ast.stmt]:
+def _canonical(module: str, node: ast.ImportFrom, refs: list) -> list[ast.stmt]:
     """An import of this package's modules as one statement per name it binds (``from a import x, y`` binds as
-    ``from a import x`` then ``from a import y`` do), each by content."""
+    ``from a import x`` then ``from a import y`` do), each by content: the imported module's hash, a placeholder in the
+    template (``refs``)."""
     if not _ours(_resolve(module, node)):
         return [node]
-    return [ast.Expr(ast.Constant("import " + json.dumps(_bound(module, node, alias, memo)))) for alias in node.names]
+    return [ast.Expr(ast.Constant("import " + json.dumps(_bound(module, node, alias, refs)))) for alias in node.names]
 
 
 def behaviour_hashes(*modules: str) -> dict[str, str]:

@@ -36,7 +36,9 @@ nodes = launch.allocation_nodes()
 # again, which resumes from the checkpoint as a requeued job does.
 interrupt = snakemake.params.spec.get("interrupt_at_step")
 if interrupt and len(nodes) == 1 and launch.saved_step(ckpt_dir) < interrupt:
-    code = launch.run_until_saved(command, env, ckpt_dir, interrupt)
+    first_log = verl_log
+    code = launch.run_until_saved(command, env, ckpt_dir, interrupt,
+                                  logged=lambda: prime or verl_metrics.logged_step(first_log) >= interrupt)  # fmt: skip
     if launch.saved_step(ckpt_dir) < interrupt:
         sys.exit(f"verl exited with {code} before saving step {interrupt}; checkpoints in {ckpt_dir} are kept")
     verl_log = verl_metrics.next_attempt_log(ckpt_dir, tensorboard=prime)

@@ -193,14 +193,15 @@ def saved_step(checkpoints: str | os.PathLike) -> int:
 
 
 def run_until_saved(command: list[str], env: dict, checkpoints: str | os.PathLike, step: int, grace_s: float = 120,
-                    poll_s: float = 5) -> int:  # fmt: skip
+                    poll_s: float = 5, logged=lambda: True) -> int:  # fmt: skip
     """Run verl's driver (one node) and, once it has saved ``step``, stop it as a pre-emption does: SIGTERM to its
     process group, SIGKILL after ``grace_s``. Returns the driver's exit code (negative: the signal that ended it); a
     driver that ends by itself first returns its own."""
     proc = subprocess.Popen(command, env=env, start_new_session=True)  # its own group: verl's Ray children too
     try:
         while proc.poll() is None:
-            if saved_step(checkpoints) >= step:
+            # ``logged``: verl saves a step before it logs it; stopped between the two, the step's metrics are lost.
+            if saved_step(checkpoints) >= step and logged():
                 os.killpg(proc.pid, signal.SIGTERM)
                 try:
                     proc.wait(timeout=grace_s)

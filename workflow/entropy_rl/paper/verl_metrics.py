@@ -49,6 +49,21 @@ def read_jsonl(path: str | Path) -> list[dict]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
+def logged_step(path: str | Path) -> int:
+    """The last step whose record verl's file logger has written whole to ``path`` (0 when none yet)."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except FileNotFoundError:
+        return 0
+    steps = [0]
+    for line in lines:
+        try:
+            steps.append(int(json.loads(line)["step"]))
+        except (ValueError, KeyError, TypeError):  # a line still being written
+            continue
+    return max(steps)
+
+
 def read_tensorboard(directory: str | Path) -> list[dict]:
     """verl's TensorBoard scalars (the logger of verl 0.4.1, which PRIME runs on: it has no file
     logger) as the file logger's records, one per step."""

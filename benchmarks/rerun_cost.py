@@ -21,7 +21,9 @@ from pathlib import Path
 
 import yaml
 
-FILES = {".parquet", ".txt", ".json", ".csv", ".md", ".html", ".pdf", ".png"}  # the DAG's other outputs are directories
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "workflow"), str(ROOT / "tests")]
+from support import make_planned_outputs  # (the tests' helper: the same complete result set)
 
 
 def export(rev: str, dest: Path) -> None:
@@ -57,15 +59,11 @@ def old_results(old: Path, work: Path) -> int:
     plan = snakemake(old, work, "-n", "all")
     if plan.returncode:
         sys.exit(plan.stderr[-3000:])
-    outputs = {o for line in re.findall(r"^\s+output: (.*)$", plan.stdout, re.M) for o in line.split(", ")}
-    for out in outputs:
-        path = work / out
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.touch() if path.suffix in FILES else path.mkdir(exist_ok=True)
+    jobs = make_planned_outputs(plan.stdout, work)
     touched = snakemake(old, work, "--touch", "--forceall", "--cores", "2", "all")
     if touched.returncode:
         sys.exit(touched.stderr[-3000:])
-    return len(re.findall(r"^\s+output: ", plan.stdout, re.M))
+    return jobs
 
 
 def main() -> None:

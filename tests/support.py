@@ -41,6 +41,24 @@ def plan(workdir, *args, env_extra=None):
     return proc, time.perf_counter() - started
 
 
+# The suffixes of a DAG's files; its other outputs are directories (models, data sources, merged checkpoints).
+OUTPUT_FILES = {".parquet", ".txt", ".json", ".csv", ".md", ".html", ".pdf", ".png"}
+
+
+def make_planned_outputs(plan_stdout: str, work) -> int:
+    """Every output a dry run (``snakemake -n``) listed, made in ``work`` as an empty file or directory, for a
+    ``snakemake --touch`` to make up to date (a complete result set no job computed). Returns the jobs listed."""
+    lines = re.findall(r"^\s+output: (.*)$", plan_stdout, re.MULTILINE)
+    for out in {o for line in lines for o in line.split(", ")}:
+        path = Path(work) / out
+        if path.suffix in OUTPUT_FILES:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
+        else:
+            path.mkdir(parents=True, exist_ok=True)
+    return len(lines)
+
+
 def job_resources(block):
     """A dry-run job's resources line (--verbose) as a dict; numbers as ints, <TBD> left out."""
     line = re.search(r"^\s+resources: (.*)$", block, re.MULTILINE).group(1)
@@ -98,3 +116,37 @@ def run_in_session(command, env, cwd, timeout=900):
         out.seek(0)
         err.seek(0)
         return proc.returncode, out.read(), err.read()
+
+
+def code_stamps(work) -> dict[str, str]:
+    """The code stamps a plan wrote in ``work`` (results/code), by file name: each stamp, its record of modules by name
+    and the record a change of behaviour replaced (``core.modules``: ``stamp``, ``record_path``, ``previous_path``)."""
+    return {p.name: p.read_text() for p in sorted((Path(work) / "results" / "code").glob("*.json"))}
+
+
+def stamp_records(work) -> dict[str, dict]:
+    """Each stamp's record of modules (``core.modules.record_path``), by its stamp's name."""
+    import json
+
+    code = Path(work) / "results" / "code"
+    return {p.name: json.loads((code / f"{p.stem}.modules.json").read_text()) for p in sorted(code.glob("*.json"))
+            if "." not in p.stem}  # fmt: skip
+
+
+def assert_stamps_uncached(work, package_dir, monkeypatch) -> None:
+    """Each code stamp a plan wrote in ``work`` is what this process computes afresh, reading ``package_dir`` with no
+    template cache (``core.modules``): its record's module hashes and, in the stamp, their combined hash."""
+    import json
+
+    from entropy_rl.core import modules
+
+    monkeypatch.setattr(modules, "PACKAGE_DIR", package_dir)
+    monkeypatch.setattr(modules, "CACHE_DIR", None)
+    modules.clear_caches()
+    code = Path(work) / "results" / "code"
+    try:
+        for name, record in stamp_records(work).items():
+            assert modules.closure_hashes(*record["modules"]) == record["modules"], name
+            assert json.loads((code / name).read_text()) == {"hash": record["hash"]}, name
+    finally:
+        modules.clear_caches()

@@ -1,5 +1,6 @@
 """Code inputs and fingerprints come from a module's import closure, named by module."""
 
+import json
 import sys
 
 import pytest
@@ -92,6 +93,15 @@ def test_a_stamp_is_rewritten_only_when_behaviour_changes_and_names_the_change(t
     (root / "core/util.py").write_text("X = 1\n")
     modules.stamp(stamp, "entropy_rl.paper.job")
     assert stamp.read_text() == text  # changed back: the text Snakemake recorded (its checksum matches again)
+    # Then a module moved: the stamp, newer now than the outputs made before the change, must not change (its new
+    # text's checksum would not be the recorded one); only its record of names does.
+    changed_back = stamp.stat().st_mtime
+    (root / "core/util.py").rename(root / "paper/util.py")
+    (root / "paper/job.py").write_text("from . import util\nY = util.X\n")
+    modules.clear_caches()
+    modules.stamp(stamp, "entropy_rl.paper.job")
+    assert stamp.read_text() == text and stamp.stat().st_mtime == changed_back
+    assert set(json.loads(modules.record_path(stamp).read_text())["modules"]) == {"entropy_rl.paper.job", "entropy_rl.paper.util"}
 
 
 def every_module() -> list[str]:

@@ -141,8 +141,8 @@ def test_the_later_samplers_run_through_the_same_rule_on_their_own_module(paper_
         assert f"sampler {kind}" in job_log(paper_study, f"power/pilot-{kind}.log")
     sps = pd.read_parquet(paper_study / "results" / "power" / "samples" / "pilot-sps.parquet")
     assert (sps["drawn_tokens"] > 2 * sps["response_tokens"]).any()  # more than the candidates: their rollouts
-    stamps = json.loads((paper_study / "results" / "code" / "power_samplers_vllm.json").read_text())["modules"]
-    first = json.loads((paper_study / "results" / "code" / "power_sample_vllm.json").read_text())["modules"]
+    stamps = json.loads((paper_study / "results" / "code" / "power_samplers_vllm.modules.json").read_text())["modules"]
+    first = json.loads((paper_study / "results" / "code" / "power_sample_vllm.modules.json").read_text())["modules"]
     assert "entropy_rl.paper.power_samplers" in stamps and "entropy_rl.core.power_smc" in stamps
     assert not {"entropy_rl.paper.power_samplers", "entropy_rl.core.power_smc", "entropy_rl.core.power_sps"} & set(first)
 

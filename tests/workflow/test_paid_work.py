@@ -8,6 +8,7 @@ change that leaves what the code computes as it was (a comment, a module moved) 
 outdated.
 """
 
+import json
 import os
 import re
 import shutil
@@ -16,13 +17,12 @@ import sys
 
 import pytest
 import yaml
-from support import ROOT
+from entropy_rl.core import modules
+from support import ROOT, assert_stamps_uncached, code_stamps, make_planned_outputs, stamp_records
 
 pytestmark = pytest.mark.costly  # about two minutes of a core: scheduled first (tests/conftest.py)
 
 ENV = {"HF_TOKEN": "hf_test_token_not_real"}
-# The suffixes of the DAG's files; its other outputs are directories (models, data sources, merged checkpoints).
-FILES = {".parquet", ".txt", ".json", ".csv", ".md", ".html", ".pdf", ".png"}
 
 
 def snakemake(wf, work, *args):
@@ -62,13 +62,7 @@ def study(tmp_path_factory):
         (work / "results" / "runs" / run / "metrics.parquet").touch()
     plan = snakemake(wf, work, "-n", "all")
     assert plan.returncode == 0, plan.stderr[-3000:]
-    for out in {o for line in re.findall(r"^\s+output: (.*)$", plan.stdout, re.MULTILINE) for o in line.split(", ")}:
-        path = work / out
-        if path.suffix in FILES:  # else one of the DAG's directories (models, sources, merged checkpoints)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.touch()
-        else:
-            path.mkdir(parents=True, exist_ok=True)
+    make_planned_outputs(plan.stdout, work)
     # --forceall: every job's metadata recorded (parameters, input checksums), as a real run leaves it
     touched = snakemake(wf, work, "--touch", "--forceall", "--cores", "2", "all")
     assert touched.returncode == 0 and "not touched" not in touched.stderr, touched.stderr[-3000:]
@@ -92,6 +86,39 @@ def edited(path, old, new):
 def test_an_up_to_date_result_set_runs_nothing(study):
     proc = run_all(study)
     assert proc.returncode == 0 and "Nothing to be done" in proc.stderr, proc.stderr[-3000:]
+
+
+def test_an_edit_rewrites_exactly_the_stamps_of_the_code_that_runs_it(study, monkeypatch):
+    """The paper plan's stamps, written through the template cache (.snakemake/behaviour-templates), are those of a
+    fresh parse; an edit of the reward rewrites every stamp whose code imports it and no other, each naming it, and
+    undone it restores every stamp's text."""
+    wf, work = study
+    assert snakemake(wf, work, "-n", "all").returncode == 0  # the stamps of the code as it is (an earlier test edits)
+    before = code_stamps(work)
+    records = stamp_records(work)
+    assert len(records) >= 30 and (work / ".snakemake" / "behaviour-templates").is_dir(), sorted(before)
+    assert_stamps_uncached(work, wf / "workflow" / "entropy_rl", monkeypatch)
+    reward = "entropy_rl.core.reward"
+    running = {name for name, record in records.items() if reward in record["modules"]}
+    assert {"evaluate_vllm.json", "preflight.json"} <= running < set(records), sorted(running)
+    undo = edited(
+        wf / "workflow" / "entropy_rl" / "core" / "reward.py", "TEST_TIMEOUT_S = 10.0", "TEST_TIMEOUT_S = 12.0"
+    )
+    try:
+        plan = snakemake(wf, work, "-n", "all")
+        assert plan.returncode == 0, plan.stderr[-3000:]
+        after = code_stamps(work)
+        assert {name for name in records if after[name] != before[name]} == running
+        monkeypatch.setattr(modules, "PACKAGE_DIR", wf / "workflow" / "entropy_rl")
+        modules.clear_caches()
+        assert all(modules.changed_modules(work / "results" / "code" / name) == [reward] for name in running)
+    finally:
+        undo()
+        modules.clear_caches()
+    assert snakemake(wf, work, "-n", "all").returncode == 0
+    again = code_stamps(work)
+    kept = [*records, *(name.replace(".json", ".modules.json") for name in records)]  # not the replaced records
+    assert {name: again[name] for name in kept} == {name: before[name] for name in kept}
 
 
 def test_a_comment_a_docstring_and_a_moved_module_make_nothing_outdated(study):

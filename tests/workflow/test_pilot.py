@@ -10,7 +10,7 @@ import sys
 
 import pytest
 import yaml
-from support import FIXTURES, ROOT, job_resources, plan
+from support import FIXTURES, ROOT, job_resources, make_planned_outputs, plan
 
 pytestmark = pytest.mark.costly  # a minute of a core: scheduled first (tests/conftest.py)
 
@@ -18,7 +18,6 @@ TOKEN = {"HF_TOKEN": "hf_test_token_not_real"}
 PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
 RUN = "pilot-grpo"
 METHODS = ["pilot-plain", "pilot-power", "pilot-smc", "pilot-sps", "pilot-rl"]
-FILES = {".parquet", ".txt", ".json", ".csv", ".md", ".html", ".pdf", ".png"}
 
 
 @pytest.fixture(scope="module")
@@ -125,13 +124,7 @@ def test_the_report_rule_reads_what_a_real_pilot_writes_and_the_estimate_then_us
     shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
     planned = snakemake(tmp_path, "-n", "pilot")
     assert planned.returncode == 0, planned.stderr[-3000:]
-    for out in {o for line in re.findall(r"^\s+output: (.*)$", planned.stdout, re.MULTILINE) for o in line.split(", ")}:
-        path = tmp_path / out
-        if path.suffix in FILES:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.touch()
-        else:
-            path.mkdir(parents=True, exist_ok=True)
+    make_planned_outputs(planned.stdout, tmp_path)
     assert snakemake(tmp_path, "--touch", "--cores", "2", "pilot").returncode == 0
     shutil.copytree(FIXTURES / "pilot" / "logs", tmp_path / "results" / "logs", dirs_exist_ok=True)
     shutil.copytree(FIXTURES / "pilot" / "runs", tmp_path / "results" / "runs", dirs_exist_ok=True)

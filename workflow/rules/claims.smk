@@ -4,10 +4,10 @@ import json
 import os
 import sys
 
-import yaml
 from snakemake.exceptions import WorkflowError
 
 from entropy_rl.core import claim_plan
+from entropy_rl.core.config import read_yaml
 from entropy_rl.core import ledger as claims_ledger
 from entropy_rl.paper import budget
 from entropy_rl.study import artifacts
@@ -15,8 +15,7 @@ from entropy_rl.study import artifacts
 # All of them, unless the command line names some (`--config 'claims=[law/*]'`) or a budget
 # (`--config budget_gpu_hours=5000`): then only their runs, evaluations, samples and artifacts are built,
 # and the audit lists every other claim as not run, with the GPU-hours it would add.
-with open(LEDGER) as _fh:
-    CLAIMS = claims_ledger.expand_ledger(yaml.safe_load(_fh))
+CLAIMS = claims_ledger.expand_ledger(read_yaml(LEDGER))
 
 
 # The power-sampling study's artifacts and the methods each draws.

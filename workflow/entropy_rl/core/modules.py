@@ -23,10 +23,12 @@ PACKAGE = "entropy_rl"
 PLUMBING = frozenset(f"{PACKAGE}.{m}" for m in ("core.atomic", "core.logs", "core.modules", "core.resume", "mini.checkpoints"))
 
 
+@functools.cache
 def source(module: str) -> Path:
     """The file of ``module`` (a package's ``__init__.py``). This package's modules are found by
     their dotted path under it, without importing anything (``find_spec`` would import the
-    parent packages); another module by the import system's finders."""
+    parent packages); another module by the import system's finders. Kept per process, as the
+    layout is (``_layout``); the file's text is read afresh by whoever reads it."""
     if _ours(module):
         base = PACKAGE_DIR.joinpath(*module.split(".")[1:])
         for candidate in (base / "__init__.py", base.with_suffix(".py")):
@@ -55,15 +57,19 @@ def _resolve(module: str, node: ast.ImportFrom) -> str:
 @functools.cache
 def direct_imports(module: str) -> frozenset[str]:
     """The package's modules that ``module`` imports anywhere in its text (lazy imports included)."""
+    return frozenset(_template(module)["imports"])
+
+
+def _imports(module: str, tree: ast.Module) -> list[str]:
     found = set()
-    for node in ast.walk(ast.parse(source(module).read_text())):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names if _ours(alias.name)}
         elif isinstance(node, ast.ImportFrom) and _ours(target := _resolve(module, node)):
             for alias in node.names:  # `from pkg import mod` names a module; `from mod import name` does not
                 candidate = f"{target}.{alias.name}"
                 found.add(candidate if _is_package(target) and _exists(candidate) else target)
-    return frozenset(found)
+    return sorted(found)
 
 
 def _exists(module: str) -> bool:
@@ -133,7 +139,8 @@ def _ref(module: str, memo: dict) -> str:
 # A module's syntax tree, dumped with each import of this package's modules standing as a placeholder for the imported
 # module's hash, is a function of its source text alone: kept per text (``_template``), in this process and, where
 # ``CACHE_DIR`` is set (the workflow sets it under .snakemake/), on disk, so each text is parsed once. The hash is then
-# the template with the placeholders filled in, byte for byte the text a fresh parse would dump.
+# the template with the placeholders filled in, byte for byte the text a fresh parse would dump. The template also keeps
+# the package modules the text imports (``direct_imports``: the closure's edges), read from the same parse.
 CACHE_DIR: Path | None = None
 _TEMPLATES: dict[tuple[str, str], dict] = {}
 _PLACEHOLDER = "@@behaviour-of:{}@@"  # printable: json.dumps and ast.dump keep it as it is
@@ -157,7 +164,7 @@ def _layout() -> str:
 def clear_caches() -> None:
     """Forget what this process has read (for a package laid out anew, as tests do); the disk cache is keyed by
     content and needs no clearing."""
-    for cached in (direct_imports, closure, _layout):
+    for cached in (source, direct_imports, closure, _layout):
         cached.cache_clear()
     _TEMPLATES.clear()
 
@@ -168,9 +175,9 @@ def _template(module: str) -> dict:
     if (module, key) in _TEMPLATES:
         return _TEMPLATES[(module, key)]
     cached = CACHE_DIR / f"{key}.json" if CACHE_DIR is not None else None
-    template = _read_template(cached) if cached is not None else None
+    template = _read_template(cached, key) if cached is not None else None
     if template is None:
-        template = _parse_template(module, code)
+        template = {**_parse_template(module, code), "key": key}
         if cached is not None:
             cached.parent.mkdir(parents=True, exist_ok=True)
             tmp = cached.with_name(f".{cached.name}.{os.getpid()}")
@@ -180,20 +187,29 @@ def _template(module: str) -> dict:
     return template
 
 
-def _read_template(path: Path) -> dict | None:
-    """A cached template, or None where there is none or it is not one this module wrote (then it is parsed again)."""
+def _read_template(path: Path, key: str) -> dict | None:
+    """A cached template, or None where there is none or it is not the one this module wrote for ``key`` (then it is
+    parsed again): an entry names its key, so one copied, renamed or of another text is not read as this one."""
     try:
         template = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    ok = isinstance(template, dict) and isinstance(template.get("text"), str) and isinstance(template.get("refs"), list)
-    if not ok or not all(isinstance(r, str) and template["text"].count(_PLACEHOLDER.format(r)) for r in template["refs"]):
+    if not (isinstance(template, dict) and template.get("key") == key and isinstance(template.get("text"), str)):
+        return None
+    if not all(_strings(template.get(field)) for field in ("refs", "imports")):
+        return None
+    if not all(_PLACEHOLDER.format(ref) in template["text"] for ref in template["refs"]):
         return None
     return template
 
 
+def _strings(value) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
 def _parse_template(module: str, code: str) -> dict:
     tree = ast.parse(code)
+    imports = _imports(module, tree)  # before the imports below are rewritten
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     if "__doc__" not in names:  # a module that reads its docstring (a CLI's help) keeps it
         _strip_docstrings(tree)
@@ -206,7 +222,7 @@ def _parse_template(module: str, code: str) -> dict:
     text = ast.dump(tree, annotate_fields=False)
     if names & _SELF_NAMES:
         text = module + "\0" + text
-    return {"text": text, "refs": refs}
+    return {"text": text, "refs": refs, "imports": imports}
 
 
 def _canonical(module: str, node: ast.ImportFrom, refs: list) -> list[ast.stmt]:
@@ -242,36 +258,65 @@ def combined_hash(*modules: str) -> str:
 
 
 def previous_path(path: str | Path) -> Path:
-    """Where ``stamp`` keeps the record it replaced, for ``changed_modules``."""
+    """Where ``stamp`` keeps the record that its last change of behaviour replaced, for ``changed_modules``."""
     path = Path(path)
     return path.with_name(path.stem + ".previous" + path.suffix)
+
+
+def record_path(path: str | Path) -> Path:
+    """Where ``stamp`` keeps its modules by name, each with its hash (``closure_hashes``): beside the stamp, not in it,
+    so that moving or renaming a module leaves the stamp's text as it was."""
+    path = Path(path)
+    return path.with_name(path.stem + ".modules" + path.suffix)
 
 
 def stamp(path: str | Path, *modules: str) -> str:
     """A file that stands for the code ``modules`` run, for a rule to take as input: rewritten only when what the code
     computes changes (``combined_hash``), so Snakemake reruns a job on a change of behaviour and on nothing else. Its
-    text is a function of that behaviour alone (each module's hash), so code changed and changed back is the text
-    Snakemake recorded the job's input with, and reruns nothing (Snakemake compares a newer input's checksum with the
-    one it recorded). The record it replaces is kept beside it (``previous_path``). A new stamp takes its sources'
-    latest time, so that writing it the first time outdates nothing that the sources themselves did not."""
+    text is that hash alone, so code changed and changed back is the text Snakemake recorded the job's input with, and
+    reruns nothing (Snakemake compares a newer input's checksum with the one it recorded), and a module moved after that
+    changes nothing either. Which modules it stands for, by name, is kept beside it (``record_path``), and the record a
+    change of behaviour replaced too (``previous_path``). A new stamp takes its sources' latest time, so that writing it
+    the first time outdates nothing that the sources themselves did not."""
     path = Path(path)
     record = {"hash": combined_hash(*modules), "modules": closure_hashes(*modules)}
-    text = json.dumps(record, indent=1, sort_keys=True) + "\n"
+    text = json.dumps({"hash": record["hash"]}, indent=1) + "\n"
     old = path.read_text() if path.exists() else None
-    if old == text:
-        return str(path)
+    if old != text:
+        tmp = _written(path, text)
+        if old is None:
+            newest = max(source(m).stat().st_mtime for m in record["modules"])
+            os.utime(tmp, (newest, newest))
+        elif _recorded_hash(old) == record["hash"]:  # a stamp of an earlier format (its record in it): same behaviour
+            os.utime(tmp, (path.stat().st_atime, path.stat().st_mtime))
+        else:
+            replaced = _read_record(record_path(path)) or _read_record(path)  # an earlier format kept it in the stamp
+            if replaced is not None:
+                previous_path(path).write_text(_record_text(replaced))
+        os.replace(tmp, path)
+    if _read_record(record_path(path)) != record:
+        os.replace(_written(record_path(path), _record_text(record)), record_path(path))
+    return str(path)
+
+
+def _written(path: Path, text: str) -> Path:
+    """``text`` in a temporary file beside ``path``, for an atomic replace."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     tmp.write_text(text)
-    if old is None:
-        newest = max(source(m).stat().st_mtime for m in record["modules"])
-        os.utime(tmp, (newest, newest))
-    elif _recorded_hash(old) == record["hash"]:  # modules moved or renamed, same behaviour: it keeps its time
-        os.utime(tmp, (path.stat().st_atime, path.stat().st_mtime))
-    else:
-        previous_path(path).write_text(old)
-    os.replace(tmp, path)
-    return str(path)
+    return tmp
+
+
+def _record_text(record: dict) -> str:
+    return json.dumps(record, indent=1, sort_keys=True) + "\n"
+
+
+def _read_record(path: Path) -> dict | None:
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and isinstance(record.get("modules"), dict) else None
 
 
 def _recorded_hash(text: str) -> str | None:
@@ -284,10 +329,10 @@ def _recorded_hash(text: str) -> str | None:
 def changed_modules(path: str | Path) -> list[str]:
     """The modules whose change rewrote the stamp at ``path``: those whose behaviour is new while none of the modules
     they import changed (the importers' hashes change with them), and those that left the code."""
-    before_path = previous_path(path)
-    if not before_path.exists():
+    now, before = _read_record(record_path(path)), _read_record(previous_path(path))
+    if now is None or before is None:
         return []
-    now, before = json.loads(Path(path).read_text())["modules"], json.loads(before_path.read_text())["modules"]
+    now, before = now["modules"], before["modules"]
     changed = {m for m, h in now.items() if h not in set(before.values())}
     origins = [m for m in sorted(changed) if not set(direct_imports(m)) & changed]
     kept = set(now.values())

@@ -5,6 +5,7 @@ between them) and vLLM's own engine for the evaluation and the samplers, held to
 What only a GPU can still show is listed in the README ("What runs without a GPU, in the tests")."""
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -47,7 +48,10 @@ def test_every_stage_passes_with_its_wall_time_and_throughput(pilot_here):
                                                 "train_verl"]  # fmt: skip
     train = next(r for r in rows if r[0] == "| train_verl")
     assert "tok/s/GPU training" in train[5] and "generated tok/s rollout" in train[5]
-    assert "attempt 2 (verl_log.2.jsonl): steps 3–4, resumed after step 2" in report
+    # SIGTERM lands once step 2 is saved and logged; a step 3 as short as the poll (5 s, when the group filter keeps
+    # most groups at once) is logged before it, and then repeated from the checkpoint, as after a real pre-emption.
+    assert re.search(r"attempt 2 \(verl_log\.2\.jsonl\): steps 3–4, resumed (after step 2|from the checkpoint: "
+                     r"steps 3–\d repeated)", report), report  # fmt: skip
     estimate = json.loads((pilot_here / "results" / "pilot" / "estimate.json").read_text())
     assert estimate["pilot_stages"] == "9/9"
     assert {estimate["sources"][k]["source"] for k in ("rollout_mfu", "train_mfu")} == {"measured"}
@@ -72,13 +76,13 @@ def test_the_rollout_follows_the_actor_after_every_weight_sync(pilot_here):
 
 
 def test_the_resumed_attempt_starts_at_the_saved_step_with_the_saved_weights(pilot_here):
-    """Pre-empted once step 2 was saved, relaunched: the second attempt starts at step 3, validates the weights it
-    loaded before training (at step 2) exactly as the first attempt validated the weights it saved, and the run ends
-    with every step once."""
+    """Pre-empted once step 2 was saved, relaunched: the second attempt starts at step 3 (whatever steps the first
+    logged after the save), validates the weights it loaded before training (at step 2) exactly as the first attempt
+    validated the weights it saved, and the run's table has every step once."""
     checkpoints = pilot_here / "results" / "runs" / RUN / "checkpoints"
     assert len(verl_metrics.attempt_logs(checkpoints)) == 2
     first, second = training(records(pilot_here, 0)), training(records(pilot_here, 1))
-    assert max(first) == 2 and min(second) == 3 and max(second) == STEPS
+    assert max(first) >= 2 and min(second) == 3 and max(second) == STEPS
     saved, loaded = (validation(records(pilot_here, attempt), step=2) for attempt in (0, 1))
     print(f"validation of step 2's weights, as saved: {saved}; as loaded: {loaded}")
     assert saved and saved == loaded and any(v > 0 for v in saved.values())  # not merely both zero

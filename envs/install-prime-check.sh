@@ -8,10 +8,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 site="${ENTROPY_RL_PRIME_SITE:-.venv/prime-site}"
 python="${PYTHON:-.venv/bin/python}"
-pins="$(grep -E '^(verl|setuptools)==' envs/prime.txt)"
+pins="$(mktemp)"
+# Their entries of the lock: the name==version line and the hash lines under it.
+awk '/^[^ #]/ { keep = /^(verl|setuptools)==/ } keep' envs/prime.txt >"$pins"
 rm -rf "$site"
-# shellcheck disable=SC2086  # one pin a word
-"$python" -m pip install --quiet --no-deps --target "$site" $pins
+"$python" -m pip install --quiet --no-deps --require-hashes --target "$site" -r "$pins"
+rm -f "$pins"
 # verl's wheel also ships top-level `tests` and `scripts` packages, which would shadow others on the path.
 rm -rf "$site/tests" "$site/scripts" "$site/bin"
 "$python" -c "import sys; sys.path.insert(0, '$site'); import verl; assert verl.__version__ == '0.4.1', verl.__version__"

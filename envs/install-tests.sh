@@ -19,5 +19,13 @@ finish() {
     fi
 }
 trap finish EXIT
-pip install -r envs/mini.txt -e .
+# The analysis image's lock and the test tools (envs/tests.txt: every file by its hash, resolved for this Python and
+# platform by entropy_rl.paper.image_locks), then the project itself without touching them.
+torch_index=(--extra-index-url https://download.pytorch.org/whl/cpu)
+# A machine whose pip finds torch's CPU wheel in a local folder (PIP_FIND_LINKS, as here) needs no index for it; the
+# lock's hash decides which file is accepted either way.
+if compgen -G "${PIP_FIND_LINKS:-/nonexistent}/torch-2.13.0+cpu-*.whl" >/dev/null; then torch_index=(); fi
+pip install --no-deps --require-hashes "${torch_index[@]}" -r envs/tests.txt
+pip install --no-deps -e .
+pip check
 bash envs/install-prime-check.sh

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from entropy_rl.paper import containers, launch
+from entropy_rl.paper import containers, image_locks, launch
 from spython.main.parse.parsers import SingularityParser
 from support import ROOT
 
@@ -16,13 +16,9 @@ NAMES = ["analysis", "eval", "prime", "train"]
 PIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9][A-Za-z0-9.+!_-]*$")
 
 
-def pins(name):
-    lines = (ROOT / "envs" / f"{name}.txt").read_text().splitlines()
-    return [line for line in lines if line.strip() and not line.startswith("#")]
-
-
 def versions(name):
-    return {re.sub(r"[-_.]+", "-", p.split("==")[0].lower()): p.split("==")[1] for p in pins(name)}
+    """A lock's pins by normalized name (its hashes are checked by tests/paper/test_image_locks.py)."""
+    return image_locks.pins((ROOT / "envs" / f"{name}.txt").read_text())
 
 
 @pytest.fixture
@@ -61,8 +57,9 @@ def test_every_copied_file_exists_and_is_installed(name):
 
 @pytest.mark.parametrize("name", ["train", "eval", "prime"])
 def test_package_sets_pin_every_package_once(name):
-    lines = pins(name)
-    assert lines and [line for line in lines if not PIN.match(line)] == []
+    text = (ROOT / "envs" / f"{name}.txt").read_text()
+    lines = re.findall(r"^[^\s#]\S*", text, re.MULTILINE)
+    assert lines and all(PIN.match(line) for line in lines), [line for line in lines if not PIN.match(line)]
     assert len(versions(name)) == len(lines)
 
 

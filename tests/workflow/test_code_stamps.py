@@ -9,7 +9,7 @@ import sys
 
 import pytest
 from entropy_rl.core import modules
-from support import ROOT, assert_stamps_uncached, stamp_records
+from support import ROOT, assert_stamps_uncached, code_stamps, stamp_records
 
 
 def plan_mini(work):
@@ -21,7 +21,7 @@ def plan_mini(work):
 
 def stamps(work) -> dict[str, tuple[str, float]]:
     """Each file of results/code (stamps and their records), its text and time, by name."""
-    return {p.name: (p.read_text(), p.stat().st_mtime) for p in sorted((work / "results" / "code").glob("*.json"))}
+    return {name: (text, (work / "results" / "code" / name).stat().st_mtime) for name, text in code_stamps(work).items()}
 
 
 def test_the_mini_plans_stamps_are_a_fresh_parses_through_a_cold_warm_or_corrupt_cache(tmp_path, monkeypatch):

@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 from .. import PACKAGE_DIR
+from . import atomic
 
 PACKAGE = "entropy_rl"
 # Plumbing that cannot change an output's content: left out of closures, so editing it reruns nothing.
@@ -179,10 +180,7 @@ def _template(module: str) -> dict:
     if template is None:
         template = {**_parse_template(module, code), "key": key}
         if cached is not None:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_name(f".{cached.name}.{os.getpid()}")
-            tmp.write_text(json.dumps(template))
-            os.replace(tmp, cached)
+            atomic.write_text(cached, json.dumps(template))
     _TEMPLATES[(module, key)] = template
     return template
 
@@ -283,28 +281,22 @@ def stamp(path: str | Path, *modules: str) -> str:
     text = json.dumps({"hash": record["hash"]}, indent=1) + "\n"
     old = path.read_text() if path.exists() else None
     if old != text:
-        tmp = _written(path, text)
+        times = None
         if old is None:
             newest = max(source(m).stat().st_mtime for m in record["modules"])
-            os.utime(tmp, (newest, newest))
+            times = (newest, newest)
         elif _recorded_hash(old) == record["hash"]:  # a stamp of an earlier format (its record in it): same behaviour
-            os.utime(tmp, (path.stat().st_atime, path.stat().st_mtime))
+            times = (path.stat().st_atime, path.stat().st_mtime)
         else:
             replaced = _read_record(record_path(path)) or _read_record(path)  # an earlier format kept it in the stamp
             if replaced is not None:
-                previous_path(path).write_text(_record_text(replaced))
-        os.replace(tmp, path)
+                atomic.write_text(previous_path(path), _record_text(replaced))
+        atomic.write_text(path, text)
+        if times is not None:
+            os.utime(path, times)
     if _read_record(record_path(path)) != record:
-        os.replace(_written(record_path(path), _record_text(record)), record_path(path))
+        atomic.write_text(record_path(path), _record_text(record))
     return str(path)
-
-
-def _written(path: Path, text: str) -> Path:
-    """``text`` in a temporary file beside ``path``, for an atomic replace."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(text)
-    return tmp
 
 
 def _record_text(record: dict) -> str:

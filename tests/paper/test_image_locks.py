@@ -2,7 +2,11 @@
 resolved again from PyPI by uv for the image's CPython and glibc, wheels only but for the stated source builds.
 These tests ask the package registry (a few seconds a lock, uv's cache warm)."""
 
+import importlib.metadata
+import os
 import re
+import subprocess
+import sys
 from dataclasses import replace
 
 import pytest
@@ -102,3 +106,22 @@ def test_a_prebuilt_wheel_is_the_locked_release_for_the_images_python(name, tmp_
     other.mkdir()
     (other / lock.wheels().name).write_text(lock.wheels().read_text().replace("-cp3", "-cp2"))
     assert any("not a wheel for CPython" in p for p in image_locks.wheel_problems(lock, pinned, tmp_path))
+
+
+def test_snakemake_plans_with_the_analysis_locks_packages_alone(tmp_path):
+    """README's step 1 installs envs/mini.txt alone (the test environment has more: envs/tests.txt). Every distribution
+    Snakemake's own process imports to plan, at both scales, the paper plan's launch preflight included, is pinned
+    there: the Snakefile's image references need spython, the preflight verl's trainer and what it imports."""
+    (tmp_path / "config.yaml").write_text((ROOT / "config.yaml").read_text())
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow"), "HF_TOKEN": "hf_test_token_not_real"}
+    imported = set()
+    for args in (["-n", "--cores", "2"], ["--config", "scale=paper", "-n", "all"]):
+        cmd = [sys.executable, "-X", "importtime", "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path)]
+        proc = subprocess.run([*cmd, *args], capture_output=True, text=True, env=env, check=False)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        imported |= set(re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\w+)", proc.stderr, re.MULTILINE))
+    assert {"snakemake", "spython", "verl", "transfer_queue"} <= imported  # the plan and the preflight both measured
+    owners = importlib.metadata.packages_distributions()
+    needed = {image_locks.normalize(d) for module in imported for d in owners.get(module, [])}
+    locked = set(image_locks.pins((ROOT / "envs" / "mini.txt").read_text()))
+    assert needed - locked - {"entropy-rl"} == set()

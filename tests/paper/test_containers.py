@@ -92,8 +92,15 @@ def test_image_ref_changes_with_the_definition_and_the_files_it_copies(tmp_root)
     (tmp_root / "envs" / "mini.txt").write_text("not copied into the train image\n")
     assert containers.image_ref("train", tmp_root) == ref
 
+    # What checks or describes the image gives no new reference (no rule reruns); what shapes it does.
     definition = tmp_root / "containers" / "train.def"
-    definition.write_text(definition.read_text().replace("MAX_JOBS:-8", "MAX_JOBS:-4"))
+    text = definition.read_text()
+    definition.write_text(text.replace("%test\n", "%test\n    /opt/venv/bin/python -c 'import verl.utils'\n")
+                          .replace("%post\n", "%post\n    # a comment\n").replace("%help\n", "%help\n    More help.\n"))  # fmt: skip
+    assert definition.read_text() != text and containers.image_ref("train", tmp_root) == ref
+    definition.write_text(text.replace("MAX_JOBS:-8", "MAX_JOBS:-4"))
+    assert containers.image_ref("train", tmp_root) != ref
+    definition.write_text(text.replace("%environment\n", "%environment\n    export TOKENIZERS_PARALLELISM=false\n"))
     assert containers.image_ref("train", tmp_root) != ref
 
 

@@ -1,8 +1,9 @@
 """The Apptainer image each rule runs in, named after what it is built from, and building it.
 
-``containers/<name>.def`` builds ``containers/images/<name>-<hash>.sif``, where the hash covers the
-definition and every host file its ``%files`` section copies in (the pinned package sets in
-``envs/``). Editing either gives a new image reference, so Snakemake sees a changed container for
+``containers/<name>.def`` builds ``containers/images/<name>-<hash>.sif``, where the hash covers what the
+definition puts in the image (every section but %help, %labels and %test, less whole-line comments) and every host
+file its ``%files`` section copies in (the pinned package sets in ``envs/``). Editing either gives a new image
+reference, so Snakemake sees a changed container for
 the rules that use it, and ``python -m entropy_rl.paper.containers build`` builds the images that are
 missing. The project's own code is not in the images: rules import it from the checkout.
 """
@@ -55,11 +56,41 @@ def _files(path: Path) -> list[Path]:
     return sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
 
 
+# Sections that describe or check an image but put nothing a job runs into it: editing them (a stricter %test, a
+# comment) must not give every rule that uses the image a new container, which at paper scale reruns GPU jobs.
+NOT_CONTENT = ("%help", "%labels", "%test")
+
+
+def section(name: str, which: str, root: Path | str = ROOT) -> str:
+    """One section's text (``%test``, say), as written (spython turns %test into a script it names, not the text)."""
+    lines, inside = [], False
+    for line in definition(name, root).read_text().splitlines():
+        if line.startswith("%"):
+            inside = line.split()[0] == which
+        elif inside:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def content(name: str, root: Path | str = ROOT) -> str:
+    """The definition's text that shapes the image: without NOT_CONTENT sections and whole-line comments."""
+    kept, skipping = [], False
+    for line in definition(name, root).read_text().splitlines():
+        if line.startswith("%"):
+            skipping = line.split()[0] in NOT_CONTENT
+        if not skipping and not line.lstrip().startswith("#") and line.strip():
+            kept.append(line)
+    return "\n".join(kept) + "\n"
+
+
 def digest(name: str, root: Path | str = ROOT) -> str:
-    """SHA-256 over the definition and every file it copies in, each with its path."""
+    """SHA-256 over the definition's content and every file it copies in, each with its path."""
     root = Path(root)
     h = hashlib.sha256()
-    for dep in [definition(name, root).relative_to(root), *dependencies(name, root)]:
+    text = content(name, root).encode()
+    h.update(f"{definition(name, root).relative_to(root)}\0{len(text)}\0".encode())
+    h.update(text)
+    for dep in dependencies(name, root):
         if not (root / dep).exists():
             raise ContainerError(f"containers/{name}.def copies in {dep}, which does not exist under {root}")
         for path in _files(root / dep):

@@ -258,8 +258,9 @@ def power05_cost_accuracy(d: Inputs, stem):
     samples, labels = d.samples, d.labels
     per_seed = _per_seed_tables(samples, 1)
     # k answers cost k times one answer, in tokens and in wall time.
-    per_seed = per_seed.assign(**{f"maj@k {c}": per_seed["maj@k k"] * per_seed[c] for c in ("cost vs base", "time vs base")})
-    columns = ["Avg.", "cost vs base", "time vs base", "maj@k Avg.", "maj@k k", "maj@k cost vs base", "maj@k time vs base"]
+    ratios = ("cost vs base", "time vs base")
+    per_seed = per_seed.assign(**{f"maj@k {c}": per_seed["maj@k k"] * per_seed[c] for c in ratios})
+    columns = ["Avg.", *ratios, "maj@k Avg.", "maj@k k", *(f"maj@k {c}" for c in ratios)]
     stats = per_seed.groupby(level="method", sort=False)[columns].agg(["mean", "sem"])
     plotting.style()
     fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.2), sharey=True)

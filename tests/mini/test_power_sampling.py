@@ -187,8 +187,8 @@ def test_every_method_samples_grades_and_costs_the_same_problems(tiny_policy):
 
 def frame(correct: list[list[bool]], drawn_per_token: int, bench: str = "addsub") -> pd.DataFrame:
     rows = [
-        {"benchmark": bench, "problem_id": p, "sample": s, "correct": c, "response_tokens": 10, "drawn_tokens": 10 * drawn_per_token,
-         "base_loglik_per_token": -1.0 - p}
+        {"benchmark": bench, "problem_id": p, "sample": s, "correct": c, "extracted": "1" if c else "2", "response_tokens": 10,
+         "drawn_tokens": 10 * drawn_per_token, "base_loglik_per_token": -1.0 - p}
         for p, row in enumerate(correct) for s, c in enumerate(row)
     ]  # fmt: skip
     return pd.DataFrame(rows)

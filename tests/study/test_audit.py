@@ -546,9 +546,10 @@ SWEEP = {"power-mcmc0": 0, "power-mcmc1": 1, "power-mcmc2": 2, "power": 5, "powe
 
 
 def answers(right, problems=80, n=8, drawn=10, loglik=-0.5, benches=("y", "x"), seconds=0.01):
-    """n answers to each problem; ``right[i]`` of problem i's answers are correct (an int for all)."""
+    """n answers to each problem; ``right[i]`` of problem i's answers are correct (an int for all): the answer "1",
+    the wrong ones all "2"."""
     right = np.broadcast_to(right, problems)
-    rows = [{"benchmark": b, "problem_id": i, "sample": s, "correct": s < right[i], "response_tokens": 5,
+    rows = [{"benchmark": b, "problem_id": i, "sample": s, "correct": s < right[i], "extracted": "1" if s < right[i] else "2", "response_tokens": 5,
              "drawn_tokens": drawn, "acceptance": 1.0, "base_loglik_per_token": loglik + 0.01 * (i % 7), "seconds": seconds}
             for b in benches for i in range(problems) for s in range(n)]  # fmt: skip
     return pd.DataFrame(rows)
@@ -605,7 +606,7 @@ def test_ledger_power_claims_flip_with_the_answers(tmp_path, holds):
     rows = {c["id"]: audit.judge(c, study) for c in audit.expand_ledger(LEDGER) if c["id"] in POWER_IDS}
     kinds = {c["id"]: c["kind"] for c in LEDGER["claims"] if c["id"] in POWER_IDS}
     qualitative = [i for i in POWER_IDS if kinds[i] == "qualitative"]
-    assert len(qualitative) == 10 and {"power/sps/matches-mh", "power/smc/matches-mh"} <= set(qualitative)
+    assert len(qualitative) == 11 and {"power/sps/matches-mh", "power/smc/matches-mh", "power/beats-majority-vote"} <= set(qualitative)
     for i in qualitative:
         assert rows[i]["verdict"] == (audit.REPRODUCED if holds else audit.NOT_REPRODUCED), (i, rows[i])
     for i in POWER_IDS:
@@ -623,6 +624,30 @@ def test_power_measurements_report_their_numbers(tmp_path):
     assert "if answers were independent" in acc.value and "80 problems" in acc.how
     trend = audit.MEASUREMENTS["power_rises_with"](study, "power04_hyperparameters", "n_mcmc", "MATH-500")
     assert trend.value.startswith("0: 0.0%, 1: 11.2%, 2: 22.5%, 5: 56.2%, 10: 56.2%")
+
+
+def test_majority_vote_claim_is_ours_and_judged_at_power_samplings_tokens(tmp_path):
+    """Power (5 of 8 right on 72 problems, 40 tokens drawn) against a vote of 4 base answers (10 tokens each; 3 of 8
+    right, every wrong answer "2"): the first group of 4 holds 3 right answers, the second none, so the vote is
+    right half the time, 45% against power's 56.25%."""
+    c = next(c for c in LEDGER["claims"] if c["id"] == "power/beats-majority-vote")
+    assert c["source"].startswith("this workflow's own claim") and c["paper"] is None  # no paper's claim
+    study = make_power_study(tmp_path, power_frames(True))
+    m = audit.MEASUREMENTS["power_vs_majority"](study, "power01_accuracy")
+    assert m.value.startswith("power 56.2, base majority of 4 45; power − base majority +11.2 ± 0.58 ")
+    assert "(k 4: 4 × 10 = 40 tokens drawn against 40)" in m.value and m.holds
+    assert m.effects == {"power − base majority": pytest.approx(11.25)} and m.relation == "above"
+    row = audit.judge(c, study)
+    assert row["verdict"] == audit.REPRODUCED and "paired over 160 problems" in row["how"]  # both benchmarks: the claim names none
+    # Base still 3 of 8 right (37.5% single-shot, below power), at samples 0, 4 and 5, every wrong answer its own:
+    # [1 w w w] a four-way tie won by the first given, [1 1 w w] a plurality of two; both groups vote right.
+    frames = power_frames(True)
+    right = frames["base"]["sample"].isin([0, 4, 5]) & (frames["base"]["problem_id"] < 72)
+    frames["base"] = frames["base"].assign(correct=right, extracted=np.where(right, "1", frames["base"]["sample"].astype(str) + "0"))
+    flipped = audit.judge(c, make_power_study(tmp_path, frames))
+    assert flipped["verdict"] == audit.NOT_REPRODUCED and "base majority of 4 90" in flipped["measured"]
+    frames["base"] = frames["base"].assign(drawn_tokens=1)  # 40 answers would be needed, 8 are drawn
+    assert "capped at the 8 answers per problem" in audit.judge(c, make_power_study(tmp_path, frames))["measured"]
 
 
 def test_latency_claims_read_the_wall_time_and_are_judged_at_paper_scale(tmp_path):

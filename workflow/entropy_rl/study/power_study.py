@@ -13,7 +13,7 @@ import pandas as pd
 import seaborn as sns
 
 from ..core import pass_rates
-from . import plotting
+from . import majority, plotting
 from .inputs import Inputs
 from .registry import artifact
 
@@ -86,6 +86,11 @@ def _one_seed_table(samples: dict[str, pd.DataFrame], k: int) -> pd.DataFrame:
     table.insert(len(benches), "Avg.", table[benches].mean(axis=1))
     curves = pass_at_k_curves(samples, [k])
     table.insert(len(benches) + 1, f"pass@{k}", 100 * curves.groupby("method", sort=False)["pass_at_k"].mean())
+    # The same tokens spent otherwise: a vote over k of the method's answers, k matched to one Algorithm 1 answer.
+    votes = majority.majority_table(samples)
+    table.insert(len(benches) + 2, "maj@k Avg.", 100 * votes[benches].mean(axis=1))
+    table.insert(len(benches) + 3, "maj@k k", votes["k"].astype(float))
+    table.insert(len(benches) + 4, "maj@k tokens drawn", votes["tokens drawn"])
     table["MH acceptance"] = [samples[m]["acceptance"].mean() for m in table.index]
     return table
 
@@ -103,21 +108,23 @@ def _per_seed_tables(samples: dict[str, list[pd.DataFrame]], k: int) -> pd.DataF
 
 
 # The columns whose spread over seeds the table shows beside them.
-_SPREAD = ("Avg.", "pass@", "cost vs", "time vs")
+_SPREAD = ("Avg.", "pass@", "maj@k Avg.", "cost vs", "time vs")
 
 
 @artifact(
     "table",
     "Karan & Du (2025), Table 1",
-    "Single-shot accuracy (%, pass@1: the mean over all answers) per benchmark, pass@k at the largest k (%, the mean over benchmarks), tokens per answer, tokens drawn and wall time per answer and their ratios to plain sampling, and the Metropolis-Hastings acceptance rate.",
+    "Single-shot accuracy (%, pass@1: the mean over all answers) per benchmark, pass@k at the largest k (%, the mean over benchmarks), majority-vote accuracy over k answers (%, the mean over benchmarks) with k the answers that draw the tokens of one power-sampling answer (k capped at the answers per problem, its tokens then falling short), tokens per answer, tokens drawn and wall time per answer and their ratios to plain sampling, and the Metropolis-Hastings acceptance rate.",
     ("samples",),
     "main",
 )
 def power01_accuracy(d: Inputs) -> pd.DataFrame:
     """That paper's Table 1 here, with the later samplers' costs beside it: accuracy (%) per benchmark and on average,
-    pass@k at the largest k the answers allow, tokens, cost in tokens and in wall time, acceptance; with several
-    seeds each cell is the mean over them, and the average, pass@k and both costs have their standard error over
-    seeds beside them (``<column> s.e.``)."""
+    pass@k at the largest k the answers allow, majority voting at power sampling's tokens (``study.majority``:
+    ``maj@k Avg.``, its ``k`` and the tokens its k answers draw, to read against power sampling's tokens drawn per
+    answer), tokens, cost in tokens and in wall time, acceptance; with several seeds each cell is the mean over them
+    (k too, matched per seed), and the averages, pass@k and both costs have their standard error over seeds beside
+    them (``<column> s.e.``)."""
     samples = d.samples
     seeds = _seed_count(samples)
     per_seed = _per_seed_tables(samples, _largest_k(_seed(samples, 0), d.pass_k))
@@ -239,17 +246,22 @@ def power04_hyperparameters(d: Inputs, stem):
 @artifact(
     "figure",
     "Ji et al. (2026), Figure 2; Azizi et al. (2026)",
-    "Average single-shot accuracy against cost per answer relative to plain sampling: tokens drawn, and wall time.",
+    "Average single-shot accuracy against cost per answer relative to plain sampling: tokens drawn, and wall time; hollow, each method's majority vote over the k answers that draw a power-sampling answer's tokens.",
     ("samples",),
     "main",
 )
 def power05_cost_accuracy(d: Inputs, stem):
     """Accuracy against cost for every method of the main comparison: tokens drawn per answer and wall time per
-    answer, each over plain sampling's (an RL checkpoint's training is not counted). Several seeds: the mean of each
-    seed's point, with bars of ±1 standard error on both axes."""
+    answer, each over plain sampling's (an RL checkpoint's training is not counted); beside each method that answers
+    more cheaply than power sampling, hollow and joined to it, its majority vote over k answers at k times its cost
+    (``study.majority``). Several seeds: the mean of each seed's point, with bars of ±1 standard error on both axes."""
     samples, labels = d.samples, d.labels
     per_seed = _per_seed_tables(samples, 1)
-    stats = per_seed.groupby(level="method", sort=False)[["Avg.", "cost vs base", "time vs base"]].agg(["mean", "sem"])
+    # k answers cost k times one answer, in tokens and in wall time.
+    ratios = ("cost vs base", "time vs base")
+    per_seed = per_seed.assign(**{f"maj@k {c}": per_seed["maj@k k"] * per_seed[c] for c in ratios})
+    columns = ["Avg.", *ratios, "maj@k Avg.", "maj@k k", *(f"maj@k {c}" for c in ratios)]
+    stats = per_seed.groupby(level="method", sort=False)[columns].agg(["mean", "sem"])
     plotting.style()
     fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.2), sharey=True)
     colours = plotting.palette(samples)
@@ -258,9 +270,15 @@ def power05_cost_accuracy(d: Inputs, stem):
         for method, row in stats.iterrows():
             ax.errorbar(row[(cost, "mean")], row[("Avg.", "mean")], xerr=row[(cost, "sem")], yerr=row[("Avg.", "sem")],
                         fmt="o", ms=4, capsize=2, color=colours[method], label=plotting.label(labels, method))  # fmt: skip
+            if row[("maj@k k", "mean")] > 1:  # k = 1: the vote is the single answer, already drawn
+                x, y = row[(f"maj@k {cost}", "mean")], row[("maj@k Avg.", "mean")]
+                ax.plot([row[(cost, "mean")], x], [row[("Avg.", "mean")], y], ls=":", lw=0.8, color=colours[method])
+                ax.errorbar(x, y, xerr=row[(f"maj@k {cost}", "sem")], yerr=row[("maj@k Avg.", "sem")], fmt="o", ms=4,
+                            mfc="white", capsize=2, color=colours[method])  # fmt: skip
         ax.set_xscale("log")
         ax.set_xlabel(f"{name} (× plain sampling)")
     axes[0].set_ylabel("Accuracy (%, average over benchmarks)")
+    axes[1].plot([], [], "o", ms=4, mfc="white", color="0.4", label="hollow: majority of k answers")
     axes[1].legend(fontsize=6, loc="lower right")
     fig.tight_layout()
     plotting.caption(fig, d.caption)

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ...core import pass_rates, power_methods
-from .. import power_study
+from .. import majority, power_study
 from .data import NotComparable, Study
 from .registry import Measured, measurement
 from .stats import Z95, Z95_ONE_SIDED, binomial_se, bootstrap
@@ -115,6 +115,29 @@ def power_compare(
     return Measured(f"{means}; {'; '.join(parts)}",
                     f"{_QUANTITY[quantity]} per problem of {bench or 'every benchmark'} ({', '.join(methods)}), differences paired over {problems} problems, "
                     "95% half-width from the standard error over problems", holds=bool(holds), effects=effects, relation=relation)  # fmt: skip
+
+
+@measurement
+def power_vs_majority(study: Study, artifact: str, method: str = "power", versus: str = "base",
+                      benchmark: str | None = None) -> Measured:  # fmt: skip
+    """``method``'s single-shot accuracy against a majority vote over k answers of ``versus`` (study.majority), k
+    matched so that the k answers draw the tokens one answer of ``method`` draws (per answer over every benchmark,
+    as the table's k); per problem, paired over problems. Holds when the difference is positive at the one-sided
+    5% level. The effect is named without k, which is matched on each seed's own answers."""
+    bench = _power_bench(study, benchmark)
+    a, b = _power_method(study, artifact, method), _power_method(study, artifact, versus)
+    target, drawn = study.samples(a)["drawn_tokens"].mean(), study.samples(b)["drawn_tokens"].mean()
+    k, capped = majority.matched_k(drawn, target, majority.answers_per_problem(study.samples(b)))
+    single = _per_problem(study, a, "accuracy", bench)
+    votes = 100 * majority.majority_accuracy(_answers(study, b, bench), k)
+    d, se, problems = _paired(single, votes)
+    cap = f", capped at the {k} answers per problem" if capped else ""
+    return Measured(f"{method} {single.mean():.3g}, {versus} majority of {k} {votes.mean():.3g}; "
+                    f"{method} − {versus} majority {d:+.3g} ± {Z95 * se:.2g} (k {k}: {k} × {drawn:.3g} = {k * drawn:.3g} tokens drawn against {target:.3g}{cap})",
+                    f"single-shot accuracy of {a} against the accuracy of a majority vote over {k} answers of {b} (its n // {k} disjoint groups "
+                    f"of {k} per problem, answers compared as the grader read them, a tie to the first given, an unread answer never winning), "
+                    f"per problem of {bench or 'every benchmark'}, paired over {problems} problems, 95% half-width from the standard error over problems",
+                    holds=bool(d > Z95_ONE_SIDED * se), effects={f"{method} − {versus} majority": d}, relation="above")  # fmt: skip
 
 
 @measurement

@@ -117,6 +117,11 @@ def test_verl_logs_read_eq5_first_and_say_which_entropy(tmp_path):
     assert token["entropy_key"] == "actor/entropy" and token["entropy_kind"].startswith("token-mean")
     assert eq5["accuracy_keys"] == [f"val-core/{b}/acc/mean@4" for b in BENCHMARKS]  # val-aux is not accuracy
     assert abs(token["fit"]["a"] - eq5["fit"]["a"]) > 0.01  # the two entropies give different coefficients
+    # verl 0.4.0 named the same token-mean actor/entropy_loss
+    text = (tmp_path / "run.jsonl").read_text().replace('"paper/entropy":', '"other":')
+    (tmp_path / "v040.jsonl").write_text(text.replace('"actor/entropy":', '"actor/entropy_loss":'))
+    v040 = fit_law.fit_log(run_logs.read_log(tmp_path / "v040.jsonl"))
+    assert v040["entropy_key"] == "actor/entropy_loss" and v040["fit"] == pytest.approx(token["fit"], rel=1e-12)
     # The default window is 15% of the log's last step (61: the record after the last validation): steps <= 9.
     assert eq5["early_prediction"]["fit_steps"] == 9 and eq5["early_prediction"]["n_fit"] == 4 and eq5["last_step"] == 61
     assert eq5["last_prediction"]["step"] == 60 and eq5["last_prediction"]["held_out"]
@@ -202,7 +207,7 @@ def csv_log(path, rows) -> None:
     "name, text, needle",
     [
         ("no_entropy.jsonl", verl_record(0, {"val-core/m/acc/mean@1": 0.3}) + "\n" + verl_record(1, {"actor/pg_loss": 0.1}),
-         "no entropy: looked for ['paper/entropy', 'actor/entropy']"),
+         "no entropy: looked for ['paper/entropy', 'actor/entropy', 'actor/entropy_loss']"),
         ("no_val.jsonl", verl_record(1, {"actor/entropy": 0.5}) + "\n" + verl_record(2, {"actor/entropy": 0.4}),
          "no validation accuracy: looked for ['val-core/<data source>/<acc or reward>/mean@<n>']"),
         ("no_eval.json", json.dumps({"log_history": [{"entropy": 0.5, "reward": 0.2, "step": 1}]}),

@@ -23,12 +23,15 @@ from ..core import verl_log
 FORMATS = ("verl", "trl", "csv")
 EQ5 = "response-mean: each response's mean token entropy, averaged over responses (the paper's Eq. 5)"
 TOKEN_MEAN = "token-mean: the mean over every response token of the batch, not the paper's Eq. 5"
-# verl >= 0.4 logs actor/entropy as agg_loss(entropy, response_mask, actor.loss_agg_mode) of the rollout batch
-# (0.4.1 ray_trainer.py; 0.9.1 trainer/ppo/v1/trainer_base.py), and loss_agg_mode defaults to token-mean.
+# verl logs agg_loss(entropy, response_mask, actor.loss_agg_mode) of the rollout batch as actor/entropy (0.4.1 on:
+# ray_trainer.py; 0.9.1 also trainer/ppo/v1/trainer_base.py), as actor/entropy_loss in 0.4.0; loss_agg_mode defaults
+# to token-mean. Its file logger (JSON lines) is 0.6's on; an earlier run's records exported in that shape read the same.
+_VERL_TOKEN_MEAN = TOKEN_MEAN + (" (verl aggregates it by the actor's loss_agg_mode: token-mean unless the run set "
+                                 "another; seq-mean-token-mean would be Eq. 5)")  # fmt: skip
 VERL_ENTROPY = {
     "paper/entropy": EQ5 + ", logged by this workflow's verl plugin",
-    "actor/entropy": TOKEN_MEAN + " (verl aggregates it by the actor's loss_agg_mode: token-mean unless the run "
-    "set another; seq-mean-token-mean would be Eq. 5)",
+    "actor/entropy": _VERL_TOKEN_MEAN,
+    "actor/entropy_loss": _VERL_TOKEN_MEAN + ", under verl 0.4.0's name",
 }
 # TRL's GRPOTrainer (from 0.20) logs "entropy", the mean over completion tokens, and prefixes what it logs while
 # evaluating with "eval_" (grpo_trainer.py, log); a reward function's mean is rewards/<function name>/mean (from
@@ -84,7 +87,7 @@ def _missing(what: str, path, looked_for, present) -> LogError:
 
 def read_verl(path, entropy_key: str | None = None, accuracy_keys: list[str] | None = None) -> RunLog:
     """verl's file logger, translated by ``core.verl_log`` as the workflow's own runs are. Entropy: ``entropy_key``,
-    or paper/entropy where the log has it, else actor/entropy. Accuracy: ``accuracy_keys`` (averaged), or every
+    or the first of ``VERL_ENTROPY`` the log has. Accuracy: ``accuracy_keys`` (averaged), or every
     validation key verl logs (val-core/<data source>/<acc or reward>/mean@<n>), averaged over data sources."""
     try:
         records = verl_log.read_jsonl(path)

@@ -28,3 +28,22 @@ rule fit_table:
         image("analysis")
     script:
         "../scripts/fit_table.py"
+
+
+rule fit_law:
+    """Figures 3 and 5 for any run: a, b, R², RMSE, the ceiling and the last step predicted from the first 15% of
+    steps, from its training log (verl's jsonl, TRL's trainer_state.json or a CSV; `fit-law` outside the workflow)."""
+    input:
+        log=fit_law_log,
+        code=code("fit_law", "study.fit_law"),
+    output:
+        json=FIT_LAW.format(name=fit_law_name()) + ".json",
+        png=FIT_LAW.format(name=fit_law_name()) + ".png",
+        pdf=FIT_LAW.format(name=fit_law_name()) + ".pdf",
+    localrule: True
+    log:
+        FIT_LAW_LOG.format(name=fit_law_name()),
+    container:
+        image("analysis")
+    script:
+        "../scripts/fit_law.py"

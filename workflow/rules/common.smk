@@ -109,6 +109,19 @@ def code(key, *modules):
 # ---- input functions --------------------------------------------------------------------------
 
 
+def fit_law_name():
+    """What fit_law's outputs are named by: the stem of the log given (`--config fit_law_log=PATH`)."""
+    return Path(config["fit_law_log"]).stem if "fit_law_log" in config else "no-log-given"
+
+
+def fit_law_log(wildcards):
+    """The log fit_law reads; asked for without one, it says how to give it."""
+    if "fit_law_log" not in config:
+        raise ValueError("fit_law fits a run's log: snakemake fit_law --config fit_law_log=PATH")
+    return config["fit_law_log"]
+
+
+
 def bench_files():
     return expand(BENCHMARK_FILE, benchmark=BENCHMARKS)
 

@@ -19,6 +19,8 @@ EVAL_SUMMARY = "results/eval/{run}/summary.parquet"
 EVAL_SAMPLES = "results/eval/{run}/{benchmark}.parquet"
 RUN_FIT = "results/analysis/fits/{run}.json"
 FIT_TABLE = "results/analysis/fits.csv"
+FIT_LAW = "results/fit_law/{name}"  # `snakemake fit_law --config fit_law_log=PATH`: <name>.json, .png, .pdf
+FIT_LAW_LOG = "results/logs/fit_law/{name}.log"
 AUDIT_MD = "results/audit/audit.md"
 ARTIFACT_LOG = "results/logs/artifacts/{name}.log"  # each figure's and table's (figures.smk)
 LEDGER = os.path.join(workflow.basedir, "claims.yaml")  # the claims the audit judges

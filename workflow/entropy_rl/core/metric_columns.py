@@ -1,6 +1,6 @@
 """The metrics contract: the columns of ``results/runs/{run}/metrics.parquet``, one row per step.
 
-Both trainers write them (the mini trainer, and verl through ``core.verl_log``), computed by
+Both trainers write them (the mini trainer, and verl through ``paper.verl_metrics``), computed by
 ``core.metrics``; the study reads them. Named here, without torch, so the study needs none.
 """
 

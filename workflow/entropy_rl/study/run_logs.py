@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-from ..core import verl_log
 
 FORMATS = ("verl", "trl", "csv")
 EQ5 = "response-mean: each response's mean token entropy, averaged over responses (the paper's Eq. 5)"
@@ -38,7 +37,11 @@ VERL_ENTROPY = {
 # 0.17; rewards/<name> before), "reward" their weighted sum. accuracy_reward is TRL's own (trl.rewards).
 TRL_ENTROPY = "entropy"
 TRL_ACCURACY = ("eval_rewards/accuracy_reward/mean", "eval_rewards/accuracy_reward", "eval_reward")
-VERL_ACCURACY = "val-core/<data source>/<acc or reward>/mean@<n>"  # what verl_log.VALIDATION_KEY matches
+VERL_ACCURACY = "val-core/<data source>/<acc or reward>/mean@<n>"  # what VERL_VALIDATION matches
+# verl's validation keys (ray_trainer.py, _val_metrics_update), as paper.verl_metrics reads them for this workflow's
+# runs; that translation is not imported (the study may not import paper) nor moved (its module is in every GPU
+# training job's code stamp: moving it would outdate each paid run).
+VERL_VALIDATION = re.compile(r"^val-core/(?P<source>.+)/(?P<var>acc|reward)/mean@(?P<n>\d+)$")
 
 
 class LogError(ValueError):
@@ -86,12 +89,15 @@ def _missing(what: str, path, looked_for, present) -> LogError:
 
 
 def read_verl(path, entropy_key: str | None = None, accuracy_keys: list[str] | None = None) -> RunLog:
-    """verl's file logger, translated by ``core.verl_log`` as the workflow's own runs are. Entropy: ``entropy_key``,
-    or the first of ``VERL_ENTROPY`` the log has. Accuracy: ``accuracy_keys`` (averaged), or every
-    validation key verl logs (val-core/<data source>/<acc or reward>/mean@<n>), averaged over data sources."""
+    """verl's file logger, paired as this workflow's own runs are (paper.verl_metrics): training step k logs the
+    rollout of the policy before update k, so its entropy is the policy's of row k - 1; validation at step k scores
+    the policy after update k (row k). Entropy: ``entropy_key``, or the first of ``VERL_ENTROPY`` the log has.
+    Accuracy: the mean of ``accuracy_keys``, or of every validation key verl logs (one per data source), at the
+    steps where each is logged."""
     try:
-        records = verl_log.read_jsonl(path)
+        records = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
         keys = set().union(*(r["data"] for r in records))
+        steps = [int(r["step"]) for r in records]
     except (ValueError, KeyError, TypeError) as err:
         raise LogError(f"{path}: not verl's file-logger JSON lines ({{'step': k, 'data': {{...}}}} a line): {err}") from err
     wanted = [entropy_key] if entropy_key else list(VERL_ENTROPY)
@@ -99,32 +105,27 @@ def read_verl(path, entropy_key: str | None = None, accuracy_keys: list[str] | N
     if entropy_key is None:
         raise _missing("entropy", path, wanted, keys)
     wanted = accuracy_keys or [VERL_ACCURACY]
-    accuracy_keys = accuracy_keys or sorted(k for k in keys if verl_log.VALIDATION_KEY.match(k))
+    accuracy_keys = accuracy_keys or sorted(k for k in keys if VERL_VALIDATION.match(k))
     if not accuracy_keys or not set(accuracy_keys) <= keys:
         raise _missing("validation accuracy", path, wanted, keys)
-    # Only the chosen keys, under the names the translator reads (each accuracy key a data source of its own), so
-    # the pairing is the workflow's: validation at step k beside the entropy of step k + 1's rollout.
-    sources = {key: f"source{i}" for i, key in enumerate(accuracy_keys)}
     dropped = {"entropy": 0, "accuracy": 0}
-    normalised = []
-    for record in records:
-        data = {}
-        if entropy_key in record["data"]:
-            data["paper/entropy"] = _finite(record["data"][entropy_key])
-            dropped["entropy"] += math.isnan(data["paper/entropy"])
-        for key, source in sources.items():
-            if key in record["data"]:
-                value = _finite(record["data"][key])
-                dropped["accuracy"] += math.isnan(value)
-                data[f"val-core/{source}/acc/mean@1"] = value
-        normalised.append({"step": record["step"], "data": data})
-    table = verl_log.to_metrics_table(normalised, list(sources.values()))
+    rows: dict[int, dict] = {}
+    for step, record in zip(steps, records):
+        data = record["data"]
+        if entropy_key in data and step >= 1:  # later records of a step replace earlier ones (a resumed run's)
+            rows.setdefault(step - 1, {})["entropy"] = H = _finite(data[entropy_key])
+            dropped["entropy"] += math.isnan(H)
+        if all(k in data for k in accuracy_keys):  # a validation: every source scored
+            values = [_finite(data[k]) for k in accuracy_keys]
+            dropped["accuracy"] += sum(map(math.isnan, values))
+            rows.setdefault(step, {})["val_acc"] = float(np.mean(values))
+    table = pd.DataFrame([{"step": k, **rows[k]} for k in sorted(rows)], columns=["step", "entropy", "val_acc"])
     pairing = ("verl logs step k's entropy from the rollout before update k and validates after update k: the "
-               "accuracy validated at step k is paired with the entropy logged at step k + 1 (the workflow's own "
-               "translation, core.verl_log); a validation with no later step has no entropy and is not fitted")  # fmt: skip
-    return RunLog(str(path), "verl", table[["step", "entropy", "val_acc"]], entropy_key, VERL_ENTROPY.get(
-        entropy_key, "named by the user: its aggregation is not known here"), accuracy_keys, pairing,
-        max(int(r["step"]) for r in records), dropped)  # fmt: skip
+               "accuracy validated at step k is paired with the entropy logged at step k + 1 (as this workflow "
+               "translates its own runs); a validation with no later step has no entropy and is not fitted")  # fmt: skip
+    return RunLog(str(path), "verl", table, entropy_key, VERL_ENTROPY.get(
+        entropy_key, "named by the user: its aggregation is not known here"), accuracy_keys, pairing, max(steps),
+        dropped)  # fmt: skip
 
 
 def read_trl(path, entropy_key: str | None = None, accuracy_keys: list[str] | None = None) -> RunLog:

@@ -22,9 +22,8 @@ import scipy.stats
 
 from ..core import atomic
 from . import analysis, plotting, run_logs
-from .figures.fit_grid import _panel as fit_panel  # Figure 3's panel
-from .figures.law import PREDICTED
-from .figures.law import _prediction_panel as prediction_panel  # Figure 5's panel
+from .figures.fit_grid import fit_panel  # Figure 3's panel
+from .figures.law import PREDICTED, prediction_panel  # Figure 5's panel
 from .figures.shared import law_curve
 
 EARLY_FRACTION = 0.15  # Figure 5: "using only the first 36 training steps" of 240

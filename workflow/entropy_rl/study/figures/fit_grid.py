@@ -30,7 +30,7 @@ def fit_grid(d: Inputs, stem, name: str, title: str) -> tuple[Path, Path]:
     norm = plt.Normalize(vmin=float(steps.min()) if steps.size else 0.0, vmax=float(steps.max()) if steps.size else 1.0)
     scatter = None
     for ax, run in zip(axes.flat, runs):
-        scatter = _panel(ax, seeds[run], norm)
+        scatter = fit_panel(ax, seeds[run], norm)
         ax.set_title(plotting.label(d.labels, run), fontsize=9)
         ax.set_xlabel("Policy entropy (nats)")
         ax.set_ylabel("Validation accuracy (%)")
@@ -44,7 +44,7 @@ def fit_grid(d: Inputs, stem, name: str, title: str) -> tuple[Path, Path]:
     return plotting.save(fig, stem)
 
 
-def _panel(ax, seeds: list, norm):
+def fit_panel(ax, seeds: list, norm):
     """One run's panel: each seed's points and fit, and the box of coefficients; returns the last scatter."""
     fits, errors, one = [], [], len(seeds) == 1
     for pts in seeds:

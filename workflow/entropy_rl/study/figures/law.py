@@ -211,7 +211,7 @@ def fig05_early_prediction(d: Inputs, stem) -> tuple[Path, Path]:
     summary = analysis.early_prediction_summary(each, fit_steps)
     fig, axes = plotting.grid(len(runs), height=3.0)
     for ax, run in zip(axes.flat, runs):
-        _prediction_panel(ax, predictions[run], fit_steps)
+        prediction_panel(ax, predictions[run], fit_steps)
         ax.set_title(plotting.label(d.labels, run), fontsize=9)
         ax.set_xlabel("Training step")
         ax.set_ylabel("Validation accuracy (%)")
@@ -228,7 +228,7 @@ def fig05_early_prediction(d: Inputs, stem) -> tuple[Path, Path]:
 PREDICTED = "crimson"  # the prediction; the observed accuracy takes the "deep" palette's first colour
 
 
-def _prediction_panel(ax, preds: list[dict], fit_steps: int) -> None:
+def prediction_panel(ax, preds: list[dict], fit_steps: int) -> None:
     """One run: the seeds' mean observed accuracy (filled where fitted), its band, the mean prediction and errors."""
     color, pred_color = sns.color_palette("deep")[0], PREDICTED
     pts = (

@@ -7,7 +7,11 @@ leaves), then asks the new one: a dry run's jobs by rule, and ``snakemake all`` 
 it. No job runs: outputs are empty, and the guard stops first or the first job fails at once. Run from the
 repository root; it takes a few minutes of one core:
 
-    python benchmarks/rerun_cost.py OLD_REV [NEW_REV] [--dir /tmp/rerun-cost]
+    python benchmarks/rerun_cost.py OLD_REV [NEW_REV] [--dir /tmp/rerun-cost] [--apptainer]
+
+With --apptainer both revisions plan as the SLURM profile runs them (--software-deployment-method apptainer), so a
+changed image reference counts too (Snakemake's software-env trigger); benchmarks/apptainer_chroot/apptainer answers
+Snakemake's version check, and nothing is ever executed in an image.
 """
 
 import argparse
@@ -31,8 +35,13 @@ def export(rev: str, dest: Path) -> None:
     subprocess.run(f"git archive {rev} | tar -x -C {dest}", shell=True, check=True)
 
 
+APPTAINER: list[str] = []  # --software-deployment-method apptainer, with --apptainer
+
+
 def snakemake(wf: Path, work: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "HF_TOKEN": os.environ.get("HF_TOKEN", "hf_not_used"), "PYTHONPATH": str(wf / "workflow")}
+    if APPTAINER:
+        env["PATH"] = f"{ROOT / 'benchmarks' / 'apptainer_chroot'}:{env['PATH']}"
     cmd = [
         sys.executable,
         "-m",
@@ -43,6 +52,7 @@ def snakemake(wf: Path, work: Path, *args: str) -> subprocess.CompletedProcess:
         str(work),
         "--config",
         "scale=paper",
+        *APPTAINER,
         *args,
     ]
     return subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -71,7 +81,10 @@ def main() -> None:
     parser.add_argument("old")
     parser.add_argument("new", nargs="?", default="HEAD")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/rerun-cost"))
+    parser.add_argument("--apptainer", action="store_true", help="plan with the SLURM profile's container method")
     args = parser.parse_args()
+    if args.apptainer:
+        APPTAINER[:] = ["--software-deployment-method", "apptainer"]
     shutil.rmtree(args.dir, ignore_errors=True)
     old, new, work = args.dir / "old", args.dir / "new", args.dir / "work"
     export(args.old, old), export(args.new, new), work.mkdir(parents=True)

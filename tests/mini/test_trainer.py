@@ -6,7 +6,7 @@ import pytest
 import torch
 import yaml
 from contracts import check_metrics
-from entropy_rl.core import atomic, formats, resume, spec
+from entropy_rl.core import atomic, formats, random_reward, resume, spec
 from entropy_rl.mini import checkpoints, data, models, trainer
 from support import ROOT
 
@@ -70,7 +70,8 @@ def setting(tmp_path_factory, mini_tokenizer):
 @pytest.mark.parametrize(
     "algorithm, treatment",
     [("grpo", "none"), ("rloo", "none"), ("reinforce_plus_plus", "none"), ("prime", "none"),
-     ("grpo", "clip_cov"), ("grpo", "kl_cov"), ("grpo", "entropy_loss"), ("grpo", "ref_kl"), ("grpo", "clip_higher")],
+     ("grpo", "clip_cov"), ("grpo", "kl_cov"), ("grpo", "entropy_loss"), ("grpo", "ref_kl"), ("grpo", "clip_higher"),
+     ("grpo", "random_reward")],
 )  # fmt: skip
 def test_every_algorithm_and_treatment_trains(setting, algorithm, treatment):
     out, paths, val, cfg = setting
@@ -193,6 +194,37 @@ def test_a_run_interrupted_mid_step_resumes_to_the_same_end(setting, monkeypatch
     pd.testing.assert_frame_equal(pd.read_parquet(run_dir / "metrics.parquet"), whole, check_exact=True)
     a, b = weights(out / f"whole-{algorithm}" / "final"), weights(run_dir / "final")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_random_reward_run_never_grades_its_rollouts_and_resumes_to_the_same_draws(setting, monkeypatch):
+    """The control (config.yaml treatment random_reward): each step pays the seeded coins of core.random_reward, the
+    grader never asked; its validation is still graded; killed mid-step, it resumes to the run it would have been."""
+    out, paths, val, cfg = setting
+    cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": "grpo", "treatment": "random_reward"}})
+    s = spec.resolve_run(cfg, "r")
+    s.update(save_every=2)
+    assert s["loss"]["reward"] == "random" and {k: v for k, v in s["loss"].items() if k != "reward"} == cfg["train"]["loss"]
+    monkeypatch.setattr(trainer, "grade", lambda *args: pytest.fail("a random-reward run graded its rollouts"))
+    paid, draw, die_at = [], random_reward.rollout_rewards, []
+
+    def coins(seed, step, drawn, rows, n):
+        paid.append((step, draw(seed, step, drawn, rows, n)))
+        if die_at and len(paid) == die_at[0]:  # step 3's rollout drawn; the checkpoint after step 1 the last
+            raise Interrupted
+        return paid[-1][1]
+
+    monkeypatch.setattr(random_reward, "rollout_rewards", coins)
+    whole = trainer.train(s, out / "base", paths["train"], val, out / "coin-whole")
+    last = {step: rewards for step, rewards in paid}  # a step's last generation batch is the one it keeps
+    assert whole["reward_mean"].tolist() == pytest.approx([float(last[k].mean()) for k in range(s["steps"] + 1)])
+    assert whole["val_acc"].notna().sum() == 3  # validation still graded (trainer.validate: math-verify)
+    paid.clear()
+    die_at.append(4)
+    with pytest.raises(Interrupted):
+        trainer.train(s, out / "base", paths["train"], val, out / "coin-resumed")
+    die_at.clear()
+    resumed = trainer.train(s, out / "base", paths["train"], val, out / "coin-resumed")
+    pd.testing.assert_frame_equal(resumed, whole, check_exact=True)
 
 
 def test_checkpoints_of_other_settings_or_code_are_set_aside_not_resumed(tmp_path, monkeypatch):

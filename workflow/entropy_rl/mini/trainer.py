@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..core import atomic, formats, metric_columns, metrics, modules, resume, reward
+from ..core import atomic, formats, metric_columns, metrics, modules, random_reward, resume, reward
 from . import algorithms, checkpoints, evaluate, generation, models, prime
 
 log = logging.getLogger(__name__)
@@ -257,7 +257,10 @@ def sample_batch(run: Run, step: int) -> Batch:
         styles = [run.styles[i] for i in idx for _ in range(n)]
         rollout = generation.generate(run.policy, run.tokenizer, [run.prompts[i] for i in idx], n=n,
                                       temperature=spec["temperature"], max_new_tokens=spec["max_response_length"])  # fmt: skip
-        rewards = grade(styles, golds, rollout.texts)
+        if random_reward.is_random(spec):  # the control: a seeded coin per response, the answer never read
+            rewards = random_reward.rollout_rewards(spec["seed"], step, drawn, idx, n)
+        else:
+            rewards = grade(styles, golds, rollout.texts)
         prompt_acc = rewards.reshape(-1, n).mean(axis=1)
         keep_groups = (
             np.flatnonzero((prompt_acc > 0) & (prompt_acc < 1)) if spec["filter_groups"] else np.arange(len(idx))

@@ -12,6 +12,7 @@ from entropy_rl.core import power_methods as power_registry
 from entropy_rl.core import spec as run_spec
 from entropy_rl.paper import containers
 from entropy_rl.paper import launch
+from entropy_rl.paper import reward_launch
 from entropy_rl.study import artifacts
 
 config_check.validate(config, artifacts.PAPER)  # the schema's artifact names are the registry's
@@ -73,16 +74,18 @@ def run_image(wildcards):
 
 
 @functools.cache
-def trainer_code(trainer):
-    """The code a trainer's runs execute (launch.TRAINER_MODULES, with the launch and the log translation around
-    it), one stamp per trainer: train_verl.json for verl 0.9.1's runs, train_prime.json for PRIME's."""
-    return code(f"train_{trainer}", "paper.launch", "paper.verl_metrics", *launch.TRAINER_MODULES[trainer])
+def trainer_code(key, modules):
+    """The code a trainer's runs execute (``modules``: launch.TRAINER_MODULES of the trainer, with the launch and the
+    log translation around it), one stamp per ``key``: train_verl.json for verl 0.9.1's runs, train_prime.json for
+    PRIME's, train_verl_random_reward.json for the random-reward control (paper.reward_launch)."""
+    return code(key, "paper.launch", "paper.verl_metrics", *modules)
 
 
 def train_code(wildcards):
     """A run's code input: its own trainer's, so an edit of the loss plugin outdates no PRIME run and an edit of
-    PRIME's main no verl 0.9.1 run."""
-    return trainer_code(launch.trainer(S["runs"][wildcards.run]))
+    PRIME's main no verl 0.9.1 run; a random-reward run's adds its reward's module, which no other run loads."""
+    spec = run_settings(wildcards)
+    return trainer_code(reward_launch.stamp_key(spec), reward_launch.trainer_modules(spec))
 
 
 def canonical(obj):

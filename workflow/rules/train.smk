@@ -1,4 +1,4 @@
-from entropy_rl.paper import launch
+from entropy_rl.paper import reward_launch
 
 
 if MINI:
@@ -41,7 +41,7 @@ else:
             final=directory(RUN_FINAL),
         params:
             spec=run_settings,
-            command=lambda wc: launch.verl_command(S, wc.run),
+            command=lambda wc: reward_launch.verl_command(S, wc.run),  # launch.verl_command, the control's reward swapped in
             gpus_per_node=lambda wc: run_model_spec(wc.run)["gpus_per_node"],
             benchmarks=BENCHMARKS,
         resources:

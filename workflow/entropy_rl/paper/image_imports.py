@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 
 from ..core import modules
-from . import containers, launch
+from . import containers, launch, reward_launch
 
 RULES = "workflow/rules"
 SCRIPTS = "workflow/scripts"
@@ -61,6 +61,8 @@ def _block_code(block: str, images: list[str]) -> dict[str, set[str]]:
             found[image] |= {"paper.preflight", *(m.removeprefix("entropy_rl.") for m in launch.TRAINER_MODULES[RUN_IMAGES[image]])}
         elif expr == "train_code":  # common.trainer_code: the launch, the log translation, the trainer's modules
             trainer = launch.TRAINER_MODULES[RUN_IMAGES[image]]
+            if RUN_IMAGES[image] == "verl":  # the random-reward control's stamp adds its reward (paper.reward_launch)
+                trainer = (*trainer, reward_launch.RANDOM_REWARD_MODULE)
             found[image] |= {"paper.launch", "paper.verl_metrics", *(m.removeprefix("entropy_rl.") for m in trainer)}
         elif expr == "power_sampler_code":  # common.SAMPLER_CODE's modules
             found[image] |= {"paper.power_sampling", "paper.power_samplers"}

@@ -39,7 +39,7 @@ import pyarrow.parquet as pq
 
 from ..core import modules
 from ..core import spec as run_spec
-from . import launch
+from . import launch, reward_launch
 
 # One right and one wrong answer per reward style the paper's data use: the reward must tell them apart.
 REWARD_PROBES = {
@@ -80,7 +80,7 @@ def compose(overrides: list[str]):
 
 
 def bound_command(scale_cfg: dict, run: str, results: str = "results") -> list[str]:
-    return launch.bind(launch.verl_command(scale_cfg, run), results)
+    return launch.bind(reward_launch.verl_command(scale_cfg, run), results)  # train.smk's command, bound
 
 
 # ---- launch: plan time ------------------------------------------------------------------------
@@ -107,7 +107,7 @@ def launch_key(scale_cfg: dict, run: str) -> str:
 
     from . import prime_check
 
-    digest = hashlib.sha256(json.dumps([launch.verl_command(scale_cfg, run), metadata.version("verl"), prime_check.PRIME_VERL]).encode())
+    digest = hashlib.sha256(json.dumps([reward_launch.verl_command(scale_cfg, run), metadata.version("verl"), prime_check.PRIME_VERL]).encode())
     for name in LAUNCH_CODE:
         digest.update(name.encode() + b"\0" + modules.source(name).read_bytes())
     return digest.hexdigest()
@@ -200,7 +200,7 @@ def reward_problems(cfg, spec: dict) -> list[str]:
         return [_problem("reward compute_score", error)]
     if scores != [1.0, 0.0]:
         return [f"reward ({style}) scored a right and a wrong answer {scores}, expected [1.0, 0.0]"]
-    return []
+    return reward_launch.random_reward_problems(score, cfg)  # the control's draws, for its runs
 
 
 def loss_problems(cfg) -> list[str]:

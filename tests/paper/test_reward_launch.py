@@ -1,0 +1,69 @@
+"""The random-reward control at paper scale (paper.reward_launch): its own verl command and code stamp, every other
+run's command and stamp as ``launch`` gives them, and the preflight on the control's command."""
+
+import pytest
+import yaml
+from entropy_rl.core import spec
+from entropy_rl.paper import launch, preflight, reward_launch
+from support import ROOT
+
+CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
+PAPER = spec.with_pilot(CONFIG)
+RANDOM_RUN = "qwen2.5-7b-grpo-random"
+REWARD_PATH = "reward.custom_reward_function.path="
+
+
+def test_every_other_run_keeps_its_command_and_its_trainers_stamp():
+    """What a paid run's job reads (its command param, its code stamp's name and modules) is what launch gives."""
+    others = [r for r in PAPER["runs"] if r != RANDOM_RUN]
+    assert len(others) == len(PAPER["runs"]) - 1
+    for run in others:
+        s = spec.resolve_run(PAPER, run)
+        assert reward_launch.verl_command(PAPER, run) == launch.verl_command(PAPER, run), run
+        assert reward_launch.stamp_key(s) == f"train_{launch.trainer(s)}"
+        assert reward_launch.trainer_modules(s) == launch.TRAINER_MODULES[launch.trainer(s)]
+
+
+def test_the_control_loads_the_random_reward_with_its_seed_and_training_parts():
+    s = spec.resolve_run(PAPER, RANDOM_RUN)
+    twin = spec.resolve_run(PAPER, "qwen2.5-7b-grpo")
+    assert s["loss"] == {**twin["loss"], "reward": "random"}  # otherwise the main GRPO run's settings
+    assert {k: v for k, v in s.items() if k not in ("loss", "run_id", "treatment")} == {
+        k: v for k, v in twin.items() if k not in ("loss", "run_id", "treatment")}  # fmt: skip
+    cmd = reward_launch.verl_command(PAPER, RANDOM_RUN)
+    assert f"{REWARD_PATH}pkg://entropy_rl.core.random_reward" in cmd and f"{REWARD_PATH}pkg://entropy_rl.core.reward" not in cmd
+    assert "reward.custom_reward_function.name=compute_score" in cmd
+    assert "+reward.custom_reward_function.reward_kwargs.seed=0" in cmd
+    assert "+reward.custom_reward_function.reward_kwargs.random_sources=[eurus2-math-train]" in cmd
+    # Else the twin's command, argument for argument, but for the run's own names.
+    own = [a for a in cmd if "reward" not in a.split("=")[0]]
+    assert own == [a.replace("qwen2.5-7b-grpo", RANDOM_RUN) if RANDOM_RUN not in a else a
+                   for a in launch.verl_command(PAPER, "qwen2.5-7b-grpo") if "reward" not in a.split("=")[0]]  # fmt: skip
+    assert reward_launch.stamp_key(s) == "train_verl_random_reward"
+    assert reward_launch.trainer_modules(s) == (*launch.TRAINER_MODULES["verl"], "entropy_rl.core.random_reward")
+
+
+def test_each_replicate_of_the_control_draws_under_its_own_seed():
+    replicated = spec.with_replicates(CONFIG, base_seed=0, count=3)
+    seeds = [next(a for a in reward_launch.verl_command(replicated, run) if ".reward_kwargs.seed=" in a)
+             for run in spec.replicate_names(RANDOM_RUN, 3)]  # fmt: skip
+    assert [a.rsplit("=", 1)[1] for a in seeds] == ["0", "1", "2"]
+
+
+def test_the_control_is_refused_a_trainer_that_does_not_load_it():
+    cfg = {**PAPER, "runs": {**PAPER["runs"], "x": {**PAPER["runs"][RANDOM_RUN], "algorithm": "prime"}}}
+    with pytest.raises(ValueError, match="random reward is given to verl 0.9.1's runs only"):
+        reward_launch.verl_command(cfg, "x")
+
+
+@pytest.mark.costly
+def test_the_controls_command_passes_the_preflight_and_a_broken_one_is_named():
+    """verl composes and validates the command, loads the reward by its own loader, the right and wrong answers of a
+    validation row are graded, and a training row's draws vary and repeat (reward_launch.random_reward_problems)."""
+    s = spec.resolve_run(PAPER, RANDOM_RUN)
+    command = preflight.bound_command(PAPER, RANDOM_RUN)
+    assert preflight.command_problems(command, s) == []
+    no_parts = [a.split("=")[0] + "=[]" if ".random_sources=" in a else a for a in command]
+    assert any("names no training part" in p for p in preflight.command_problems(no_parts, s))
+    no_seed = [a for a in command if ".reward_kwargs.seed=" not in a]
+    assert any(p.startswith("reward compute_score") and "seed" in p for p in preflight.command_problems(no_seed, s))

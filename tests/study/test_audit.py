@@ -112,6 +112,7 @@ def spec(loss_mode="vanilla", low=0.2, high=0.2, ent=0.0, kl=0.0, algorithm="grp
         (spec("kl_cov"), "KL-Cov"),
         (spec(ent=0.01), "Entropy loss"),
         (spec(kl=0.1), "Reference KL"),
+        (spec(reward="random"), "Random reward"),  # the control is never a treatment's GRPO baseline
     ],
 )
 def test_method_names(run_spec, name):

@@ -151,6 +151,7 @@ def test_module_has_every_paper_figure():
         "fig05_early_prediction", "fig06_algorithms", "fig07_coefficients_vs_size", "fig08_covariance",
         "fig09_entropy_loss", "fig10_reference_kl", "fig11_covariance_methods", "fig12_entropy_accuracy",
         "fig13_entropy_control", "appB_more_fits", "appC_training_data", "appD_instruct_models",
+        "ctl01_random_reward",  # this workflow's own control (issue 42)
     }  # fmt: skip
 
 
@@ -463,6 +464,7 @@ def test_fig08_needs_the_bandit_and_token_covariance_columns(tmp_path, runs):
         ("fig10_reference_kl", ["Policy entropy", "Validation accuracy"]),
         ("fig11_covariance_methods", ["Policy entropy", "Response length", "Validation accuracy"]),
         ("fig12_entropy_accuracy", ["Policy entropy", "Response length", "Validation accuracy"]),
+        ("ctl01_random_reward", ["Policy entropy", "Training reward", "Validation accuracy"]),
     ],
 )
 def test_step_curves_panels(tmp_path, runs, drawn, name, titles):
@@ -492,6 +494,23 @@ def test_step_curves_draw_the_mean_over_seeds_in_a_band_of_one_standard_error(tm
     assert "means over 3 seeds" in fig.texts[-1].get_text()
     call("fig11_covariance_methods", runs, tmp_path / "g", replicates={run: [frame] for run, frame in runs.items()})
     assert not panels(drawn[1])[0].collections and "seeds" not in drawn[1].texts[-1].get_text()  # one seed: no band
+
+
+def test_the_random_reward_control_sets_true_and_random_reward_side_by_side_over_seeds(tmp_path, drawn):
+    """Entropy, the reward each run was paid and validation accuracy against the step, each run its seeds' mean in a
+    band; the random run's reward stays near 1/2 whatever its accuracy."""
+    true = [synthetic_metrics(seed=k) for k in range(3)]
+    coin = [synthetic_metrics(h_end=0.8, a=0.0, b=0.3, seed=10 + k).assign(reward_mean=0.5) for k in range(3)]
+    specs = {"grpo": spec(), "random": spec(reward="random")}
+    call("ctl01_random_reward", {"grpo": true[0], "random": coin[0]}, tmp_path / "c", replicates={"grpo": true, "random": coin},
+         labels={"grpo": "GRPO", "random": "GRPO, random reward"}, specs=specs)  # fmt: skip
+    fig = drawn[0]
+    entropy, reward, accuracy = panels(fig)
+    assert len(entropy.collections) == len(accuracy.collections) == 2  # a band per run: three seeds each
+    np.testing.assert_allclose(reward.lines[1].get_ydata(), 0.5)
+    assert accuracy.lines[1].get_ydata().std() < 1.0 < accuracy.lines[0].get_ydata().std()  # in %: flat against rising
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["GRPO", "GRPO, random reward"]
+    assert "means over 3 seeds" in fig.texts[-1].get_text()
 
 
 def test_step_curves_need_response_length(tmp_path, runs):

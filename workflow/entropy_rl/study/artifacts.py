@@ -62,6 +62,8 @@ def _setting(spec: dict) -> str:
         parts.append(f"entropy loss {loss['entropy_coeff']:g}")
     if loss["kl_loss_coef"]:
         parts.append(f"reference KL {loss['kl_loss_coef']:g}")
+    if loss.get("reward") == "random":  # core.random_reward.RANDOM (the study loads no trainer code)
+        parts.append("random reward (a seeded coin per response)")
     if "train_data" in spec:
         parts.append(f"trained on {spec['train_data']}")
     return ", ".join(parts)

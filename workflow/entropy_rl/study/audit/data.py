@@ -123,8 +123,11 @@ class Study:
 
 
 def method(spec: dict) -> str:
-    """The paper's name for what a run does to the loss: GRPO, Clip-higher, Clip-Cov, KL-Cov, Entropy loss, Reference KL."""
+    """The paper's name for what a run does to the loss: GRPO, Clip-higher, Clip-Cov, KL-Cov, Entropy loss, Reference KL;
+    or "Random reward", this workflow's control (issue 42), which is never a treatment's GRPO baseline."""
     loss = spec["loss"]
+    if loss.get("reward") == "random":  # core.random_reward.is_random, which loads the grader the study may not
+        return "Random reward"
     if loss["loss_mode"] == "clip_cov":
         return "Clip-Cov"
     if loss["loss_mode"] == "kl_cov":

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import accuracy, control, covariance, entropy_law, power, seeds  # noqa: F401  importing them fills MEASUREMENTS
+from . import accuracy, control, covariance, entropy_law, power, random_reward, seeds  # noqa: F401  importing them fills MEASUREMENTS
 from .data import NotComparable, Study
 from .registry import MEASUREMENTS, Measured
 

@@ -1,5 +1,6 @@
 """Section 4: entropy control: the entropy loss and reference KL (Figures 9, 10), Clip-Cov and KL-Cov against
-GRPO and Clip-higher (Figures 11, 12) and the entropy level they set (Figure 13)."""
+GRPO and Clip-higher (Figures 11, 12) and the entropy level they set (Figure 13); and this workflow's own control,
+true against random reward (issue 42)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ STEP_PANELS = {
     "entropy": ("Policy entropy", "Entropy (nats)"),
     "response_length": ("Response length", "Mean response length (tokens)"),
     "val_acc": ("Validation accuracy", "Accuracy (%)"),
+    "reward_mean": ("Training reward", "Mean reward of the rollouts"),
 }
 # Figure 13's panels: loss mode -> (title, the setting that sorts its runs, its name, colour map).
 CONTROL_PANELS = {
@@ -140,3 +142,16 @@ def _control_panel(ax, d: Inputs, modes: dict[str, str], mode: str) -> None:
         ax.set_title(f"{title}\nno {title} runs", fontsize=9)
     ax.set_xlabel("Training step")
     ax.legend(loc="upper right", fontsize=8)
+
+
+@artifact(
+    "figure",
+    "this workflow's own control (issue 42), no paper's figure",
+    "GRPO under the true reward and under a random reward that ignores the answer: entropy, training reward and"
+    " validation accuracy.",
+)
+def ctl01_random_reward(d: Inputs, stem) -> tuple[Path, Path]:
+    """True against random reward, side by side: if entropy falls as fast under a coin-flip reward while validation
+    accuracy stays put, the fall is clipping's doing, not performance bought with entropy (arXiv 2509.26114). The
+    training reward panel shows what each run was paid: the random run's stays near 1/2."""
+    return step_curves(d, stem, "ctl01", ("entropy", "reward_mean", "val_acc"), "True reward against a random reward")

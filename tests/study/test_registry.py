@@ -79,7 +79,9 @@ def test_the_declared_registry_is_the_loaded_one_read_without_importing_the_plot
 
 
 def test_the_registry_holds_the_papers_and_the_power_studys_artifacts():
-    assert len(artifacts.PAPER) == 18 and artifacts.PAPER[0] == "fig01_entropy_collapse"
+    assert len(artifacts.PAPER) == 19 and artifacts.PAPER[0] == "fig01_entropy_collapse"
+    # Section 4's module ends with this workflow's own control (issue 42), after the paper's Figure 13.
+    assert artifacts.PAPER[artifacts.PAPER.index("fig13_entropy_control") + 1] == "ctl01_random_reward"
     assert artifacts.PAPER[-2:] == ["table01_covariance_distribution", "table02_benchmarks"]
     assert artifacts.POWER == [
         "power01_accuracy",

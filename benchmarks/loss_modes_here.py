@@ -6,6 +6,9 @@ Each run below is launched as `train_verl` launches it (``launch.verl_command``,
 the step's `paper/*` and `actor/*` metrics are read back from verl's file log and checked against what each loss must
 log: the covariance plugin's token counts for every `+cov` mode, the clip-higher covariance where the upper clip ratio
 exceeds the lower, the tokens Clip-Cov and KL-Cov act on, the entropy loss's and the reference KL's own terms.
+The random-reward control goes through it too, with its own reward (``reward_launch.verl_command``): verl's dump of the
+step's rollouts (``trainer.rollout_data_dir``) must hold, for every response, the reward ``core.random_reward`` draws
+for it, recomputed here from the training row and the text.
 
 Each launch costs about two minutes of both cores (Ray, the vLLM server, one step), so this is a benchmark run by hand,
 not a test; the closing note of issue 39 records its output. From the repository root, in the CPU stand-in's
@@ -29,13 +32,14 @@ sys.path[:0] = [str(ROOT / "workflow"), str(ROOT / "tests")]
 
 import pilot_here  # noqa: E402
 import support  # noqa: E402
-from entropy_rl.core import spec  # noqa: E402
-from entropy_rl.paper import launch, verl_metrics  # noqa: E402
+import pandas as pd  # noqa: E402
+from entropy_rl.core import random_reward, spec  # noqa: E402
+from entropy_rl.paper import launch, reward_launch, verl_metrics  # noqa: E402
 
 # Section 4's four losses (its baseline, clip-higher, Clip-Cov, KL-Cov) and Section 2's two treatments (entropy loss,
 # reference KL: the one run with a reference worker).
 RUNS = ["qwen2.5-7b-grpo-dapo", "qwen2.5-7b-grpo-cliphigher", "qwen2.5-7b-grpo-clipcov", "qwen2.5-7b-grpo-klcov",
-        "qwen2.5-7b-grpo-ent0.001", "qwen2.5-7b-grpo-refkl0.01"]  # fmt: skip
+        "qwen2.5-7b-grpo-ent0.001", "qwen2.5-7b-grpo-refkl0.01", "qwen2.5-7b-grpo-random"]  # fmt: skip
 # One step of the pilot's size; the loss settings stay the run's own.
 ONE_STEP = {"steps": 1, "prompts_per_step": 4, "ppo_mini_batch_size": 2, "max_response_length": 24, "lr": 1.0e-3,
             "val_every": 1000}  # fmt: skip
@@ -84,6 +88,31 @@ def expectations(s: dict) -> dict[str, bool]:
     return out
 
 
+def random_draws_problems(run_spec: dict, dump: Path, train: Path) -> tuple[list[str], str]:
+    """Each dumped rollout's score against the draw recomputed from its row (found by its question in the prompt) and
+    its text, as compute_score keys it; and how many scores the true reward would have given otherwise."""
+    rows = pd.read_parquet(train)
+    files = sorted(dump.glob("*.jsonl"))
+    if not files:
+        return [f"no rollout dump in {dump}"], ""
+    dumped = [r for f in files for r in verl_metrics.read_jsonl(f)]
+    problems, differ = [], 0
+    from entropy_rl.core import reward
+
+    for r in dumped:
+        match = rows[[row["question"] in r["input"] for row in rows["extra_info"]]]
+        if len(match) != 1:
+            problems.append(f"{len(match)} training rows match a dumped prompt")
+            continue
+        row = match.iloc[0]
+        drawn = random_reward.bernoulli(run_spec["seed"], "verl", row["data_source"], int(row["extra_info"]["index"]),
+                                        r["output"])  # fmt: skip
+        if drawn != r["score"]:
+            problems.append(f"score {r['score']} where the draw is {drawn}")
+        differ += reward.compute_score(row["data_source"], r["output"], row["reward_model"]["ground_truth"]) != r["score"]
+    return problems, f"{len(dumped)} rollouts, mean score {sum(r['score'] for r in dumped) / len(dumped):.3f}, {differ} scored otherwise than the true reward would"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("pilot", type=Path, help="a working directory the CPU pilot left (tests/pilot_here.py)")
@@ -99,7 +128,10 @@ def main() -> None:
         s = spec.resolve_run(cfg, run)
         log = root / "runs" / run / "verl.jsonl"
         log.parent.mkdir(parents=True)
-        command = launch.bind(launch.verl_command(cfg, run), str(root))
+        command = launch.bind(reward_launch.verl_command(cfg, run), str(root))
+        dump = root / "runs" / run / "rollouts"
+        if random_reward.is_random(s):
+            command.append(f"trainer.rollout_data_dir={dump}")
         started = time.perf_counter()
         code = launch.run(command, ["localhost"], 1, {**env, "VERL_FILE_LOGGER_PATH": str(log)})
         seconds = time.perf_counter() - started
@@ -114,6 +146,10 @@ def main() -> None:
             value = data.get(key)
             if value is None or (isinstance(value, float) and math.isnan(value)) or (nonzero and not value):
                 problems.append(f"{key} = {value}")
+        if random_reward.is_random(s):
+            draw_problems, summary = random_draws_problems(s, dump, root / "data" / "train" / f"{s['train_data']}.parquet")
+            print(f"  random reward: {summary}; {len(draw_problems)} not the recomputed draw {draw_problems[:3]}")
+            problems += draw_problems[:3]
         if problems:
             failed.append(f"{run}: {', '.join(problems)}")
     shutil.rmtree(work)

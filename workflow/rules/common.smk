@@ -124,7 +124,6 @@ def fit_law_log(wildcards):
     return config["fit_law_log"]
 
 
-
 def bench_files():
     return expand(BENCHMARK_FILE, benchmark=BENCHMARKS)
 

@@ -30,9 +30,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "workflow"), str(ROOT / "tests")]
 
+import pandas as pd  # noqa: E402
 import pilot_here  # noqa: E402
 import support  # noqa: E402
-import pandas as pd  # noqa: E402
 from entropy_rl.core import random_reward, spec  # noqa: E402
 from entropy_rl.paper import launch, reward_launch, verl_metrics  # noqa: E402
 

@@ -25,12 +25,12 @@ import tempfile
 import time
 from pathlib import Path
 
+import pandas as pd
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "workflow"), str(ROOT / "tests")]
 
-import pandas as pd  # noqa: E402
 import pilot_here  # noqa: E402
 import support  # noqa: E402
 from entropy_rl.core import random_reward, spec  # noqa: E402

@@ -76,7 +76,18 @@ def test_the_evaluation_rule_runs_on_the_real_engine(paper_study):
         assert row["n_problems"] == PROBLEMS and row["n_samples"] == (4 if name in sampled else 1)  # per problem
         assert row["temperature"] == (0.6 if name in sampled else 0.0)
     assert (summary.loc[CODE, "sandbox_programs"] > 0).all()  # the code answers ran
-    assert summary.loc[MATH, "avg_at_n"].max() > 0  # the trained mini model answers some problems
+    # The pilot's model is a few RL steps old: whether it gets any of 28 math problems right is luck (a CI run got
+    # none, an earlier one some). What must hold is the grading: each verdict is math-verify's, recomputed here, each
+    # gold earns credit when answered, the model answers in the boxed format, and the summary is the rows' mean.
+    from entropy_rl.core import grading
+
+    for name in MATH:
+        rows = pd.read_parquet(paper_study / "results" / "eval" / EVAL_RUN / f"{name}.parquet")
+        regraded = [grading.is_correct(g, r) for g, r in zip(rows["ground_truth"], rows["response"])]
+        assert rows["correct"].tolist() == regraded
+        assert all(grading.is_correct(g, f"\\boxed{{{g}}}") for g in rows["ground_truth"].unique())
+        assert (rows["extracted"] != "").mean() >= 0.5, rows["response"].tolist()
+        assert summary.loc[name, "avg_at_n"] == pytest.approx(rows["correct"].mean())
     log = job_log(paper_study, f"evaluate/{EVAL_RUN}.log")
     assert "prompt format tokenizer, tensor parallel 1" in log and "vllm" in log.lower()
 

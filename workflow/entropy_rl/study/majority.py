@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 import pandas as pd
@@ -48,17 +49,11 @@ def vote(answers: Sequence) -> int | None:
     the answer a majority vote picks: the most frequent by ``answer_key``; a tie goes to the answer given first
     (the answers are independent draws, so their order is a random tie-break that is the same on every run).
     Unreadable answers never win; None when every answer is unreadable."""
-    counts: dict = {}
-    first: dict = {}
-    for i, answer in enumerate(answers):
-        key = answer_key(answer)
-        if key is None:
-            continue
-        counts[key] = counts.get(key, 0) + 1
-        first.setdefault(key, i)
+    keys = [answer_key(answer) for answer in answers]
+    counts = Counter(key for key in keys if key is not None)  # in order of first appearance
     if not counts:
         return None
-    return first[max(counts, key=lambda key: (counts[key], -first[key]))]
+    return keys.index(counts.most_common(1)[0][0])  # most_common is stable: of tied counts, the first seen
 
 
 def majority_accuracy(frame: pd.DataFrame, k: int) -> pd.Series:

@@ -61,25 +61,31 @@ def _files(path: Path) -> list[Path]:
 NOT_CONTENT = ("%help", "%labels", "%test")
 
 
-def section(name: str, which: str, root: Path | str = ROOT) -> str:
-    """One section's text (``%test``, say), as written (spython turns %test into a script it names, not the text)."""
-    lines, inside = [], False
+def _sections(name: str, root: Path | str) -> list[tuple[str, str, list[str]]]:
+    """The definition by section: (its kind, e.g. ``%post``, "" before the first; its header line; its other lines)."""
+    sections: list[tuple[str, str, list[str]]] = [("", "", [])]
     for line in definition(name, root).read_text().splitlines():
         if line.startswith("%"):
-            inside = line.split()[0] == which
-        elif inside:
-            lines.append(line)
-    return "\n".join(lines)
+            sections.append((line.split()[0], line, []))
+        else:
+            sections[-1][2].append(line)
+    return sections
+
+
+def section(name: str, which: str, root: Path | str = ROOT) -> str:
+    """One section's text (``%test``, say), as written (spython turns %test into a script it names, not the text)."""
+    return "\n".join(line for kind, _, lines in _sections(name, root) if kind == which for line in lines)
 
 
 def content(name: str, root: Path | str = ROOT) -> str:
     """The definition's text that shapes the image: without NOT_CONTENT sections and whole-line comments."""
-    kept, skipping = [], False
-    for line in definition(name, root).read_text().splitlines():
-        if line.startswith("%"):
-            skipping = line.split()[0] in NOT_CONTENT
-        if not skipping and not line.lstrip().startswith("#") and line.strip():
-            kept.append(line)
+    kept = [
+        line
+        for kind, header, lines in _sections(name, root)
+        if kind not in NOT_CONTENT
+        for line in [header, *lines]
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
     return "\n".join(kept) + "\n"
 
 

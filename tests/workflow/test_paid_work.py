@@ -42,10 +42,8 @@ def snakemake(wf, work, *args):
     return subprocess.run(cmd, check=False, capture_output=True, text=True, env=env, timeout=900)
 
 
-@pytest.fixture(scope="module")
-def study(tmp_path_factory):
-    """A copy of the workflow and a work directory holding every output of its paper-scale DAG, up to date."""
-    wf, work = tmp_path_factory.mktemp("workflow"), tmp_path_factory.mktemp("paper-results")
+def copy_workflow(wf):
+    """The workflow's files copied to ``wf``, times kept."""
     for name in ("Snakefile", "claims.yaml", "containers", "envs", "workflow"):
         src = ROOT / name
         if src.is_dir():
@@ -54,12 +52,22 @@ def study(tmp_path_factory):
             )
         else:
             shutil.copy2(src, wf / name)
-    shutil.copy2(ROOT / "config.yaml", work / "config.yaml")
-    for run in yaml.safe_load((ROOT / "config.yaml").read_text())["paper"][
-        "runs"
-    ]:  # so the plan runs no launch preflight
+
+
+def metrics_of_every_run(work):
+    """Each paper run's metrics table, empty: so the plan runs no launch preflight."""
+    for run in yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]["runs"]:
         (work / "results" / "runs" / run).mkdir(parents=True)
         (work / "results" / "runs" / run / "metrics.parquet").touch()
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    """A copy of the workflow and a work directory holding every output of its paper-scale DAG, up to date."""
+    wf, work = tmp_path_factory.mktemp("workflow"), tmp_path_factory.mktemp("paper-results")
+    copy_workflow(wf)
+    shutil.copy2(ROOT / "config.yaml", work / "config.yaml")
+    metrics_of_every_run(work)
     plan = snakemake(wf, work, "-n", "all")
     assert plan.returncode == 0, plan.stderr[-3000:]
     make_planned_outputs(plan.stdout, work)
@@ -321,5 +329,46 @@ def test_consent_lets_the_named_jobs_run(study):
         assert "rule evaluate_vllm:" not in refused.stderr
         allowed = run_all(study, "rerun_paid=all")
         assert "paid work" not in allowed.stderr and "rule evaluate_vllm:" in allowed.stderr, allowed.stderr[-3000:]
+    finally:
+        undo()
+
+
+# The SLURM profile's container method; benchmarks/apptainer_chroot answers Snakemake's `apptainer --version` (no job
+# runs in an image here).
+APPTAINER = ("--software-deployment-method", "apptainer")
+APPTAINER_PATH = {"PATH": f"{ROOT / 'benchmarks' / 'apptainer_chroot'}:{os.environ['PATH']}"}
+# A job of each GPU rule, in each of the three GPU images: train (verl 0.9.1), prime, eval.
+IMAGE_TARGETS = ("results/runs/qwen2.5-7b-grpo/final", f"results/runs/{PRIME_RUN}/final",
+                 "results/eval/qwen2.5-7b-grpo/summary.parquet", "results/power/samples/base.parquet")  # fmt: skip
+
+
+def test_a_checkout_moved_with_its_results_keeps_them_and_an_image_edit_still_outdates_its_jobs(tmp_path, monkeypatch):
+    """Run as the SLURM profile runs it (from the checkout, in its rules' images): Snakemake records each job's image
+    reference and reruns a job whose reference changed. Moved elsewhere, or mounted under another path on a node,
+    the checkout and its results stay up to date; a real change of an image (its %post) still outdates exactly the
+    jobs that run in it, and the guard stops for them."""
+    monkeypatch.setitem(ENV, "PATH", APPTAINER_PATH["PATH"])
+    here = tmp_path / "here" / "entropy-rl"
+    here.mkdir(parents=True)
+    copy_workflow(here)
+    shutil.copy2(ROOT / "config.yaml", here / "config.yaml")
+    metrics_of_every_run(here)
+    plan = snakemake(here, here, *APPTAINER, "-n", *IMAGE_TARGETS)
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    make_planned_outputs(plan.stdout, here)
+    touched = snakemake(here, here, *APPTAINER, "--touch", "--forceall", "--cores", "2", *IMAGE_TARGETS)
+    assert touched.returncode == 0 and "not touched" not in touched.stderr, touched.stderr[-3000:]
+
+    there = tmp_path / "elsewhere" / "entropy-rl"
+    there.parent.mkdir()
+    here.rename(there)  # as `mv`: the files' times kept
+    kept = snakemake(there, there, *APPTAINER, "--cores", "1", *IMAGE_TARGETS)
+    assert kept.returncode == 0 and "Nothing to be done" in kept.stderr, kept.stderr[-3000:]
+
+    undo = edited(there / "containers" / "train.def", "%post\n", "%post\n    echo an edit of the image\n")
+    try:
+        jobs, message = refused(snakemake(there, there, *APPTAINER, "--cores", "1", *IMAGE_TARGETS))
+        assert jobs == [("train_verl", "qwen2.5-7b-grpo"), ("evaluate_vllm", "qwen2.5-7b-grpo")], message[:3000]
+        assert "its container changed (containers/images/train-" in message, message[:3000]
     finally:
         undo()

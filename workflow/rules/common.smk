@@ -64,8 +64,10 @@ def run_label(run):
 
 def image(name):
     """The Apptainer image a rule runs in (used with --software-deployment-method apptainer);
-    its reference changes with its definition, so a rebuilt image reruns what used it."""
-    return containers.image_ref(name, workflow.basedir)
+    its reference changes with its definition, so a rebuilt image reruns what used it. Relative to the working
+    directory (where Snakemake parses and every job runs): Snakemake's software-env trigger compares the reference's
+    text, so an absolute path would outdate every job when the checkout is moved or mounted elsewhere."""
+    return os.path.relpath(containers.image_ref(name, workflow.basedir))
 
 
 def run_image(wildcards):

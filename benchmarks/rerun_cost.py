@@ -86,15 +86,20 @@ def main() -> None:
     if args.apptainer:
         APPTAINER[:] = ["--software-deployment-method", "apptainer"]
     shutil.rmtree(args.dir, ignore_errors=True)
-    old, new, work = args.dir / "old", args.dir / "new", args.dir / "work"
-    export(args.old, old), export(args.new, new), work.mkdir(parents=True)
-    print(f"{args.old}: a complete paper-scale result set of {old_results(old, work)} jobs")
-    shutil.copy2(new / "config.yaml", work / "config.yaml")
-    dry = snakemake(new, work, "-n", "all")
+    # One source path for both revisions, the new one exported where the old one was, as a checkout is updated in
+    # place: a path that differs between them (an image reference is relative to the working directory) is not a
+    # change of code.
+    src, work = args.dir / "src", args.dir / "work"
+    export(args.old, src), work.mkdir(parents=True)
+    print(f"{args.old}: a complete paper-scale result set of {old_results(src, work)} jobs")
+    shutil.rmtree(src)
+    export(args.new, src)
+    shutil.copy2(src / "config.yaml", work / "config.yaml")
+    dry = snakemake(src, work, "-n", "all")
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, re.M))
     total = counts.pop("total", "0")
     print(f"{args.new}: {total} jobs would run: {counts}")
-    lines = snakemake(new, work, "--cores", "1", "all").stderr.splitlines()
+    lines = snakemake(src, work, "--cores", "1", "all").stderr.splitlines()
     guard = [line for line in lines if line.startswith("paid work")]
     print(guard[0] if guard else "the paid-work guard lets it through: no GPU job whose outputs exist is outdated")
     jobs = collections.Counter(

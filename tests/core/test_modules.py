@@ -104,6 +104,22 @@ def test_a_stamp_is_rewritten_only_when_behaviour_changes_and_names_the_change(t
     assert set(json.loads(modules.record_path(stamp).read_text())["modules"]) == {"entropy_rl.paper.job", "entropy_rl.paper.util"}
 
 
+def test_a_stamp_of_a_package_changes_with_the_modules_its_init_imports(tmp_path, monkeypatch):
+    """A rule may name a package its script imports whole (the audit: ``study.audit``): the stamp follows what the
+    package's ``__init__`` imports, a comment there changing nothing."""
+    root = package(tmp_path, monkeypatch, {"paper/audit/__init__.py": "from .measure import f\n",
+                                           "paper/audit/measure.py": "from ..util import g\n\ndef f():\n    return g()\n",
+                                           "paper/util.py": "def g():\n    return 1\n"})  # fmt: skip
+    stamp = tmp_path / "results" / "code" / "audit.json"
+    modules.stamp(stamp, "entropy_rl.paper.audit")
+    text = stamp.read_text()
+    (root / "paper/util.py").write_text("def g():\n    return 1  # why\n")
+    assert modules.stamp(stamp, "entropy_rl.paper.audit") and stamp.read_text() == text
+    (root / "paper/util.py").write_text("def g():\n    return 2\n")  # two modules below the package
+    modules.stamp(stamp, "entropy_rl.paper.audit")
+    assert stamp.read_text() != text and modules.changed_modules(stamp) == ["entropy_rl.paper.util"]
+
+
 def every_module() -> list[str]:
     return sorted(f"entropy_rl.{p.relative_to(PACKAGE_DIR).with_suffix('').as_posix().replace('/', '.')}"
                   for p in PACKAGE_DIR.rglob("*.py") if p.name != "__init__.py")  # fmt: skip

@@ -236,9 +236,10 @@ def behaviour_hashes(*modules: str) -> dict[str, str]:
     """What each of ``modules`` computes, as a hash: its syntax tree without comments, layout or docstrings, with
     each import of this package's modules replaced by the imported module's own hash (so the whole closure counts,
     and a module moved to another name, its importers updated, hashes the same). Plumbing counts as nothing, as in
-    ``closure``. Read afresh on every call: a long-lived process sees edits."""
+    ``closure``. Read afresh on every call: a long-lived process sees edits. A package named here (a rule whose script
+    imports it whole) stands for its ``__init__`` and so for what that imports; imported, it counts as plumbing."""
     memo: dict = {}
-    return {m: _ref(m, memo) for m in modules}
+    return {m: _behaviour(m, memo) if _is_package(m) else _ref(m, memo) for m in modules}
 
 
 def behaviour_hash(module: str) -> str:

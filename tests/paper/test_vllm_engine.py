@@ -171,6 +171,10 @@ def test_power_sampling_log_likelihoods_agree_with_hugging_face(paper_study):
     gaps, compared = [], 0
     for method in POWER_METHODS:
         for _, row in pd.read_parquet(paper_study / "results" / "power" / "samples" / f"{method}.parquet").iterrows():
+            if "\ufffd" in row["response"]:
+                # Drawn byte tokens that end mid-character decode to U+FFFD: the text has lost them, and its
+                # tokens can match the drawn count and still differ (a CI pilot: 23 tokens, 0.80 per token apart).
+                continue
             answer = tok(row["response"], add_special_tokens=False)["input_ids"]
             if len(answer) == row["response_tokens"] - 1:
                 answer.append(tok.eos_token_id)  # the stop token, kept in vLLM's token ids, not in the text

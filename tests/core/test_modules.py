@@ -118,6 +118,9 @@ def test_a_stamp_of_a_package_changes_with_the_modules_its_init_imports(tmp_path
     (root / "paper/util.py").write_text("def g():\n    return 2\n")  # two modules below the package
     modules.stamp(stamp, "entropy_rl.paper.audit")
     assert stamp.read_text() != text and modules.changed_modules(stamp) == ["entropy_rl.paper.util"]
+    (root / "paper/audit/__init__.py").write_text("from .measure import f\n\nLIMIT = 3\n")  # the __init__ alone
+    modules.stamp(stamp, "entropy_rl.paper.audit")
+    assert modules.changed_modules(stamp) == ["entropy_rl.paper.audit"]  # its record names the package
 
 
 def every_module() -> list[str]:

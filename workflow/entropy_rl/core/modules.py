@@ -87,14 +87,15 @@ def _ours(name: str) -> bool:
 
 @functools.cache
 def closure(*modules: str) -> tuple[str, ...]:
-    """``modules`` and every package module they import, transitively, less plumbing and ``__init__``s."""
+    """``modules`` and every package module they import, transitively, less plumbing and imported ``__init__``s (a
+    package named in ``modules`` stays: it stands for its ``__init__``, as in ``behaviour_hashes``)."""
     seen, todo = set(), list(modules)
     while todo:
         m = todo.pop()
         if m not in seen:
             seen.add(m)
             todo += direct_imports(m)
-    return tuple(sorted(m for m in seen if m not in PLUMBING and not _is_package(m)))
+    return tuple(sorted(m for m in seen if m not in PLUMBING and (m in modules or not _is_package(m))))
 
 
 def files(*modules: str) -> list[str]:

@@ -336,7 +336,7 @@ def test_consent_lets_the_named_jobs_run(study):
 # The SLURM profile's container method; benchmarks/apptainer_chroot answers Snakemake's `apptainer --version` (no job
 # runs in an image here).
 APPTAINER = ("--software-deployment-method", "apptainer")
-APPTAINER_PATH = {"PATH": f"{ROOT / 'benchmarks' / 'apptainer_chroot'}:{os.environ['PATH']}"}
+APPTAINER_PATH = f"{ROOT / 'benchmarks' / 'apptainer_chroot'}:{os.environ['PATH']}"
 # A job of each GPU rule, in each of the three GPU images: train (verl 0.9.1), prime, eval.
 IMAGE_TARGETS = ("results/runs/qwen2.5-7b-grpo/final", f"results/runs/{PRIME_RUN}/final",
                  "results/eval/qwen2.5-7b-grpo/summary.parquet", "results/power/samples/base.parquet")  # fmt: skip
@@ -347,7 +347,7 @@ def test_a_checkout_moved_with_its_results_keeps_them_and_an_image_edit_still_ou
     reference and reruns a job whose reference changed. Moved elsewhere, or mounted under another path on a node,
     the checkout and its results stay up to date; a real change of an image (its %post) still outdates exactly the
     jobs that run in it, and the guard stops for them."""
-    monkeypatch.setitem(ENV, "PATH", APPTAINER_PATH["PATH"])
+    monkeypatch.setitem(ENV, "PATH", APPTAINER_PATH)
     here = tmp_path / "here" / "entropy-rl"
     here.mkdir(parents=True)
     copy_workflow(here)

@@ -1,5 +1,6 @@
 """What several test modules share: the checkout, the fixtures, a loss config, the paper plan."""
 
+import json
 import os
 import re
 import subprocess
@@ -150,3 +151,24 @@ def assert_stamps_uncached(work, package_dir, monkeypatch) -> None:
             assert json.loads((code / name).read_text()) == {"hash": record["hash"]}, name
     finally:
         modules.clear_caches()
+
+
+def speed_result(tmp_path) -> Path:
+    """A speed measurement as paper.speed.measure writes it, with known seconds a token: update 2e-5 + 3e-15·N, the
+    rollout 1e-4 + 2e-14·N; the third size skipped for memory."""
+    sizes = []
+    for model, n in (("qwen2.5-0.5b", 0.5), ("qwen2.5-1.5b", 1.5)):
+        per_token = 2e-5 + 3e-15 * n * 1e9
+        steps = [{"step": k, "warmup": k == 0, "tokens": 100_000, "log_prob_s": 0.25 * per_token * 1e5,
+                  "update_s": 0.75 * per_token * 1e5 * (3 if k == 0 else 1), "mfu_update": 0.02 * n,
+                  "mfu_log_prob": 0.03 * n, "peak_memory_gb": 30 * n} for k in range(3)]  # fmt: skip
+        rollout = {"model": model, "tokens_per_s": 1 / (1e-4 + 2e-14 * n * 1e9), "generated_tokens": 1000}
+        sizes.append({"model": model, "params_b": n, "rollout": rollout,
+                      "update": {"model": model, "params": n * 1e9, "attention": "sdpa", "steps": steps,
+                                 "peak_memory_gb": 30 * n, "device_name": "NVIDIA H200"}})  # fmt: skip
+    sizes.append({"model": "qwen2.5-7b", "params_b": 7, "update": {"model": "qwen2.5-7b", "skipped": "needs 113 GiB"},
+                  "rollout": {"model": "qwen2.5-7b", "failed": "exit 1 after 30 s"}})  # fmt: skip
+    result = {"run": "qwen2.5-7b-grpo-klcov", "prompt_tokens": 300, "response_tokens": 1500, "sizes": sizes}
+    path = tmp_path / "speed.json"
+    path.write_text(json.dumps(result))
+    return path

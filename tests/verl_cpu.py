@@ -44,6 +44,7 @@ import types
 from pathlib import Path
 
 import torch
+from entropy_rl.paper.verl_worker import FLOAT_FIELDS, actor_worker_class, log_prob_info, tensordict, update_info  # noqa: F401
 from verl.plugin.platform import PlatformBase, PlatformRegistry
 
 PLATFORM = "cpu"
@@ -221,22 +222,6 @@ def worker_config(scale_cfg: dict, run_id: str, root: str | Path, world_size: in
     return compose(command[3:] + [o for o, _ in extra]), extra
 
 
-def actor_worker_class(cfg) -> str:
-    """The class the run's V1 trainer starts on each GPU for its actor (``trainer.v1.trainer_mode``'s
-    ``_init_resource_pool_mgr`` on the run's config), as ``module:qualname``."""
-    import copy
-
-    from entropy_rl.paper import verl_plugin  # registers the trainer, as the launch's import does
-    from verl.trainer.ppo.v1 import get_trainer_cls
-
-    trainer_cls = get_trainer_cls(cfg.trainer.v1.trainer_mode)
-    trainer = trainer_cls.__new__(trainer_cls)  # only the mapping: no Ray, no dataset, no workers
-    trainer.config = copy.deepcopy(cfg)
-    trainer._init_resource_pool_mgr()
-    (cls,) = [c.__ray_actor_class__ for role, c in trainer.role_worker_mapping.items() if role in verl_plugin.ACTOR_ROLES]
-    return f"{cls.__module__}:{cls.__qualname__}"
-
-
 def build_worker(group: WorkerGroup, name: str, cfg) -> None:
     """Start the run's actor worker (``build``) in every process of ``group``, from its composed config."""
     from omegaconf import OmegaConf
@@ -374,33 +359,6 @@ class WorkerGroup:
 
 
 # ---- operations run inside a worker process ---------------------------------------------------------
-
-
-def tensordict(samples: list[dict], extra: dict | None = None):
-    """A batch as verl's TransferQueue hands it to the worker: one nested (jagged) tensor per token field,
-    a tensor per scalar field, a NonTensorStack per other field, and the trainer's ``extra_info`` as
-    non-tensor entries. Token fields are lists; float ones are named in ``FLOAT_FIELDS``."""
-    from tensordict import NonTensorStack, TensorDict
-    from verl.utils import tensordict_utils as tu
-
-    data = {}
-    for key in samples[0]:
-        values = [s[key] for s in samples]
-        if isinstance(values[0], list):
-            dtype = torch.float32 if key in FLOAT_FIELDS else torch.int64
-            rows = [torch.tensor(v, dtype=dtype) for v in values]
-            data[key] = torch.nested.as_nested_tensor(rows, layout=torch.jagged)
-        elif isinstance(values[0], (int, float)) and not isinstance(values[0], bool):
-            data[key] = torch.tensor(values)
-        else:
-            data[key] = NonTensorStack(*values)
-    td = TensorDict(data, batch_size=[len(samples)])
-    if extra:
-        tu.assign_non_tensor(td, **extra)
-    return td
-
-
-FLOAT_FIELDS = {"rm_scores", "old_log_probs", "advantages", "returns", "entropy", "rollout_log_probs", "log_probs"}
 
 
 def _nested_lists(tensor) -> list[list[float]]:
@@ -657,19 +615,6 @@ def advantages(cfg, samples: list[dict]) -> None:
             s[field] = row.tolist()
 
 
-def update_info(cfg) -> dict:
-    """The ``extra_info`` of ``PPOTrainer._update_actor`` (no distillation in these runs)."""
-    ref = cfg.actor_rollout_ref
-    mini_batch = ref.actor.ppo_mini_batch_size * ref.rollout.n
-    return {
-        "calculate_entropy": ref.actor.calculate_entropy or ref.actor.entropy_coeff != 0.0,
-        "distillation_use_topk": False, "distillation_only": False,
-        "global_batch_size": mini_batch, "mini_batch_size": mini_batch, "epochs": ref.actor.ppo_epochs,
-        "seed": ref.actor.data_loader_seed, "dataloader_kwargs": {"shuffle": ref.actor.shuffle},
-        "temperature": ref.rollout.temperature,
-    }  # fmt: skip
-
-
 def train_step(group: WorkerGroup, name: str, cfg, samples: list[dict]) -> dict:
     """One step of verl's V1 trainer on ``samples`` (the kept groups of one update batch): balance, old
     log-probs (the worker's ``compute_log_prob``), verl's advantages, ``update_actor`` on every rank.
@@ -679,7 +624,7 @@ def train_step(group: WorkerGroup, name: str, cfg, samples: list[dict]) -> dict:
 
     shards = balance(samples, len(group.conns))
     batch = [s for shard in shards for s in shard]
-    info = {"calculate_entropy": True, "compute_loss": False, "temperature": cfg.actor_rollout_ref.rollout.temperature}
+    info = log_prob_info(cfg)
     outputs = group.call_each("compute_log_prob", [(name, shard, info) for shard in shards])
     for shard, out in zip(shards, outputs):
         for s, lp, ent in zip(shard, out["old_log_probs"], out["entropy"]):

@@ -38,14 +38,14 @@ def validation(records_: list[dict], step: int) -> dict[str, float]:
 
 
 def test_every_stage_passes_with_its_wall_time_and_throughput(pilot_here):
-    """`pilot_report` on the run's own logs: each of the 9 stages passed, with its wall time and, for the GPU jobs,
+    """`pilot_report` on the run's own logs: each of the 10 stages passed, with its wall time and, for the GPU jobs,
     the throughput it measured; the resumption read from verl's logs; MFUs measured for the next estimate."""
     report = (pilot_here / "results" / "pilot" / "report.md").read_text()
     print(report.split("## Budget")[0])
-    assert "9 of 9 stages passed" in report
+    assert "10 of 10 stages passed" in report
     rows = [line.split(" | ") for line in report.splitlines() if line.startswith("| ") and " | passed | " in line]
-    assert sorted({r[0][2:] for r in rows}) == ["download_model", "evaluate_vllm", "power_sample_vllm", "preflight",
-                                                "train_verl"]  # fmt: skip
+    assert sorted({r[0][2:] for r in rows}) == ["download_model", "evaluate_vllm", "pilot_speed", "power_sample_vllm",
+                                                "preflight", "train_verl"]  # fmt: skip
     train = next(r for r in rows if r[0] == "| train_verl")
     assert "tok/s/GPU training" in train[5] and "generated tok/s rollout" in train[5]
     # SIGTERM lands once step 2 is saved and logged; a step 3 as short as the poll (5 s, when the group filter keeps
@@ -53,8 +53,37 @@ def test_every_stage_passes_with_its_wall_time_and_throughput(pilot_here):
     assert re.search(r"attempt 2 \(verl_log\.2\.jsonl\): steps 3–4, resumed (after step 2|from the checkpoint: "
                      r"steps 3–\d repeated)", report), report  # fmt: skip
     estimate = json.loads((pilot_here / "results" / "pilot" / "estimate.json").read_text())
-    assert estimate["pilot_stages"] == "9/9"
-    assert {estimate["sources"][k]["source"] for k in ("rollout_mfu", "train_mfu")} == {"measured"}
+    assert estimate["pilot_stages"] == "10/10"
+    assert {estimate["sources"][k]["source"] for k in ("rollout_mfu", "train_mfu")} == {"measured by size"}
+
+
+def test_the_speed_job_times_verls_worker_and_vllms_engine_at_each_size(pilot_here):
+    """pilot_speed (paper.speed) on the CPU platform: verl's worker built from the speed run's composed command (its
+    loss mode, token budget and the site's overrides) timed over a warm-up and the timed steps, vLLM's engine with the
+    rollout settings verl gives it; then the report's speed table, laws and MFU by size, and estimate.json's."""
+    from entropy_rl.paper import speed, speed_report
+
+    result = json.loads((pilot_here / "results" / "pilot" / "speed.json").read_text())
+    (size,) = result["sizes"]  # tests/fixtures/pilot_cpu/paper.yaml: one size, in the mirror model's shape
+    update, rollout = size["update"], size["rollout"]
+    print(json.dumps({k: v for k, v in update.items() if k != "overrides"}, indent=1), json.dumps(rollout, indent=1))
+    assert update["device"] == "cpu" and update["attention"] == "sdpa"  # the site's override (paper.launch)
+    assert update["loss_mode"] == "kl_cov+cov" and update["token_budget"] == 30720  # qwen2.5-7b-grpo-klcov's own
+    assert update["params"] == 107_072  # 2 layers of 64, vocabulary 512, tied: the overlay's shape
+    steps = update["steps"]
+    assert [s["warmup"] for s in steps] == [True, False] and all(s["log_prob_s"] > 0 and s["update_s"] > 0 for s in steps)
+    assert steps[0]["tokens"] == steps[1]["tokens"] > 8 * (300 + 750)  # one prompt's 8 answers at the budget's lengths
+    assert rollout["generated_tokens"] == 8 * 1500 and rollout["tokens_per_s"] > 0  # ignore_eos: the mean, exactly
+    assert rollout["engine"]["max_num_seqs"] == 256 and rollout["engine"]["enforce_eager"] is True  # verl's, the site's
+    points = speed.points(result)
+    assert set(points["update"]) == set(points["rollout"]) == {0.5}
+    estimate = json.loads((pilot_here / "results" / "pilot" / "estimate.json").read_text())
+    assert set(estimate["speed_laws"]) == {"update", "rollout"}
+    by_size = estimate["mfu_by_size"]
+    assert by_size["qwen2.5-0.5b"]["train_mfu"]["source"] == "measured"
+    assert by_size["qwen2.5-32b"]["rollout_mfu"]["source"] == "extrapolated"  # one size measured: every other beyond it
+    report = (pilot_here / "results" / "pilot" / "report.md").read_text()
+    assert "## Speed by model size" in report and speed_report.RULE in report
 
 
 def test_the_rollout_follows_the_actor_after_every_weight_sync(pilot_here):

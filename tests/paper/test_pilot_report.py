@@ -39,6 +39,10 @@ def study() -> dict:
 
 @pytest.fixture
 def pilot(tmp_path):
+    return make_pilot(tmp_path)
+
+
+def make_pilot(tmp_path):
     """A copy of the fixture with the stages' outputs in place (their contents are not read), and its stages."""
     root = tmp_path / "results"
     shutil.copytree(FIXTURES / "pilot", root)

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 import yaml
-from support import FIXTURES, ROOT, job_resources, make_planned_outputs, plan
+from support import FIXTURES, ROOT, job_resources, make_planned_outputs, plan, speed_result
 
 pytestmark = pytest.mark.costly  # a minute of a core: scheduled first (tests/conftest.py)
 
@@ -40,6 +40,7 @@ def test_the_pilot_runs_every_gpu_rule_once_through_the_studys_rules(pilot_plan)
         "preflight_power",
         "download_model",
         "pilot_report",
+        "pilot_speed",
         "fit_run",
         "audit",
     )
@@ -50,6 +51,7 @@ def test_the_pilot_runs_every_gpu_rule_once_through_the_studys_rules(pilot_plan)
         "evaluate_vllm": 1,
         "power_sample_vllm": 5,
         "pilot_report": 1,
+        "pilot_speed": 1,
     }
     assert {k: int(v) for k, v in counts.items() if k in gpu_and_gates} == expected
     assert int(counts["pilot_benchmark"]) == len(PAPER["data"]["benchmarks"])  # a slice of every benchmark
@@ -58,8 +60,9 @@ def test_the_pilot_runs_every_gpu_rule_once_through_the_studys_rules(pilot_plan)
 def test_each_gpu_job_asks_slurm_for_one_gpu_for_its_estimated_time(pilot_plan):
     _, proc = pilot_plan
     blocks = re.split(r"\n(?=\[.*\d{4}\]\n)", proc.stdout)
-    gpu_jobs = [b for b in blocks if re.search(r"^rule (train_verl|evaluate_vllm|power_sample_vllm):", b, re.MULTILINE)]
-    assert len(gpu_jobs) == 7
+    gpu_jobs = [b for b in blocks if re.search(r"^rule (train_verl|evaluate_vllm|power_sample_vllm|pilot_speed):", b,
+                                               re.MULTILINE)]  # fmt: skip
+    assert len(gpu_jobs) == 8
     for block in gpu_jobs:
         res = job_resources(block)
         assert res.get("gpu") == 1, block
@@ -70,14 +73,14 @@ def test_each_gpu_job_asks_slurm_for_one_gpu_for_its_estimated_time(pilot_plan):
 
 def test_the_plan_states_the_pilots_gpu_hours_before_submission(pilot_plan):
     _, proc = pilot_plan
-    stated = re.search(r"GPU pilot: 7 GPU jobs on 1 GPU\(s\) each at most, ([\d.]+) GPU-hours", proc.stderr)
+    stated = re.search(r"GPU pilot: 8 GPU jobs on 1 GPU\(s\) each at most, ([\d.]+) GPU-hours", proc.stderr)
     assert stated, proc.stderr[-3000:]
     listed = [
         float(h)
-        for h in re.findall(r"^  (?:train|eval|power):pilot-\S+: ([\d.]+) GPU-hours$", proc.stderr, re.MULTILINE)
+        for h in re.findall(r"^  (?:train|eval|power|speed):pilot\S*: ([\d.]+) GPU-hours$", proc.stderr, re.MULTILINE)
     ]
-    assert len(listed) == 7 and abs(sum(listed) - float(stated.group(1))) < 0.02
-    assert 0.3 <= float(stated.group(1)) <= 1.5  # about one GPU-hour
+    assert len(listed) == 8 and abs(sum(listed) - float(stated.group(1))) < 0.02
+    assert 1.0 <= float(stated.group(1)) <= 2.5  # about two GPU-hours, the speed job's four sizes about one of them
     assert "preflight: 1 run(s) to train composed and validated by verl" in proc.stderr  # the pilot's own command
 
 
@@ -129,23 +132,31 @@ def test_the_report_rule_reads_what_a_real_pilot_writes_and_the_estimate_then_us
     shutil.copytree(FIXTURES / "pilot" / "logs", tmp_path / "results" / "logs", dirs_exist_ok=True)
     shutil.copytree(FIXTURES / "pilot" / "runs", tmp_path / "results" / "runs", dirs_exist_ok=True)
     # The fixture has the GPU jobs' logs only, and of the samplers those of plain, Algorithm 1 and the RL checkpoint.
-    for name in ("download_model/qwen2.5-0.5b", f"preflight/{RUN}", "power/pilot-smc", "power/pilot-sps"):
+    for name in ("download_model/qwen2.5-0.5b", f"preflight/{RUN}", "power/pilot-smc", "power/pilot-sps", "pilot_speed"):
         log = tmp_path / "results" / "logs" / f"{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text("2026-11-25 09:00:00,000 entropy_rl INFO start\n2026-11-25 09:00:40,000 entropy_rl INFO done\n")
+    # The speed job's output as paper.speed.measure writes it: 0.5B and 1.5B timed, 7B skipped (tests/paper/test_speed.py)
+    shutil.copy(speed_result(tmp_path), tmp_path / "results" / "pilot" / "speed.json")
     made = snakemake(tmp_path, "--cores", "1", "pilot", "--forcerun", "pilot_report")
     assert made.returncode == 0, made.stderr[-3000:]
     report = (tmp_path / "results" / "pilot" / "report.md").read_text()
-    for stage in ("download_model", "preflight", "train_verl", "evaluate_vllm", "power_sample_vllm"):
+    for stage in ("download_model", "preflight", "train_verl", "evaluate_vllm", "power_sample_vllm", "pilot_speed"):
         assert stage in report
-    assert "failed" not in report.lower().replace("failed: 0", "")
+    assert "failed" not in report.lower().replace("failed: 0", "").replace("failed: exit 1 after 30 s", "")
     estimate = json.loads((tmp_path / "results" / "pilot" / "estimate.json").read_text())
-    assert estimate["pilot_stages"] == "9/9"
-    assert estimate["sources"]["train_mfu"]["source"] == "measured"
-    # The next plan's estimate uses the measured MFUs, and says so.
+    assert estimate["pilot_stages"] == "10/10"
+    assert estimate["sources"]["train_mfu"]["source"] == "measured by size"
+    # The next plan's estimate uses the MFU of each size by the pilot's speed laws, and says so.
     run = "qwen2.5-0.5b-grpo"
     again = snakemake(tmp_path, "-n", f"results/runs/{run}/metrics.parquet")
     assert "measured on this cluster (results/pilot/estimate.json)" in again.stderr, again.stderr[-3000:]
+    assert "at the MFU of each model size by the pilot's speed laws" in again.stderr
     line = re.search(r"GPU-hours estimate for 1 run\(s\) still to train: ([\d,]+) training", again.stderr).group(1)
-    assert f"{estimate['train_mfu']:.0%}/{estimate['rollout_mfu']:.0%}" in again.stderr
     assert float(line.replace(",", "")) > 0
+    # claims_budget prices every claim with them, says so, and sets the budget's whole-step MFU beside published runs
+    budget_made = snakemake(tmp_path, "--cores", "1", "claims_budget")
+    assert budget_made.returncode == 0, budget_made.stderr[-3000:]
+    claims = (tmp_path / "results" / "budget" / "claims.md").read_text()
+    assert "by the GPU pilot's speed laws (results/pilot/estimate.json)" in claims
+    assert "## The assumed MFUs beside published runs" in claims and "Qwen3-32B on 32 H100" in claims

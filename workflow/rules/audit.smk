@@ -1,5 +1,7 @@
 import os
 
+from entropy_rl.paper import anchors
+
 
 rule audit:
     """Every claim of the ledger (claims.yaml) beside what this run measured, with a verdict."""
@@ -36,7 +38,8 @@ rule claims_budget:
         hours=canonical({j: round(h, 2) for j, h in JOB_HOURS.items()}),
         artifacts={c["id"]: c["measure"]["artifact"] for c in CLAIMS},
         budgets=[500, 5000, 50000],
-        how="FLOPs at the MFUs of config.yaml paper.budget" if not MINI else "no GPU-hours at mini scale",
+        how=budget_source(),
+        anchors=[] if MINI else anchors.lines(BUDGET),
     localrule: True
     log:
         "results/logs/claims_budget.log",

@@ -31,16 +31,33 @@ if not MINI and os.path.exists(PILOT_ESTIMATE):
         with open(PILOT_ESTIMATE) as _fh:
             _measured = json.load(_fh)
         BUDGET = {**S["budget"], "rollout_mfu": _measured["rollout_mfu"], "train_mfu": _measured["train_mfu"]}
+        if _measured.get("speed_laws"):  # the MFU by model size (paper.speed_law), where the pilot measured sizes
+            BUDGET["speed_laws"] = _measured["speed_laws"]
     except (ValueError, KeyError) as _err:  # not a report the pilot wrote: say so, estimate from config.yaml
         print(f"{PILOT_ESTIMATE} unreadable ({_err!r}); the GPU-hours estimate uses config.yaml's MFUs", file=sys.stderr)
 if not MINI:
     JOB_HOURS = budget.job_hours(S, POWER_STUDY, BUDGET)
     if PILOT:
         JOB_HOURS.update(budget.pilot_hours(S, BUDGET))
+        if "speed" in PILOT:
+            JOB_HOURS["speed:pilot"] = budget.pilot_speed_hours(S, BUDGET)
         for _m, _job in PILOT_METHODS.items():
             JOB_HOURS[f"power:{_m}"] = budget.pilot_power_hours(_job, BUDGET, PILOT["startup_minutes"], len(POWER["benchmarks"]))
 else:  # no GPU-hours at mini scale: a budget is a paper-scale setting (config.schema.yaml)
     JOB_HOURS = {job: 0.0 for jobs in CLAIM_JOBS.values() for job in jobs}
+
+
+def budget_source():
+    """Where the GPU-hours' MFUs come from, in words."""
+    if MINI:
+        return "no GPU-hours at mini scale"
+    if BUDGET.get("speed_laws"):
+        return f"FLOPs at the MFU of each model size by the GPU pilot's speed laws ({PILOT_ESTIMATE})"
+    if BUDGET is not S["budget"]:
+        return f"FLOPs at the MFUs the GPU pilot measured at its one model size ({PILOT_ESTIMATE})"
+    return "FLOPs at the MFUs of config.yaml paper.budget, assumed"
+
+
 SELECTION = claim_plan.select(CLAIM_JOBS, JOB_HOURS, config.get("claims"), config.get("budget_gpu_hours"))
 NOT_RUN = claim_plan.not_run(CLAIM_JOBS, SELECTION, JOB_HOURS)
 # What the study builds: every artifact and run, or those of the claims chosen.

@@ -143,6 +143,7 @@ def requested_power_methods():
 def pilot_plan():
     """The pilot's GPU jobs and what they cost, stated before anything is submitted."""
     jobs = [f"train:{r}" for r in PILOT_RUNS] + [f"eval:{r}" for r in PILOT_RUNS] + [f"power:{m}" for m in PILOT_METHODS]
+    jobs += ["speed:pilot"] if "speed" in PILOT else []
     gpus = {r: run_model_spec(r)["nodes"] * run_model_spec(r)["gpus_per_node"] for r in PILOT_RUNS}
     total = sum(JOB_HOURS[j] for j in jobs)
     lines = [f"GPU pilot: {len(jobs)} GPU jobs on {max(gpus.values())} GPU(s) each at most, {total:.2f} GPU-hours"
@@ -320,7 +321,27 @@ def pilot_stages():
     stages += [{"name": "power_sample_vllm", "job": m, "log": f"results/logs/power/{m}.log",
                 "outputs": [POWER_SAMPLES.format(method=m)], "gpus": job["placement"]["tensor_parallel"]}
                for m, job in PILOT_METHODS.items()]  # fmt: skip
+    if "speed" in PILOT:
+        stages.append({"name": "pilot_speed", "job": ", ".join(PILOT["speed"]["sizes"]), "log": "results/logs/pilot_speed.log",
+                       "outputs": [PILOT_SPEED], "gpus": 1})  # fmt: skip
     return stages
+
+
+def pilot_speed_scope():
+    """What the pilot's speed job reads: its settings, the shapes it builds, the run whose command builds the worker,
+    the budget's lengths and the site's verl overrides."""
+    speed = PILOT["speed"]
+    return canonical({
+        **run_spec.run_scope(S, speed["run"]),
+        "pilot": {"speed": speed, "startup_minutes": PILOT["startup_minutes"]},
+        "architectures": {m: S["architectures"][m] for m in speed["sizes"]},
+        "models": {**run_spec.run_scope(S, speed["run"])["models"], **{m: S["models"][m] for m in speed["sizes"]}},
+        "budget": S["budget"], "data": S["data"], "launch": S.get("launch", {}),
+    })  # fmt: skip
+
+
+def pilot_speed_minutes():
+    return budget.runtime_minutes(JOB_HOURS["speed:pilot"], 1, BUDGET["walltime_margin"], floor=30)
 
 
 def pilot_report_scope():

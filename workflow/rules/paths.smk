@@ -28,5 +28,6 @@ POWER_PREFLIGHT = "results/preflight/power.txt"
 POWER_SAMPLES = "results/power/samples/{method}.parquet"
 PILOT_BENCHMARK_FILE = "results/pilot/benchmarks/{benchmark}.parquet"
 PILOT_REPORT = "results/pilot/report.md"
+PILOT_SPEED = "results/pilot/speed.json"  # the update's and the rollout's speed by model size (rule pilot_speed)
 PILOT_ESTIMATE = "results/pilot/estimate.json"  # the MFUs the pilot measured: the GPU-hours estimate uses them
 CODE_STAMP = "results/code/{key}.json"  # each rule's code stamp (common.smk code, entropy_rl.core.modules.stamp)

@@ -31,6 +31,30 @@ if PILOT:
         script:
             "../scripts/pilot_benchmark.py"
 
+    if "speed" in PILOT:
+
+        rule pilot_speed:
+            """The update's and the rollout's speed at each size of paper.pilot.speed on one GPU (paper.speed): verl's
+            worker and vLLM's engine on random weights of each shape; the report fits the speed laws to them."""
+            input:
+                tokenizer=MODEL_DIR.format(model=run_model(PILOT_RUNS[0])),  # the pilot's model: its tokenizer
+                code=code("pilot_speed", "paper.speed", "paper.update_speed", "paper.rollout_speed"),
+            output:
+                PILOT_SPEED,
+            params:
+                scope=pilot_speed_scope(),
+            resources:
+                gpu=1,
+                cpus_per_task=8,
+                mem_mb_per_cpu=8000,
+                runtime=pilot_speed_minutes(),
+            log:
+                "results/logs/pilot_speed.log",
+            container:
+                image("train")
+            script:
+                "../scripts/pilot_speed.py"
+
     rule pilot_report:
         """Each stage passed or failed, its wall time, peak GPU memory and throughput; the study's GPU-hours again,
         model size by model size, at the MFUs measured here (paper.pilot_report)."""
@@ -39,6 +63,7 @@ if PILOT:
             final=expand(RUN_FINAL, run=PILOT_RUNS),
             evaluations=expand(EVAL_SUMMARY, run=PILOT_RUNS),
             samples=expand(POWER_SAMPLES, method=list(PILOT_METHODS)),
+            speed=[PILOT_SPEED] if "speed" in PILOT else [],
             code=code("pilot_report", "paper.pilot_report"),
         output:
             md=PILOT_REPORT,

@@ -21,6 +21,19 @@ lines = [
     table.to_markdown(index=False),
     "",
 ]
+if p.anchors:
+    lines += [
+        "## The assumed MFUs beside published runs",
+        "",
+        (
+            "A whole GRPO step's FLOPs (2·N a generated token, 8·N a trained one, as this estimate counts them) over its"
+            " GPU-seconds at the GPU's dense bf16 peak, for this budget and for published runs that give every number"
+            " it needs (entropy_rl.paper.anchors):"
+        ),
+        "",
+        *p.anchors,
+        "",
+    ]
 atomic.write_text(snakemake.output.md, "\n".join(lines))
 atomic.write_text(snakemake.output.csv, table.to_csv(index=False))
 log.info("\n%s", "\n".join(lines[:12]))

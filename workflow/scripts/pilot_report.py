@@ -4,7 +4,8 @@ from entropy_rl.paper import pilot_report
 log = logs.setup(snakemake.log[0])
 stages = [pilot_report.Stage(**stage) for stage in snakemake.params.stages]
 out = snakemake.output
-summary = pilot_report.write(stages, snakemake.params.scope, out.md, out.html, out.estimate)
+speed = snakemake.input.speed[0] if snakemake.input.speed else None
+summary = pilot_report.write(stages, snakemake.params.scope, out.md, out.html, out.estimate, speed=speed)
 log.info(
     "pilot: %s stages passed; measured MFUs: rollout %.3f, training %.3f",
     summary["pilot_stages"],

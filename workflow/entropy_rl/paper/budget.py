@@ -6,6 +6,10 @@ decoding at ``rollout_mfu``), re-scores them for the old log-probabilities
 evaluation generates every benchmark's samples once. N is the parameter
 count; the token counts are the configured expected lengths, not the caps.
 The same estimate, times a margin, is the SLURM runtime each job asks for.
+
+The MFUs are the budget's (``train_mfu``, ``rollout_mfu``: assumed in config.yaml, or one size's as the pilot measured
+it) unless the budget carries the pilot's speed laws (``speed_laws``: ``paper.speed_law``), which give each model
+size its own.
 """
 
 from __future__ import annotations
@@ -13,6 +17,19 @@ from __future__ import annotations
 import math
 
 from ..core import spec as run_spec
+from . import speed_law
+
+# The budget's MFU keys and the speed law that replaces each.
+LAWS = {"train_mfu": "update", "rollout_mfu": "rollout"}
+
+
+def mfu(budget: dict, key: str, params_b: float) -> float:
+    """The MFU of ``key`` (train_mfu or rollout_mfu) at a model of ``params_b`` billion parameters: the pilot's speed
+    law for that size where the budget has one, else the budget's one value."""
+    law = budget.get("speed_laws", {}).get(LAWS[key])
+    if law is None:
+        return budget[key]
+    return speed_law.Law.from_dict(law).mfu(params_b, budget["gpu_peak_tflops"])[0]
 
 
 def _seconds(flops: float, gpus: int, mfu: float, budget: dict) -> float:
@@ -25,13 +42,14 @@ def train_gpu_hours(spec: dict, model: dict, budget: dict, val_questions: int) -
     responses = spec["prompts_per_step"] * spec["rollout_n"]
     tokens = responses * (budget["mean_prompt_tokens"] + budget["mean_response_tokens"])
     generated = responses * budget["mean_response_tokens"]
-    step = _seconds(2 * params * generated, gpus, budget["rollout_mfu"], budget)
-    step += _seconds((2 + 6 * spec["ppo_epochs"]) * params * tokens, gpus, budget["train_mfu"], budget)
+    rollout, train = (mfu(budget, key, model["params_b"]) for key in ("rollout_mfu", "train_mfu"))
+    step = _seconds(2 * params * generated, gpus, rollout, budget)
+    step += _seconds((2 + 6 * spec["ppo_epochs"]) * params * tokens, gpus, train, budget)
     if spec["algorithm"] == "prime":  # the implicit PRM scores and trains on the same tokens (+ its reference)
-        step += _seconds((2 + 2 + 6) * params * tokens, gpus, budget["train_mfu"], budget)
+        step += _seconds((2 + 2 + 6) * params * tokens, gpus, train, budget)
     validations = spec["steps"] // spec["val_every"] + 1
     val_tokens = validations * val_questions * spec["val_protocol"]["n"] * budget["mean_response_tokens"]
-    seconds = spec["steps"] * step + _seconds(2 * params * val_tokens, gpus, budget["rollout_mfu"], budget)
+    seconds = spec["steps"] * step + _seconds(2 * params * val_tokens, gpus, rollout, budget)
     return seconds * gpus / 3600
 
 
@@ -39,7 +57,8 @@ def eval_gpu_hours(benchmark_sizes: dict[str, int], protocols: dict, model: dict
     params = model["params_b"] * 1e9
     gpus = model["gpus_per_node"]
     generated = sum(size * protocols[b]["n"] for b, size in benchmark_sizes.items()) * budget["mean_response_tokens"]
-    return _seconds(2 * params * generated, gpus, budget["rollout_mfu"], budget) * gpus / 3600
+    rollout = mfu(budget, "rollout_mfu", model["params_b"])
+    return _seconds(2 * params * generated, gpus, rollout, budget) * gpus / 3600
 
 
 def power_sampling_tokens(length: int, block_size: int, n_mcmc: int, prompt: int) -> tuple[float, float]:
@@ -93,8 +112,8 @@ def power_gpu_hours(method: dict, answers: int, model: dict, budget: dict, max_n
         drawn, scored = sps_tokens(length, method["block_size"], method["candidates"], method["rollouts"],
                                    method["horizon"], prompt)  # fmt: skip
     scored += prompt + length
-    seconds = _seconds(2 * params * drawn * answers, gpus, budget["rollout_mfu"], budget)
-    seconds += _seconds(2 * params * scored * answers, gpus, budget["train_mfu"], budget)
+    seconds = _seconds(2 * params * drawn * answers, gpus, mfu(budget, "rollout_mfu", model["params_b"]), budget)
+    seconds += _seconds(2 * params * scored * answers, gpus, mfu(budget, "train_mfu", model["params_b"]), budget)
     return seconds * gpus / 3600
 
 
@@ -106,11 +125,14 @@ def runtime_minutes(gpu_hours: float, gpus: int, margin: float, floor: int = 60)
 def estimate_message(runs: int, train: float, evaluation: float, methods: int, power: float, budget: dict) -> str:
     """The estimate printed before anything is submitted: ``runs`` still to train (their training and
     evaluation GPU-hours) and ``methods`` power-sampling jobs still to run (theirs)."""
+    if budget.get("speed_laws"):
+        rate = "at the MFU of each model size by the pilot's speed laws (results/pilot/report.md)"
+    else:
+        rate = f"at {budget['train_mfu']:.0%}/{budget['rollout_mfu']:.0%}"
     return (
         f"GPU-hours estimate for {runs} run(s) still to train: {train:,.0f} training + {evaluation:,.0f} evaluation"
         f" = {train + evaluation:,.0f}; {methods} power-sampling job(s): {power:,.0f}"
-        f" (FLOPs at {budget['train_mfu']:.0%}/{budget['rollout_mfu']:.0%} of"
-        f" {budget['gpu_peak_tflops']} TFLOPS per GPU; see config.yaml paper.budget)"
+        f" (FLOPs {rate} of {budget['gpu_peak_tflops']} TFLOPS per GPU; see config.yaml paper.budget)"
     )
 
 
@@ -165,3 +187,22 @@ def pilot_power_hours(job: dict, budget: dict, startup_minutes: float, benchmark
     gpus = job["placement"]["tensor_parallel"]
     hours = power_gpu_hours(job["settings"], answers, job["placement"], budget, job["max_new_tokens"])
     return hours + engines * startup_minutes / 60 * gpus
+
+
+def pilot_speed_hours(scale_cfg: dict, budget: dict | None = None) -> float:
+    """The pilot's speed job (pilot.speed, ``paper.speed``) on its one GPU: for each size, a warm-up and the timed
+    steps of log-prob and update (8·N a token) and the rollout's answers with their warm-up (2·N a generated token),
+    by this estimate, plus the pilot's assumed start-up once a size (its random weights written, verl's worker built,
+    vLLM's engine started: no Ray, no download)."""
+    budget = budget or scale_cfg["budget"]
+    speed, pilot = scale_cfg["pilot"]["speed"], scale_cfg["pilot"]
+    n = run_spec.resolve_run(scale_cfg, speed["run"])["rollout_n"]
+    tokens = (1 + speed["steps"]) * speed["prompts"] * n * (budget["mean_prompt_tokens"] + budget["mean_response_tokens"])
+    generated = (speed["rollout_sequences"] + max(1, speed["rollout_sequences"] // 8)) * budget["mean_response_tokens"]
+    hours = 0.0
+    for model in speed["sizes"]:
+        params_b = scale_cfg["models"][model]["params_b"]
+        seconds = _seconds(8 * params_b * 1e9 * tokens, 1, mfu(budget, "train_mfu", params_b), budget)
+        seconds += _seconds(2 * params_b * 1e9 * generated, 1, mfu(budget, "rollout_mfu", params_b), budget)
+        hours += seconds / 3600 + pilot["startup_minutes"] / 60
+    return hours

@@ -21,6 +21,7 @@ import pandas as pd
 from ..core import atomic
 from ..core import spec as run_spec
 from . import budget as gpu_budget
+from . import speed_report
 from . import verl_metrics
 
 # A line of ``core.logs``: "%(asctime)s %(name)s %(levelname)s %(message)s". Lines that do not match
@@ -213,7 +214,8 @@ def reestimate(S: dict, budget: dict) -> pd.DataFrame:
     protocols = {b: spec["protocol"] for b, spec in S["data"]["benchmarks"].items()}
     # budget.train_gpu_hours with an infinite train MFU is its rollout terms alone (their FLOPs take no time):
     # the split reuses the one formula rather than restating it.
-    rollout_only = {**budget, "train_mfu": math.inf}
+    laws = {kind: law for kind, law in budget.get("speed_laws", {}).items() if kind != "update"}  # no update law either
+    rollout_only = {**budget, "train_mfu": math.inf, "speed_laws": laws}
     rows = []
     for run in sorted(r for r in S["runs"] if not r.startswith("pilot-")):
         spec = run_spec.resolve_run(S, run)
@@ -268,6 +270,8 @@ def _stage_row(m: dict) -> list[str]:
             f"{_num(m.get('train_tokens_per_s_per_gpu'))} tok/s/GPU training; "
             f"{_num(m.get('rollout_tokens_per_s'))} generated tok/s rollout"
         )
+    elif m["stage"] == "pilot_speed":
+        throughput = "by model size: Speed by model size, below"
     else:
         throughput = f"{_num(m.get('generated_tokens_per_s'))} generated tok/s"
     result = "passed" if m["passed"] else "failed"
@@ -344,7 +348,7 @@ def _estimate_table(assumed: pd.DataFrame, measured: pd.DataFrame, sources: dict
     return head, rows
 
 
-def _blocks(stages_measured, estimate_assumed, estimate_measured, sources, scaling_rule) -> list[tuple]:
+def _blocks(stages_measured, estimate_assumed, estimate_measured, sources, scaling_rule, speed=()) -> list[tuple]:
     passed = sum(m["passed"] for m in stages_measured)
     blocks = [
         ("h1", "GPU pilot: every GPU rule once on the smallest model"),
@@ -369,6 +373,7 @@ def _blocks(stages_measured, estimate_assumed, estimate_measured, sources, scali
         [key, _num(s["configured"], "g"), _num(s["value"], ".4g"), s["source"], s["reason"]]
         for key, s in sources.items()
     ]
+    blocks += list(speed)
     blocks += [
         ("h2", "Budget"),
         ("table", (["key", "configured", "used in the measured estimate", "source", "reason"], budget_rows)),
@@ -425,14 +430,16 @@ def render(
     estimate_measured: pd.DataFrame,
     sources: dict,
     scaling_rule: str,
+    speed: list[tuple] = (),
 ) -> tuple[str, str]:
-    blocks = _blocks(stages_measured, estimate_assumed, estimate_measured, sources, scaling_rule)
+    blocks = _blocks(stages_measured, estimate_assumed, estimate_measured, sources, scaling_rule, speed)
     return _markdown(blocks), _html(blocks)
 
 
-def write(stages: list[Stage], S: dict, out_md, out_html, out_json, gpu: str | None = None) -> dict:
+def write(stages: list[Stage], S: dict, out_md, out_html, out_json, gpu: str | None = None, speed=None) -> dict:
     """The report of the pilot's ``stages`` (exactly one of them a training stage, a run of ``S``) and the MFUs
-    the GPU-hours estimate before submission reads (``out_json``); ``gpu`` is the device's name if known."""
+    the GPU-hours estimate before submission reads (``out_json``); ``gpu`` is the device's name if known, ``speed``
+    the pilot's speed by model size (``paper.speed.measure``'s JSON file), whose laws then price every size."""
     train = [s for s in stages if s.verl_logs_dir is not None]
     if len(train) != 1:
         raise ValueError(f"the pilot has one training stage (a Stage with verl_logs_dir), not {len(train)}")
@@ -447,10 +454,24 @@ def write(stages: list[Stage], S: dict, out_md, out_html, out_json, gpu: str | N
     budget_m, sources = measured_budget(
         S["budget"], train_measure, S["models"][spec["model"]]["params_b"], train[0].gpus
     )
-    md, page = render(measured, reestimate(S, S["budget"]), reestimate(S, budget_m), sources, SCALING_RULE)
+    laws, by_size, blocks, rule = {}, {}, [], SCALING_RULE
+    if speed is not None and Path(speed).is_file():
+        result = json.loads(Path(speed).read_text())
+        laws = speed_report.laws(result)
+        if laws:
+            budget_m["speed_laws"] = {kind: law.to_dict() for kind, law in laws.items()}
+            by_size, rule = speed_report.mfu_by_size(S, laws, budget_m["gpu_peak_tflops"]), speed_report.RULE
+            for kind, key in (("update", "train_mfu"), ("rollout", "rollout_mfu")):
+                if kind in laws:
+                    sources[key] = {**sources[key], "source": "measured by size",
+                                    "reason": f"{sources[key]['reason']}; for the estimate, by size: {laws[kind].describe()}"}  # fmt: skip
+        blocks = speed_report.report_blocks(result, laws, by_size)
+    md, page = render(measured, reestimate(S, S["budget"]), reestimate(S, budget_m), sources, rule, blocks)
     summary = {
         "rollout_mfu": budget_m["rollout_mfu"],
         "train_mfu": budget_m["train_mfu"],
+        "speed_laws": budget_m.get("speed_laws", {}),
+        "mfu_by_size": by_size,
         "sources": sources,
         "gpu": gpu,
         "pilot_stages": f"{sum(m['passed'] for m in measured)}/{len(measured)}",

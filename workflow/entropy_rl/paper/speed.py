@@ -1,0 +1,134 @@
+"""The pilot's speed by model size (config paper.pilot.speed): for each size, the update (``update_speed``) and the
+rollout (``rollout_speed``) each timed in a process of its own, on random weights of the size's shape; then the
+seconds a token costs one GPU, the points ``speed_law`` fits (``speed_report``: the laws, the MFU by size, the report).
+
+The rule ``pilot_speed`` runs it on the pilot's GPU; ``benchmarks/gpu_update.py`` runs the same code by hand, on a GPU
+or, with tiny shapes, on the tests' CPU platform.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import shapes
+
+
+def specs(scale_cfg: dict, root: str, tokenizer: str, work: str | Path) -> list[dict]:
+    """One spec per size of ``pilot.speed``, in its order: the shape, the run whose command builds the worker, the
+    budget's mean lengths and the pilot's batch."""
+    speed, budget = scale_cfg["pilot"]["speed"], scale_cfg["budget"]
+    missing = [m for m in speed["sizes"] if m not in scale_cfg.get("architectures", {})]
+    if missing:
+        raise KeyError(f"pilot.speed: no architectures entry for {missing}: the shape of random weights is unknown")
+    return [
+        {
+            "model": model,
+            "params_b": scale_cfg["models"][model]["params_b"],
+            "family": scale_cfg["models"][model]["family"],
+            "arch": scale_cfg["architectures"][model],
+            "run": speed["run"],
+            "root": str(root),
+            "tokenizer": str(tokenizer),
+            "work": str(Path(work) / model),
+            "steps": speed["steps"],
+            "prompts": speed["prompts"],
+            "mini_batch": speed["mini_batch"],
+            "sequences": speed["rollout_sequences"],
+            "prompt_tokens": budget["mean_prompt_tokens"],
+            "response_tokens": budget["mean_response_tokens"],
+            "scale_cfg": scale_cfg,
+        }
+        for model in speed["sizes"]
+    ]
+
+
+def _probe(module: str, spec: dict, python: str, env: dict | None, log) -> dict:
+    """``python -m entropy_rl.paper.<module>`` on one size: its JSON, or what stopped it."""
+    work = Path(spec["work"])
+    work.mkdir(parents=True, exist_ok=True)
+    spec_path, out_path = work / f"{module}.spec.json", work / f"{module}.json"
+    spec_path.write_text(json.dumps(spec))
+    out_path.unlink(missing_ok=True)
+    started = time.perf_counter()
+    proc = subprocess.run([python, "-m", f"entropy_rl.paper.{module}", str(spec_path), str(out_path)], env=env,
+                          stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    if proc.returncode != 0 or not out_path.exists():
+        return {"model": spec["model"], "failed": f"exit {proc.returncode} after {time.perf_counter() - started:.0f} s"}
+    return json.loads(out_path.read_text())
+
+
+def measure(scale_cfg: dict, root: str, tokenizer: str, work: str | Path, python: str = sys.executable,
+            env: dict | None = None, log=None, rollout: bool = True) -> dict:  # fmt: skip
+    """Every size's update and (``rollout``) rollout, smallest first; a size that fails or is skipped is recorded
+    with its reason and the next one still runs. ``log`` takes the probes' own output."""
+    sizes = []
+    for spec in specs(scale_cfg, root, tokenizer, work):
+        entry = {"model": spec["model"], "params_b": spec["params_b"],
+                 "update": _probe("update_speed", spec, python, env, log)}  # fmt: skip
+        if rollout:
+            entry["rollout"] = _probe("rollout_speed", spec, python, env, log)
+        sizes.append(entry)
+    speed = scale_cfg["pilot"]["speed"]
+    return {"run": speed["run"], "prompt_tokens": scale_cfg["budget"]["mean_prompt_tokens"],
+            "response_tokens": scale_cfg["budget"]["mean_response_tokens"], "sizes": sizes}  # fmt: skip
+
+
+def update_rate(update: dict) -> dict | None:
+    """A size's update over its timed steps (the warm-up left out): tokens a second, the seconds a token costs, verl's
+    MFUs and peak memory; None for a size not timed."""
+    timed = [s for s in update.get("steps", []) if not s["warmup"]]
+    if not timed:
+        return None
+    tokens = sum(s["tokens"] for s in timed)
+    seconds = sum(s["log_prob_s"] + s["update_s"] for s in timed)
+    mean = lambda key: (sum(v) / len(v)) if (v := [s[key] for s in timed if s[key] is not None]) else None  # noqa: E731
+    return {"tokens_per_s": tokens / seconds, "seconds_per_token": seconds / tokens,
+            "mfu_update": mean("mfu_update"), "mfu_log_prob": mean("mfu_log_prob"),
+            "peak_memory_gb": update.get("peak_memory_gb"), "attention": update.get("attention"),
+            "device_name": update.get("device_name")}  # fmt: skip
+
+
+def points(result: dict) -> dict[str, dict[float, float]]:
+    """The seconds a token costs one GPU, by kind (update, rollout) and size (the config's params_b: the N the estimate
+    multiplies by, so the fitted MFU reproduces the measured time)."""
+    out = {"update": {}, "rollout": {}}
+    for size in result["sizes"]:
+        rate = update_rate(size["update"])
+        if rate:
+            out["update"][size["params_b"]] = rate["seconds_per_token"]
+        rollout = size.get("rollout", {})
+        if rollout.get("tokens_per_s"):
+            out["rollout"][size["params_b"]] = 1 / rollout["tokens_per_s"]
+    return out
+
+
+def reason(entry: dict) -> str | None:
+    """Why a probe gave no measurement (skipped or failed), or None."""
+    return entry.get("skipped") or (f"failed: {entry['failed']}" if "failed" in entry else None)
+
+
+def table(result: dict) -> list[list[str]]:
+    """One row per size: what the benchmark prints and the pilot's report shows."""
+    num = lambda v, spec: "–" if v is None else format(v, spec)  # noqa: E731
+    rows = []
+    for size in result["sizes"]:
+        update, rollout = size["update"], size.get("rollout", {})
+        rate = update_rate(update)
+        rows.append([
+            size["model"], f"{update['params'] / 1e9:.3g}" if "params" in update else f"{size['params_b']:g}",
+            update.get("attention") or "–",
+            num(rate and rate["tokens_per_s"], ",.0f") if rate else reason(update) or "–",
+            num(rate and rate["mfu_update"], ".3f") if rate else "–",
+            num(rate and rate["mfu_log_prob"], ".3f") if rate else "–",
+            num(rate and rate["peak_memory_gb"], ".1f") if rate else "–",
+            num(rollout.get("tokens_per_s"), ",.0f") if "tokens_per_s" in rollout else reason(rollout) or "–",
+        ])  # fmt: skip
+    return rows
+
+
+HEADER = ["model", "params (B, the shape's)", "attention", "update tokens/s (log-prob + update)", "verl MFU, update",
+          "verl MFU, log-prob", "peak GPU memory (GiB)", "rollout generated tokens/s"]  # fmt: skip

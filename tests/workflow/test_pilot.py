@@ -151,7 +151,7 @@ def test_the_report_rule_reads_what_a_real_pilot_writes_and_the_estimate_then_us
     run = "qwen2.5-0.5b-grpo"
     again = snakemake(tmp_path, "-n", f"results/runs/{run}/metrics.parquet")
     assert "measured on this cluster (results/pilot/estimate.json)" in again.stderr, again.stderr[-3000:]
-    assert "at the MFU of each model size by the pilot's speed laws" in again.stderr
+    assert "FLOPs at the MFU of each model size, of 312 TFLOPS per GPU, by the pilot's speed laws" in again.stderr
     line = re.search(r"GPU-hours estimate for 1 run\(s\) still to train: ([\d,]+) training", again.stderr).group(1)
     assert float(line.replace(",", "")) > 0
     # claims_budget prices every claim with them, says so, and sets the budget's whole-step MFU beside published runs

@@ -125,14 +125,15 @@ def runtime_minutes(gpu_hours: float, gpus: int, margin: float, floor: int = 60)
 def estimate_message(runs: int, train: float, evaluation: float, methods: int, power: float, budget: dict) -> str:
     """The estimate printed before anything is submitted: ``runs`` still to train (their training and
     evaluation GPU-hours) and ``methods`` power-sampling jobs still to run (theirs)."""
+    peak = f"{budget['gpu_peak_tflops']} TFLOPS per GPU"
     if budget.get("speed_laws"):
-        rate = "at the MFU of each model size by the pilot's speed laws (results/pilot/report.md)"
+        how = f"FLOPs at the MFU of each model size, of {peak}, by the pilot's speed laws (results/pilot/report.md)"
     else:
-        rate = f"at {budget['train_mfu']:.0%}/{budget['rollout_mfu']:.0%}"
+        how = f"FLOPs at {budget['train_mfu']:.0%}/{budget['rollout_mfu']:.0%} of {peak}"
     return (
         f"GPU-hours estimate for {runs} run(s) still to train: {train:,.0f} training + {evaluation:,.0f} evaluation"
         f" = {train + evaluation:,.0f}; {methods} power-sampling job(s): {power:,.0f}"
-        f" (FLOPs {rate} of {budget['gpu_peak_tflops']} TFLOPS per GPU; see config.yaml paper.budget)"
+        f" ({how}; see config.yaml paper.budget)"
     )
 
 

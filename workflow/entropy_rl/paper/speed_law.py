@@ -53,9 +53,9 @@ class Law:
         return cls(data["kind"], data["per_param_s"], data["fixed_s"], {float(k): v for k, v in data["measured"].items()})
 
     def describe(self) -> str:
-        sizes = ", ".join(f"{float(s):g}B" for s in sorted(self.measured, key=float))
-        return (f"{self.kind}: t(N) = {self.per_param_s * 1e9:.3g} µs/B-param·N + {self.fixed_s * 1e6:.3g} µs a token"
-                f" per GPU, fitted to {sizes}")  # fmt: skip
+        sizes = ", ".join(f"{float(s):.3g}B" for s in sorted(self.measured, key=float))
+        return (f"{self.kind}: t(N) = {self.per_param_s * 1e15:.3g} µs a token per billion parameters × N +"
+                f" {self.fixed_s * 1e6:.3g} µs a token, one GPU, fitted to {sizes}")  # fmt: skip
 
 
 def fit(kind: str, points: dict[float, float]) -> Law:

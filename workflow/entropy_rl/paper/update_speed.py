@@ -152,7 +152,7 @@ def _free_port() -> int:
 
 
 def main(spec_path: str, out_path: str) -> None:
-    """One size, from a spec the pilot writes (``speed.update_spec``); its measurement goes to ``out_path``."""
+    """One size, from a spec the pilot writes (``speed.specs``); its measurement goes to ``out_path``."""
     spec = json.loads(Path(spec_path).read_text())
     os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
                       MASTER_PORT=str(_free_port()))  # fmt: skip
@@ -176,6 +176,9 @@ def main(spec_path: str, out_path: str) -> None:
     dist.init_process_group("cpu:gloo,cuda:nccl" if cuda else "gloo")
     model_dir = shapes.write_random_model(Path(spec["work"]) / "model", spec["family"], arch, spec["tokenizer"],
                                           device="cuda" if cuda else "cpu")  # fmt: skip
+    if cuda:  # the random model was made on the GPU: its memory is not the worker's
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
     cfg, extra = run_config(spec, model_dir)
     synchronize = torch.cuda.synchronize if cuda else (lambda: None)
     started = time.perf_counter()

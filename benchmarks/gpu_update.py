@@ -76,9 +76,10 @@ def cpu_env() -> tuple[str, dict]:
     return sys.executable, launch.verl_env({**os.environ, **env})
 
 
-def tokenizer_dir(cpu: bool, work: Path) -> str:
-    """A tokenizer the random models are saved with: the mini tokenizer on a CPU (tests/verl_cpu.py), the pilot's
-    downloaded Qwen2.5 on a GPU (--tokenizer)."""
+def tokenizer_dir(work: Path) -> str:
+    """A tokenizer the random models are saved with, where --tokenizer names none (the pilot's downloaded Qwen2.5, say):
+    the mini tokenizer (tests/verl_cpu.py). Its vocabulary is smaller than a paper shape's; the update's token ids
+    are drawn from the shape's, and the speed does not depend on which ids they are."""
     import verl_cpu
 
     texts = [f"Calculate {a} + {b}. Put the final answer in \\boxed{{{a + b}}}." for a in range(10) for b in range(10)]
@@ -99,7 +100,7 @@ def main() -> None:
         cfg["pilot"]["speed"]["steps"] = args.steps
     work = Path(tempfile.mkdtemp(prefix="gpu-update-"))
     python, env = cpu_env() if args.cpu else (sys.executable, launch.verl_env({**os.environ, "PYTHONPATH": str(ROOT / "workflow")}))
-    tokenizer = args.tokenizer or tokenizer_dir(args.cpu, work)
+    tokenizer = args.tokenizer or tokenizer_dir(work)
     with open(work / "probes.log", "w") as log:
         result = speed.measure(cfg, str(work / "results"), tokenizer, work / "sizes", python, env, log,
                                rollout=not args.no_rollout)  # fmt: skip

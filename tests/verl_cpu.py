@@ -44,7 +44,7 @@ import types
 from pathlib import Path
 
 import torch
-from entropy_rl.paper.verl_worker import FLOAT_FIELDS, actor_worker_class, log_prob_info, tensordict, update_info  # noqa: F401
+from entropy_rl.paper.verl_worker import actor_worker_class, log_prob_info, tensordict, update_info
 from verl.plugin.platform import PlatformBase, PlatformRegistry
 
 PLATFORM = "cpu"
@@ -370,16 +370,10 @@ def build(state, name: str, actor_rollout_ref: dict, worker_class: str) -> float
     """``worker_class(config.actor_rollout_ref, role="actor")`` and its ``init_model``, as the V1 trainer's
     worker group does on each GPU (there with role actor_rollout: the rollout is vLLM's). The class is the
     one the run's trainer maps (``actor_worker_class``): verl's ``ActorRolloutRefWorker`` or a subclass."""
-    import importlib
+    from entropy_rl.paper import verl_worker
 
-    from omegaconf import OmegaConf
-
-    module, qualname = worker_class.split(":")
-    cls = getattr(importlib.import_module(module), qualname)
     started = time.perf_counter()
-    worker = cls(config=OmegaConf.create(actor_rollout_ref), role="actor")
-    worker.init_model()
-    state.setdefault("workers", {})[name] = worker
+    state.setdefault("workers", {})[name] = verl_worker.make(worker_class, actor_rollout_ref)
     return time.perf_counter() - started
 
 

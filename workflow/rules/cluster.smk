@@ -330,12 +330,12 @@ def pilot_stages():
 def pilot_speed_scope():
     """What the pilot's speed job reads: its settings, the shapes it builds, the run whose command builds the worker,
     the budget's lengths and the site's verl overrides."""
-    speed = PILOT["speed"]
+    speed, run = PILOT["speed"], run_spec.run_scope(S, PILOT["speed"]["run"])
     return canonical({
-        **run_spec.run_scope(S, speed["run"]),
+        **run,
         "pilot": {"speed": speed, "startup_minutes": PILOT["startup_minutes"]},
         "architectures": {m: S["architectures"][m] for m in speed["sizes"]},
-        "models": {**run_spec.run_scope(S, speed["run"])["models"], **{m: S["models"][m] for m in speed["sizes"]}},
+        "models": {**run["models"], **{m: S["models"][m] for m in speed["sizes"]}},
         "budget": S["budget"], "data": S["data"], "launch": S.get("launch", {}),
     })  # fmt: skip
 

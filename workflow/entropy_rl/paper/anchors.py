@@ -52,16 +52,12 @@ ANCHORS = (
 )  # fmt: skip
 
 
-def budget_step_mfu(budget: dict, params_b: float | None = None) -> float:
+def budget_step_mfu(budget: dict) -> float:
     """The whole-step MFU the budget assumes at its mean lengths (one PPO epoch): the same FLOPs over the time its
-    rollout and train MFUs give them, at the MFUs of a model of ``params_b`` where the budget has speed laws."""
-    from . import budget as gpu_budget
-
-    rollout = gpu_budget.mfu(budget, "rollout_mfu", params_b) if params_b else budget["rollout_mfu"]
-    train = gpu_budget.mfu(budget, "train_mfu", params_b) if params_b else budget["train_mfu"]
+    rollout and train MFUs give them."""
     prompt, response = budget["mean_prompt_tokens"], budget["mean_response_tokens"]
     flops = 2 * response + 8 * (prompt + response)
-    return flops / (2 * response / rollout + 8 * (prompt + response) / train)
+    return flops / (2 * response / budget["rollout_mfu"] + 8 * (prompt + response) / budget["train_mfu"])
 
 
 def lines(budget: dict) -> list[str]:

@@ -35,7 +35,8 @@ def main(spec_path: str, out_path: str) -> None:
     (model_dir / "config.json").write_text(json.dumps(fields, indent=2))
     from transformers import AutoTokenizer
 
-    AutoTokenizer.from_pretrained(spec["tokenizer"]).save_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(spec["tokenizer"])
+    tokenizer.save_pretrained(model_dir)
     from . import update_speed
 
     rollout = update_speed.run_config(spec, model_dir)[0].actor_rollout_ref.rollout
@@ -48,7 +49,7 @@ def main(spec_path: str, out_path: str) -> None:
                  **engine_args)  # fmt: skip
     start_s = time.perf_counter() - started
     rng = random.Random(0)
-    vocab = min(spec["arch"]["vocab_size"], len(AutoTokenizer.from_pretrained(model_dir)))
+    vocab = min(spec["arch"]["vocab_size"], len(tokenizer))
     prompts = [TokensPrompt(prompt_token_ids=[rng.randrange(vocab) for _ in range(spec["prompt_tokens"])])
                for _ in range(spec["sequences"])]  # fmt: skip
     params = SamplingParams(temperature=1.0, max_tokens=spec["response_tokens"], ignore_eos=True, seed=0)

@@ -121,10 +121,10 @@ def table(result: dict) -> list[list[str]]:
         rows.append([
             size["model"], f"{update['params'] / 1e9:.3g}" if "params" in update else f"{size['params_b']:g}",
             update.get("attention") or "–",
-            num(rate and rate["tokens_per_s"], ",.0f") if rate else reason(update) or "–",
-            num(rate and rate["mfu_update"], ".3f") if rate else "–",
-            num(rate and rate["mfu_log_prob"], ".3f") if rate else "–",
-            num(rate and rate["peak_memory_gb"], ".1f") if rate else "–",
+            num(rate["tokens_per_s"], ",.0f") if rate else reason(update) or "–",
+            num(rate["mfu_update"], ".3f") if rate else "–",
+            num(rate["mfu_log_prob"], ".3f") if rate else "–",
+            num(rate["peak_memory_gb"], ".1f") if rate else "–",
             num(rollout.get("tokens_per_s"), ",.0f") if "tokens_per_s" in rollout else reason(rollout) or "–",
         ])  # fmt: skip
     return rows

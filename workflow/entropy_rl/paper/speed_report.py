@@ -5,7 +5,7 @@ the pilot's report (the analysis image); the measurement itself runs in the trai
 
 from __future__ import annotations
 
-from . import speed, speed_law
+from . import budget, speed, speed_law
 
 RULE = (
     "The MFU of each size comes from the speed laws fitted to the sizes the pilot timed (paper.speed_law: seconds a "
@@ -23,7 +23,7 @@ def laws(result: dict) -> dict[str, speed_law.Law]:
 
 def mfu_by_size(S: dict, laws: dict[str, speed_law.Law], peak_tflops: float) -> dict[str, dict]:
     """Every study model's MFUs under the laws, each with its source (measured, fitted, extrapolated)."""
-    keys = {"update": "train_mfu", "rollout": "rollout_mfu"}
+    keys = {kind: key for key, kind in budget.LAWS.items()}
     models = sorted({S["runs"][r]["model"] for r in S["runs"] if not r.startswith("pilot-")},
                     key=lambda m: (S["models"][m]["params_b"], m))  # fmt: skip
     out = {}

@@ -118,22 +118,23 @@ def time_steps(worker, cfg, samples: list[dict], steps: int, synchronize) -> lis
     from . import verl_worker
 
     tokens = sum(len(s["input_ids"]) for s in samples)
+    # global_token_num: the trainer passes none to this pass, so verl logs no MFU for it; given, verl's own
+    # FlopsCounter reports the pass's MFU (forward only), which computes nothing else differently.
+    info = {**verl_worker.log_prob_info(cfg), "global_token_num": [len(s["input_ids"]) for s in samples]}
+    rollout = [{k: v for k, v in s.items() if k not in ("advantages", "returns")} for s in samples]
     records = []
     for step in range(steps + 1):
+        data = verl_worker.tensordict(rollout, info)  # as TransferQueue hands it over: not the worker's time
         synchronize()
         started = time.perf_counter()
-        # global_token_num: the trainer passes none to this pass, so verl logs no MFU for it; given, verl's own
-        # FlopsCounter reports the pass's MFU (forward only), which computes nothing else differently.
-        info = {**verl_worker.log_prob_info(cfg), "global_token_num": [len(s["input_ids"]) for s in samples]}
-        data = verl_worker.tensordict([{k: v for k, v in s.items() if k not in ("advantages", "returns")} for s in samples],
-                                      info)  # fmt: skip
         out = worker.compute_log_prob(data)
         old = response_from_nested(out["log_probs"], data["response_mask"])
         synchronize()
         log_prob_s = time.perf_counter() - started
-        batch = [{**s, "old_log_probs": row.tolist()} for s, row in zip(samples, old.unbind())]
+        batch = verl_worker.tensordict([{**s, "old_log_probs": row.tolist()} for s, row in zip(samples, old.unbind())],
+                                       verl_worker.update_info(cfg))  # fmt: skip
         started = time.perf_counter()
-        metrics = worker.update_actor(verl_worker.tensordict(batch, verl_worker.update_info(cfg)))["metrics"]
+        metrics = worker.update_actor(batch)["metrics"]
         synchronize()
         update_s = time.perf_counter() - started
         lp_metrics = dict(out["metrics"]) if "metrics" in out else {}

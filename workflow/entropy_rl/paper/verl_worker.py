@@ -28,19 +28,26 @@ def actor_worker_class(cfg) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
-def build(cfg, role: str = "actor"):
-    """The run's actor worker (``actor_worker_class``) with ``init_model`` done, as the trainer's worker group builds
-    it on each GPU (there with role actor_rollout: its rollout is vLLM's, which this process has none of)."""
+def make(worker_class: str, actor_rollout_ref: dict, role: str = "actor"):
+    """``worker_class`` (``module:qualname``, as ``actor_worker_class`` names it) on the run's ``actor_rollout_ref``
+    section, with ``init_model`` done, as the trainer's worker group builds it on each GPU (there with role
+    actor_rollout: its rollout is vLLM's, which this process has none of)."""
     import importlib
 
     from omegaconf import OmegaConf
 
-    module, qualname = actor_worker_class(cfg).split(":")
+    module, qualname = worker_class.split(":")
     cls = getattr(importlib.import_module(module), qualname)
-    section = cfg.actor_rollout_ref
-    worker = cls(config=OmegaConf.create(OmegaConf.to_container(section)), role=role)
+    worker = cls(config=OmegaConf.create(actor_rollout_ref), role=role)
     worker.init_model()
     return worker
+
+
+def build(cfg, role: str = "actor"):
+    """The run's actor worker (``actor_worker_class``) from its composed config (``make``)."""
+    from omegaconf import OmegaConf
+
+    return make(actor_worker_class(cfg), OmegaConf.to_container(cfg.actor_rollout_ref), role)
 
 
 def tensordict(samples: list[dict], extra: dict | None = None):

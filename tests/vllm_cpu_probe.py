@@ -10,7 +10,9 @@ proposal. Printed:
   stand-in (tests/vllm_standin.py) model, the exception vLLM raised (type and message) or null;
 - ``proposal``: ``paper.power_sampling.VllmProposer.extend`` on PREFIXES, the workflow's own proposal code on the
   real engine: each draft's tokens, its log q (the engine's processed logprobs, at temperature 1/α) and log p
-  (prompt logprobs, from the raw logits).
+  (prompt logprobs, from the raw logits);
+- ``seeded``: the answers of seeded requests (as verl_plugin's agent loop sends a group's) drawn alone and again
+  among other prompts' requests in another order, with each token's log-probability: what a rollout repeats.
 """
 
 import json
@@ -55,12 +57,35 @@ def main(model: str, prefixes_file: str) -> dict:
     proposer = power_sampling.VllmProposer(llm, alpha=4.0, stop_ids=stop, seed=0)
     drafts = proposer.extend(prefixes, [8] * len(prefixes))
     out["proposal"] = [{"tokens": d.tolist(), "logp": lp.tolist(), "logq": lq.tolist()} for d, lp, lq in drafts]
+    out["seeded"] = seeded_draws(llm, [p.tolist() for p in prefixes])
     # A tokenizer without a chat template (a base model's): vLLM's chat refuses, as the stand-in does. The same
     # engine, its tokenizer's template taken away (a second engine in this process is refused by vLLM).
     llm.get_tokenizer().chat_template = None
     out["refusals"]["chat_without_template"] = refusal(lambda: llm.chat(conversation, greedy, use_tqdm=False))
     llm.llm_engine.engine_core.shutdown()
     return out
+
+
+def seeded_draws(llm, prefixes: list[list[int]], answers: int = 4) -> dict:
+    """One group (``answers`` requests of the first prefix, seeds 100, 101, ...) alone, then inside a batch of every
+    prefix's group sent in reverse order: the group's tokens and log-probabilities both times."""
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    def params(seed):
+        return SamplingParams(temperature=1.0, max_tokens=8, seed=seed, logprobs=0)
+
+    def answer(output):
+        sample = output.outputs[0]
+        return {"tokens": list(sample.token_ids), "logprobs": [lp[t].logprob for t, lp in zip(sample.token_ids, sample.logprobs)]}
+
+    requests = [(p, 100 * (p + 1) + k) for p in range(len(prefixes)) for k in range(answers)][::-1]
+    alone = llm.generate([TokensPrompt(prompt_token_ids=prefixes[0])] * answers, [params(100 + k) for k in range(answers)],
+                         use_tqdm=False)  # fmt: skip
+    mixed = llm.generate([TokensPrompt(prompt_token_ids=prefixes[p]) for p, _ in requests], [params(s) for _, s in requests],
+                         use_tqdm=False)  # fmt: skip
+    in_mixed = {seed: answer(o) for (p, seed), o in zip(requests, mixed) if p == 0}
+    return {"alone": [answer(o) for o in alone], "mixed": [in_mixed[100 + k] for k in range(answers)]}
 
 
 if __name__ == "__main__":  # vLLM's engine core is spawned: it imports this file again

@@ -1,9 +1,12 @@
 """The GPU pilot's report, built from a fixture shaped like a real pilot's logs (tests/fixtures/pilot)."""
 
+import dataclasses
 import json
+import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -102,7 +105,7 @@ def test_every_stage_has_its_row(pilot, tmp_path):
     training = sum(TOKENS) / sum([24.22, 30.5, 23.6, 30.04])  # perf/time_per_step, one GPU
     assert train[5] == f"{training:,.0f} tok/s/GPU training; {rollout:,.0f} generated tok/s rollout"
     assert train[6] == f"{sum(RESPONSE_MEAN) / 4:.0f} tokens"
-    assert train[7] == str(root / "logs/train/pilot-grpo.log")
+    assert train[7] == f"[{root / 'logs/train/pilot-grpo.log'}](results/logs/train/pilot-grpo.log)"  # from tmp_path
     evaluate = rows[("evaluate_vllm", "pilot-grpo")]
     assert evaluate[3:6] == ["2 min 38 s", "71.8 / 79.3 GB (device)", f"{118342 / 14.62:,.0f} generated tok/s"]
     for method, tokens, seconds, memory in [
@@ -241,6 +244,31 @@ def test_a_failed_stage_shows_failed_with_its_log_tail(pilot, tmp_path):
     assert "Traceback (most recent call last):" not in md  # beyond the last 20 lines
     assert f"(no log at {root / 'logs/power/pilot-rl.log'})" in md
     assert "torch.OutOfMemoryError" in page and "&quot;/opt/venv" in page  # escaped in HTML
+
+
+def test_the_report_links_each_stage_to_its_log(pilot, tmp_path, monkeypatch):
+    """Written where the rule writes it (paths.smk: results/pilot/report.md, report.html beside it) with the logs as the
+    rules name them, the report links each stage's log relative to itself: its row's log cell and, for a failed stage,
+    the line over its log's tail. Every link resolves to the stage's log file."""
+    root, stages = pilot
+    monkeypatch.chdir(tmp_path)  # the workflow's directory, from which the rules name their logs
+    stages = [dataclasses.replace(s, log=str(Path(s.log).relative_to(tmp_path))) for s in stages]
+    (root / "power/samples/pilot-power.parquet").unlink()
+    md_path, html_path = Path("results/pilot/report.md"), Path("results/pilot/report.html")
+    pilot_report.write(stages, study(), md_path, html_path, "results/pilot/estimate.json")
+    md, page = md_path.read_text(), html_path.read_text()
+    rows = table_rows(md, "stage")
+    for stage in stages:
+        assert rows[(stage.name, stage.job)][7] == f"[{stage.log}](../{Path(stage.log).relative_to('results')})"
+    links = re.findall(r"\[([^\]]+)\]\(([^)]+)\)", md)
+    hrefs = re.findall(r'<a href="([^"]+)">([^<]+)</a>', page)
+    failed = "results/logs/power/pilot-power.log"
+    assert [text for text, _ in links] == [s.log for s in stages] + [failed]  # the rows, then the failed stage's tail
+    assert [text for _, text in hrefs] == [text for text, _ in links]
+    for (text, href), (page_href, _) in zip(links, hrefs):
+        assert (md_path.parent / href).resolve() == (html_path.parent / page_href).resolve() == Path(text).resolve()
+        assert Path(text).is_file()
+    assert f"; the last lines of [{failed}](../logs/power/pilot-power.log):" in md
 
 
 def test_the_report_module_loads_no_torch():

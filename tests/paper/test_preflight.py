@@ -192,9 +192,9 @@ def test_the_preflight_rule_stops_a_run_whose_model_is_too_short_and_passes_it_o
     tokenizer.save_pretrained(model_dir)
     write_verl_parquet(tmp_path / "results" / "data" / "train" / "eurus2-math.parquet", ["eurus2-math-train"] * 8)
     write_verl_parquet(tmp_path / "results" / "data" / "benchmarks" / "validation.parquet", sorted(PAPER["data"]["benchmarks"]))
-    target = "results/preflight/qwen2.5-0.5b-grpo.txt"
-    cmd = [sys.executable, "-m", "snakemake", target, "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path), "--config", "scale=paper",
-           "--cores", "1", "--allowed-rules", "preflight"]  # fmt: skip
+    target, eval_target = "results/preflight/qwen2.5-0.5b-grpo.txt", "results/preflight/eval/qwen2.5-0.5b-grpo.txt"
+    cmd = [sys.executable, "-m", "snakemake", target, eval_target, "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path),
+           "--config", "scale=paper", "--cores", "1", "--keep-going", "--allowed-rules", "preflight", "preflight_eval"]  # fmt: skip
 
     def context(tokens):
         config = json.loads((model_dir / "config.json").read_text())
@@ -205,12 +205,16 @@ def test_the_preflight_rule_stops_a_run_whose_model_is_too_short_and_passes_it_o
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_TOKEN": "x"}, cwd=tmp_path)
     log = (tmp_path / "results" / "logs" / "preflight" / "qwen2.5-0.5b-grpo.log").read_text()
     print(log[-1500:])
-    assert proc.returncode != 0 and not (tmp_path / target).exists()
+    assert proc.returncode != 0 and not (tmp_path / target).exists() and not (tmp_path / eval_target).exists()
     assert "train qwen2.5-0.5b-grpo (rollout): max_model_len 10240" in log and "4096" in log
+    assert "evaluate" not in log  # the evaluation's engine is its own preflight's
+    eval_log = (tmp_path / "results" / "logs" / "preflight" / "eval" / "qwen2.5-0.5b-grpo.log").read_text()
+    assert "evaluate qwen2.5-0.5b-grpo: max_model_len 10240" in eval_log and "train" not in eval_log
     context(32768)  # what Qwen2.5-0.5B's config.json says
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_TOKEN": "x"}, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / target).read_text() == "preflight of qwen2.5-0.5b-grpo: no problem found\n"
+    assert (tmp_path / eval_target).read_text() == "preflight of qwen2.5-0.5b-grpo's evaluation: no problem found\n"
 
 
 def test_a_passed_launch_is_not_checked_again_until_its_command_or_code_changes(tmp_path, monkeypatch):

@@ -12,6 +12,7 @@ Without the environment these tests skip, saying how to build it; under CI they 
 
 import json
 import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -193,30 +194,49 @@ def test_power_sampling_log_likelihoods_agree_with_hugging_face(paper_study):
     assert compared >= 0.75 * len(POWER_METHODS) * POWER_ANSWERS and max(gaps) < 0.05
 
 
+def probe_prefixes(paper_study) -> Path:
+    """Three chat prompts of the pilot's model, rendered to token ids, for the probe."""
+    from transformers import AutoTokenizer
+
+    path = paper_study / "probe-prefixes.json"
+    tok = AutoTokenizer.from_pretrained(paper_study / "results" / "models" / BASE)
+    prefixes = prompt_format.render(tok, [[{"role": "user", "content": c}] for c in ("4+3-2", "1+1", "7-2+5")], None)
+    path.write_text(json.dumps(prefixes))
+    return path
+
+
+_PROBE: dict = {}
+
+
+def probe_result(vllm_python, paper_study, tmp_path) -> dict:
+    """tests/vllm_cpu_probe.py's result on the pilot's model, once per session (the engine starts once)."""
+    if "result" not in _PROBE:
+        base = paper_study / "results" / "models" / BASE
+        command = [vllm_python, str(ROOT / "tests" / "vllm_cpu_probe.py"), str(base), str(probe_prefixes(paper_study))]
+        # The engine core in the probe's process (15 s, not 50: no spawned processes to import vLLM again): it checks
+        # what the engine computes and refuses, and the rules above run the engines as the workflow starts them.
+        env = support.vllm_env(VLLM_ENABLE_V1_MULTIPROCESSING="0")
+        code, out, err = support.run_in_session(command, env, tmp_path)
+        probe = [line for line in out.splitlines() if line.startswith("PROBE ")]
+        assert code == 0 and probe, err[-4000:]
+        _PROBE["result"] = json.loads(probe[0][len("PROBE ") :])
+    return _PROBE["result"]
+
+
 def test_the_proposal_and_the_refusals_on_the_real_engine(vllm_python, paper_study, tmp_path):
     """`VllmProposer.extend` on the real engine: log q at temperature 1/α and log p against the Hugging Face
     model's; and each refusal the preflight and the stand-in model (vLLM 0.24's, quoted) made by vLLM itself."""
     from entropy_rl.mini import models
-    from transformers import AutoTokenizer
 
     base = paper_study / "results" / "models" / BASE
+    prefixes = json.loads(probe_prefixes(paper_study).read_text())
     bare = tmp_path / "bare"
     shutil.copytree(base, bare)
     (bare / "chat_template.jinja").unlink()
     cfg = json.loads((bare / "tokenizer_config.json").read_text())
     cfg.pop("chat_template", None)
     (bare / "tokenizer_config.json").write_text(json.dumps(cfg))
-    tok = AutoTokenizer.from_pretrained(base)
-    prefixes = prompt_format.render(tok, [[{"role": "user", "content": c}] for c in ("4+3-2", "1+1", "7-2+5")], None)
-    (tmp_path / "prefixes.json").write_text(json.dumps(prefixes))
-    command = [vllm_python, str(ROOT / "tests" / "vllm_cpu_probe.py"), str(base), str(tmp_path / "prefixes.json")]
-    # The engine core in the probe's process (15 s, not 50: no spawned processes to import vLLM again): it checks
-    # what the engine computes and refuses, and the rules above run the engines as the workflow starts them.
-    env = support.vllm_env(VLLM_ENABLE_V1_MULTIPROCESSING="0")
-    code, out, err = support.run_in_session(command, env, tmp_path)
-    probe = [line for line in out.splitlines() if line.startswith("PROBE ")]
-    assert code == 0 and probe, err[-4000:]
-    result = json.loads(probe[0][len("PROBE ") :])
+    result = probe_result(vllm_python, paper_study, tmp_path)
 
     # log p (raw logits) and log q (logits x alpha = 4) of each drafted token against float32.
     model, _ = models.load(base)
@@ -260,6 +280,18 @@ def test_the_proposal_and_the_refusals_on_the_real_engine(vllm_python, paper_stu
         vllm_standin.check_engine_start(base, 3)
     with pytest.raises(ValueError, match=r"User-specified max_model_len \(257\) is greater than the derived"):
         vllm_standin.check_engine_start(base, 1, 257)
+
+
+def test_seeded_requests_draw_the_same_answers_whatever_shares_their_batch(vllm_python, paper_study, tmp_path):
+    """A rollout group's requests, seeded as verl_plugin's agent loop seeds them, drawn alone and again among other
+    prompts' requests in reverse order (as the engine's continuous batching may place them): on this CPU the same
+    tokens, and the same log-probabilities to the bit (tests/vllm_cpu_probe.py, ``seeded``)."""
+    result = probe_result(vllm_python, paper_study, tmp_path)["seeded"]
+    alone, mixed = result["alone"], result["mixed"]
+    assert [a["tokens"] for a in alone] == [m["tokens"] for m in mixed]
+    gap = max(abs(x - y) for a, m in zip(alone, mixed) for x, y in zip(a["logprobs"], m["logprobs"]))
+    print(f"seeded group alone and in a mixed batch: same tokens; max |log p difference| {gap:.3g}")
+    assert gap == 0.0
 
 
 def test_a_rerun_repeats_the_evaluation(vllm_python, paper_study):

@@ -278,6 +278,40 @@ def test_a_change_of_the_preflight_alone_outdates_no_training_run(study):
         undo()
 
 
+def outdated_gpu_jobs(proc) -> set[tuple[str, str]]:
+    """The guard's list of outdated GPU jobs, (rule, run or method)."""
+    message = proc.stderr[proc.stderr.find("paid work:") :]
+    return set(re.findall(r"^  (\w+) (\S+): [\d,.]+ GPU-hours$", message, re.MULTILINE))
+
+
+def test_an_evaluation_setting_outdates_the_evaluations_and_no_training_run(study):
+    """eval.max_new_tokens is the evaluation's engine's (its preflight_eval's) and no training job's: the preflight of
+    a run checks only the engines its training starts, from the values the training job itself runs with."""
+    _wf, work = study
+    undo = edited(work / "config.yaml", "eval: {seed: 0, max_new_tokens: 8192,", "eval: {seed: 0, max_new_tokens: 4096,")
+    try:
+        plan = snakemake(study[0], work, "-n", "all")
+        ran = dict(re.findall(r"^(\w+)\s+(\d+)$", plan.stdout.split("Job stats:")[1].split("Reasons")[0], re.MULTILINE))
+        assert "train_verl" not in ran and "preflight" not in ran and "power_sample_vllm" not in ran, ran
+        assert ran["preflight_eval"] == ran["evaluate_vllm"], ran
+        proc = run_all(study)
+        assert proc.returncode != 0 and {rule for rule, _ in outdated_gpu_jobs(proc)} == {"evaluate_vllm"}
+    finally:
+        undo()
+
+
+def test_a_default_that_only_one_run_reads_outdates_that_run_alone(study):
+    """train.prime.beta is read by the PRIME run only: no other run's preflight sees it, so no other run is outdated."""
+    _wf, work = study
+    undo = edited(work / "config.yaml", "prime: {beta: 0.05, lr: 1.0e-6}", "prime: {beta: 0.06, lr: 1.0e-6}")
+    try:
+        proc = run_all(study)
+        assert proc.returncode != 0, proc.stderr[-3000:]
+        assert {run for rule, run in outdated_gpu_jobs(proc) if rule == "train_verl"} == {PRIME_RUN}, proc.stderr[-3000:]
+    finally:
+        undo()
+
+
 def test_a_run_trained_again_has_its_launch_checked_with_the_new_code(study):
     """Its preflight does not rerun for a change of code alone, so the launch part of it runs before submission
     (cluster.smk, check_retrained_launches): a plugin that no longer registers the run's loss stops the workflow."""

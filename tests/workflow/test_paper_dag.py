@@ -20,7 +20,7 @@ PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
 TOKENS = {"HF_TOKEN": "hf_SENTINELplanDoNotLeak0123", "HUGGING_FACE_HUB_TOKEN": "hf_SENTINELplanDoNotLeak4567"}
 # The flag that gives a SLURM job the workflow's environment less the token (cluster.smk).
 JOB_ENV_FLAG = "--export-file=.snakemake/slurm_job_environment"
-LOCAL_RULES = {"all", "download_model", "download_dataset", "check_source", "preflight", "preflight_power"}  # run by the main process, not sbatch
+LOCAL_RULES = {"all", "download_model", "download_dataset", "check_source", "preflight", "preflight_eval", "preflight_power"}  # run by the main process, not sbatch
 POWER = PAPER["power_sampling"]
 # The power-sampling study's jobs: base, low temperature, power, the RL checkpoints, and the sweep
 # points other than the main setting (entropy_rl.core.power_methods).
@@ -53,6 +53,8 @@ def test_paper_dry_run_plans_every_stage(dry_run):
     proc, seconds = dry_run
     counts = jobs_per_rule(proc.stdout)
     runs, data = len(PAPER["runs"]), PAPER["data"]
+    # only the runs whose test accuracy Table 2 or a claim reads (Figures 9 and 10's: entropy loss, reference KL)
+    evaluated = len({r for a in ("table02_benchmarks", "fig09_entropy_loss", "fig10_reference_kl") for r in PAPER["artifacts"][a]["runs"]})
     train_sets = {r.get("train_data", PAPER["models"][r["model"]]["train_data"]) for r in PAPER["runs"].values()}
     sources = len({data["parts"][p]["source"] for s in train_sets for p in data["train_sets"][s]}
                   | {data["parts"][b["part"]]["source"] for b in data["benchmarks"].values()})  # fmt: skip
@@ -67,8 +69,8 @@ def test_paper_dry_run_plans_every_stage(dry_run):
         "preflight": runs,
         "preflight_power": 1,
         "train_verl": runs,
-        # only the runs whose test accuracy Table 2 or a claim reads (Figures 9 and 10's: entropy loss, reference KL)
-        "evaluate_vllm": len({r for a in ("table02_benchmarks", "fig09_entropy_loss", "fig10_reference_kl") for r in PAPER["artifacts"][a]["runs"]}),
+        "evaluate_vllm": evaluated,
+        "preflight_eval": evaluated,
         "fit_run": runs,
         "fit_table": 1,
         "audit": 1,

@@ -37,6 +37,7 @@ def test_the_pilot_runs_every_gpu_rule_once_through_the_studys_rules(pilot_plan)
         "evaluate_vllm",
         "power_sample_vllm",
         "preflight",
+        "preflight_eval",
         "preflight_power",
         "download_model",
         "pilot_report",
@@ -47,6 +48,7 @@ def test_the_pilot_runs_every_gpu_rule_once_through_the_studys_rules(pilot_plan)
     expected = {
         "download_model": 1,
         "preflight": 1,
+        "preflight_eval": 1,
         "train_verl": 1,
         "evaluate_vllm": 1,
         "power_sample_vllm": 5,
@@ -93,6 +95,8 @@ def test_the_pilots_jobs_run_in_the_studys_order(pilot_plan):
         ("download_model", "preflight"),
         ("preflight", "train_verl"),
         ("train_verl", "evaluate_vllm"),
+        ("download_model", "preflight_eval"),
+        ("preflight_eval", "evaluate_vllm"),
         ("pilot_benchmark", "evaluate_vllm"),
         ("train_verl", "power_sample_vllm"),
         ("preflight", "power_sample_vllm"),
@@ -132,7 +136,7 @@ def test_the_report_rule_reads_what_a_real_pilot_writes_and_the_estimate_then_us
     shutil.copytree(FIXTURES / "pilot" / "logs", tmp_path / "results" / "logs", dirs_exist_ok=True)
     shutil.copytree(FIXTURES / "pilot" / "runs", tmp_path / "results" / "runs", dirs_exist_ok=True)
     # The fixture has the GPU jobs' logs only, and of the samplers those of plain, Algorithm 1 and the RL checkpoint.
-    for name in ("download_model/qwen2.5-0.5b", f"preflight/{RUN}", "power/pilot-smc", "power/pilot-sps", "pilot_speed"):
+    for name in ("download_model/qwen2.5-0.5b", f"preflight/{RUN}", f"preflight/eval/{RUN}", "power/pilot-smc", "power/pilot-sps", "pilot_speed"):
         log = tmp_path / "results" / "logs" / f"{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text("2026-11-25 09:00:00,000 entropy_rl INFO start\n2026-11-25 09:00:40,000 entropy_rl INFO done\n")
@@ -141,11 +145,11 @@ def test_the_report_rule_reads_what_a_real_pilot_writes_and_the_estimate_then_us
     made = snakemake(tmp_path, "--cores", "1", "pilot", "--forcerun", "pilot_report")
     assert made.returncode == 0, made.stderr[-3000:]
     report = (tmp_path / "results" / "pilot" / "report.md").read_text()
-    for stage in ("download_model", "preflight", "train_verl", "evaluate_vllm", "power_sample_vllm", "pilot_speed"):
+    for stage in ("download_model", "preflight", "preflight_eval", "train_verl", "evaluate_vllm", "power_sample_vllm", "pilot_speed"):
         assert stage in report
     assert "failed" not in report.lower().replace("failed: 0", "").replace("failed: exit 1 after 30 s", "")
     estimate = json.loads((tmp_path / "results" / "pilot" / "estimate.json").read_text())
-    assert estimate["pilot_stages"] == "10/10"
+    assert estimate["pilot_stages"] == "11/11"
     assert estimate["sources"]["train_mfu"]["source"] == "measured by size"
     # The next plan's estimate uses the MFU of each size by the pilot's speed laws, and says so.
     run = "qwen2.5-0.5b-grpo"

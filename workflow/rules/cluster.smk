@@ -315,6 +315,8 @@ def pilot_stages():
         {"name": "train_verl", "job": run, "log": f"results/logs/train/{run}.log",
          "outputs": [RUN_METRICS.format(run=run), RUN_FINAL.format(run=run)],
          "gpus": placement["nodes"] * placement["gpus_per_node"], "verl_logs_dir": f"results/runs/{run}/checkpoints"},
+        {"name": "preflight_eval", "job": run, "log": f"results/logs/preflight/eval/{run}.log",
+         "outputs": [EVAL_PREFLIGHT.format(run=run)], "gpus": 0},
         {"name": "evaluate_vllm", "job": run, "log": f"results/logs/evaluate/{run}.log",
          "outputs": [EVAL_SUMMARY.format(run=run)], "gpus": placement["tensor_parallel"]},
     ]  # fmt: skip

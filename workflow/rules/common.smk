@@ -279,16 +279,8 @@ def lock_file(repo_id):
     return os.path.join(S["hub"]["lock"], "--".join(Path(repo_id).parts) + ".yaml")
 
 
-def preflight_scope(wildcards):
-    """What one run's preflight reads: the run, its model and treatment, the defaults, the lengths."""
-    return canonical({
-        **run_spec.run_scope(S, wildcards.run),
-        "data": {"max_prompt_length": S["data"]["max_prompt_length"], "benchmarks": {b: {} for b in BENCHMARKS}},
-        "eval": {"max_new_tokens": S["eval"]["max_new_tokens"]},
-    })  # fmt: skip
-
-
 def preflight_power_scope():
+    """What the power study's preflight reads: its model, the prompt length and the answers' length."""
     return canonical({
         "runs": {},
         "models": {POWER["model"]: S["models"][POWER["model"]]},

@@ -36,6 +36,7 @@ else:
         input:
             model=RUN_FINAL,
             benchmarks=run_bench_files,  # a pilot run's: the first problems of each (pilot.smk)
+            preflight=EVAL_PREFLIGHT,
             code=code("evaluate_vllm", "paper.evaluate"),
         output:
             samples=expand(EVAL_SAMPLES, run="{run}", benchmark=BENCHMARKS),

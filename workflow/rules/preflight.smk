@@ -10,13 +10,14 @@
 # settings). A finished run trained again is checked by the launch part with the code it will run, before
 # anything is submitted (cluster.smk, check_retrained_launches).
 
-from entropy_rl.paper import preflight
+from entropy_rl.paper import preflight, reward_launch
 
 
 if not MINI:
 
     localrules:
         preflight,
+        preflight_eval,
         preflight_power,
 
     rule preflight:
@@ -30,11 +31,32 @@ if not MINI:
         output:
             RUN_PREFLIGHT,
         params:
-            scope=preflight_scope,
+            command=lambda wc: reward_launch.verl_command(S, wc.run),  # train_verl's params: what the job runs
+            spec=run_settings,
+            rollout=lambda wc: preflight.run_engine(S, wc.run, "rollout"),
+            benchmarks=sorted(BENCHMARKS),
         log:
             "results/logs/preflight/{run}.log",
         container:
             run_image
+        script:
+            "../scripts/preflight.py"
+
+    rule preflight_eval:
+        """One run's evaluation engine against the downloaded model: its context (prompt + eval.max_new_tokens),
+        tensor-parallel size and prompt format. Apart from the run's preflight, so that an evaluation setting
+        outdates the evaluation only, never the training run."""
+        input:
+            model=run_model_dir,
+            code=ancient(code("preflight_eval", "paper.preflight")),
+        output:
+            EVAL_PREFLIGHT,
+        params:
+            engines=lambda wc: [preflight.run_engine(S, wc.run, "evaluate")],
+        log:
+            "results/logs/preflight/eval/{run}.log",
+        container:
+            image("eval")
         script:
             "../scripts/preflight.py"
 

@@ -10,8 +10,9 @@ from entropy_rl.core import atomic, formats, logs, pass_rates, reward
 
 
 def main(snakemake):
-    log = logs.setup(snakemake.log[0], snakemake.threads)
     p = snakemake.params
+    # A vLLM engine (paper scale): its engine core's output and errors in the log too (core.logs.tee_output).
+    log = logs.setup(snakemake.log[0], snakemake.threads, engines=p.backend == "paper")
     backend = importlib.import_module(f"entropy_rl.{p.backend}.evaluate")
     frames = {Path(path).stem: formats.load_verl_parquet(path) for path in snakemake.input.benchmarks}
     rows, tokens, started = [], 0, time.perf_counter()

@@ -12,8 +12,9 @@ from entropy_rl.core import atomic, formats, logs, power_methods
 
 
 def main(snakemake):
-    log = logs.setup(snakemake.log[0], snakemake.threads)
     p = snakemake.params
+    # vLLM engines (paper scale): their engine cores' output and errors in the log too (core.logs.tee_output).
+    log = logs.setup(snakemake.log[0], snakemake.threads, engines=p.backend == "paper")
     backend = importlib.import_module(f"entropy_rl.{power_methods.sampler_module(p.backend, p.method['kind'])}")
     frames = {Path(path).stem: formats.load_verl_parquet(path).head(p.problems) for path in snakemake.input.benchmarks}
     log.info("method %s: %s", snakemake.wildcards.method, p.method)

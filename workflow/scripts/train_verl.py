@@ -6,9 +6,9 @@ from pathlib import Path
 
 import entropy_rl
 from entropy_rl.core import atomic, logs, modules, resume
-from entropy_rl.paper import launch, verl_metrics
+from entropy_rl.paper import launch, verl_checkpoints, verl_metrics
 
-log = logs.setup(snakemake.log[0])
+log = logs.setup(snakemake.log[0], engines=True)  # verl's driver, its Ray workers and the merger print here too
 run_dir = Path(snakemake.output.metrics).parent
 ckpt_dir = run_dir / "checkpoints"
 # verl resumes from ckpt_dir (resume_mode=auto) only when it holds this run's trajectory: checkpoints
@@ -21,7 +21,9 @@ earlier = resume.fingerprint(trajectory, modules.closure(*launch.FINGERPRINT_BEF
 resuming = resume.claim(ckpt_dir, fingerprint, earlier=[earlier])
 # PRIME runs on verl 0.4.1, which logs to TensorBoard only; verl 0.9.1 runs write verl's file log.
 prime = trainer == "prime"
-verl_log = verl_metrics.next_attempt_log(ckpt_dir, tensorboard=prime)
+# A checkpoint saved but never logged (a pre-emption between verl's save and its log) is set aside: resumed from, its
+# step would never be logged.
+verl_log = verl_checkpoints.prepare_launch(ckpt_dir, tensorboard=prime)
 log.info(
     "%s; this launch logs to %s", "resuming from the run's checkpoints" if resuming else "starting afresh", verl_log
 )
@@ -41,10 +43,11 @@ if interrupt and len(nodes) == 1 and launch.saved_step(ckpt_dir) < interrupt:
                                   logged=lambda: prime or verl_metrics.logged_step(first_log) >= interrupt)  # fmt: skip
     if launch.saved_step(ckpt_dir) < interrupt:
         sys.exit(f"verl exited with {code} before saving step {interrupt}; checkpoints in {ckpt_dir} are kept")
-    verl_log = verl_metrics.next_attempt_log(ckpt_dir, tensorboard=prime)
+    saved = launch.saved_step(ckpt_dir)
+    verl_log = verl_checkpoints.prepare_launch(ckpt_dir, tensorboard=prime)
     env["TENSORBOARD_DIR" if prime else "VERL_FILE_LOGGER_PATH"] = str(verl_log)
     log.info("pre-emption: verl stopped by SIGTERM (exit %s) after saving step %d; relaunched, it resumes from"
-             " global_step_%d and logs to %s", code, launch.saved_step(ckpt_dir), launch.saved_step(ckpt_dir), verl_log)  # fmt: skip
+             " global_step_%d and logs to %s", code, saved, launch.saved_step(ckpt_dir), verl_log)  # fmt: skip
 code = launch.run(command, nodes, snakemake.params.gpus_per_node, env)
 if code != 0:
     sys.exit(f"verl exited with {code}; checkpoints in {ckpt_dir} are kept and a rerun resumes from the last")

@@ -2,19 +2,37 @@
 
 from __future__ import annotations
 
+import atexit
+import fcntl
 import json
 import logging
 import os
+import signal
+import struct
+import subprocess
 import sys
+import termios
+import time
 import warnings
 
+# The longest a job's exit waits for tee to take in what the job's processes wrote (tee_output).
+TEE_DRAIN_S = 10
 
-def setup(log_path: str, threads: int = 1) -> logging.Logger:
+
+def setup(log_path: str, threads: int = 1, engines: bool = False) -> logging.Logger:
     """Send logging, warnings and stray prints to ``log_path``; pin torch to the job's threads if the
-    job loaded it (a job that has no use for torch, a download or a figure, never imports it)."""
+    job loaded it (a job that has no use for torch, a download or a figure, never imports it).
+
+    ``engines``: for a job that runs engines (verl's trainer, vLLM), whose output, from child processes and C code,
+    bypasses sys.stdout: the process's stdout and stderr themselves go to the log through tee (tee_output), so the
+    engines' output is in the log, in the order it was written, and still on the job's own stdout (a SLURM job's
+    output file, to watch it live)."""
     os.makedirs(os.path.dirname(log_path) or ".", exist_ok=True)
-    stream = open(log_path, "a", buffering=1)
-    sys.stdout = sys.stderr = stream
+    if engines:
+        stream = tee_output(log_path)
+    else:
+        stream = open(log_path, "a", buffering=1)
+        sys.stdout = sys.stderr = stream
     logging.basicConfig(stream=stream, level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", force=True)
     logging.captureWarnings(True)
     warnings.simplefilter("default")
@@ -24,6 +42,59 @@ def setup(log_path: str, threads: int = 1) -> logging.Logger:
     if torch is not None:
         torch.set_num_threads(max(1, threads))
     return logging.getLogger("entropy_rl")
+
+
+def tee_output(log_path: str):
+    """Point file descriptors 1 and 2 at a pipe into ``tee -a log_path``, which copies to the original stdout, and
+    sys.stdout and sys.stderr at them (line-buffered); returns sys.stderr. Descriptors, not Python's streams: child
+    processes inherit them and C code writes to them. One pipe and one writer of the file (tee): the log's order is
+    the order of the writes, and no process's line is cut by another's (a pipe takes a write of up to 4 KiB whole)."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    saved = os.dup(1), os.dup(2)  # the job's own stdout and stderr (children do not inherit these copies)
+    read, pipe = os.pipe()
+    # -p: tee goes on writing the log if its stdout is a pipe whose reader went away.
+    tee = subprocess.Popen(["tee", "-a", "-p", log_path], stdin=read, stdout=saved[0], preexec_fn=_ignore_stop_signals)
+    os.close(read)
+    os.dup2(pipe, 1)
+    os.dup2(pipe, 2)
+    sys.stdout = open(1, "w", buffering=1, closefd=False, errors="backslashreplace")
+    sys.stderr = open(2, "w", buffering=1, closefd=False, errors="backslashreplace")
+
+    def close() -> None:
+        # Python prints sys.exit's message and an uncaught exception's traceback before atexit: they are in the pipe.
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except OSError:
+                pass
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        # Wait until tee has read the pipe, not for it to end: it ends when no process holds the pipe, and one that an
+        # engine started may outlive this one (multiprocessing's resource tracker, under vLLM, ends after it).
+        deadline = time.monotonic() + TEE_DRAIN_S
+        while tee.poll() is None and _unread(pipe) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.close(pipe)
+        try:
+            tee.wait(timeout=0.5)  # no other process holds the pipe: tee ends now, what it read written
+        except subprocess.TimeoutExpired:  # tee ends when they do; running on is no leak
+            warnings.filterwarnings("ignore", f"subprocess {tee.pid} is still running", ResourceWarning)
+
+    atexit.register(close)
+    return sys.stderr
+
+
+def _ignore_stop_signals() -> None:
+    # In tee, before its exec (an ignored signal stays ignored across exec): a SLURM cancel signals every process of
+    # the job, and tee must live on to write what the others left in the pipe; it ends at the pipe's end of file.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _unread(fd: int) -> int:
+    """The bytes in the pipe ``fd`` is an end of, not yet read."""
+    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
 
 
 def log_throughput(log: logging.Logger, generated_tokens: int, seconds: float) -> None:

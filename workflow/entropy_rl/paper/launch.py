@@ -27,6 +27,8 @@ TRAINER_MODE = "entropy_paper"
 # The released scripts' bound on generation batches per step, where that trainer reads it (verl_plugin.GenerationBound):
 # verl 0.9.1 reads its own algorithm.filter_groups.max_num_gen_batches only to warn that it ignores it.
 GEN_BATCHES_KEY = f"trainer.v1.{TRAINER_MODE}.max_num_gen_batches"
+# verl_plugin's agent loop: verl's single-turn loop with a sampling seed per request (verl_plugin.request_seed).
+AGENT_LOOP = "seeded_single_turn"
 REWARD_MODULE = "entropy_rl.core.reward"
 # PRIME's entry, run with -m: verl 0.4.1's PRIME recipe given the reward (it imports REWARD_MODULE).
 PRIME_MAIN_MODULE = "entropy_rl.paper.prime_main"
@@ -67,6 +69,10 @@ PRIME_DROPPED = {
     "actor_rollout_ref.actor.strategy": "PRIME runs verl 0.4.1's recipe on that verl's default FSDP workers, as released",
     "actor_rollout_ref.ref.strategy": "PRIME runs verl 0.4.1's recipe on that verl's default FSDP workers, as released",
     "trainer.logger": "verl 0.4.1 has no file logger: PRIME logs to tensorboard (TENSORBOARD_DIR)",
+    "actor_rollout_ref.rollout.seed": "not in verl 0.4.1's rollout config, whose vLLM engine reads config.get('seed', 0): "
+    "appended (+actor_rollout_ref.rollout.seed)",
+    "actor_rollout_ref.rollout.agent.": "verl 0.4.1's rollout is vLLM's SPMD engine, one SamplingParams for a whole batch, "
+    "without agent loops: PRIME's rollouts are seeded by the engine only (actor_rollout_ref.rollout.seed)",
 }
 
 
@@ -78,6 +84,7 @@ def prime_overrides(spec: dict, model: dict, root: str) -> list[str]:
         f"actor_rollout_ref.actor.policy_loss.loss_mode={spec['loss']['loss_mode']}",
         f"actor_rollout_ref.actor.grad_clip={spec['grad_clip']}",
         f"+data.seed={spec['seed']}",
+        f"+actor_rollout_ref.rollout.seed={spec['seed']}",
         f"reward_model.model.path={root}/models/{spec['model']}",
         f"reward_model.model.beta_train={spec['prime']['beta']}",
         f"reward_model.model.optim.lr={spec['prime']['lr']}",
@@ -284,6 +291,10 @@ def verl_overrides(spec: dict, covariance_metrics: bool = False) -> list[str]:
         f"trainer.test_freq={spec['val_every']}",
         *([f"trainer.save_freq={spec['save_every']}"] if "save_every" in spec else []),
         f"data.seed={spec['seed']}",
+        # The engine's seed (verl's default is 42 for every run) and each request's (the plugin's agent loop): the
+        # same run draws the same rollouts again, whatever else its engine serves at the time.
+        f"actor_rollout_ref.rollout.seed={spec['seed']}",
+        f"actor_rollout_ref.rollout.agent.default_agent_loop={AGENT_LOOP}",
         *([f"data.val_max_samples={spec['val_max_samples']}"] if "val_max_samples" in spec else []),  # the pilot's
     ]
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 import html
 import json
 import math
+import os
 import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from urllib.parse import quote
 
 import pandas as pd
 
@@ -63,6 +65,17 @@ class Stage:
     outputs: list  # the stage passed iff every one exists
     gpus: int
     verl_logs_dir: str | Path | None = None  # a training stage: the checkpoints dir holding verl_log.<attempt>.jsonl
+
+
+@dataclass(frozen=True)
+class Link:
+    """A file the report links to (a stage's log), shown as its path; linked relative to the report's directory, so a
+    reader clicks through from the report wherever the results directory lies."""
+
+    path: str
+
+    def href(self, report_dir: str | Path) -> str:
+        return quote(Path(os.path.relpath(self.path, report_dir)).as_posix())
 
 
 def _mean(values: list[float]) -> float | None:
@@ -283,7 +296,7 @@ def _stage_row(m: dict) -> list[str]:
         memory_text,
         throughput,
         _num(m.get("mean_response_length"), ".0f", " tokens"),
-        m["log"],
+        Link(m["log"]),
     ]
 
 
@@ -366,7 +379,7 @@ def _blocks(stages_measured, estimate_assumed, estimate_measured, sources, scali
     for m in (m for m in stages_measured if not m["passed"]):
         blocks += [
             ("h2", f"Failed: {m['stage']} {m['job']}"),
-            ("p", "missing: " + ", ".join(m["missing"]) + f"; the last lines of {m['log']}:"),
+            ("p", ["missing: " + ", ".join(m["missing"]) + "; the last lines of ", Link(m["log"]), ":"]),
             ("pre", "\n".join(m["tail"])),
         ]
     budget_rows = [
@@ -385,8 +398,13 @@ def _blocks(stages_measured, estimate_assumed, estimate_measured, sources, scali
     return blocks
 
 
-def _markdown(blocks: list[tuple]) -> str:
-    cell = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
+def _markdown(blocks: list[tuple], report_dir: str | Path) -> str:
+    def text(s) -> str:  # a block's text: a string, a Link or a list of them
+        if isinstance(s, Link):
+            return f"[{s.path}]({s.href(report_dir)})"
+        return "".join(map(text, s)) if isinstance(s, list) else str(s)
+
+    cell = lambda s: text(s).replace("|", "\\|").replace("\n", " ")
     out = []
     for kind, content in blocks:
         if kind == "table":
@@ -400,12 +418,16 @@ def _markdown(blocks: list[tuple]) -> str:
         elif kind == "pre":
             out += [f"```\n{content}\n```", ""]
         else:
-            out += [{"h1": "# ", "h2": "## ", "p": ""}[kind] + content, ""]
+            out += [{"h1": "# ", "h2": "## ", "p": ""}[kind] + text(content), ""]
     return "\n".join(out)
 
 
-def _html(blocks: list[tuple]) -> str:
-    e = lambda s: html.escape(str(s))
+def _html(blocks: list[tuple], report_dir: str | Path) -> str:
+    def e(s) -> str:
+        if isinstance(s, Link):
+            return f'<a href="{html.escape(s.href(report_dir))}">{html.escape(s.path)}</a>'
+        return "".join(map(e, s)) if isinstance(s, list) else html.escape(str(s))
+
     body = []
     for kind, content in blocks:
         if kind == "table":
@@ -431,9 +453,13 @@ def render(
     sources: dict,
     scaling_rule: str,
     speed: list[tuple] = (),
+    md_dir: str | Path = ".",
+    html_dir: str | Path = ".",
 ) -> tuple[str, str]:
+    """The report in Markdown and HTML, each linking the stages' logs relative to its directory (``md_dir``,
+    ``html_dir``: where it is written)."""
     blocks = _blocks(stages_measured, estimate_assumed, estimate_measured, sources, scaling_rule, speed)
-    return _markdown(blocks), _html(blocks)
+    return _markdown(blocks, md_dir), _html(blocks, html_dir)
 
 
 def write(stages: list[Stage], S: dict, out_md, out_html, out_json, gpu: str | None = None, speed=None) -> dict:
@@ -466,7 +492,8 @@ def write(stages: list[Stage], S: dict, out_md, out_html, out_json, gpu: str | N
                     sources[key] = {**sources[key], "source": "measured by size",
                                     "reason": f"{sources[key]['reason']}; for the estimate, by size: {laws[kind].describe()}"}  # fmt: skip
         blocks = speed_report.report_blocks(result, laws, by_size)
-    md, page = render(measured, reestimate(S, S["budget"]), reestimate(S, budget_m), sources, rule, blocks)
+    md, page = render(measured, reestimate(S, S["budget"]), reestimate(S, budget_m), sources, rule, blocks,
+                      Path(out_md).parent, Path(out_html).parent)  # fmt: skip
     summary = {
         "rollout_mfu": budget_m["rollout_mfu"],
         "train_mfu": budget_m["train_mfu"],

@@ -11,7 +11,8 @@ A booking of GPU nodes is lost to a job that dies at start. Before any GPU job, 
   (``ignored_settings``), and the group filter bounded. PRIME commands go through verl 0.4.1 (``prime_check``).
 * **model** (once downloaded): every vLLM engine the model will be started in (training rollout,
   evaluation, power sampling) fits its ``config.json`` and tokenizer: context, tensor-parallel
-  size, prompt format (``prompt_format.engine_problems``).
+  size, prompt format (``prompt_format.engine_problems``). Each job's preflight checks its own
+  engine: the run's (rollout), ``preflight_eval`` (evaluation), ``preflight_power``.
 * **data** (once prepared): verl's own ``HFModelConfig`` loads the model's tokenizer with the recorded
   template as a worker would, and the train and validation parquet go through verl's ``RLHFDataset``;
   validation ``data_source`` values must name the benchmarks (verl names its metrics after them).
@@ -88,11 +89,11 @@ def bound_command(scale_cfg: dict, run: str, results: str = "results") -> list[s
 
 def launch_problems(scale_cfg: dict, run: str, results: str = "results") -> list[str]:
     """The run's exact verl command through verl's validation, reward loader and loss plugin."""
-    spec = run_spec.resolve_run(scale_cfg, run)
-    command = bound_command(scale_cfg, run, results)
-    if spec["algorithm"] == "prime":
-        return prime_problems(run, command)
-    return command_problems(command, spec)
+    return command_launch_problems(run, bound_command(scale_cfg, run, results), run_spec.resolve_run(scale_cfg, run))
+
+
+def command_launch_problems(run: str, bound: list[str], spec: dict) -> list[str]:
+    return prime_problems(run, bound) if spec["algorithm"] == "prime" else command_problems(bound, spec)
 
 
 # Modules whose code the launch checks run (besides verl's): a change to one invalidates a passed check
@@ -248,25 +249,35 @@ def trainer_problems(cfg) -> list[str]:
 # ---- model: once downloaded -------------------------------------------------------------------
 
 
-def engines(scale_cfg: dict, model: str) -> list[dict]:
-    """Every vLLM engine the model's jobs start: one rollout per run, evaluation, power sampling."""
-    entry = scale_cfg["models"][model]
-    prompt = scale_cfg["data"]["max_prompt_length"]
-    found = []
-    for run in sorted(r for r, v in scale_cfg["runs"].items() if v["model"] == model):
-        response = run_spec.resolve_run(scale_cfg, run)["max_response_length"]
-        found.append({"job": f"train {run} (rollout)", "tensor_parallel": entry["tensor_parallel"], "max_model_len": prompt + response})
-        found.append({"job": f"evaluate {run}", "tensor_parallel": entry["tensor_parallel"],
-                      "max_model_len": prompt + run_spec.eval_max_new_tokens(scale_cfg, run)})  # fmt: skip
-    power = scale_cfg.get("power_sampling")
-    if power and power["model"] == model:
-        found.append({"job": "power_sample", "tensor_parallel": entry["tensor_parallel"], "max_model_len": prompt + power["max_new_tokens"] + 1})
+# The engines a model is started in, by the job that starts it. Each job's preflight checks its own, from the resolved
+# values only (the run's response cap, the evaluation's length), so a setting that changes no engine's values, or only
+# another job's (eval.max_new_tokens: the evaluation's context), reruns no preflight of the job, nor the job after it.
+ENGINE_KINDS = ("rollout", "evaluate", "power")
+
+
+def run_engine(scale_cfg: dict, run: str, kind: str) -> dict:
+    """The vLLM engine one of a run's jobs starts: its ``rollout`` in training, or its ``evaluate``."""
+    spec = run_spec.resolve_run(scale_cfg, run)
+    length = spec["max_response_length"] if kind == "rollout" else run_spec.eval_max_new_tokens(scale_cfg, run)
+    entry = scale_cfg["models"][spec["model"]]
+    return {"job": f"train {run} (rollout)" if kind == "rollout" else f"evaluate {run}", "tensor_parallel": entry["tensor_parallel"],
+            "max_model_len": scale_cfg["data"]["max_prompt_length"] + length, "template": entry.get("chat_template", "tokenizer")}  # fmt: skip
+
+
+def engines(scale_cfg: dict, model: str, kinds=ENGINE_KINDS) -> list[dict]:
+    """Every vLLM engine of ``kinds`` the model's jobs start: one rollout per run, evaluation, power sampling."""
+    runs = sorted(r for r, v in scale_cfg["runs"].items() if v["model"] == model)
+    found = [run_engine(scale_cfg, run, kind) for run in runs for kind in ("rollout", "evaluate") if kind in kinds]
+    power, entry = scale_cfg.get("power_sampling"), scale_cfg["models"][model]
+    if "power" in kinds and power and power["model"] == model:
+        found.append({"job": "power_sample", "tensor_parallel": entry["tensor_parallel"], "template": entry.get("chat_template", "tokenizer"),
+                      "max_model_len": scale_cfg["data"]["max_prompt_length"] + power["max_new_tokens"] + 1})  # fmt: skip
     return found
 
 
-def model_problems(scale_cfg: dict, model: str, model_dir: str | Path, tokenizer_dir: str | Path | None = "") -> list[str]:
-    """The downloaded model against every engine it will be started in (its tokenizer files are in
-    ``model_dir`` unless ``tokenizer_dir`` says otherwise; ``None`` skips the tokenizer checks)."""
+def engine_problems(model_dir: str | Path, engines_: list[dict], tokenizer_dir: str | Path | None = "") -> list[str]:
+    """The downloaded model against each engine it will be started in (its tokenizer files are in ``model_dir``
+    unless ``tokenizer_dir`` says otherwise; ``None`` skips the tokenizer checks)."""
     from . import prompt_format
 
     model_dir = Path(model_dir)
@@ -274,13 +285,18 @@ def model_problems(scale_cfg: dict, model: str, model_dir: str | Path, tokenizer
         hf_config = json.loads((model_dir / "config.json").read_text())
     except (OSError, ValueError) as error:
         return [_problem(f"{model_dir}/config.json", error)]
-    template = scale_cfg["models"][model].get("chat_template", "tokenizer")
     problems = []
-    for engine in engines(scale_cfg, model):
-        found = prompt_format.engine_problems(hf_config, engine["tensor_parallel"], engine["max_model_len"], template,
+    for engine in engines_:
+        found = prompt_format.engine_problems(hf_config, engine["tensor_parallel"], engine["max_model_len"], engine["template"],
                                               model_dir if tokenizer_dir == "" else tokenizer_dir)  # fmt: skip
         problems += [f"{engine['job']}: {p}" for p in found if f"{engine['job']}: {p}" not in problems]
     return problems
+
+
+def model_problems(scale_cfg: dict, model: str, model_dir: str | Path, tokenizer_dir: str | Path | None = "",
+                   kinds=ENGINE_KINDS) -> list[str]:  # fmt: skip
+    """The downloaded model against every engine of ``kinds`` the scale starts it in."""
+    return engine_problems(model_dir, engines(scale_cfg, model, kinds), tokenizer_dir)
 
 
 # ---- data: once prepared ----------------------------------------------------------------------
@@ -341,9 +357,8 @@ def dataset_problems(cfg) -> list[str]:
 # ---- one run, and the command line ------------------------------------------------------------
 
 
-def stages(scale_cfg: dict, run: str, results: str = "results") -> list[str]:
+def stages(spec: dict, results: str = "results") -> list[str]:
     """The parts of a run's preflight that what exists now allows: launch always, model and data once present."""
-    spec = run_spec.resolve_run(scale_cfg, run)
     model_dir = Path(results, "models", spec["model"])
     data = [Path(results, "data", "train", f"{spec['train_data']}.parquet"), Path(results, "data", "benchmarks", "validation.parquet")]
     found = ["launch"]
@@ -354,16 +369,27 @@ def stages(scale_cfg: dict, run: str, results: str = "results") -> list[str]:
     return found
 
 
-def run_problems(scale_cfg: dict, run: str, results: str = "results") -> list[str]:
-    """Everything checkable for one run with what exists now (``stages``)."""
-    checks = stages(scale_cfg, run, results)
-    problems = launch_problems(scale_cfg, run, results)
-    model = scale_cfg["runs"][run]["model"]
+def training_problems(run: str, command: list[str], spec: dict, rollout: dict, benchmarks: list[str], results: str = "results") -> list[str]:
+    """Everything checkable for one run's training with what exists now (``stages``), from exactly what the training
+    job runs: its recorded command and spec (train_verl's params), its rollout engine and the benchmarks it validates on."""
+    checks = stages(spec, results)
+    bound = launch.bind(command, results)
+    problems = command_launch_problems(run, bound, spec)
     if "model" in checks:
-        problems += model_problems(scale_cfg, model, Path(results, "models", model))
+        problems += engine_problems(Path(results, "models", spec["model"]), [rollout])
     if "data" in checks and not problems:
-        cfg = compose(bound_command(scale_cfg, run, results)[3:])
-        problems += data_problems(cfg, sorted(scale_cfg["data"]["benchmarks"]))
+        problems += data_problems(compose(bound[3:]), benchmarks)
+    return problems
+
+
+def run_problems(scale_cfg: dict, run: str, results: str = "results", kinds=("rollout",)) -> list[str]:
+    """``training_problems`` of a run of ``scale_cfg``, and with ``evaluate`` in ``kinds`` its evaluation's engine
+    (which the ``preflight_eval`` rule checks apart)."""
+    spec = run_spec.resolve_run(scale_cfg, run)
+    command = reward_launch.verl_command(scale_cfg, run)
+    problems = training_problems(run, command, spec, run_engine(scale_cfg, run, "rollout"), sorted(scale_cfg["data"]["benchmarks"]), results)
+    if "evaluate" in kinds and "model" in stages(spec, results):
+        problems += engine_problems(Path(results, "models", spec["model"]), [run_engine(scale_cfg, run, "evaluate")])
     return problems
 
 
@@ -380,9 +406,9 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     for run in args.runs or sorted(scale_cfg["runs"]):
         start = time.perf_counter()
-        problems = run_problems(scale_cfg, run, args.results)
+        problems = run_problems(scale_cfg, run, args.results, kinds=("rollout", "evaluate"))
         failed += bool(problems)
-        checked = ", ".join(stages(scale_cfg, run, args.results))
+        checked = ", ".join(stages(run_spec.resolve_run(scale_cfg, run), args.results))
         print(f"{'FAIL' if problems else 'ok  '} {run} ({checked}; {time.perf_counter() - start:.1f} s)")
         for p in problems:
             print(f"     - {p}")

@@ -14,15 +14,23 @@ computed exactly as the mini trainer computes them:
   ``entropy_rl.core.metrics.loss_token_stats`` as ``actor/*``;
 - verl's actor worker with those sums added up over each mini-batch's micro-batches (verl averages
   a policy loss's metrics over them), which the trainer above starts in place of verl's own;
-- the released scripts' bound on the group filter's refills (``GenerationBound``), which verl 0.9.1 lacks.
+- the released scripts' bound on the group filter's refills (``GenerationBound``), which verl 0.9.1 lacks;
+- an agent loop, ``actor_rollout_ref.rollout.agent.default_agent_loop=seeded_single_turn``: verl's single-turn loop
+  with a sampling seed per request, so the same run draws the same rollouts again (``request_seed``).
 """
 
 from __future__ import annotations
+
+import hashlib
+import json
 
 import numpy as np
 import ray
 import transfer_queue as tq
 from omegaconf import OmegaConf
+from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
+from verl.experimental.agent_loop.agent_loop import register as register_agent_loop
+from verl.experimental.agent_loop.single_turn_agent_loop import SingleTurnAgentLoop
 from verl.single_controller.base.decorator import Dispatch, register
 from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY, get_policy_loss_fn, register_policy_loss
 from verl.trainer.ppo.utils import Role
@@ -32,7 +40,7 @@ from verl.utils.metric import AggregationType, Metric
 from verl.workers.engine_workers import ActorRolloutRefWorker
 
 from ..core import metrics as measures  # `metrics` is verl's name for a step's metric dict
-from .launch import GEN_BATCHES_KEY, TRAINER_MODE
+from .launch import AGENT_LOOP, GEN_BATCHES_KEY, TRAINER_MODE
 
 WRAPPED_MODES = ("vanilla", "clip_cov", "kl_cov")
 SUFFIX = "+cov"
@@ -195,9 +203,33 @@ class PaperMeasuresTrainer(GenerationBound, PPOTrainerSync):
         return batch
 
 
+def request_seed(run_seed: int, step, index, prompt, sample: int, sampling: dict) -> int:
+    """The sampling seed of one rollout request: a hash of the run's seed, the step, the prompt (its dataset index and
+    its messages), the answer's number in its group and the sampling settings (validation's differ from training's).
+
+    vLLM draws a seeded request from a generator of its own, so the answer no longer depends on which other requests
+    share the engine's batch, or in what order verl sent them; verl's own ``rollout.full_determinism`` gives every
+    request the same seed, which would make a prompt's answers in a group alike."""
+    key = json.dumps([int(run_seed), int(step), int(index), prompt, int(sample), sampling], sort_keys=True, default=str)
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "little") & 0x7FFFFFFF
+
+
+class SeededSingleTurnAgentLoop(SingleTurnAgentLoop):
+    """verl's single-turn agent loop, each request seeded by ``request_seed``: verl's agent-loop worker passes every
+    prompt's dataset fields (``index``, ``raw_prompt``, ``global_steps``) and the answer's number (``session_id``)."""
+
+    async def run(self, sampling_params: dict, **kwargs):
+        prompt = [dict(message) for message in kwargs["raw_prompt"]]
+        seed = request_seed(self.config.data.seed, kwargs.get("global_steps", -1), kwargs.get("index", -1), prompt,
+                            kwargs.get("session_id", 0), sampling_params)  # fmt: skip
+        return await super().run({**sampling_params, "seed": seed}, **kwargs)
+
+
 # verl imports this module in several places of one process; register once (its registries refuse a rebind).
 for _mode in WRAPPED_MODES:
     if _mode + SUFFIX not in POLICY_LOSS_REGISTRY:
         register_policy_loss(_mode + SUFFIX)(with_covariance(_mode))
 if TRAINER_MODE not in TRAINER_REGISTRY:
     register_trainer(TRAINER_MODE)(PaperMeasuresTrainer)
+if AGENT_LOOP not in _agent_loop_registry:  # verl's agent-loop registry would rebind a name silently
+    register_agent_loop(AGENT_LOOP)(SeededSingleTurnAgentLoop)

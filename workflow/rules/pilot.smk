@@ -1,4 +1,4 @@
-# The GPU pilot, paper scale (`snakemake --profile slurm --config scale=paper pilot`): the smallest model through
+# The GPU pilot, paper scale (`snakemake --profile slurm pilot --config scale=paper`): the smallest model through
 # every GPU rule of the study, once, with settings cut to minutes (config.yaml paper.pilot), then a report of what
 # passed, how fast it ran and what the study would cost on this cluster. The pilot's jobs are the study's rules:
 # download_model, preflight, train_verl (interrupted once and resumed, then merged), evaluate_vllm on the first

@@ -532,8 +532,11 @@ def _braces(text: str) -> list[str]:
 def _git_ignored(path: Path, root: Path) -> bool:
     if not _within(path, root):
         return False
-    proc = subprocess.run(["git", "-C", str(root), "check-ignore", "-q", "--", os.path.relpath(path, root)],
-                          capture_output=True)  # fmt: skip
+    # A directory pattern (``results/``) matches a path that does not exist yet only when written as a directory, and
+    # a path under it only through that directory: a fresh clone has no results/ to tell git that it is one.
+    rel = Path(os.path.relpath(path, root))
+    candidates = [str(rel), f"{rel}/", *(f"{parent}/" for parent in rel.parents if str(parent) != ".")]
+    proc = subprocess.run(["git", "-C", str(root), "check-ignore", "--", *candidates], capture_output=True)  # 0: any is
     return proc.returncode == 0
 
 

@@ -89,6 +89,7 @@ NOT_RUN = {
     "nvidia-smi": "queries a GPU: none here",
     "export": "sets a variable of the reader's shell: nothing to run",
     "ls": "lists files, often a run's outputs that exist only after it",
+    "cp": "copies a run's output (it exists only after the run) into the docs: the docs' picture",
     "cat": "prints a file, often a run's output that exists only after it",
     "less": "pages through a file: interactive",
     "head": "prints the start of a file, often a run's output",

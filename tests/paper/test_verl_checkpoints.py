@@ -17,7 +17,7 @@ from entropy_rl.paper import launch, verl_checkpoints, verl_metrics
 # which update it followed.
 FAKE_VERL = r"""
 import json, os, sys, time
-ckpt, steps, save_freq, pause = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+ckpt, steps, save_freq, held = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 out = open(os.environ["VERL_FILE_LOGGER_PATH"], "w")  # verl's file logger truncates its file when it starts
 marker = os.path.join(ckpt, "latest_checkpointed_iteration.txt")
 start = int(open(marker).read()) if os.path.exists(marker) else 0
@@ -33,7 +33,8 @@ for k in range(start + 1, steps + 1):
         os.makedirs(os.path.join(ckpt, f"global_step_{k}"))
         open(os.path.join(ckpt, f"global_step_{k}", "weights"), "w").write(str(weights))
         open(marker, "w").write(str(k))
-    time.sleep(pause)  # validation: after the save, before the log
+    if k == held:
+        time.sleep(600)  # validation: after the save, before the log; held here until the stop lands
     record(k, {"actor/entropy": entropy, "val-core/aime/acc/mean@1": weights})
 """
 STEPS = 6
@@ -41,9 +42,10 @@ STEPS = 6
 
 def launch_fake(ckpt, save_freq=2, stop_once_saved=None) -> int:
     """One launch as train_verl.py makes it: prepared (verl_checkpoints.prepare_launch), then verl, stopped by SIGTERM
-    as soon as ``stop_once_saved`` is saved when given (the pause before the log makes that land between the two)."""
+    as soon as ``stop_once_saved`` is saved when given (the fake holds that step between its save and its log, so the
+    stop lands there whatever the machine's load)."""
     env = {**os.environ, "VERL_FILE_LOGGER_PATH": str(verl_checkpoints.prepare_launch(ckpt))}
-    cmd = [sys.executable, "-c", FAKE_VERL, str(ckpt), str(STEPS), str(save_freq), "1.0"]
+    cmd = [sys.executable, "-c", FAKE_VERL, str(ckpt), str(STEPS), str(save_freq), str(stop_once_saved or 0)]
     if stop_once_saved is None:
         return subprocess.run(cmd, env=env).returncode
     return launch.run_until_saved(cmd, env, ckpt, stop_once_saved, grace_s=10, poll_s=0.02)

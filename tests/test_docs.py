@@ -1,11 +1,11 @@
 """Docs that cannot rot (issue 48, item 4): every fenced shell command of README.md and docs/**/*.md runs in a safe
-form, and every relative link resolves; tests/docs_commands.py says how each kind of command is checked and which
-command words are not run, and why. Planted breaks, on synthetic markdown in a temporary directory, show that a
-broken command and a broken link fail. Each test prints what it checked, by kind."""
+form, and every relative link resolves; tests/docs_check/ says how each kind of command is checked (its __init__.py)
+and which command words are not run, and why (its commands.py). Planted breaks, on synthetic markdown in a temporary
+directory, show that a broken command and a broken link fail. Each test prints what it checked, by kind."""
 
 import textwrap
 
-import docs_commands as dc
+import docs_check as dc
 import pytest
 from support import ROOT
 

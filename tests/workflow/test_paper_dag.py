@@ -78,6 +78,8 @@ def test_paper_dry_run_plans_every_stage(dry_run):
         "power_sample_vllm": POWER_METHODS,
         **{artifact: 1 for artifact in ("power01_accuracy", "power02_pass_at_k", "power03_likelihoods", "power04_hyperparameters",
                                                         "power05_cost_accuracy")},
+        # each table's page in the report (figures.smk)
+        **{f"{table}_page": 1 for table in ("table01_covariance_distribution", "table02_benchmarks", "power01_accuracy")},
     }
     # The plan now runs verl's validation, reward loader and loss plugin on every run's command
     # (check_launches): its time is printed by the dry_run fixture, not asserted.

@@ -121,3 +121,15 @@ def test_a_stopped_snakemake_resumes_on_the_next(uninterrupted):
     or time-out, and Ctrl-C does with SIGINT): snakemake ends, releasing its lock, and the next resumes."""
     workdir, metrics, final = uninterrupted
     rerun_matches(workdir, interrupt(workdir, lambda proc: os.killpg(proc.pid, signal.SIGTERM)), metrics, final)
+
+
+def test_the_same_run_trained_again_on_this_machine_repeats_bit_for_bit(uninterrupted):
+    """What the reproducibility page promises on one machine: a run is a function of its seed. (Across machines it
+    is not: another CPU's kernels round differently, docs/reproducibility.md.)"""
+    workdir, metrics, final = uninterrupted
+    run_dir = workdir / "results" / "runs" / RUN
+    proc = snakemake(workdir, TARGET, "--forcerun", "train")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    pd.testing.assert_frame_equal(pd.read_parquet(run_dir / "metrics.parquet"), metrics, check_exact=True)
+    again = weights(run_dir / "final")
+    assert all(torch.equal(again[k], final[k]) for k in final)

@@ -3,6 +3,7 @@ its report, nothing to redo on a second run, and a one-run edit rerunning exactl
 The study and its report run with a hub token set, which neither may hold."""
 
 import base64
+import json
 import os
 import re
 import subprocess
@@ -37,6 +38,12 @@ def base64_forms(text: str) -> list[str]:
     """What `text` looks like inside base64 data (the report embeds files so), at each of the three
     alignments: the encoding of filler + text, less the characters the filler or padding touch."""
     return [base64.b64encode(b"x" * shift + text.encode()).decode()[4:-4] for shift in range(3)]
+
+
+def report_results(html: str) -> dict:
+    """The results a Snakemake report lists, by path, as its page holds them (`<script id="results">`)."""
+    script = re.search(r'<script id="results">\s*var results = (.*?);\s*</script>', html, re.S)
+    return json.loads(script.group(1))
 
 
 def planned_jobs(workdir) -> set[tuple[str, str]]:
@@ -99,6 +106,8 @@ def test_outputs_honour_their_contracts(study):
             table = pd.read_csv(res / "tables" / f"{name}.csv", index_col=0)
             assert table.notna().all().all() and len(table) > 0, name
             assert (res / "tables" / f"{name}.md").read_text().startswith("Mini scale.")
+            page = (res / "tables" / f"{name}.html").read_text()  # its page in the report
+            assert "<p>Mini scale." in page and page.count("<tr") == len(table) + 1, name
         else:
             assert (res / "figures" / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
             assert (res / "figures" / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -131,9 +140,19 @@ def test_report_holds_every_artifact_and_the_audit(study, tmp_path):
     assert proc.returncode == 0, proc.stderr[-4000:]
     text = report.read_text()
     power = ["power01_accuracy", "power02_pass_at_k", "power03_likelihoods", "power04_hyperparameters", "power05_cost_accuracy"]
-    for name in [*cfg["artifacts"], *power]:
-        assert name in text, name
-    assert "audit.html" in text
+    tables = [name for name in [*cfg["artifacts"], *power] if name.startswith(("table", "power01"))]
+    results = report_results(text)
+    # Each figure and table is a row labelled by its rule and where in the paper; a table opens as its page (the
+    # report offers a CSV only as a download), and the audit as its table.
+    labels = {path: next(iter(entry["labels"].values())) for path, entry in results.items()}  # one label a row
+    assert all(len(entry["labels"]) == 1 for entry in results.values())
+    shown = {label.split(" · ")[0]: path for path, label in labels.items()}
+    assert set(shown) == {*cfg["artifacts"], *power, "audit"}
+    for name in tables:
+        assert shown[name] == f"results/tables/{name}.html", name
+    assert shown["audit"] == "results/audit/audit.html"
+    assert labels[shown["fig01_entropy_collapse"]] == "fig01_entropy_collapse · Figure 1"
+    assert labels[shown["table02_benchmarks"]] == "table02_benchmarks · Table 2"
     # The study and its report ran with a hub token set: no log, output, record or report holds it.
     assert SECRET not in proc.stdout + proc.stderr
     assert not [form for form in [SECRET, *base64_forms(SECRET)] if form in text]
@@ -163,6 +182,7 @@ def test_one_hyperparameter_reruns_exactly_that_runs_chain(study):
     # It is also the power-sampling study's GRPO checkpoint: that method and what shows it.
     expected |= {("power_sample", "method=grpo"), ("power01_accuracy", ""), ("power02_pass_at_k", ""), ("power03_likelihoods", ""),
                  ("power05_cost_accuracy", "")}
+    expected |= {(f"{name}_page", "") for name, _ in set(expected) if name.startswith(("table", "power01"))}  # their report pages
     assert planned_jobs(workdir) == expected
 
     untouched = workdir / "results" / "runs" / "llama-xs-grpo" / "metrics.parquet"

@@ -2,6 +2,9 @@ import os
 
 from entropy_rl.paper import anchors
 
+# The audit's row in `snakemake --report`, labelled as the figures' are (common.smk report_labels).
+AUDIT_LABELS = {REPORT_LABEL: "audit · every claim of claims.yaml"}
+
 
 rule audit:
     """Every claim of the ledger (claims.yaml) beside what this run measured, with a verdict."""
@@ -15,8 +18,8 @@ rule audit:
         code=code("audit", "study.audit"),
     output:
         md=AUDIT_MD,
-        html=report("results/audit/audit.html", caption="../report/audit.rst", category="Audit"),
-        csv="results/audit/audit.csv",
+        html=report(AUDIT_HTML, caption="../report/audit.rst", category="Audit", labels=AUDIT_LABELS),
+        csv=AUDIT_CSV,
     params:
         **audit_params(),
     log:

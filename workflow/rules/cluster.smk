@@ -357,7 +357,7 @@ def write_pilot_report():
     """The report of a pilot that failed: the stages that ran, and the log of the one that did not (cluster.smk onerror)."""
     try:
         stages = [pilot_report.Stage(**stage) for stage in pilot_stages()]
-        pilot_report.write(stages, pilot_report_scope(), PILOT_REPORT, "results/pilot/report.html", "results/pilot/failed.json")
+        pilot_report.write(stages, pilot_report_scope(), PILOT_REPORT, PILOT_REPORT_HTML, PILOT_FAILED)
         print(f"pilot: a stage failed; the report of what ran is in {PILOT_REPORT}", file=sys.stderr)
     except Exception as err:  # the report must not hide the error that ended the run
         print(f"pilot: no report written ({type(err).__name__}: {err})", file=sys.stderr)

@@ -37,6 +37,7 @@ POWER = S.get("power_sampling")  # the power-sampling study beside RL (Karan & D
 ARTIFACT_NAMES = [name for name in artifacts.PAPER if name in S["artifacts"]]  # the paper's, with their runs
 # Every artifact the workflow builds (figures.smk makes one rule per artifact), the paper's and the power study's.
 BUILDABLE_ARTIFACTS = ARTIFACT_NAMES + (artifacts.POWER if POWER else [])
+REPORT_LABEL = "rule · where in the paper"  # the one label of each row of `snakemake --report` (report_labels)
 
 
 def run_model(run):
@@ -166,7 +167,9 @@ def source_checked(part):
 def all_targets():
     """The study: the evaluations, fits, figures, tables and audit of the claims it judges (all, unless chosen)."""
     targets = expand(EVAL_SUMMARY, run=EVALUATED_RUNS) + [FIT_TABLE, AUDIT_MD]
-    return targets + [f for name in BUILDABLE_ARTIFACTS if name in BUILT_ARTIFACTS for f in artifacts.output_files(name)]
+    built = [name for name in BUILDABLE_ARTIFACTS if name in BUILT_ARTIFACTS]
+    pages = [TABLE_PAGE.format(name=name) for name in built if artifacts.ARTIFACTS[name].kind == "table"]
+    return targets + [f for name in built for f in artifacts.output_files(name)] + pages
 
 
 def artifact_runs(name):
@@ -193,6 +196,15 @@ def artifact_inputs(name):
     if "models" in artifact.reads:
         inputs["models"] = [MODEL_DIR.format(model=run_model(r)) for r in runs]
     return inputs
+
+
+def report_labels(name):
+    """An artifact's row in `snakemake --report`: its rule (what `snakemake <rule>` draws again, and the order the
+    rows sort in: the report compares labels as text, so "Figure 12" would come before "Figure 2") and where in the
+    paper. One label: the report takes a second label with two values, one on each of two rows (as Tables' two
+    rows have), for a toggle, and then shows neither (Snakemake 9.27). A longer label would widen the menu over
+    the page it opens; the caption is one click away."""
+    return {REPORT_LABEL: f"{name} · {artifacts.ARTIFACTS[name].source}"}
 
 
 # ---- params functions -------------------------------------------------------------------------

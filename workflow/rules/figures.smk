@@ -17,7 +17,7 @@ for _name in BUILDABLE_ARTIFACTS:
             **artifact_inputs(_name),
         output:
             pdf=_artifact.outputs["pdf"],
-            png=report(_artifact.outputs["png"], caption="../report/artifact.rst", category=_artifact.category),
+            png=report(_artifact.outputs["png"], caption="../report/artifact.rst", category=_artifact.category, labels=report_labels(_name)),
         params:
             **artifact_params(_name),
         log:
@@ -39,7 +39,7 @@ for _name in BUILDABLE_ARTIFACTS:
         input:
             **artifact_inputs(_name),
         output:
-            csv=report(_artifact.outputs["csv"], caption="../report/artifact.rst", category=_artifact.category),
+            csv=_artifact.outputs["csv"],
             md=_artifact.outputs["md"],
         params:
             **artifact_params(_name),
@@ -49,3 +49,33 @@ for _name in BUILDABLE_ARTIFACTS:
             image("analysis")
         script:
             "../scripts/table.py"
+
+
+# Each table's page in `snakemake --report`, which offers a CSV only as a download: its caption and the table.
+for _name in BUILDABLE_ARTIFACTS:
+    _artifact = artifacts.ARTIFACTS[_name]
+    if _artifact.kind != "table":
+        continue
+
+    rule:
+        name:
+            f"{_name}_page"
+        input:
+            csv=_artifact.outputs["csv"],
+            code=code("table_page", "study.pages"),
+        output:
+            html=report(
+                TABLE_PAGE.format(name=_name),
+                caption="../report/artifact.rst",
+                category=_artifact.category,
+                labels=report_labels(_name),
+            ),
+        params:
+            title=f"{_artifact.source}: {_name}",
+            caption=artifact_params(_name)["caption"],
+        log:
+            ARTIFACT_LOG.format(name=f"{_name}_page"),
+        container:
+            image("analysis")
+        script:
+            "../scripts/table_page.py"

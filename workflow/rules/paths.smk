@@ -23,12 +23,17 @@ FIT_TABLE = "results/analysis/fits.csv"
 FIT_LAW = "results/fit_law/{name}"  # `snakemake fit_law --config fit_law_log=PATH`: <name>.json, .png, .pdf
 FIT_LAW_LOG = "results/logs/fit_law/{name}.log"
 AUDIT_MD = "results/audit/audit.md"
+AUDIT_HTML = "results/audit/audit.html"  # the same table, in `snakemake --report`
+AUDIT_CSV = "results/audit/audit.csv"
+TABLE_PAGE = "results/tables/{name}.html"  # a table's page in `snakemake --report` (figures.smk)
 ARTIFACT_LOG = "results/logs/artifacts/{name}.log"  # each figure's and table's (figures.smk)
 LEDGER = os.path.join(workflow.basedir, "claims.yaml")  # the claims the audit judges
 POWER_PREFLIGHT = "results/preflight/power.txt"
 POWER_SAMPLES = "results/power/samples/{method}.parquet"
 PILOT_BENCHMARK_FILE = "results/pilot/benchmarks/{benchmark}.parquet"
 PILOT_REPORT = "results/pilot/report.md"
+PILOT_REPORT_HTML = "results/pilot/report.html"  # the same report, in `snakemake --report`
+PILOT_FAILED = "results/pilot/failed.json"  # the stages of a pilot that failed (cluster.smk)
 PILOT_SPEED = "results/pilot/speed.json"  # the update's and the rollout's speed by model size (rule pilot_speed)
 PILOT_ESTIMATE = "results/pilot/estimate.json"  # the MFUs the pilot measured: the GPU-hours estimate uses them
 CODE_STAMP = "results/code/{key}.json"  # each rule's code stamp (common.smk code, entropy_rl.core.modules.stamp)

@@ -4,6 +4,9 @@
 # download_model, preflight, train_verl (interrupted once and resumed, then merged), evaluate_vllm on the first
 # problems of each benchmark, and power_sample_vllm (plain, p^alpha, the RL checkpoint).
 
+# The pilot's row in `snakemake --report`, labelled as the figures' are (common.smk report_labels).
+PILOT_LABELS = {REPORT_LABEL: "pilot · the GPU pilot's report"}
+
 if PILOT:
 
     localrules:
@@ -67,7 +70,7 @@ if PILOT:
             code=code("pilot_report", "paper.pilot_report"),
         output:
             md=PILOT_REPORT,
-            html=report("results/pilot/report.html", caption="../report/pilot.rst", category="Pilot"),
+            html=report(PILOT_REPORT_HTML, caption="../report/pilot.rst", category="Pilot", labels=PILOT_LABELS),
             estimate=PILOT_ESTIMATE,
         params:
             stages=pilot_stages(),

@@ -29,21 +29,11 @@ import yaml
 from safetensors.torch import load_file
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from support import one_run_config  # (the tests' helper: the configuration cut to one run)  # noqa: E402
+
 AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "DNNL_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 COLUMNS = ("entropy", "reward_mean", "response_length", "val_acc")
-
-
-def one_run_config(config: Path, run: str, steps: int | None) -> dict:
-    """The configuration's mini section cut to one run, its model and no figure."""
-    cfg = yaml.safe_load(config.read_text())
-    mini = cfg["mini"]
-    mini["runs"] = {run: mini["runs"][run]}
-    mini["models"] = {m: spec for m, spec in mini["models"].items() if m == mini["runs"][run]["model"]}
-    mini["artifacts"], mini["replicates"] = {}, 1
-    mini.pop("power_sampling", None)
-    if steps:
-        mini["train"]["steps"] = steps
-    return cfg
 
 
 def build(workdir: Path, cfg: dict, run: str, env: dict[str, str]) -> Path:
@@ -85,7 +75,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, help="RL steps (the configuration's by default)")
     parser.add_argument("--keep", type=Path, help="keep the three directories here")
     args = parser.parse_args()
-    cfg = one_run_config(args.config, args.run, args.steps)
+    cfg = one_run_config(args.run, args.config)
+    if args.steps:
+        cfg["mini"]["train"]["steps"] = args.steps
     model = cfg["mini"]["runs"][args.run]["model"]
     avx512 = "avx512f" in Path("/proc/cpuinfo").read_text()
     base = args.keep or Path(tempfile.mkdtemp(prefix="cpu_kernels_"))

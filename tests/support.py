@@ -12,6 +12,7 @@ import yaml
 from entropy_rl import PROJECT_DIR as ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures"
+SMOKE = ROOT / "tests" / "smoke" / "config.yaml"
 
 # Every key verl's policy losses read, at verl's defaults (clip-higher's 0.28 upper bound).
 LOSS = dict(
@@ -30,6 +31,18 @@ def local_profile(tmp_dir):
     (tmp_dir / "profile").mkdir(exist_ok=True)
     (tmp_dir / "profile" / "config.yaml").write_text(yaml.safe_dump(profile))
     return tmp_dir / "profile"
+
+
+def one_run_config(run: str, config: Path = SMOKE) -> dict:
+    """A configuration's mini study cut to one run: that run, its base model, one seed, no figure and no power
+    sampling (which samples runs it no longer has)."""
+    cfg = yaml.safe_load(Path(config).read_text())
+    mini = cfg["mini"]
+    mini["runs"] = {run: mini["runs"][run]}
+    mini["models"] = {m: spec for m, spec in mini["models"].items() if m == mini["runs"][run]["model"]}
+    mini["artifacts"], mini["replicates"] = {}, 1
+    mini.pop("power_sampling", None)
+    return cfg
 
 
 def plan(workdir, *args, env_extra=None):

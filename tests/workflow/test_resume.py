@@ -16,12 +16,12 @@ import psutil
 import pytest
 import torch
 import yaml
+import support
 from support import ROOT
 from transformers import AutoModelForCausalLM
 
 pytestmark = pytest.mark.costly  # minutes of a core: scheduled first (tests/conftest.py)
 
-SMOKE = ROOT / "tests" / "smoke" / "config.yaml"
 RUN = "qwen2-xs-grpo"
 TARGET = f"results/runs/{RUN}/metrics.parquet"
 
@@ -35,13 +35,8 @@ def snakemake(workdir, *args, wait=True):
 
 
 def one_run_config(steps: int) -> dict:
-    cfg = yaml.safe_load(SMOKE.read_text())
-    mini = cfg["mini"]
-    mini["runs"] = {RUN: mini["runs"][RUN]}
-    mini["models"] = {m: a for m, a in mini["models"].items() if m == mini["runs"][RUN]["model"]}
-    mini["artifacts"] = {}
-    mini.pop("power_sampling")  # it samples runs this one-run study does not have
-    mini["train"].update(steps=steps, save_every=2)
+    cfg = support.one_run_config(RUN)
+    cfg["mini"]["train"].update(steps=steps, save_every=2)
     return cfg
 
 

@@ -1,6 +1,7 @@
 # The study's figures and tables: one rule per function registered in entropy_rl.study (study.registry), named as
-# it is, and one rule block per kind. A paper artifact asks only for the runs its config entry lists, so
-# `snakemake fig07_coefficients_vs_size` trains only those; the power-sampling study's draw its methods' answers.
+# it is, and one rule block per kind; a table also gets its page for the report. A paper artifact asks only for the
+# runs its config entry lists, so `snakemake fig07_coefficients_vs_size` trains only those; the power-sampling
+# study's draw its methods' answers.
 
 from entropy_rl.study import artifacts
 
@@ -32,6 +33,7 @@ for _name in BUILDABLE_ARTIFACTS:
     _artifact = artifacts.ARTIFACTS[_name]
     if _artifact.kind != "table":
         continue
+    _params = artifact_params(_name)  # the table's and its page's (the caption)
 
     rule:
         name:
@@ -42,7 +44,7 @@ for _name in BUILDABLE_ARTIFACTS:
             csv=_artifact.outputs["csv"],
             md=_artifact.outputs["md"],
         params:
-            **artifact_params(_name),
+            **_params,
         log:
             ARTIFACT_LOG.format(name=_name),
         container:
@@ -50,13 +52,7 @@ for _name in BUILDABLE_ARTIFACTS:
         script:
             "../scripts/table.py"
 
-
-# Each table's page in `snakemake --report`, which offers a CSV only as a download: its caption and the table.
-for _name in BUILDABLE_ARTIFACTS:
-    _artifact = artifacts.ARTIFACTS[_name]
-    if _artifact.kind != "table":
-        continue
-
+    # Its page in `snakemake --report`, which offers a CSV only as a download: the caption, then the table.
     rule:
         name:
             f"{_name}_page"
@@ -72,7 +68,7 @@ for _name in BUILDABLE_ARTIFACTS:
             ),
         params:
             title=f"{_artifact.source}: {_name}",
-            caption=artifact_params(_name)["caption"],
+            caption=_params["caption"],
         log:
             ARTIFACT_LOG.format(name=f"{_name}_page"),
         container:

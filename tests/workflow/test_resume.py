@@ -85,12 +85,15 @@ def interrupt(workdir, stop) -> list[str]:
 
 def rerun_matches(workdir, kept, metrics, final) -> None:
     run_dir = workdir / "results" / "runs" / RUN
-    assert len(kept) == 1 and kept[0] >= "step_000004"  # the stop may land after a later save
+    # The newest finished checkpoint is at least step 4 (the stop may land after a later save). An older one is
+    # left too when the stop lands between a save's rename and its removal of the one before (mini.checkpoints.save);
+    # the resume takes the newest.
+    assert kept and kept[-1] >= "step_000004" and len(kept) <= 2, kept
     proc = snakemake(workdir, TARGET)
     assert proc.returncode == 0, proc.stderr[-4000:]
     log = (workdir / "results" / "logs" / "train" / f"{RUN}.log").read_text()
-    resumed_at = int(kept[0].split("_")[1])
-    print(f"stopped after checkpoint {kept[0]}; the rerun resumed at step {resumed_at} of {len(metrics) - 1}")
+    resumed_at = int(kept[-1].split("_")[1])
+    print(f"stopped after checkpoint {kept[-1]}; the rerun resumed at step {resumed_at} of {len(metrics) - 1}")
     assert f"steps 0-{resumed_at - 1} done" in log
     pd.testing.assert_frame_equal(pd.read_parquet(run_dir / "metrics.parquet"), metrics, check_exact=True)
     after = weights(run_dir / "final")

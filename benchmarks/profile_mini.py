@@ -9,7 +9,8 @@ timed by wrapping the functions that make them up, so the code under test is unc
 
 Without ``--study`` it builds what it needs in a temporary directory (data, tokenizer, the
 pre-trained model), which is the pre-training profile; with ``--study`` it takes them from a
-finished study and profiles only the RL run. ``--steps`` and ``--pretrain-steps`` shorten both.
+finished study and profiles only the RL run. ``--steps`` and ``--pretrain-steps`` shorten both;
+``--precision`` sets pre-training's (bf16 against fp32: ``--precision fp32`` beside the config's ``auto``).
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def import_seconds(module: str) -> dict[str, float]:
     return dict(top)
 
 
-def prepare(cfg: dict, model: str, steps: int | None, tmp: Path) -> tuple[dict, Path]:
+def prepare(cfg: dict, model: str, steps: int | None, tmp: Path, precision: str | None = None) -> tuple[dict, Path]:
     """Data, tokenizer and a pre-trained ``model`` in ``tmp``, the pre-training profiled."""
     from entropy_rl.core import formats
     from entropy_rl.mini import data, evaluate, models, tokenizer
@@ -115,6 +116,7 @@ def prepare(cfg: dict, model: str, steps: int | None, tmp: Path) -> tuple[dict, 
 
     arch, settings = cfg["models"][model], dict(cfg["pretrain"])
     settings["steps"] = steps or settings["steps"]
+    precision = models.pretrain_precision(precision or settings["precision"])
     seed = models.model_seed(model, settings["seed"])
     prof = Phases()
     t0 = time.perf_counter()
@@ -123,14 +125,14 @@ def prepare(cfg: dict, model: str, steps: int | None, tmp: Path) -> tuple[dict, 
         policy, tok = models.build_mini_model(arch["family"], arch, tmp / "tokenizer", seed)
         with prof.wrapping(*training_ops(policy)):
             models.pretrain(policy, tok, prompts, list(corpus["response"]), settings["steps"],
-                            settings["batch_size"], settings["lr"], seed)  # fmt: skip
+                            settings["batch_size"], settings["lr"], seed, precision)  # fmt: skip
         rates = {}
         for name, path in sorted(bench.items()):
             frame = formats.load_verl_parquet(path)
             p, a = formats.prompts_and_answers(frame)
             rates[name] = round(evaluate.accuracy(policy, tok, p, a, formats.problem_styles(frame),
                                                   cfg["data"]["benchmarks"][name]["protocol"], cfg["eval"]["max_new_tokens"]), 3)  # fmt: skip
-    prof.report(f"pre-training {model}, {settings['steps']} steps of {settings['batch_size']}", time.perf_counter() - t0)
+    prof.report(f"pre-training {model}, {settings['steps']} steps of {settings['batch_size']} in {precision}", time.perf_counter() - t0)
     print(f"  starting pass rates {json.dumps(rates)}")
     policy.save_pretrained(tmp / "model")
     tok.save_pretrained(tmp / "model")
@@ -183,6 +185,7 @@ def main() -> None:
     ap.add_argument("--study", type=Path, help="take data and the pre-trained model from this results/ directory")
     ap.add_argument("--steps", type=int, help="RL steps (default: the config's)")
     ap.add_argument("--pretrain-steps", type=int, help="pre-training steps (default: the config's)")
+    ap.add_argument("--precision", choices=["auto", "bf16", "fp32"], help="pre-training's precision (default: the config's)")
     args = ap.parse_args()
 
     t0 = time.perf_counter()
@@ -205,7 +208,7 @@ def main() -> None:
             data_paths = {"train": str(args.study / "data" / "train.parquet"), "benchmarks": bench}
             model_dir = args.study / "models" / cfg["runs"][run]["model"]
         else:
-            data_paths, model_dir = prepare(cfg, cfg["runs"][run]["model"], args.pretrain_steps, tmp)
+            data_paths, model_dir = prepare(cfg, cfg["runs"][run]["model"], args.pretrain_steps, tmp, args.precision)
         profile_run(cfg, run, data_paths, model_dir, args.steps, tmp / "run")
 
 

@@ -310,6 +310,12 @@ def power_methods():
     return POWER_STUDY.methods if POWER else {}
 
 
+def power_benchmark_files(wildcards):
+    """The benchmarks a sampling job answers: the study's, or a sweep's own (core.power_methods.Study.benchmarks)."""
+    settings = power_job(wildcards.method)["settings"]
+    return expand(BENCHMARK_FILE, benchmark=settings.get("benchmarks", POWER["benchmarks"]))
+
+
 def power_samples(methods):
     """The answers of ``methods`` and of every replicate of each, method by method."""
     return expand(POWER_SAMPLES, method=POWER_STUDY.with_seeds(methods))

@@ -11,7 +11,7 @@ if POWER:
             input:
                 base=power_base_model,
                 policy=power_policy,
-                benchmarks=expand(BENCHMARK_FILE, benchmark=POWER["benchmarks"]),
+                benchmarks=power_benchmark_files,
                 code=code("power_sample", "mini.power_sampling", "mini.data", "mini.models"),
             output:
                 POWER_SAMPLES,
@@ -41,7 +41,7 @@ if POWER:
                 base=power_base_model,
                 policy=power_policy_with_budget,
                 preflight=power_preflight,
-                benchmarks=expand(BENCHMARK_FILE, benchmark=POWER["benchmarks"]),
+                benchmarks=power_benchmark_files,
                 code=power_sampler_code,
             output:
                 POWER_SAMPLES,

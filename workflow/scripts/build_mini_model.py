@@ -15,7 +15,10 @@ else:
     model, tok = models.build_mini_model(arch["family"], arch, snakemake.input.tokenizer, seed)
     corpus = formats.load_verl_parquet(snakemake.input.corpus)
 prompts, _ = formats.prompts_and_answers(corpus)
-losses = models.pretrain(model, tok, prompts, list(corpus["response"]), settings["steps"], settings["batch_size"], settings["lr"], seed)
+precision = models.pretrain_precision(settings["precision"])
+log.info("pre-training in %s", precision)
+losses = models.pretrain(model, tok, prompts, list(corpus["response"]), settings["steps"], settings["batch_size"], settings["lr"], seed,
+                         precision)  # fmt: skip
 
 # Starting pass rates, so a model that solves nothing is caught here, not after RL.
 pass_rates = {}
@@ -35,6 +38,7 @@ meta = {
     "arch": arch,
     "tuned_from": arch.get("instruct_of"),
     "non_embedding_params": model_size.non_embedding_params(model.config.to_dict()),
+    "pretrain_precision": precision,
     "pretrain_final_loss": losses[-1],
     "starting_pass_rates": pass_rates,
 }

@@ -192,6 +192,8 @@ def check_power_sampling(scfg: dict, scale: str) -> None:
             )
     for bench in ps["benchmarks"]:
         known(f"{where}.benchmarks", bench, scfg["data"]["benchmarks"], "benchmark")
+    for bench in ps["sweeps"].get("benchmarks", []):  # a sweep point answers some of the study's benchmarks
+        known(f"{where}.sweeps.benchmarks", bench, ps["benchmarks"], "benchmark", "the study's benchmarks")
     if max(ps["pass_k"]) > ps["n"]:
         raise ConfigError(
             f"config key {where}.pass_k: pass@{max(ps['pass_k'])} needs at least that many answers per problem (n is {ps['n']})"

@@ -76,14 +76,19 @@ class Study:
         """The methods an artifact of the study draws, by its registered ``methods``: "main" or "sweep"."""
         return {"main": self.main, "sweep": self.sweep}[methods]
 
-    def problems(self, benchmarks: dict[str, dict]) -> dict[str, int]:
-        """Problems answered per benchmark of the study: the first ``problems``, or all of a smaller one."""
-        cap = self.config["problems"]
-        return {b: min(cap, benchmarks[b].get("size", cap)) for b in self.config["benchmarks"]}
+    def benchmarks(self, name: str | None = None) -> list[str]:
+        """The benchmarks a method answers: the study's, or the sweeps' own where ``sweeps.benchmarks`` names them."""
+        return self.config["benchmarks"] if name is None else self.methods[name].get("benchmarks", self.config["benchmarks"])
 
-    def answers(self, benchmarks: dict[str, dict]) -> int:
-        """Answers each method gives: ``n`` to each problem answered."""
-        return self.config["n"] * sum(self.problems(benchmarks).values())
+    def problems(self, benchmarks: dict[str, dict], name: str | None = None) -> dict[str, int]:
+        """Problems answered per benchmark of the study (or of method ``name``): the first ``problems``, or all of a
+        smaller one."""
+        cap = self.config["problems"]
+        return {b: min(cap, benchmarks[b].get("size", cap)) for b in self.benchmarks(name)}
+
+    def answers(self, benchmarks: dict[str, dict], name: str | None = None) -> int:
+        """Answers a method gives (``name``; without it, one of the study's benchmarks): ``n`` to each problem answered."""
+        return self.config["n"] * sum(self.problems(benchmarks, name).values())
 
     def caption(self, what: str, scale: str) -> str:
         """Scale, ``what`` is shown (the artifact's first sentence), and the study's shared settings."""
@@ -98,9 +103,13 @@ class Study:
             f"{p['n']} answers to each of the first {p['problems']} problems of {', '.join(p['benchmarks'])}, "
             f"up to {p['max_new_tokens']} tokens, {seeds}. Power sampling targets p^alpha with a "
             f"temperature-1/alpha proposal in blocks of {p['block_size']} tokens (alpha {p['alpha']:g}, "
-            f"{p['n_mcmc']} MCMC steps per block unless swept).{self._later_caption()} RL checkpoints sampled at "
-            f"temperature 1: {runs}."
+            f"{p['n_mcmc']} MCMC steps per block unless swept).{self._sweep_caption()}{self._later_caption()} RL "
+            f"checkpoints sampled at temperature 1: {runs}."
         )
+
+    def _sweep_caption(self) -> str:
+        only = self.config["sweeps"].get("benchmarks")
+        return f" The alpha and N_MCMC sweeps answer {', '.join(only)} only, the benchmark their claim reads." if only else ""
 
     def _later_caption(self) -> str:
         if not self.later:
@@ -145,8 +154,10 @@ def build(power: dict, run_labels: dict[str, str], replicates: int = 1, base_see
     later = [(kind, {"kind": kind, "alpha": alpha, **power[kind]}) for kind in LATER if kind in power]
     methods += [(name, settings, _later_label(settings)) for name, settings in later]
     methods += [(name, {"kind": "sample", "temperature": 1.0, "run": run}, run_labels[run]) for name, run in power["runs"].items()]
-    sweeps = [(f"power-alpha{a:g}", dict(main, alpha=a)) for a in power["sweeps"]["alpha"] if a != alpha]
-    sweeps += [(f"power-mcmc{n}", dict(main, n_mcmc=n)) for n in power["sweeps"]["n_mcmc"] if n != power["n_mcmc"]]
+    # A sweep point answers the sweeps' own benchmarks where they are named (sized by the claim that reads them).
+    only = {"benchmarks": power["sweeps"]["benchmarks"]} if "benchmarks" in power["sweeps"] else {}
+    sweeps = [(f"power-alpha{a:g}", dict(main, alpha=a, **only)) for a in power["sweeps"]["alpha"] if a != alpha]
+    sweeps += [(f"power-mcmc{n}", dict(main, n_mcmc=n, **only)) for n in power["sweeps"]["n_mcmc"] if n != power["n_mcmc"]]
     methods += [(name, settings, _power_label(settings)) for name, settings in sweeps]
     for k in range(replicates):
         for name, settings, label in methods:

@@ -153,8 +153,9 @@ def job_hours(scale_cfg: dict, power_study=None, budget: dict | None = None) -> 
         hours[f"eval:{run}"] = eval_gpu_hours(sizes, protocols, model, budget)
     if power_study is not None:
         power = scale_cfg["power_sampling"]
-        model, answers = scale_cfg["models"][power["model"]], power_study.answers(bench)
+        model = scale_cfg["models"][power["model"]]
         for name, method in power_study.methods.items():
+            answers = power_study.answers(bench, name)
             hours[f"power:{name}"] = power_gpu_hours(method, answers, model, budget, power["max_new_tokens"])
     return hours
 

@@ -208,11 +208,13 @@ def power03_likelihoods(d: Inputs, stem):
     "sweep",
 )
 def power04_hyperparameters(d: Inputs, stem):
-    """Accuracy against alpha (at the main N_MCMC) and against N_MCMC (at the main alpha), that paper's Figure 6;
+    """Accuracy against alpha (at the main N_MCMC) and against N_MCMC (at the main alpha), that paper's Figure 6, on the
+    benchmarks every sweep point answers (the sweeps may answer fewer than the main setting, ``sweeps.benchmarks``);
     several seeds: their mean in a band of ±1 standard error."""
     samples, settings = d.samples, d.settings
     main = settings["power"]
     seeds = _seed_count(samples)
+    shared = set.intersection(*(set(f["benchmark"]) for frames in samples.values() for f in frames))
     rows = [
         {
             "method": m,
@@ -225,6 +227,7 @@ def power04_hyperparameters(d: Inputs, stem):
         for m, frames in samples.items()
         for k, f in enumerate(frames)
         for b, g in f.groupby("benchmark")
+        if b in shared
     ]
     sweep = pd.DataFrame(rows)
     plotting.style()

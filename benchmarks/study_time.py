@@ -1,11 +1,13 @@
 """Where a Snakemake run's time went, read from its log: wall time, and job-seconds per rule.
 
-    python benchmarks/study_time.py [.snakemake/log/<the run>.snakemake.log]
+    python benchmarks/study_time.py [.snakemake/log/<the run>.snakemake.log] [--before OTHER.snakemake.log] [--startup]
 
 Without an argument it reads the newest log under .snakemake/log/. A job's seconds run from the
 timestamp before its ``rule``/``localrule`` header to the one before its ``Finished jobid`` line
 (whole seconds, as Snakemake logs them), so they include the job's start-up (the interpreter and
 its imports). With N cores, N jobs run at once: job-seconds / wall time is the cores kept busy.
+``--before`` sets another run's log beside it, rule by rule; ``--startup`` prints each rule's start-up, from the
+job's start to the first line its own log stamps.
 """
 
 from __future__ import annotations
@@ -23,42 +25,99 @@ JOBID = re.compile(r"^\s+jobid: (\d+)$")
 FINISHED = re.compile(r"^Finished jobid: (\d+)")
 
 
+LOG = re.compile(r"^\s+log: (\S+)$")
+LINE_STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d{3} ")  # a line of a job's own log (core.logs)
+
+
 def job_times(lines) -> dict[int, tuple[str, datetime, datetime]]:
     """jobid -> (rule, started, finished) for every job the log saw finish."""
-    stamp = rule = None
+    return {j: (rule, t0, t1) for j, (rule, t0, t1, _) in jobs_with_logs(lines).items()}
+
+
+def jobs_with_logs(lines) -> dict[int, tuple[str, datetime, datetime, str | None]]:
+    """jobid -> (rule, started, finished, the job's log file) for every job the log saw finish."""
+    stamp = rule = log = None
     started: dict[int, tuple[str, datetime]] = {}
+    logs: dict[int, str] = {}
     done = {}
     for line in lines:
         if m := STAMP.match(line):
             stamp = datetime.strptime(" ".join(m.group(1).split()), "%a %b %d %H:%M:%S %Y")
         elif m := HEADER.match(line):
-            rule = m.group(1)
+            rule, log = m.group(1), None
+        elif m := LOG.match(line):
+            log = m.group(1)
         elif (m := JOBID.match(line)) and rule:
             started[int(m.group(1))] = (rule, stamp)
+            logs[int(m.group(1))] = log  # the header prints log: before jobid:
             rule = None
         elif (m := FINISHED.match(line)) and int(m.group(1)) in started:
             name, t0 = started[int(m.group(1))]
-            done[int(m.group(1))] = (name, t0, stamp)
+            done[int(m.group(1))] = (name, t0, stamp, logs[int(m.group(1))])
     return done
+
+
+def startup(path: Path, workdir: Path) -> None:
+    """Per rule, the seconds from a job's start to the first line its script logs (the interpreter, the imports and
+    the job's set-up, whole seconds as Snakemake stamps them), summed over its jobs: what fewer processes would save."""
+    rows = collections.defaultdict(list)
+    for rule, t0, _, log in jobs_with_logs(path.read_text().splitlines()).values():
+        first = next((m.group(1) for line in _lines(workdir / log) if (m := LINE_STAMP.match(line))), None) if log else None
+        if first:
+            rows[rule].append(max(0.0, (datetime.strptime(first, "%Y-%m-%d %H:%M:%S") - t0).total_seconds()))
+    print(f"{'rule':<34} {'jobs':>5} {'start-up s':>10} {'mean':>6}")
+    for rule, secs in sorted(rows.items(), key=lambda kv: -sum(kv[1])):
+        print(f"{rule:<34} {len(secs):5d} {sum(secs):10.0f} {sum(secs) / len(secs):6.1f}")
+    print(f"{'all':<34} {sum(map(len, rows.values())):5d} {sum(map(sum, rows.values())):10.0f}")
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(errors="replace").splitlines() if path.is_file() else []
+
+
+def by_rule(path: Path) -> tuple[dict[str, list[float]], float]:
+    """Each rule's job seconds, and the wall time, of the Snakemake log at ``path``."""
+    jobs = job_times(path.read_text().splitlines())
+    if not jobs:
+        sys.exit(f"{path}: no finished job")
+    rules = collections.defaultdict(list)
+    for rule, t0, t1 in jobs.values():
+        rules[rule].append((t1 - t0).total_seconds())
+    return rules, (max(t1 for _, _, t1 in jobs.values()) - min(t0 for _, t0, _ in jobs.values())).total_seconds()
+
+
+def summary(path: Path, rules: dict, wall: float) -> str:
+    busy = sum(sum(s) for s in rules.values())
+    return (f"{path}: {sum(map(len, rules.values()))} jobs, wall {wall:.0f} s ({wall / 60:.1f} min), {busy:.0f} job-seconds "
+            f"({busy / wall:.2f} jobs at once on average)")  # fmt: skip
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("log", nargs="?", type=Path)
+    ap.add_argument("--before", type=Path, help="another run's log, set beside it rule by rule")
+    ap.add_argument("--startup", action="store_true", help="each rule's start-up: job start to the first line it logs")
     args = ap.parse_args()
     path = args.log or max(Path(".snakemake/log").glob("*.snakemake.log"), key=lambda p: p.stat().st_mtime)
-    jobs = job_times(path.read_text().splitlines())
-    if not jobs:
-        sys.exit(f"{path}: no finished job")
-    by_rule = collections.defaultdict(list)
-    for rule, t0, t1 in jobs.values():
-        by_rule[rule].append((t1 - t0).total_seconds())
-    wall = (max(t1 for _, _, t1 in jobs.values()) - min(t0 for _, t0, _ in jobs.values())).total_seconds()
-    busy = sum(sum(s) for s in by_rule.values())
-    print(f"{path}: {len(jobs)} jobs, wall {wall:.0f} s ({wall / 60:.1f} min), {busy:.0f} job-seconds "
-          f"({busy / wall:.2f} jobs at once on average)")  # fmt: skip
+    if args.startup:  # the jobs' logs are relative to the working directory, two levels above .snakemake/log
+        return startup(path, path.resolve().parents[2])
+    rules, wall = by_rule(path)
+    busy = sum(sum(s) for s in rules.values())
+    if args.before:
+        old, old_wall = by_rule(args.before)
+        print(summary(args.before, old, old_wall) + "\n" + summary(path, rules, wall))
+        print(f"{'rule':<34} {'jobs':>11} {'job-s':>13} {'change':>7}")
+        for rule in sorted(set(old) | set(rules), key=lambda r: -sum(old.get(r, [])) - sum(rules.get(r, []))):
+            a, b = sum(old.get(rule, [])), sum(rules.get(rule, []))
+            change = f"{100 * (b - a) / a:+.0f}%" if a else ""
+            print(f"{rule:<34} {len(old.get(rule, [])):5d} {len(rules.get(rule, [])):5d} {a:6.0f} {b:6.0f} {change:>7}")
+        total = sum(sum(s) for s in old.values())
+        print(f"{'total':<34} {sum(map(len, old.values())):5d} {sum(map(len, rules.values())):5d} {total:6.0f} {busy:6.0f} "
+              f"{100 * (busy - total) / total:+6.0f}%; wall {old_wall / 60:.1f} -> {wall / 60:.1f} min")  # fmt: skip
+        return
+    print(summary(path, rules, wall))
     print(f"{'rule':<34} {'jobs':>5} {'job-s':>7} {'share':>6} {'mean':>6} {'max':>5}")
-    for rule, secs in sorted(by_rule.items(), key=lambda kv: -sum(kv[1])):
+    for rule, secs in sorted(rules.items(), key=lambda kv: -sum(kv[1])):
         total = sum(secs)
         print(f"{rule:<34} {len(secs):5d} {total:7.0f} {100 * total / busy:5.1f}% {total / len(secs):6.1f} {max(secs):5.0f}")
 

@@ -52,10 +52,11 @@ def test_shipped_configs_validate(config):
         (lambda c: c["mini"]["power_sampling"].update(model="qwen9"), r"config key mini\.power_sampling\.model: unknown model 'qwen9'; models are \['llama-m', "),
         (lambda c: c["mini"]["power_sampling"]["runs"].update(grpo="nope"), r"config key mini\.power_sampling\.runs\.grpo: unknown run 'nope'; runs are \["),
         (lambda c: c["mini"]["power_sampling"]["benchmarks"].append("gsm8k"), r"config key mini\.power_sampling\.benchmarks: unknown benchmark 'gsm8k'; benchmarks are \["),
+        (lambda c: c["mini"]["power_sampling"]["sweeps"].update(benchmarks=["add1"]), r"config key mini\.power_sampling\.sweeps\.benchmarks: unknown benchmark 'add1'; the study's benchmarks are \['add4', 'addsub', 'arith4'\]"),
     ],
     ids=["misspelt", "algorithm", "model", "treatment", "range", "ratio", "scale", "figure-run", "missing", "early-fit", "head-dim", "train-from", "run-train-set", "train-set-from", "paper-run-model", "paper-hub",
          "run-recipe", "recipe-key", "recipe-dual-clip", "recipe-mini-batch", "paper-part-source", "paper-train-set-part",
-         "paper-model-train-set", "power-model", "power-run", "power-benchmark"],
+         "paper-model-train-set", "power-model", "power-run", "power-benchmark", "power-sweep-benchmark"],
 )
 # fmt: on
 def test_bad_config_names_the_key(config, edit, message):

@@ -66,6 +66,18 @@ def test_answers_count_the_problems_each_benchmark_has():
     assert study.answers({"addsub": {"size": 60}, "add4": {}}) == 4 * (60 + 100)
 
 
+def test_the_sweeps_answer_their_own_benchmarks_and_the_main_setting_all():
+    study = build("mini", lambda p: p.update(problems=100, n=4, benchmarks=["addsub", "add4"], sweeps={"alpha": [2.0], "n_mcmc": [1], "benchmarks": ["addsub"]}))
+    sizes = {"addsub": {"size": 200}, "add4": {"size": 200}}
+    assert study.benchmarks("power-alpha2") == study.benchmarks("power-mcmc1") == ["addsub"]
+    assert study.benchmarks("power") == study.benchmarks("base") == study.benchmarks() == ["addsub", "add4"]
+    assert study.answers(sizes, "power-mcmc1") == 4 * 100 and study.answers(sizes, "power") == study.answers(sizes) == 4 * 200
+    # a sweep point is the main setting but for its one parameter (the audit's sweep reads it so), its benchmarks aside
+    assert {k: v for k, v in study.methods["power-mcmc1"].items() if k != "benchmarks"} == dict(study.methods["power"], n_mcmc=1)
+    assert "sweeps answer addsub only" in study.caption("What.", "mini")
+    assert "benchmarks" not in build("paper").methods["power-alpha2"]  # the paper's sweeps answer every benchmark
+
+
 @pytest.mark.parametrize(
     "edit, name",
     [

@@ -241,6 +241,31 @@ def test_pretraining_reduces_loss(mini_tokenizer):
     assert sum(losses[-10:]) / 10 < 0.6 * sum(losses[:5]) / 5
 
 
+def test_bf16_pretraining_learns_as_fp32_does_and_keeps_fp32_weights(mini_tokenizer):
+    """Mixed precision: the forward and backward in bf16, the weights and the optimiser in fp32; the loss curve
+    follows fp32's (same batches, same initialisation) within bf16's rounding."""
+    arch = dict(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, num_kv_heads=1)
+    prompts = [[{"role": "user", "content": f"Calculate {a} + {b}."}] for a in range(10) for b in range(10)]
+    responses = [f" \\boxed{{{a + b}}}" for a in range(10) for b in range(10)]
+    curves = {}
+    for precision in ("fp32", "bf16"):
+        model, tok = models.build_mini_model("qwen2", arch, mini_tokenizer, seed=0)
+        curves[precision] = models.pretrain(model, tok, prompts, responses, steps=60, batch_size=16, lr=3e-3, seed=0,
+                                            precision=precision)  # fmt: skip
+        assert {p.dtype for p in model.parameters()} == {torch.float32}
+    fp32, bf16 = (torch.tensor(curves[p]) for p in ("fp32", "bf16"))
+    assert not torch.equal(fp32, bf16)  # bf16 did run
+    assert bf16[-10:].mean() < 0.6 * bf16[:5].mean()
+    assert (bf16[-10:].mean() - fp32[-10:].mean()).abs() < 0.1 * fp32[-10:].mean()
+
+
+def test_auto_precision_is_bf16_only_where_the_cpu_has_it(monkeypatch):
+    for native, expected in ((True, "bf16"), (False, "fp32")):
+        monkeypatch.setattr(models, "native_bf16", lambda native=native: native)
+        assert models.pretrain_precision("auto") == expected
+        assert models.pretrain_precision("fp32") == "fp32" and models.pretrain_precision("bf16") == "bf16"
+
+
 def test_families_differ_in_architecture_and_seed(mini_tokenizer):
     base = dict(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, num_kv_heads=1)
     llama, _ = models.build_mini_model(

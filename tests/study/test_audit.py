@@ -627,6 +627,19 @@ def test_power_measurements_report_their_numbers(tmp_path):
     assert trend.value.startswith("0: 0.0%, 1: 11.2%, 2: 22.5%, 5: 56.2%, 10: 56.2%")
 
 
+def test_a_sweep_that_answers_only_the_claims_benchmark_gives_the_same_trend(tmp_path):
+    """The sweep points may answer only the benchmark the claim reads (config sweeps.benchmarks) while the main
+    setting answers all: the trend is read on that benchmark's problems, the same as when every point answers all."""
+    frames = power_frames(True)
+    (tmp_path / "all").mkdir(), (tmp_path / "one").mkdir()
+    read = make_power_study(tmp_path / "all", frames).bench_roles["MATH-500"]
+    only = {m: f[f["benchmark"] == read] for m, f in frames.items() if m in SWEEP and m != "power"}
+    assert all(len(f) < len(frames[m]) for m, f in only.items())
+    study = make_power_study(tmp_path / "one", {**frames, **only})
+    trend = audit.MEASUREMENTS["power_rises_with"](study, "power04_hyperparameters", "n_mcmc", "MATH-500")
+    assert trend.value.startswith("0: 0.0%, 1: 11.2%, 2: 22.5%, 5: 56.2%, 10: 56.2%") and trend.holds
+
+
 def test_majority_vote_claim_is_ours_and_judged_at_power_samplings_tokens(tmp_path):
     """Power (5 of 8 right on 72 problems, 40 tokens drawn) against a vote of 4 base answers (10 tokens each; 3 of 8
     right, every wrong answer "2"): the first group of 4 holds 3 right answers, the second none, so the vote is

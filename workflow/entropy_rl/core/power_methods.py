@@ -87,7 +87,8 @@ class Study:
         return {b: min(cap, benchmarks[b].get("size", cap)) for b in self.benchmarks(name)}
 
     def answers(self, benchmarks: dict[str, dict], name: str | None = None) -> int:
-        """Answers a method gives (``name``; without it, one of the study's benchmarks): ``n`` to each problem answered."""
+        """Answers method ``name`` gives (without it, a method that answers all the study's benchmarks): ``n`` to each
+        problem answered."""
         return self.config["n"] * sum(self.problems(benchmarks, name).values())
 
     def caption(self, what: str, scale: str) -> str:

@@ -97,10 +97,10 @@ def pretrain(model, tokenizer, prompts, responses, steps: int, batch_size: int, 
     """Supervised pre-training on the mini tasks' responses; returns the loss curve.
 
     ``precision`` "bf16" is mixed precision: the forward and backward under CPU autocast to bfloat16, the weights,
-    the optimiser and the loss in fp32, as the paper's models are trained (verl's FSDP keeps bf16 parameters in its
-    forward and fp32 in its optimiser). Measured on qwen2-m and qwen2-xl, one thread, AVX-512 BF16: a step 38.5 -> 29.0
-    and 96.0 -> 50.5 ms (``benchmarks/profile_mini.py --precision``). The RL trainer stays fp32: its sampler's
-    log-probabilities are the old policy's, which a bf16 update would not reproduce, and its decoding is slower in bf16.
+    the optimiser and the loss in fp32, as verl's FSDP actor computes (bf16 parameters in its forward, fp32 in its
+    optimiser). Measured on one thread with AVX-512 BF16 (``benchmarks/profile_mini.py --precision``, 400 steps): a step
+    40.0 -> 30.3 ms on qwen2-m, 98.4 -> 51.6 ms on qwen2-xl. The RL trainer stays fp32: its old log-probabilities are
+    the sampler's, which a bf16 update would not start from, and its decoding is slower in bf16 at these sizes.
     """
     rng = np.random.default_rng(seed)
     examples = sft_examples(tokenizer, prompts, responses)

@@ -1,4 +1,4 @@
-"""What a code change would rerun on a complete paper-scale result set, and what the paid-work guard says of it.
+"""What a code change would rerun on a complete result set, and, at paper scale, what the paid-work guard says of it.
 
 Exports two revisions of this repository (``git archive``), builds every output of the paper-scale DAG with the
 old one as empty files made up to date by ``snakemake --touch --forceall`` (so each job has the metadata a real run
@@ -7,7 +7,10 @@ leaves), then asks the new one: a dry run's jobs by rule, and ``snakemake all`` 
 it. No job runs: outputs are empty, and the guard stops first or the first job fails at once. Run from the
 repository root; it takes a few minutes of one core:
 
-    python benchmarks/rerun_cost.py OLD_REV [NEW_REV] [--dir /tmp/rerun-cost] [--apptainer]
+    python benchmarks/rerun_cost.py OLD_REV [NEW_REV] [--dir /tmp/rerun-cost] [--apptainer] [--scale mini]
+
+With --scale mini the same is asked of the mini study's DAG (every seed), and only the dry run: the mini scale has no
+paid-work guard, and its jobs run here.
 
 With --apptainer both revisions plan as the SLURM profile runs them (--software-deployment-method apptainer), so a
 changed image reference counts too (Snakemake's software-env trigger); benchmarks/apptainer_chroot/apptainer answers
@@ -36,6 +39,7 @@ def export(rev: str, dest: Path) -> None:
 
 
 APPTAINER: list[str] = []  # --software-deployment-method apptainer, with --apptainer
+SCALE = ["paper"]  # --scale
 
 
 def snakemake(wf: Path, work: Path, *args: str) -> subprocess.CompletedProcess:
@@ -51,7 +55,7 @@ def snakemake(wf: Path, work: Path, *args: str) -> subprocess.CompletedProcess:
         "-d",
         str(work),
         "--config",
-        "scale=paper",
+        f"scale={SCALE[0]}",
         *APPTAINER,
         *args,
     ]
@@ -61,10 +65,8 @@ def snakemake(wf: Path, work: Path, *args: str) -> subprocess.CompletedProcess:
 def old_results(old: Path, work: Path) -> int:
     """Every output of the old revision's paper DAG, empty and up to date; returns the number of jobs."""
     shutil.copy2(old / "config.yaml", work / "config.yaml")
-    for run in yaml.safe_load((old / "config.yaml").read_text())["paper"][
-        "runs"
-    ]:  # so the plan runs no launch preflight
-        (work / "results/runs" / run).mkdir(parents=True)
+    for run in yaml.safe_load((old / "config.yaml").read_text())["paper"]["runs"] if SCALE[0] == "paper" else ():
+        (work / "results/runs" / run).mkdir(parents=True)  # so the plan runs no launch preflight
         (work / "results/runs" / run / "metrics.parquet").touch()
     plan = snakemake(old, work, "-n", "all")
     if plan.returncode:
@@ -82,7 +84,9 @@ def main() -> None:
     parser.add_argument("new", nargs="?", default="HEAD")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/rerun-cost"))
     parser.add_argument("--apptainer", action="store_true", help="plan with the SLURM profile's container method")
+    parser.add_argument("--scale", choices=("paper", "mini"), default="paper")
     args = parser.parse_args()
+    SCALE[0] = args.scale
     if args.apptainer:
         APPTAINER[:] = ["--software-deployment-method", "apptainer"]
     shutil.rmtree(args.dir, ignore_errors=True)
@@ -91,7 +95,7 @@ def main() -> None:
     # change of code.
     src, work = args.dir / "src", args.dir / "work"
     export(args.old, src), work.mkdir(parents=True)
-    print(f"{args.old}: a complete paper-scale result set of {old_results(src, work)} jobs")
+    print(f"{args.old}: a complete {args.scale}-scale result set of {old_results(src, work)} jobs")
     shutil.rmtree(src)
     export(args.new, src)
     shutil.copy2(src / "config.yaml", work / "config.yaml")
@@ -99,6 +103,8 @@ def main() -> None:
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, re.M))
     total = counts.pop("total", "0")
     print(f"{args.new}: {total} jobs would run: {counts}")
+    if args.scale == "mini":
+        return
     lines = snakemake(src, work, "--cores", "1", "all").stderr.splitlines()
     guard = [line for line in lines if line.startswith("paid work")]
     print(guard[0] if guard else "the paid-work guard lets it through: no GPU job whose outputs exist is outdated")

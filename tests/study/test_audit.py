@@ -8,6 +8,7 @@ import pytest
 import yaml
 from entropy_rl.core import config
 from entropy_rl.study import analysis, artifacts, audit
+from entropy_rl.study.audit import verdicts
 from support import ROOT
 
 LEDGER = yaml.safe_load((ROOT / "claims.yaml").read_text())
@@ -160,9 +161,19 @@ def make_study(
     )  # fmt: skip
 
 
-def claim(fn, kind="qualitative", paper="text", **measure):
-    return {"id": fn, "claim": fn, "source": "test", "kind": kind, "paper": paper, "measure": {"fn": fn, **measure},
-            "test": "t", "tolerance": {"why": "w"}}  # fmt: skip
+def claim(fn, kind="qualitative", paper="text", margin=None, **measure):
+    c = {"id": fn, "claim": fn, "source": "test", "kind": kind, "paper": paper, "measure": {"fn": fn, **measure},
+         "test": "t", "tolerance": {"why": "w"}}  # fmt: skip
+    return c if margin is None else {**c, "margin": {"value": margin, "why": "w"}}
+
+
+def point(c: dict, study) -> bool:
+    """A test's reading at its point estimates on one seed (the measurement's ``holds``): what these tests of a
+    measurement's logic check where the effect has no noise of its own, so that one seed leaves the verdict
+    inconclusive (tests/study/test_audit_verdicts.py)."""
+    row = audit.judge(c, study)
+    assert row["verdict"] in (audit.INCONCLUSIVE, audit.NOT_COMPARABLE) or c["kind"] == "number", row
+    return verdicts.measure(c["measure"], study).holds
 
 
 def test_shares_number_is_not_comparable_at_mini_and_judged_at_paper(tmp_path):
@@ -176,7 +187,7 @@ def test_shares_number_is_not_comparable_at_mini_and_judged_at_paper(tmp_path):
     assert lo <= measured <= hi
     paper_scale = make_study(tmp_path, runs, {"fig02": list(runs)}, scale="paper")
     assert audit.judge({**c, "paper": round(measured)}, paper_scale)["verdict"] == audit.REPRODUCED
-    assert audit.judge({**c, "paper": 5}, paper_scale)["verdict"] == audit.NOT_REPRODUCED
+    assert audit.judge({**c, "paper": 5}, paper_scale)["verdict"] == audit.CONTRADICTED
 
 
 def test_missing_artifact_and_missing_paper_value_are_not_comparable(tmp_path):
@@ -201,11 +212,9 @@ def test_covariance_claims_flip_with_the_data(tmp_path):
     assert audit.judge(claim("covariance_positive", artifact="fig08", share=0.9), good)["verdict"] == audit.REPRODUCED
     assert audit.judge(claim("covariance_by_difficulty", artifact="fig08"), good)["verdict"] == audit.REPRODUCED
     bad = make_study(tmp_path, {"r": (spec(), run_metrics(cov_sign=-1.0), {"x": 0.5})}, {"fig08": ["r"]})
-    assert audit.judge(claim("covariance_tracks_entropy", artifact="fig08"), bad)["verdict"] == audit.NOT_REPRODUCED
-    assert (
-        audit.judge(claim("covariance_positive", artifact="fig08", share=0.9), bad)["verdict"] == audit.NOT_REPRODUCED
-    )
-    assert audit.judge(claim("covariance_by_difficulty", artifact="fig08"), bad)["verdict"] == audit.NOT_REPRODUCED
+    assert audit.judge(claim("covariance_tracks_entropy", artifact="fig08"), bad)["verdict"] == audit.CONTRADICTED
+    assert audit.judge(claim("covariance_positive", artifact="fig08", share=0.9), bad)["verdict"] == audit.CONTRADICTED
+    assert audit.judge(claim("covariance_by_difficulty", artifact="fig08"), bad)["verdict"] == audit.CONTRADICTED
 
 
 def test_figure8_claims_measure_the_bandit_covariance(tmp_path):
@@ -224,7 +233,7 @@ def test_figure8_claims_measure_the_bandit_covariance(tmp_path):
     ].to_numpy()
     study = make_study(tmp_path, {"r": (spec(), frame, {"x": 0.5})}, {"fig08_covariance": ["r"]})
     for i in ("covariance/tracks-entropy-change", "covariance/positive", "covariance/harder-smaller"):
-        assert audit.judge(ledger_claim(i), study)["verdict"] == audit.NOT_REPRODUCED, i
+        assert audit.judge(ledger_claim(i), study)["verdict"] == audit.CONTRADICTED, i
     frame["bandit_cov_acc0.125"] = np.where(
         frame["step"] < 4, frame["bandit_cov_acc0.125"], np.nan
     )  # hard prompts on 4 steps
@@ -261,8 +270,8 @@ def test_table1_cells_are_judged_within_a_factor_of_2_at_step_1(tmp_path):
     for scale, verdict in (
         (1.9, audit.REPRODUCED),
         (0.55, audit.REPRODUCED),
-        (2.1, audit.NOT_REPRODUCED),
-        (0.45, audit.NOT_REPRODUCED),
+        (2.1, audit.CONTRADICTED),
+        (0.45, audit.CONTRADICTED),
     ):
         study = make_study(tmp_path, {"r": (spec(), table1_run(scale), {"x": 0.5})}, artifact, scale="paper")
         for i, c in cells.items():
@@ -271,7 +280,7 @@ def test_table1_cells_are_judged_within_a_factor_of_2_at_step_1(tmp_path):
             assert row["measured"] == pytest.approx(scale * c["paper"], rel=1e-3)  # read at step 1, not later
             assert "training step 1" in row["how"] and "factor 2" in row["tolerance"]
     negative = make_study(tmp_path, {"r": (spec(), table1_run(-1.0), {"x": 0.5})}, artifact, scale="paper")
-    assert audit.judge(cells["table1/all"], negative)["verdict"] == audit.NOT_REPRODUCED  # same sign needed
+    assert audit.judge(cells["table1/all"], negative)["verdict"] == audit.CONTRADICTED  # same sign needed
     mini = audit.judge(cells["table1/all"], make_study(tmp_path, {"r": (spec(), table1_run(), {"x": 0.5})}, artifact))
     assert mini["verdict"] == audit.NOT_COMPARABLE and "paper scale" in mini["why"]
 
@@ -297,25 +306,27 @@ def test_factor_tolerance_is_for_numbers_only():
 def test_table1_outliers_compare_with_the_papers_ratio(tmp_path):
     c = ledger_claim("table1/outliers")
     artifact = {"table01_covariance_distribution": ["r"]}
-    holds = audit.judge(c, make_study(tmp_path, {"r": (spec(), table1_run(outlier=200), {"x": 0.5})}, artifact))
-    assert holds["verdict"] == audit.REPRODUCED
+    study = make_study(tmp_path, {"r": (spec(), table1_run(outlier=200), {"x": 0.5})}, artifact)
+    holds = audit.judge(c, study)
+    assert point(c, study) and holds["verdict"] == audit.INCONCLUSIVE and "at least 2 seeds" in holds["needs"]
     assert "= 200x" in holds["measured"] and "paper 1885x" in holds["measured"] and "188x" in holds["how"]
-    short = audit.judge(c, make_study(tmp_path, {"r": (spec(), table1_run(outlier=150), {"x": 0.5})}, artifact))
-    assert short["verdict"] == audit.NOT_REPRODUCED and "= 150x" in short["measured"]
+    study = make_study(tmp_path, {"r": (spec(), table1_run(outlier=150), {"x": 0.5})}, artifact)
+    assert not point(c, study) and "= 150x" in audit.judge(c, study)["measured"]
     for mean in (0.0, -0.003):
-        row = audit.judge(c, make_study(tmp_path, {"r": (spec(), table1_run(mean=mean), {"x": 0.5})}, artifact))
-        assert row["verdict"] == audit.NOT_REPRODUCED and row["measured"].startswith("undefined")
+        study = make_study(tmp_path, {"r": (spec(), table1_run(mean=mean), {"x": 0.5})}, artifact)
+        assert not point(c, study) and audit.judge(c, study)["measured"].startswith("undefined")
 
 
 def test_law_fit_test_rejects_a_run_that_does_not_follow_the_law(tmp_path):
     follows = make_study(tmp_path, {"r": (spec(), run_metrics(), {"x": 0.5})}, {"fig03": ["r"]})
-    assert audit.judge(claim("law_fits_within_noise", artifact="fig03"), follows)["verdict"] == audit.REPRODUCED
+    law = claim("law_fits_within_noise", artifact="fig03", margin=1)
+    assert audit.judge(law, follows)["verdict"] == audit.REPRODUCED
     frame = run_metrics()
     val = frame["val_acc"].notna()
     for col in ("val_acc/x", "val_acc/y", "val_acc"):  # accuracy zig-zags regardless of entropy
         frame.loc[val, col] = np.tile([0.2, 0.6], val.sum())[: val.sum()]
     breaks = make_study(tmp_path, {"r": (spec(), frame, {"x": 0.5})}, {"fig03": ["r"]})
-    assert audit.judge(claim("law_fits_within_noise", artifact="fig03"), breaks)["verdict"] == audit.NOT_REPRODUCED
+    assert audit.judge(law, breaks)["verdict"] == audit.CONTRADICTED
 
 
 def test_treatment_claims_compare_with_the_same_models_grpo(tmp_path):
@@ -330,36 +341,14 @@ def test_treatment_claims_compare_with_the_same_models_grpo(tmp_path):
         "ent": (spec(ent=0.01), run_metrics(h_end=0.6, seed=3), {"x": 0.41, "y": 0.40}),
     }
     study = make_study(tmp_path, runs, {"t": list(runs)})
-    assert (
-        audit.judge(claim("treatment_entropy_above_baseline", artifact="t", methods=["Clip-Cov", "KL-Cov"]), study)[
-            "verdict"
-        ]
-        == audit.REPRODUCED
-    )
-    assert (
-        audit.judge(
-            claim("accuracy_vs_baseline", artifact="t", methods=["Clip-Cov", "KL-Cov"], direction="higher"), study
-        )["verdict"]
-        == audit.REPRODUCED
-    )
-    assert (
-        audit.judge(
-            claim("accuracy_vs_baseline", artifact="t", methods=["Entropy loss"], direction="not_higher"), study
-        )["verdict"]
-        == audit.REPRODUCED
-    )
-    assert (
-        audit.judge(claim("accuracy_vs_baseline", artifact="t", methods=["Clip-Cov"], direction="lower"), study)[
-            "verdict"
-        ]
-        == audit.NOT_REPRODUCED
-    )
-    assert (
-        audit.judge(
-            claim("entropy_rises_with", artifact="t", parameter="entropy_coeff", method_name="Entropy loss"), study
-        )["verdict"]
-        == audit.REPRODUCED
-    )
+    assert point(claim("treatment_entropy_above_baseline", artifact="t", methods=["Clip-Cov", "KL-Cov"]), study)
+    higher = claim("accuracy_vs_baseline", artifact="t", methods=["Clip-Cov", "KL-Cov"], relation="above")
+    assert audit.judge(higher, study)["verdict"] == audit.REPRODUCED  # 10 and 5 points, binomial noise
+    no_gain = claim("accuracy_vs_baseline", artifact="t", methods=["Entropy loss"], relation="not_above", margin=20.0)
+    assert audit.judge(no_gain, study)["verdict"] == audit.REPRODUCED  # +0.5 points, far inside a 20-point margin
+    lower = claim("accuracy_vs_baseline", artifact="t", methods=["Clip-Cov"], relation="below")
+    assert audit.judge(lower, study)["verdict"] == audit.CONTRADICTED
+    assert point(claim("entropy_rises_with", artifact="t", parameter="entropy_coeff", method_name="Entropy loss"), study)
     gain = audit.judge(claim("best_gain_over_grpo", kind="number", paper=10.0, artifact="t", model="Qwen2.5-7B"), study)
     assert gain["measured"] == pytest.approx(10.0)
 
@@ -377,20 +366,14 @@ def test_entropy_loss_sensitivity_by_rank_of_the_coefficient(tmp_path, coefficie
         return make_study(tmp_path, runs, {"fig09_entropy_loss": list(runs)})
 
     row = audit.judge(c, study(small_end=0.2, large_end=3.0))
-    assert row["verdict"] == audit.REPRODUCED, row
+    assert point(c, study(small_end=0.2, large_end=3.0)), row
     assert (
         f"smallest entropy_coeff {coefficients[0]:g}" in row["measured"]
         and f"largest {coefficients[-1]:g}" in row["measured"]
     )
-    assert (
-        audit.judge(c, study(small_end=0.6, large_end=3.0))["verdict"] == audit.NOT_REPRODUCED
-    )  # the smallest moves entropy
-    assert (
-        audit.judge(c, study(small_end=0.2, large_end=0.5))["verdict"] == audit.NOT_REPRODUCED
-    )  # the largest does not explode
-    assert (
-        audit.judge(c, study(small_end=0.2, large_end=0.9))["verdict"] == audit.NOT_REPRODUCED
-    )  # above 2x GRPO but below its start
+    assert not point(c, study(small_end=0.6, large_end=3.0))  # the smallest moves entropy
+    assert not point(c, study(small_end=0.2, large_end=0.5))  # the largest does not explode
+    assert not point(c, study(small_end=0.2, large_end=0.9))  # above 2x GRPO but below its start
 
 
 def test_entropy_loss_sensitivity_needs_two_coefficients(tmp_path):
@@ -412,8 +395,8 @@ def test_kl_cov_entropy_10x_over_the_last_third(tmp_path):
         return make_study(tmp_path, runs, {"fig12_entropy_accuracy": list(runs)})
 
     row = audit.judge(c, study(0.3))
-    assert row["verdict"] == audit.REPRODUCED and row["measured"].startswith("kl ") and "vs grpo" in row["measured"]
-    assert audit.judge(c, study(0.1))["verdict"] == audit.NOT_REPRODUCED
+    assert point(c, study(0.3)) and row["measured"].startswith("kl ") and "vs grpo" in row["measured"]
+    assert not point(c, study(0.1))
 
 
 def cov_method_runs(clip_cov_scale=1.0, touched=(2e-4, 5e-4), cliphigher=(-0.025, -0.035)) -> dict:
@@ -444,14 +427,12 @@ def cov_method_study(tmp_path, runs, scale="mini"):
 
 def test_clip_cov_bounds_over_the_mean_token_covariance(tmp_path):
     c = ledger_claim("control/clip-cov-bounds")
-    row = audit.judge(c, cov_method_study(tmp_path, cov_method_runs()))  # mean cov_all ~3.7e-4: 1 / 3.7e-4 ~ 2,700x
-    assert row["verdict"] == audit.REPRODUCED and "m-clip" in row["measured"] and "l-clip" in row["measured"]
-    assert (
-        audit.judge(c, cov_method_study(tmp_path, cov_method_runs(clip_cov_scale=10)))["verdict"]
-        == audit.NOT_REPRODUCED
-    )
-    negative = audit.judge(c, cov_method_study(tmp_path, cov_method_runs(clip_cov_scale=-1)))
-    assert negative["verdict"] == audit.NOT_REPRODUCED and "undefined" in negative["measured"]
+    study = cov_method_study(tmp_path, cov_method_runs())  # mean cov_all ~3.7e-4: 1 / 3.7e-4 ~ 2,700x
+    row = audit.judge(c, study)
+    assert point(c, study) and "m-clip" in row["measured"] and "l-clip" in row["measured"]
+    assert not point(c, cov_method_study(tmp_path, cov_method_runs(clip_cov_scale=10)))
+    study = cov_method_study(tmp_path, cov_method_runs(clip_cov_scale=-1))
+    assert not point(c, study) and "undefined" in audit.judge(c, study)["measured"]
 
 
 def test_clip_higher_covariance_is_a_number_judged_within_a_factor_of_2(tmp_path):
@@ -462,7 +443,7 @@ def test_clip_higher_covariance_is_a_number_judged_within_a_factor_of_2(tmp_path
     assert "m-ch" in row["how"] and "l-ch" in row["how"]
     for values in ((-0.1, -0.1), (0.03, 0.03), (-0.01, -0.01)):
         row = audit.judge(c, cov_method_study(tmp_path, cov_method_runs(cliphigher=values), scale="paper"))
-        assert row["verdict"] == audit.NOT_REPRODUCED, (values, row)
+        assert row["verdict"] == audit.CONTRADICTED, (values, row)
     mini = audit.judge(c, cov_method_study(tmp_path, cov_method_runs()))
     assert mini["verdict"] == audit.NOT_COMPARABLE and "paper scale" in mini["why"]
     none = audit.judge(c, cov_method_study(tmp_path, cov_method_runs(cliphigher=(np.nan, np.nan)), scale="paper"))
@@ -481,20 +462,11 @@ def test_clip_higher_covariance_pools_what_the_scale_has(tmp_path):
 
 def test_touched_fraction_between_1e4_and_1e3(tmp_path):
     c = ledger_claim("control/touched-fraction")
-    row = audit.judge(c, cov_method_study(tmp_path, cov_method_runs()))
-    assert (
-        row["verdict"] == audit.REPRODUCED
-        and row["measured"].count("Clip-Cov") == 2
-        and row["measured"].count("KL-Cov") == 2
-    )
-    assert (
-        audit.judge(c, cov_method_study(tmp_path, cov_method_runs(touched=(2e-4, 2e-3))))["verdict"]
-        == audit.NOT_REPRODUCED
-    )
-    assert (
-        audit.judge(c, cov_method_study(tmp_path, cov_method_runs(touched=(5e-5, 5e-4))))["verdict"]
-        == audit.NOT_REPRODUCED
-    )
+    study = cov_method_study(tmp_path, cov_method_runs())
+    row = audit.judge(c, study)
+    assert point(c, study) and row["measured"].count("Clip-Cov") == 2 and row["measured"].count("KL-Cov") == 2
+    assert not point(c, cov_method_study(tmp_path, cov_method_runs(touched=(2e-4, 2e-3))))
+    assert not point(c, cov_method_study(tmp_path, cov_method_runs(touched=(5e-5, 5e-4))))
 
 
 def test_also_names_known_artifacts():
@@ -520,7 +492,7 @@ def test_benchmark_tolerances_say_they_cover_evaluation_noise_only():
 
 def test_paper_table2_average_is_not_the_plain_mean_of_its_cells():
     row = audit.consistency_rows(LEDGER)[0]
-    assert row["verdict"] == audit.NOT_REPRODUCED
+    assert row["verdict"] == audit.CONTRADICTED
     means = {name: (reported, mean) for name, reported, mean in audit.table2_row_means(LEDGER["table2"])}
     reported, mean = means["Qwen2.5-7B GRPO"]
     assert reported == 38.6 and mean == pytest.approx(273.6 / 7)
@@ -534,7 +506,7 @@ def test_reports_render_every_row(tmp_path):
     counts = audit.verdict_counts(table)
     assert sum(counts.values()) == len(table) and counts[audit.REPRODUCED] >= 3
     md = audit.to_markdown(table, "mini")
-    assert md.count("\n| ") == len(table) + 1
+    assert md.split("## Every claim")[1].count("\n| ") == len(table) + 1
     html = audit.to_html(table, "mini")
     assert html.count("<tr style=") == len(table)
 
@@ -608,8 +580,13 @@ def test_ledger_power_claims_flip_with_the_answers(tmp_path, holds):
     kinds = {c["id"]: c["kind"] for c in LEDGER["claims"] if c["id"] in POWER_IDS}
     qualitative = [i for i in POWER_IDS if kinds[i] == "qualitative"]
     assert len(qualitative) == 11 and {"power/sps/matches-mh", "power/smc/matches-mh", "power/beats-majority-vote"} <= set(qualitative)
+    # Where the answers sit on a claim's line the data decide nothing: power 3.75 points below GRPO, ± 8 over 80
+    # problems, against a 3.4-point margin; and power drawing exactly base's tokens when every claim fails.
+    on_the_line = "power/matches-grpo" if holds else "power/inference-cost"
     for i in qualitative:
-        assert rows[i]["verdict"] == (audit.REPRODUCED if holds else audit.NOT_REPRODUCED), (i, rows[i])
+        expected = audit.INCONCLUSIVE if i == on_the_line else audit.REPRODUCED if holds else audit.CONTRADICTED
+        assert rows[i]["verdict"] == expected, (i, rows[i])
+    assert rows[on_the_line]["needs"], rows[on_the_line]
     for i in POWER_IDS:
         if kinds[i] == "number":  # Table 1's cells and the later samplers' latencies
             assert rows[i]["verdict"] == audit.NOT_COMPARABLE and "paper scale" in rows[i]["why"], rows[i]
@@ -650,7 +627,7 @@ def test_majority_vote_claim_is_ours_and_judged_at_power_samplings_tokens(tmp_pa
     m = audit.MEASUREMENTS["power_vs_majority"](study, "power01_accuracy")
     assert m.value.startswith("power 56.2, base majority of 4 45; power − base majority +11.2 ± 0.58 ")
     assert "(k 4: 4 × 10 = 40 tokens drawn against 40)" in m.value and m.holds
-    assert m.effects == {"power − base majority": pytest.approx(11.25)} and m.relation == "above"
+    assert m.effects["power − base majority"].estimate == pytest.approx(11.25)
     row = audit.judge(c, study)
     assert row["verdict"] == audit.REPRODUCED and "paired over 160 problems" in row["how"]  # both benchmarks: the claim names none
     # Base still 3 of 8 right (37.5% single-shot, below power), at samples 0, 4 and 5, every wrong answer its own:
@@ -659,7 +636,7 @@ def test_majority_vote_claim_is_ours_and_judged_at_power_samplings_tokens(tmp_pa
     right = frames["base"]["sample"].isin([0, 4, 5]) & (frames["base"]["problem_id"] < 72)
     frames["base"] = frames["base"].assign(correct=right, extracted=np.where(right, "1", frames["base"]["sample"].astype(str) + "0"))
     flipped = audit.judge(c, make_power_study(tmp_path, frames))
-    assert flipped["verdict"] == audit.NOT_REPRODUCED and "base majority of 4 90" in flipped["measured"]
+    assert flipped["verdict"] == audit.CONTRADICTED and "base majority of 4 90" in flipped["measured"]
     frames["base"] = frames["base"].assign(drawn_tokens=1)  # 40 answers would be needed, 8 are drawn
     assert "capped at the 8 answers per problem" in audit.judge(c, make_power_study(tmp_path, frames))["measured"]
 
@@ -676,7 +653,7 @@ def test_latency_claims_read_the_wall_time_and_are_judged_at_paper_scale(tmp_pat
     assert rows["power/sps/latency-vs-mh"]["measured"] == pytest.approx(10.0)
     assert rows["power/sps/latency-vs-mh"]["verdict"] == audit.REPRODUCED  # 10 inside [5, 20]
     assert rows["power/smc/latency-vs-plain"]["measured"] == pytest.approx(5.0)
-    assert rows["power/smc/latency-vs-plain"]["verdict"] == audit.NOT_REPRODUCED  # 5x is outside 1.4-3.3x
+    assert rows["power/smc/latency-vs-plain"]["verdict"] == audit.CONTRADICTED  # 5x is outside 1.4-3.3x
     assert rows["power/smc/mh-latency-vs-plain"]["measured"] == pytest.approx(20.0)
     assert rows["power/smc/mh-latency-vs-plain"]["verdict"] == audit.REPRODUCED  # 20x is inside 16-28x
     frames["power"] = frames["power"].drop(columns="seconds")  # answers sampled before samplers timed themselves
@@ -685,16 +662,20 @@ def test_latency_claims_read_the_wall_time_and_are_judged_at_paper_scale(tmp_pat
 
 
 def test_power_match_uses_the_standard_error_over_problems(tmp_path):
-    """Power 10 points below GRPO, each solving its own problems all-or-nothing: within the noise of 80
-    problems, though 640 independent answers per method would call it a loss (± 5.4 points)."""
+    """Power 10 points below GRPO, each solving its own problems all-or-nothing: within the noise of 80 problems
+    (± 20), though 640 independent answers per method would call it a loss (± 5.4 points). Against a 3.4-point
+    margin that is no match either: the data do not decide, where the old reading (zero inside the interval)
+    called it one."""
     frames = power_frames(True)
     frames["power"] = answers(np.where((np.arange(80) >= 36) & (np.arange(80) < 76), 8, 0))  # GRPO solves 0-47
     c = next(c for c in LEDGER["claims"] if c["id"] == "power/matches-grpo")
     row = audit.judge(c, make_power_study(tmp_path, frames))
     assert row["measured"].startswith("power 50, GRPO 60; power − GRPO -10 ± 20 (± 5.4 if answers were independent)")
-    assert row["verdict"] == audit.REPRODUCED
+    assert row["verdict"] == audit.INCONCLUSIVE and "contradicted at" in row["needs"]
     frames["power"] = answers(np.where(np.arange(80) < 48, 4, 0))  # 20 points below on every problem GRPO solves
-    assert audit.judge(c, make_power_study(tmp_path, frames))["verdict"] == audit.NOT_REPRODUCED
+    assert audit.judge(c, make_power_study(tmp_path, frames))["verdict"] == audit.CONTRADICTED
+    frames["power"] = answers(np.where(np.arange(80) < 48, 8, 0))  # GRPO's own answers: a match to the point
+    assert audit.judge(c, make_power_study(tmp_path, frames))["verdict"] == audit.REPRODUCED
 
 
 def test_table1_cells_judged_at_paper_scale_only_for_the_right_model(tmp_path):
@@ -708,7 +689,7 @@ def test_table1_cells_judged_at_paper_scale_only_for_the_right_model(tmp_path):
         f"[{56.25 - half:.3g}, {56.25 + half:.3g}]"
     )
     assert row["verdict"] == audit.REPRODUCED  # 70.6 inside
-    assert audit.judge({**cells["power"], "paper": 74.0}, paper)["verdict"] == audit.NOT_REPRODUCED
+    assert audit.judge({**cells["power"], "paper": 74.0}, paper)["verdict"] == audit.CONTRADICTED
     assert audit.judge(cells["GRPO"], paper)["measured"] == pytest.approx(60.0)
     other = audit.judge(cells["power"], make_power_study(tmp_path, frames, scale="paper", model="other"))
     assert other["verdict"] == audit.NOT_COMPARABLE and "samples other, not Qwen2.5-7B's role m" in other["why"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 from entropy_rl.study import audit
+from entropy_rl.study.audit import seeds
+from entropy_rl.study.audit.registry import Measured
 from test_audit import LEDGER, make_study, run_metrics, spec
 from test_audit_seeds import seeded
 
@@ -40,21 +42,42 @@ def test_the_ledger_holds_four_claims_of_this_workflow_and_none_of_a_paper():
         assert c["measure"]["artifact"] == ARTIFACT and c["kind"] == "qualitative"
 
 
-@pytest.mark.parametrize("seeds", [1, 3])
-def test_entropy_bought_with_accuracy_bears_out_every_claim(tmp_path, seeds):
-    assert verdicts(study_of(tmp_path, TRADE, DECAY, seeds)) == dict.fromkeys(CLAIMS, audit.REPRODUCED)
+# On one seed the entropy and law claims are read without noise of their own (inconclusive: they need seeds);
+# accuracy's change carries the binomial noise of validation sampling and is judged on one seed too.
+ONE_SEED = {"entropy-falls": audit.INCONCLUSIVE, "entropy-rate": audit.INCONCLUSIVE, "law-weaker": audit.INCONCLUSIVE}
 
 
-@pytest.mark.parametrize("seeds", [1, 3])
-def test_a_coin_flip_that_costs_as_much_entropy_and_moves_accuracy_bears_out_only_the_fall(tmp_path, seeds):
-    got = verdicts(study_of(tmp_path, SLOW_TRUE, STEEP_RANDOM, seeds))
-    assert got == {"entropy-falls": audit.REPRODUCED, "entropy-rate": audit.NOT_REPRODUCED,
-                   "accuracy-flat": audit.NOT_REPRODUCED, "law-weaker": audit.NOT_REPRODUCED}  # fmt: skip
+def test_entropy_bought_with_accuracy_bears_out_every_claim(tmp_path):
+    assert verdicts(study_of(tmp_path, TRADE, DECAY, 3)) == dict.fromkeys(CLAIMS, audit.REPRODUCED)
+    assert verdicts(study_of(tmp_path, TRADE, DECAY, 1)) == {**ONE_SEED, "accuracy-flat": audit.REPRODUCED}
+
+
+def test_a_coin_flip_that_costs_as_much_entropy_and_moves_accuracy_bears_out_only_the_fall(tmp_path):
+    got = verdicts(study_of(tmp_path, SLOW_TRUE, STEEP_RANDOM, 3))
+    assert got == {"entropy-falls": audit.REPRODUCED, "entropy-rate": audit.CONTRADICTED,
+                   "accuracy-flat": audit.CONTRADICTED, "law-weaker": audit.CONTRADICTED}  # fmt: skip
+    assert verdicts(study_of(tmp_path, SLOW_TRUE, STEEP_RANDOM, 1)) == {**ONE_SEED, "accuracy-flat": audit.CONTRADICTED}
 
 
 def test_entropy_that_rises_under_the_coin_flip_is_not_a_fall(tmp_path):
     rising = {"a": 0.0, "b": 0.4, "h_start": 0.7, "h_end": 0.9}
-    assert verdicts(study_of(tmp_path, TRADE, rising))["entropy-falls"] == audit.NOT_REPRODUCED
+    assert verdicts(study_of(tmp_path, TRADE, rising, 3))["entropy-falls"] == audit.CONTRADICTED
+
+
+@pytest.mark.parametrize(
+    ("changes", "verdict"),
+    [
+        ((-0.119, -0.198, -0.308), audit.INCONCLUSIVE),  # the b16eea1 study's seeds: a 0.21 fall, spread ± 0.24
+        ((-0.20, -0.21, -0.22), audit.CONTRADICTED),  # the same fall, tight: beyond the 5-point margin
+        ((0.01, -0.01, 0.0), audit.REPRODUCED),  # flat, tight: inside it
+    ],
+)
+def test_accuracy_that_falls_by_a_fifth_is_never_flat(changes, verdict):
+    """Issue 55: "validation accuracy does not move" came out reproduced on a 0.21 fall because the seeds spread
+    widely. Held to its margin, a wide fall is inconclusive and a tight one contradicts it."""
+    c = CLAIMS["accuracy-flat"]
+    per_seed = [Measured("v", "how", effects={"random: accuracy change": v}) for v in changes]
+    assert audit.decide(seeds.combine(per_seed).effects, "within", c["margin"]["value"]).verdict == verdict
 
 
 def test_the_rate_is_a_ratio_of_drops_over_the_steps_both_runs_share(tmp_path):

@@ -21,32 +21,37 @@ def test_a_number_is_its_mean_over_seeds_with_a_t_interval():
     assert "mean over 3 seeds (1, 2, 3)" in m.how
 
 
-def combined(values, relation="above"):
-    return seeds.combine([Measured("v", "how", holds=True, effects={"d": v}, relation=relation) for v in values])
+def combined(values):
+    return seeds.combine([Measured("v", "how", holds=True, effects={"d": v}) for v in values])
 
 
 @pytest.mark.parametrize(
-    ("values", "relation", "holds"),
+    ("values", "relation", "margin", "verdict"),
     [
-        ((1.0, 1.1, 0.9), "above", True),
-        ((1.0, -0.5, 2.0), "above", False),  # positive on average, but not beyond the seeds' spread
-        ((-1.0, -1.1, -0.9), "below", True),
-        ((0.1, -0.1, 0.2), "not_above", True),
-        ((5.0, 5.1, 4.9), "not_above", False),
-        ((-5.0, -5.1, -4.9), "not_below", False),
-        ((0.3, -0.2, 0.1), "within", True),
-        ((1.0, math.nan, 1.0), "above", False),  # a seed that could not define the effect
+        ((1.0, 1.1, 0.9), "above", None, audit.REPRODUCED),
+        ((1.0, -0.5, 2.0), "above", None, audit.INCONCLUSIVE),  # positive on average, not beyond the seeds' spread
+        ((-1.0, -1.1, -0.9), "above", None, audit.CONTRADICTED),
+        ((-1.0, -1.1, -0.9), "below", None, audit.REPRODUCED),
+        ((0.1, -0.1, 0.2), "not_above", 1.0, audit.REPRODUCED),
+        ((5.0, 5.1, 4.9), "not_above", 1.0, audit.CONTRADICTED),
+        ((-5.0, -5.1, -4.9), "not_below", 1.0, audit.CONTRADICTED),
+        ((0.3, -0.2, 0.1), "within", 1.0, audit.REPRODUCED),
+        ((0.3, -0.2, 0.1), "within", 0.2, audit.INCONCLUSIVE),  # zero inside a wide interval is no match
+        ((1.0, math.nan, 1.0), "above", None, audit.INCONCLUSIVE),  # a seed that could not define the effect
     ],
 )
-def test_an_effect_holds_only_beyond_seed_to_seed_variation(values, relation, holds):
-    m = combined(values, relation)
-    assert m.holds is holds
+def test_an_effect_counts_only_beyond_seed_to_seed_variation(values, relation, margin, verdict):
+    m = combined(values)
+    assert audit.decide(m.effects, relation, margin).verdict == verdict
+    assert m.effects["d"].seeds == 3 and m.effects["d"].df == 2
     assert m.value.startswith("d")
 
 
 def test_every_effect_of_a_test_must_hold():
     per_seed = [Measured("v", "how", holds=True, effects={"a": 1.0 + e, "b": e}) for e in (0.0, 0.1, -0.1)]
-    assert seeds.combine(per_seed).holds is False
+    assert audit.decide(seeds.combine(per_seed).effects, "above").verdict == audit.INCONCLUSIVE
+    per_seed = [Measured("v", "how", holds=True, effects={"a": 1.0 + e, "b": e - 1}) for e in (0.0, 0.1, -0.1)]
+    assert audit.decide(seeds.combine(per_seed).effects, "above").verdict == audit.CONTRADICTED
 
 
 def test_a_test_without_effects_or_with_mismatched_ones_cannot_be_combined():
@@ -82,10 +87,10 @@ def test_a_study_knows_its_seeds_and_each_seeds_runs(tmp_path):
 
 
 def test_a_difference_counts_when_it_exceeds_the_spread_across_seeds(tmp_path):
-    higher = claim("accuracy_vs_baseline", artifact="t", methods=["Clip-Cov"], direction="higher")
+    higher = claim("accuracy_vs_baseline", artifact="t", methods=["Clip-Cov"], relation="above")
     steady = audit.judge(higher, seeded_study(tmp_path, [5.0, 4.0, 6.0]))
     assert steady["verdict"] == audit.REPRODUCED
-    assert steady["measured"].startswith("clip - GRPO +5 ± ")
+    assert steady["measured"].startswith("clip - GRPO +5 (+5, +4, +6)")
     assert "3 seeds" in steady["how"]
     # Seed 0 alone says Clip-Cov is higher; over three seeds the gain is within the noise.
     noisy = seeded_study(tmp_path, [5.0, -6.0, 3.0])
@@ -96,7 +101,8 @@ def test_a_difference_counts_when_it_exceeds_the_spread_across_seeds(tmp_path):
     one_seed = make_study(alone, seed0, {"t": ["grpo", "clip"]})
     assert one_seed.replicates == 1
     assert audit.judge(higher, one_seed)["verdict"] == audit.REPRODUCED
-    assert audit.judge(higher, noisy)["verdict"] == audit.NOT_REPRODUCED
+    row = audit.judge(higher, noisy)
+    assert row["verdict"] == audit.INCONCLUSIVE and row["seeds_to_reproduce"] > 3 and row["seeds_to_contradict"] is None
 
 
 def test_table2_numbers_become_seed_means(tmp_path):
@@ -119,14 +125,16 @@ def coefficients_study(tmp_path, spread: float):
 
 
 def test_shared_coefficients_test_the_algorithms_against_the_seeds(tmp_path):
-    different = claim("shared_coefficients", artifact="fig06", expect="different")
+    different = claim("shared_coefficients", artifact="fig06", expect="different", margin=0.05)
     row = audit.judge(different, coefficients_study(tmp_path, spread=0.01))
-    assert row["verdict"] == audit.REPRODUCED and "ANOVA" in row["how"]
-    assert audit.judge(different, coefficients_study(tmp_path, spread=0.08))["verdict"] == audit.NOT_REPRODUCED
+    assert row["verdict"] == audit.REPRODUCED and "ANOVA" in row["measured"] and "Welch" in row["how"]
+    assert audit.judge(different, coefficients_study(tmp_path, spread=0.08))["verdict"] == audit.INCONCLUSIVE
+    shared = claim("shared_coefficients", artifact="fig06", margin=0.01)  # a 0.06 gap in a, beyond a 0.01 margin
+    assert audit.judge(shared, coefficients_study(tmp_path, spread=0.001))["verdict"] == audit.CONTRADICTED
 
 
 def test_law_fit_sums_every_seeds_chi_square(tmp_path):
-    row = audit.judge(claim("law_fits_within_noise", artifact="fig06"), coefficients_study(tmp_path, spread=0.01))
+    row = audit.judge(claim("law_fits_within_noise", artifact="fig06", margin=1), coefficients_study(tmp_path, spread=0.01))
     assert row["verdict"] == audit.REPRODUCED and "summed over its 3 seeds" in row["how"]
 
 
@@ -167,7 +175,7 @@ def test_every_ledger_claim_is_judged_over_seeds(tmp_path):
 
 def test_power_measurements_are_made_per_seed_and_judged_against_the_seeds_spread(tmp_path):
     """Each seed samples its own replicate of the base model: a seed's study reads that replicate's answers,
-    and a difference that flips sign across seeds is not reproduced however sure each seed is of it."""
+    and a difference that flips sign across seeds is inconclusive however sure each seed is of it."""
     from test_audit import answers, make_power_study, power_frames
 
     frames = power_frames(True)
@@ -181,10 +189,12 @@ def test_power_measurements_are_made_per_seed_and_judged_against_the_seeds_sprea
     assert study.at_seed(1).samples("power") is study.samples("power@r1")
     compare = MEASUREMENTS["power_compare"]
     args = ("power01_accuracy", "accuracy", ["power", "low-temp"], "above", "MATH-500")
-    assert compare(study, *args).holds and not compare(study.at_seed(1), *args).holds
+    seed0, seed1 = compare(study, *args).effects["power − low-temp"], compare(study.at_seed(1), *args).effects["power − low-temp"]
+    assert audit.decide({"d": seed0}, "above").verdict == audit.REPRODUCED
+    assert audit.decide({"d": seed1}, "above").verdict == audit.CONTRADICTED
     row = audit.judge(claim("power_compare", artifact="power01_accuracy", quantity="accuracy", order=["power", "low-temp"],
                             relation="above", benchmark="MATH-500"), study)  # fmt: skip
-    assert row["verdict"] == audit.NOT_REPRODUCED and "power − low-temp" in row["measured"]
+    assert row["verdict"] == audit.INCONCLUSIVE and "power − low-temp" in row["measured"]
 
 
 def test_the_majority_vote_claim_is_judged_over_seeds(tmp_path):
@@ -196,7 +206,7 @@ def test_the_majority_vote_claim_is_judged_over_seeds(tmp_path):
     runs = {rep: s for name, run_spec in (("g", spec()), ("k", spec("kl_cov"))) for k in (0, 1) for rep, s in [seeded(name, k, run_spec)]}
     c = next(c for c in LEDGER["claims"] if c["id"] == "power/beats-majority-vote")
     reversed_ = {**frames, "power": answers(1 * (np.arange(80) < 72), drawn=40)}
-    for seed1, verdict in ((frames, audit.REPRODUCED), (reversed_, audit.NOT_REPRODUCED)):
+    for seed1, verdict in ((frames, audit.REPRODUCED), (reversed_, audit.INCONCLUSIVE)):
         study = make_power_study(tmp_path, {**frames, **{f"{m}@r1": f for m, f in seed1.items()}})
         study.specs = runs
         row = audit.judge(c, study)

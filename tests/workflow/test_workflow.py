@@ -126,7 +126,7 @@ def test_outputs_honour_their_contracts(study):
     for name in ("power02_pass_at_k", "power03_likelihoods", "power04_hyperparameters", "power05_cost_accuracy"):
         assert (res / "figures" / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     audit = pd.read_csv(res / "audit" / "audit.csv")
-    assert set(audit["verdict"]) <= {"reproduced", "not reproduced", "not comparable at this scale"}
+    assert set(audit["verdict"]) <= {"reproduced", "contradicted", "inconclusive", "not comparable at this scale"}
     assert (audit["verdict"] != "not comparable at this scale").any()  # qualitative claims get verdicts at mini scale
     assert (res / "audit" / "audit.md").read_text().startswith("# Audit of the paper's claims (mini scale)")
     assert "<table>" in (res / "audit" / "audit.html").read_text()

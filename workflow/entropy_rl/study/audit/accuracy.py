@@ -12,6 +12,7 @@ import math
 from ...core.spec import replicate_of
 from .data import NotComparable, Study
 from .registry import Measured, measurement
+from .relations import Effect
 from .stats import Z95, binomial_se
 
 
@@ -22,13 +23,12 @@ def _avg_se(study: Study, run: str) -> float:
     return 100 * math.sqrt(var) / len(s)
 
 
-@measurement
-def accuracy_vs_baseline(study: Study, artifact: str, methods: list[str], direction: str) -> Measured:
-    """Each run of ``methods`` against the same model's GRPO run on the test benchmarks' mean.
-
-    ``direction`` "higher": every run scores above GRPO. "lower": every run scores below. "not_higher":
-    no run beats GRPO by more than 1.96 standard errors of the difference (binomial, per benchmark size).
-    """
+@measurement(relation=lambda spec: spec["relation"])
+def accuracy_vs_baseline(study: Study, artifact: str, methods: list[str], relation: str) -> Measured:
+    """Each run of ``methods`` against the same model's GRPO run on the test benchmarks' mean (points): each
+    difference an effect with the binomial standard error of the difference at the benchmarks' sizes, judged
+    by ``relation`` ("above": every run scores above GRPO; "below": below; "not_above": no run beats GRPO by
+    the claim's margin or more)."""
     runs = study.runs(artifact)
     parts, holds, effects = [], True, {}
     for r in runs:
@@ -38,8 +38,8 @@ def accuracy_vs_baseline(study: Study, artifact: str, methods: list[str], direct
         diff = study.test_average(r) - study.test_average(base)
         se = math.hypot(_avg_se(study, r), _avg_se(study, base))
         parts.append(f"{r} {diff:+.1f} ± {Z95 * se:.1f}")
-        holds &= {"higher": diff > 0, "lower": diff < 0, "not_higher": diff <= Z95 * se}[direction]
-        effects[f"{study.name(r)} - GRPO"] = diff
+        holds &= {"above": diff > 0, "below": diff < 0}.get(relation, diff <= 0)
+        effects[f"{study.name(r)} - GRPO"] = Effect(diff, se)
     if not parts:
         raise NotComparable(f"{artifact} has no {methods} runs")
     return Measured(
@@ -47,7 +47,6 @@ def accuracy_vs_baseline(study: Study, artifact: str, methods: list[str], direct
         f"test-set mean accuracy minus the same model's GRPO run (points), runs of {artifact}",
         holds=bool(holds),
         effects=effects,
-        relation={"higher": "above", "lower": "below", "not_higher": "not_above"}[direction],
     )
 
 

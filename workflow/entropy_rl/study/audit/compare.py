@@ -1,11 +1,15 @@
-"""Two audits of the same ledger side by side: which verdicts agree.
+"""Two audits of the same ledger side by side: which verdicts agree, and how the others moved.
 
     python -m entropy_rl.study.audit.compare A/audit/audit.csv B/audit/audit.csv
 
-For two studies that differ only in a seed (or in code that should not change the science), each
-claim's verdict in both and its measured value; the agreement rate is over the claims judged in
-both (reproduced or not reproduced), since a claim "not comparable at this scale" in both says
-nothing about stability.
+For two studies that differ only in a seed (or in code that should not change the science), each claim's
+verdict in both and its measured value. A claim judged in at least one audit (reproduced, contradicted or
+inconclusive) counts; "not comparable at this scale" in both says nothing about stability. Of the claims that
+moved, a **decisive flip** goes from reproduced to contradicted or back: the two studies' data support opposite
+answers, which at the one-sided 5% level should be rare (about one claim in twenty at most, were each exactly on
+its line). A **move to or from inconclusive** is one study deciding where the other's interval straddles the
+line: what a noisier or smaller study is expected to do. An audit written before the three verdicts (issue 55)
+says "not reproduced"; a move from or to it is counted apart, as neither.
 """
 
 from __future__ import annotations
@@ -15,18 +19,33 @@ import sys
 
 import pandas as pd
 
+from .relations import CONTRADICTED, INCONCLUSIVE, REPRODUCED
 from .verdicts import NOT_COMPARABLE
+
+DECISIVE = {REPRODUCED, CONTRADICTED}
+AGREE, FLIP, INCONCLUSIVE_MOVE, OTHER = "agree", "decisive flip", "to or from inconclusive", "other move"
+
+
+def kind_of_move(a: str, b: str) -> str:
+    """How a claim's verdict moved between two audits."""
+    if a == b:
+        return AGREE
+    if {a, b} == DECISIVE:
+        return FLIP
+    if INCONCLUSIVE in (a, b) and {a, b} <= DECISIVE | {INCONCLUSIVE}:
+        return INCONCLUSIVE_MOVE
+    return OTHER
 
 
 def compare(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
-    """One row per claim of either audit: both verdicts and measurements, and whether the verdicts agree.
-    ``judged`` marks the claims with a verdict other than "not comparable" in at least one audit."""
+    """One row per claim of either audit: both verdicts and measurements, whether the verdicts agree and how they
+    moved. ``judged`` marks the claims with a verdict other than "not comparable" in at least one audit."""
     cols = ["id", "verdict", "measured"]
     both = a[cols].merge(b[cols], on="id", how="outer", suffixes=("_a", "_b")).set_index("id")
+    va, vb = both["verdict_a"].fillna(NOT_COMPARABLE), both["verdict_b"].fillna(NOT_COMPARABLE)
     both["agree"] = both["verdict_a"] == both["verdict_b"]
-    both["judged"] = (both["verdict_a"].fillna(NOT_COMPARABLE) != NOT_COMPARABLE) | (
-        both["verdict_b"].fillna(NOT_COMPARABLE) != NOT_COMPARABLE
-    )
+    both["move"] = [kind_of_move(x, y) for x, y in zip(va, vb)]
+    both["judged"] = (va != NOT_COMPARABLE) | (vb != NOT_COMPARABLE)
     return both.reset_index()
 
 
@@ -34,6 +53,12 @@ def agreement(table: pd.DataFrame) -> tuple[int, int]:
     """(claims whose verdicts agree, claims judged in at least one audit)."""
     judged = table[table["judged"]]
     return int(judged["agree"].sum()), len(judged)
+
+
+def moves(table: pd.DataFrame) -> dict[str, int]:
+    """Of the judged claims: how many agree, flipped decisively, moved to or from inconclusive, or moved otherwise."""
+    judged = table[table["judged"]]
+    return {m: int((judged["move"] == m).sum()) for m in (AGREE, FLIP, INCONCLUSIVE_MOVE, OTHER)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,8 +72,14 @@ def main(argv: list[str] | None = None) -> int:
         counts = table[f"verdict_{side}"].value_counts().to_dict()
         print(f"{side}: {path}: " + ", ".join(f"{counts.get(v, 0)} {v}" for v in sorted(counts)))
     print(f"verdicts agree on {same} of {judged} judged claims ({100 * same / max(judged, 1):.0f}%)")
-    for _, row in table[table["judged"]].sort_values(["agree", "id"]).iterrows():
-        print(f"{'  ' if row['agree'] else '≠ '}{row['id']:<40} {row['verdict_a']!s:<15} {row['verdict_b']!s:<15} "
+    count = moves(table)
+    print(f"decisive flips (reproduced <-> contradicted): {count[FLIP]}; moves to or from inconclusive: "
+          f"{count[INCONCLUSIVE_MOVE]}" + (f"; other moves: {count[OTHER]}" if count[OTHER] else ""))  # fmt: skip
+    order = {FLIP: 0, INCONCLUSIVE_MOVE: 1, OTHER: 2, AGREE: 3}
+    shown = table[table["judged"]].assign(order=lambda t: t["move"].map(order)).sort_values(["order", "id"])
+    for _, row in shown.iterrows():
+        mark = {FLIP: "!! ", INCONCLUSIVE_MOVE: "~  ", OTHER: "≠  ", AGREE: "   "}[row["move"]]
+        print(f"{mark}{row['id']:<40} {row['verdict_a']!s:<13} {row['verdict_b']!s:<13} "
               f"{str(row['measured_a'])[:50]:<50} | {str(row['measured_b'])[:50]}")  # fmt: skip
     return 0
 

@@ -11,6 +11,7 @@ from ...core import metric_columns
 from .. import analysis
 from .data import NotComparable, Study
 from .registry import Measured, measurement
+from .relations import Effect
 
 
 def _quantity(column: str) -> str:
@@ -18,6 +19,11 @@ def _quantity(column: str) -> str:
         metric_columns.BANDIT_COV: "bandit covariance (Eq. 8-9)",
         metric_columns.TOKEN_COV: "token covariance (Eq. 10, all tokens)",
     }.get(column, column)
+
+
+def _fisher_z(r: float, n: int) -> Effect:
+    """A Pearson correlation over ``n`` steps on Fisher's z scale, where its standard error is 1/√(n − 3)."""
+    return Effect(math.atanh(max(min(r, 1 - 1e-12), -1 + 1e-12)), 1 / math.sqrt(n - 3) if n > 3 else None)
 
 
 @measurement
@@ -28,7 +34,12 @@ def covariance_tracks_entropy(study: Study, artifact: str, column: str = metric_
     d = analysis.covariance_dynamics(study.metrics(run), column)
     return Measured(f"r = {d['pearson_r']:.2f} (p = {d['p_value']:.3g}, {d['n_steps']} steps)",
                     f"analysis.covariance_dynamics on {run}: Pearson correlation of {column}, the {_quantity(column)}, at step t with -(H[t+1] - H[t])",
-                    holds=bool(d["pearson_r"] > 0 and d["p_value"] < 0.05), effects={"Pearson r": d["pearson_r"]})  # fmt: skip
+                    holds=bool(d["pearson_r"] > 0 and d["p_value"] < 0.05), effects={"Fisher z of r": _fisher_z(d["pearson_r"], d["n_steps"])})  # fmt: skip
+
+
+def _share_se(p: float, n: int) -> float:
+    """Binomial standard error of a share of ``n`` steps, floored so 0% and 100% keep some."""
+    return math.sqrt(max(p * (1 - p), 1 / n) / n)
 
 
 @measurement
@@ -37,7 +48,16 @@ def covariance_positive(study: Study, artifact: str, share: float, column: str =
     d = analysis.covariance_dynamics(study.metrics(run), column)
     return Measured(f"{100 * d['positive_share']:.0f}% of steps (mean {d['mean_cov']:.3g})",
                     f"share of the steps of {run} with {column} > 0, the {_quantity(column)}",
-                    holds=bool(d["positive_share"] >= share), effects={f"share of steps - {share:g}": d["positive_share"] - share})  # fmt: skip
+                    holds=bool(d["positive_share"] >= share),
+                    effects={f"share of steps - {share:g}": Effect(d["positive_share"] - share, _share_se(d["positive_share"], d["n_steps"]))})  # fmt: skip
+
+
+def _paired_steps(metrics) -> Effect:
+    """The easiest prompts' bandit covariance minus the hardest's, paired over the steps with both, its standard
+    error over those steps (the Wilcoxon test beside it assumes no normality; this gives the interval)."""
+    paired = metrics[[analysis.HARDEST, analysis.EASIEST]].dropna()
+    d = (paired[analysis.EASIEST] - paired[analysis.HARDEST]).to_numpy()
+    return Effect(float(d.mean()), float(d.std(ddof=1) / math.sqrt(len(d))), len(d) - 1)
 
 
 @measurement
@@ -55,8 +75,7 @@ def covariance_by_difficulty(study: Study, artifact: str) -> Measured:
     return Measured(f"mean bandit covariance {means}; one-sided Wilcoxon p = {p:.3g}" if np.isfinite(p)
                     else f"mean bandit covariance {means}; no test: the two groups never differ",
                     f"analysis.covariance_by_difficulty on {run}: {analysis.HARDEST} against {analysis.EASIEST} over the {d['n_paired_steps']} steps with both",
-                    holds=bool(p < 0.05),
-                    effects={"easiest - hardest": d["mean"][analysis.EASIEST] - d["mean"][analysis.HARDEST]})  # fmt: skip
+                    holds=bool(p < 0.05), effects={"easiest - hardest (paired over steps)": _paired_steps(study.metrics(run))})  # fmt: skip
 
 
 @measurement

@@ -12,6 +12,7 @@ import scipy.stats
 from .. import analysis
 from .data import NotComparable, Study
 from .registry import Measured, measurement
+from .relations import Effect
 from .stats import bootstrap
 
 
@@ -53,13 +54,15 @@ def _val_noise(study: Study, metrics: pd.DataFrame) -> np.ndarray:
     return np.sqrt(var) / len(benches)
 
 
-@measurement(pools_seeds=True)
+@measurement(pools_seeds=True, relation="not_above")
 def law_fits_within_noise(study: Study, artifact: str) -> Measured:
-    """Every run's residuals from R = -a exp(H) + b are consistent with validation sampling noise:
-    chi-square = sum(residual^2 / SE^2) on n - 2 degrees of freedom, Bonferroni over runs. A run with
-    several seeds sums its seeds' chi-squares and degrees of freedom (each seed has its own fit)."""
+    """Every run's residuals from R = -a exp(H) + b are as small as validation sampling noise allows, up to the
+    claim's margin: the effect per run is the residuals' variance over the binomial noise's, minus 1 (chi-square
+    over its degrees of freedom, n − 2 per fit), whose standard error is √(2 / dof) of the ratio (the normal
+    approximation to a chi-square); a law that fits exactly leaves 0, a misfit as large as the noise 1. A run
+    with several seeds sums its seeds' chi-squares and degrees of freedom (each seed has its own fit)."""
     runs = study.runs(artifact)
-    pvals, r2 = {}, []
+    effects, parts, r2 = {}, [], []
     for run in runs:
         chi2, dof = 0.0, 0
         for seed_run in study.seeds(run):
@@ -71,13 +74,14 @@ def law_fits_within_noise(study: Study, artifact: str) -> Measured:
             chi2 += float(np.sum((resid.to_numpy() / se) ** 2))
             dof += len(pts) - 2
             r2.append(fit["r2"])
-        pvals[run] = float(scipy.stats.chi2.sf(chi2, dof))
-    worst = min(pvals, key=pvals.get)
+        ratio = chi2 / dof
+        effects[f"{run}: misfit over noise"] = Effect(ratio - 1, ratio * math.sqrt(2 / dof))
+        parts.append(f"{run} {ratio:.2f} (chi-square {chi2:.1f} on {dof}, p {scipy.stats.chi2.sf(chi2, dof):.3g})")
     seeds = study.replicates
-    return Measured(f"smallest p = {pvals[worst]:.3g} ({worst}); R² {min(r2):.2f}–{max(r2):.2f}",
-                    f"chi-square of each fit's residuals against binomial validation noise, {len(runs)} runs of {artifact}"
+    return Measured(f"residual variance over noise: {'; '.join(parts)}; R² {min(r2):.2f}–{max(r2):.2f}",
+                    f"chi-square of each fit's residuals against binomial validation noise, over its degrees of freedom, {len(runs)} runs of {artifact}"
                     + (f", each summed over its {seeds} seeds" if seeds > 1 else ""),
-                    holds=bool(min(pvals.values()) >= 0.05 / len(runs)))  # fmt: skip
+                    holds=all(e.estimate <= 0 for e in effects.values()), effects=effects)  # fmt: skip
 
 
 def _train_data(study: Study, run: str) -> str:
@@ -111,46 +115,64 @@ def early_prediction_error(study: Study, artifact: str, quantity: str, task: str
                     interval=(mean - half, mean + half))  # fmt: skip
 
 
-@measurement(pools_seeds=True)
-def shared_coefficients(study: Study, artifact: str, expect: str = "shared") -> Measured:
-    """Do the runs share one (a, b)? ``expect`` "shared" holds when p >= 0.05 (no evidence the runs
-    differ); "different" holds when p < 0.05.
+def _difference(a: list[float], b: list[float]) -> Effect:
+    """The difference of two runs' mean coefficient over their seeds, Welch's standard error and degrees of freedom."""
+    va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
+    se = math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if va + vb > 0 else math.inf
+    return Effect(float(np.mean(a) - np.mean(b)), se, df)
 
-    One seed: an F-test of one pooled fit against one fit per run (analysis.shared_coefficients_test),
-    whose noise is the validation points' scatter. Several seeds: each seed's run fitted on its own, and
-    a one-way ANOVA per coefficient with the runs as groups and their seeds as replicates, so a
-    difference counts only beyond seed-to-seed variation; p is the smaller of the two, Bonferroni-doubled.
+
+@measurement(pools_seeds=True, relation=lambda spec: {"shared": "within", "different": "differs"}[spec.get("expect", "shared")])
+def shared_coefficients(study: Study, artifact: str, expect: str = "shared") -> Measured:
+    """Do the runs share one (a, b)? Each run's a and b against the artifact's first run's: ``expect`` "shared"
+    claims every difference lies within the claim's margin (equivalence), "different" that one differs from zero
+    (its opposite: all within the margin).
+
+    One seed: each difference's standard error from the two fits' (analysis.fit_run), with the pooled F-test
+    (analysis.shared_coefficients_test) shown beside it. Several seeds: each seed's run fitted on its own, and a
+    difference of the two runs' means over seeds, Welch's standard error, so it counts only beyond seed-to-seed
+    variation; the one-way ANOVA per coefficient is shown beside it.
     """
     runs = study.runs(artifact)
     if len(runs) < 2:
         raise NotComparable(f"{artifact} has fewer than 2 runs at this scale")
+    fits = {r: [analysis.fit_run(study.metrics(s)) for s in study.seeds(r)] for r in runs}
+    ref, effects = runs[0], {}
+    for r in runs[1:]:
+        for c in ("a", "b"):
+            if study.replicates < 2:
+                (f,), (f0,) = fits[r], fits[ref]
+                diff = Effect(f[c] - f0[c], math.hypot(f[f"{c}_stderr"], f0[f"{c}_stderr"]), f["n"] + f0["n"] - 4)
+            else:
+                diff = _difference([f[c] for f in fits[r]], [f[c] for f in fits[ref]])
+            effects[f"{c}({study.name(r)}) - {c}({study.name(ref)})"] = diff
     if study.replicates < 2:
         test = analysis.shared_coefficients_test({r: study.metrics(r) for r in runs})
         coefs = ", ".join(f"{r} a={f['a']:.2f} b={f['b']:.2f}" for r, f in test["per_run"].items())
-        p, value = test["p_value"], f"p = {test['p_value']:.3g}; largest curve gap {test['max_curve_gap_pct']:.1f} points ({coefs})"
-        how = f"analysis.shared_coefficients_test over {len(runs)} runs of {artifact}"
+        value = f"F-test p = {test['p_value']:.3g}; largest curve gap {test['max_curve_gap_pct']:.1f} points ({coefs})"
+        how = f"differences of each run's fitted a and b from {ref}'s, standard errors from the fits, {len(runs)} runs of {artifact}"
     else:
-        test = analysis.coefficients_anova({r: [analysis.fit_run(study.metrics(s)) for s in study.seeds(r)] for r in runs})
-        parts = [f"{c}: F = {test[c]['F']:.3g}, p = {test[c]['p_value']:.3g} ("
+        test = analysis.coefficients_anova(fits)
+        parts = [f"{c}: ANOVA p = {test[c]['p_value']:.3g} ("
                  + ", ".join(f"{r} {test[c]['mean'][r]:.3g} ± {test[c]['sd'][r]:.2g}" for r in runs) + ")" for c in ("a", "b")]
-        p = test["p_value"]
-        value = f"p = {p:.3g}; " + "; ".join(parts)
-        how = (f"one-way ANOVA of each coefficient over {len(runs)} runs of {artifact}, {study.replicates} seeds each "
-               "(mean ± s.d. over seeds), the smaller p doubled for the two coefficients")  # fmt: skip
-    holds = p >= 0.05 if expect == "shared" else p < 0.05
-    return Measured(value, how, holds=bool(holds))
+        value = "; ".join(parts)
+        how = (f"differences of each run's mean a and b over its {study.replicates} seeds from {ref}'s (mean ± s.d. over seeds), "
+               f"Welch's standard error, {len(runs)} runs of {artifact}")  # fmt: skip
+    return Measured(value, how, effects=effects)
 
 
-@measurement(pools_seeds=True)
+@measurement(pools_seeds=True, relation="differs")
 def log_linear_in_size(study: Study, artifact: str, coefficient: str) -> Measured:
-    """The coefficient's least-squares slope in log10(non-embedding parameters) differs from zero (p < 0.05),
-    in every training set of the artifact with 3 or more sizes. Every seed's run is a point of its own
-    (same size, its own fit), so the slope's standard error carries the seed-to-seed spread."""
+    """The coefficient's least-squares slope in log10(non-embedding parameters) differs from zero, in a training
+    set of the artifact with 3 or more sizes (its opposite: every slope within the claim's margin). Every seed's
+    run is a point of its own (same size, its own fit), so the slope's standard error carries the seed-to-seed
+    spread."""
     runs = study.runs(artifact)
     series: dict[str, list[str]] = {}
     for r in runs:
         series.setdefault(_train_data(study, r), []).append(r)
-    parts, holds = [], True
+    parts, effects = [], {}
     for data, members in series.items():
         if len(members) < 3:
             continue
@@ -162,9 +184,10 @@ def log_linear_in_size(study: Study, artifact: str, coefficient: str) -> Measure
             spread = f" ± {np.std(values, ddof=1):.2g}" if len(values) > 1 else ""
             per_size.append(f"{study.size(r):,}: {np.mean(values):.3g}{spread}")
         fit = analysis.log_linear_fit(x, y)
+        reg = scipy.stats.linregress(np.log10(x), y)  # the slope's standard error, n - 2 degrees of freedom
+        effects[f"{data}: slope per decade"] = Effect(fit["slope"], float(reg.stderr), len(x) - 2)
         parts.append(f"{data}: slope {fit['slope']:+.3f} per decade, R² {fit['r2']:.2f}, p {fit['p_value']:.3g} "
                      f"({'; '.join(per_size)})")  # fmt: skip
-        holds &= fit["p_value"] < 0.05
     if not parts:
         raise NotComparable(f"{artifact} has no training set with 3 or more model sizes")
     seeds = study.replicates
@@ -172,5 +195,5 @@ def log_linear_in_size(study: Study, artifact: str, coefficient: str) -> Measure
         "; ".join(parts),
         f"analysis.log_linear_fit of {coefficient} against non-embedding parameters, runs of {artifact}"
         + (f", {seeds} seeds a size (mean ± s.d. per size)" if seeds > 1 else ""),
-        holds=bool(holds),
+        effects=effects,
     )

@@ -11,8 +11,9 @@ from ..artifacts import ARTIFACTS
 from ..artifacts import POWER as POWER_ARTIFACTS  # noqa: F401  (the power-sampling study's, for the audit's callers)
 from . import verdicts
 from .data import Study
-from .registry import MEASUREMENTS
-from .verdicts import NOT_REPRODUCED, REPRODUCED, judge
+from .registry import MEASUREMENTS, relation_of
+from .relations import CONTRADICTED, MARGINED, REPRODUCED
+from .verdicts import COLUMNS, judge
 
 
 def table2_row_means(table2: dict) -> list[tuple[str, float, float]]:
@@ -37,7 +38,7 @@ def consistency_rows(ledger: dict) -> list[dict]:
         "source": "Table 2", "kind": "consistency", "paper": f"{len(bad)} of {len(means)} rows differ",
         "unit": "", "measured": f"largest gap: {worst[0]} reports {worst[1]}, its cells average {worst[2]:.2f}",
         "how": "unweighted mean of each row's benchmark cells, against the reported Avg.",
-        "tolerance": "0.05 points (rounding to one decimal)", "verdict": REPRODUCED if not bad else NOT_REPRODUCED,
+        "tolerance": "0.05 points (rounding to one decimal)", "verdict": REPRODUCED if not bad else CONTRADICTED,
         "why": "the reported average is not the plain mean of the cells; its weighting is not stated" if bad else "",
     })  # fmt: skip
     return rows
@@ -62,11 +63,40 @@ def check_ledger(ledger: dict) -> None:
                 )
         if "factor" in claim.get("tolerance", {}) and claim["kind"] != "number":
             raise ValueError(f"{where}: tolerance.factor applies to number claims only")
+        if claim["kind"] == "number":
+            if "margin" in claim:
+                raise ValueError(f"{where}: a number is judged by its acceptance interval; a margin is for qualitative claims")
+            continue
+        if "contrast" in claim:
+            raise ValueError(f"{where}: contrast applies to number claims only")
+        relation = relation_of(claim["measure"])
+        if relation in MARGINED and "margin" not in claim:
+            raise ValueError(
+                f"{where}: a claim of {relation.replace('_', ' ')} is an equivalence or non-inferiority test and needs a "
+                "margin: {value, why}, stated before any result (what difference the claim would call a difference)"
+            )
+        if relation not in MARGINED and "margin" in claim:
+            raise ValueError(f"{where}: relation {relation!r} tests against zero and takes no margin")
     widths = {len(cells) for rows in ledger["table2"]["rows"].values() for cells in rows.values()}
     if widths != {len(ledger["table2"]["columns"])}:
         raise ValueError(
             f"claims.yaml table2: rows must have one value per column ({len(ledger['table2']['columns'])})"
         )
+
+
+def with_contrasts(ledger: dict, claims: list[dict]) -> list[dict]:
+    """Table 2's cells of a method set against GRPO, each with the same model's GRPO cell as its contrast: the
+    paper's point is the gap between the two, so an interval that holds both does not decide the cell."""
+    grpo = ledger["table2"]["rows"]
+    out = []
+    for c in claims:
+        m = c["measure"]
+        if c["id"].startswith("table2/") and m["method"] != "GRPO" and "GRPO" in grpo.get(m["model"], {}):
+            column = m.get("benchmark", "Avg.")
+            value = grpo[m["model"]]["GRPO"][ledger["table2"]["columns"].index(column)]
+            c = {**c, "contrast": {"value": value, "why": f"the paper's GRPO cell, which {m['method']} is set against"}}
+        out.append(c)
+    return out
 
 
 def run_audit(ledger: dict, study: Study, not_run: dict[str, float] | None = None) -> pd.DataFrame:
@@ -75,6 +105,6 @@ def run_audit(ledger: dict, study: Study, not_run: dict[str, float] | None = Non
     check_ledger(ledger)
     not_run = not_run or {}
     rows = [verdicts.not_run(c, not_run[c["id"]], study.scale) if c["id"] in not_run else judge(c, study)
-            for c in expand_ledger(ledger)]  # fmt: skip
-    rows += consistency_rows(ledger)
-    return pd.DataFrame(rows)
+            for c in with_contrasts(ledger, expand_ledger(ledger))]  # fmt: skip
+    rows += [{**dict.fromkeys(COLUMNS, ""), **r} for r in consistency_rows(ledger)]
+    return pd.DataFrame(rows, columns=COLUMNS)

@@ -20,6 +20,7 @@ from ...core import pass_rates, power_methods
 from .. import majority, power_study
 from .data import NotComparable, Study
 from .registry import Measured, measurement
+from .relations import Effect
 from .stats import Z95, Z95_ONE_SIDED, binomial_se, bootstrap
 
 # The study's methods of the base model, named as common.smk's power_methods names them (the later samplers by
@@ -84,37 +85,34 @@ def _paired(a: pd.Series, b: pd.Series) -> tuple[float, float, int]:
     return float(d.mean()), float(d.std(ddof=1) / math.sqrt(len(d))), len(d)
 
 
-_RELATIONS = {
-    "above": lambda d, se: d > Z95_ONE_SIDED * se,  # significantly higher, one-sided 5%
-    "not_below": lambda d, se: d >= -Z95 * se,  # not significantly lower
-    "within": lambda d, se: abs(d) <= Z95 * se,  # not significantly different
-}
+def _paired_effect(d: float, se: float, problems: int) -> Effect:
+    """A difference paired over problems, its error over those problems (one seed)."""
+    return Effect(d, se, problems - 1)
 
 
-@measurement
+@measurement(relation=lambda spec: spec["relation"])
 def power_compare(
     study: Study, artifact: str, quantity: str, order: list[str], relation: str, benchmark: str | None = None
 ) -> Measured:
-    """Each method of ``order`` against the next on a per-problem quantity, paired over problems:
-    ``relation`` "above" holds when the difference is positive at the one-sided 5% level,
-    "not_below" when it is not below -1.96 SE, "within" when it lies within ±1.96 SE."""
+    """Each method of ``order`` against the next on a per-problem quantity, paired over problems: each
+    difference an effect with its standard error over problems, judged by ``relation`` (relations.RELATIONS;
+    "not_below" and "within" against the claim's margin)."""
     bench = _power_bench(study, benchmark)
     methods = [_power_method(study, artifact, role) for role in order]
     values = {m: _per_problem(study, m, quantity, bench) for m in methods}
-    parts, holds, effects = [], True, {}
+    parts, effects = [], {}
     for (ra, a), (rb, b) in itertools.pairwise(zip(order, methods)):
         d, se, problems = _paired(values[a], values[b])
-        effects[f"{ra} − {rb}"] = d
+        effects[f"{ra} − {rb}"] = _paired_effect(d, se, problems)
         part = f"{ra} − {rb} {d:+.3g} ± {Z95 * se:.2g}"
         if quantity == "accuracy":  # what treating every answer as independent would claim
             naive = math.hypot(*(binomial_se(values[m].mean(), len(_answers(study, m, bench))) for m in (a, b)))
             part += f" (± {Z95 * naive:.2g} if answers were independent)"
         parts.append(part)
-        holds &= _RELATIONS[relation](d, se)
     means = ", ".join(f"{role} {values[m].mean():.3g}" for role, m in zip(order, methods))
     return Measured(f"{means}; {'; '.join(parts)}",
                     f"{_QUANTITY[quantity]} per problem of {bench or 'every benchmark'} ({', '.join(methods)}), differences paired over {problems} problems, "
-                    "95% half-width from the standard error over problems", holds=bool(holds), effects=effects, relation=relation)  # fmt: skip
+                    "95% half-width from the standard error over problems", effects=effects)  # fmt: skip
 
 
 @measurement
@@ -137,7 +135,7 @@ def power_vs_majority(study: Study, artifact: str, method: str = "power", versus
                     f"single-shot accuracy of {a} against the accuracy of a majority vote over {k} answers of {b} (its n // {k} disjoint groups "
                     f"of {k} per problem, answers compared as the grader read them, a tie to the first given, an unread answer never winning), "
                     f"per problem of {bench or 'every benchmark'}, paired over {problems} problems, 95% half-width from the standard error over problems",
-                    holds=bool(d > Z95_ONE_SIDED * se), effects={f"{method} − {versus} majority": d}, relation="above")  # fmt: skip
+                    holds=bool(d > Z95_ONE_SIDED * se), effects={f"{method} − {versus} majority": _paired_effect(d, se, problems)})  # fmt: skip
 
 
 @measurement
@@ -159,7 +157,13 @@ def power_rises_with(study: Study, artifact: str, parameter: str, benchmark: str
     points = ", ".join(f"{v:g}: {acc[m].mean():.1f}%" for m, v in sorted(sweep.items(), key=lambda kv: kv[1]))
     return Measured(f"{points}; slope {slope:+.3g} ± {Z95 * se:.2g} points per unit of {parameter}",
                     f"accuracy on {bench or 'every benchmark'} per problem along the {parameter} sweep of {artifact}, slope averaged over {len(slopes)} problems",
-                    holds=bool(slope > Z95_ONE_SIDED * se), effects={"slope": slope}, relation="above")  # fmt: skip
+                    holds=bool(slope > Z95_ONE_SIDED * se), effects={"slope": Effect(slope, se, len(slopes) - 1)})  # fmt: skip
+
+
+def _cost_effect(estimate: float, lo: float, hi: float) -> Effect:
+    """The cost ratio's bootstrap interval as an effect: its 95% interval's half-width over 1.96 standard errors,
+    the wider side's, so the normal bounds hold the bootstrap's."""
+    return Effect(estimate, max(estimate - lo, hi - estimate) / Z95)
 
 
 @measurement
@@ -172,7 +176,7 @@ def power_cost(study: Study, artifact: str, method: str = "power", versus: str =
     lo, hi = bootstrap(lambda idx: both[idx, 0].mean() / both[idx, 1].mean(), list(range(len(both))))
     return Measured(f"{table.loc[a, f'cost vs {b}']:.3g}× ({table.loc[a, 'tokens drawn per answer']:.3g} vs {table.loc[b, 'tokens drawn per answer']:.3g} tokens drawn per answer), 95% interval [{lo:.3g}, {hi:.3g}]",
                     f"power_study.accuracy_table over every benchmark; bootstrap over {len(both)} problems", holds=bool(lo > 1),
-                    effects={"cost − 1": float(table.loc[a, f"cost vs {b}"]) - 1}, relation="above")  # fmt: skip
+                    effects={"cost − 1": _cost_effect(float(table.loc[a, f"cost vs {b}"]) - 1, lo - 1, hi - 1)})  # fmt: skip
 
 
 @measurement

@@ -16,6 +16,7 @@ import pandas as pd
 from .. import analysis
 from .data import NotComparable, Study
 from .registry import Measured, measurement
+from .relations import Effect
 
 RANDOM = "Random reward"
 # Validation points averaged at each end of a run for the accuracy change: one point is noisy.
@@ -79,17 +80,17 @@ def _accuracy_ends(study: Study, metrics: pd.DataFrame) -> tuple[float, float, f
     return float(first["val_acc"].mean()), float(last["val_acc"].mean()), se
 
 
-@measurement
+@measurement(relation="within")
 def random_accuracy_flat(study: Study, artifact: str) -> Measured:
     """Validation accuracy under the random reward does not move: the change from the first to the last validation
-    points lies within 1.96 binomial standard errors on one seed, within the seeds' 95% t-interval over several."""
+    points lies within the claim's margin (equivalence, TOST), its error binomial on one seed, the seeds' spread
+    over several."""
     random, base = _pair(study, artifact)
     first, last, se = _accuracy_ends(study, _shared(study, (random, base))[0])
     change = last - first
     return Measured(f"{random}: {100 * first:.1f}% → {100 * last:.1f}% ({100 * change:+.1f} points, binomial s.e. {100 * se:.1f})",
                     f"mean validation accuracy of the first and last {ENDS} validation points of {random}",
-                    holds=abs(change) <= 1.96 * se, effects={f"{study.name(random)}: accuracy change": change},
-                    relation="within")  # fmt: skip
+                    holds=abs(change) <= 1.96 * se, effects={f"{study.name(random)}: accuracy change": Effect(change, se)})  # fmt: skip
 
 
 @measurement

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .relations import RELATIONS, Effect
+
 
 @dataclass
 class Measured:
@@ -27,26 +29,44 @@ class Measured:
     how: str  # exactly what was computed, on which runs
     holds: bool | None = None  # a qualitative test's outcome
     interval: tuple[float, float] | None = None  # a number's acceptance interval, when it comes from the data
-    # A qualitative test's signed quantities (named by configured run, never by replicate), and what the
-    # claim says of each against zero: "above", "below", "not_above", "not_below" or "within" (seeds.RELATIONS).
-    effects: dict[str, float] | None = None
-    relation: str = "above"
+    # A qualitative test's signed quantities (named by configured run, never by replicate): a point reading
+    # (float) or an Effect with the standard error the data give it; judged by the claim's relation
+    # (relations.decide), which the measurement's registration names.
+    effects: dict[str, float | Effect] | None = None
 
 
 MEASUREMENTS: dict[str, Callable[..., Measured]] = {}
 
 
-def measurement(fn: Callable[..., Measured] | None = None, *, pools_seeds: bool = False):
+def measurement(
+    fn: Callable[..., Measured] | None = None, *, pools_seeds: bool = False, relation: str | Callable[[dict], str] = "above"
+):
     """Register ``fn`` under its name (``@measurement``, or ``@measurement(pools_seeds=True)`` for one
-    that reads every seed itself); a name already registered raises ValueError."""
+    that reads every seed itself); a name already registered raises ValueError.
+
+    ``relation`` is what a test claims of its effects (relations.RELATIONS): one for every claim, or a function
+    of the claim's ``measure`` arguments where the ledger chooses it, so the ledger check can tell, before any
+    result, which claims need a margin."""
 
     def register(fn: Callable[..., Measured]) -> Callable[..., Measured]:
         if (known := MEASUREMENTS.get(fn.__name__)) is not None:
             raise ValueError(
                 f"measurement {fn.__name__!r} is registered twice: in {known.__module__} and in {fn.__module__}"
             )
+        if isinstance(relation, str) and relation not in RELATIONS:
+            raise ValueError(f"measurement {fn.__name__!r}: unknown relation {relation!r}; known are {RELATIONS}")
         fn.pools_seeds = pools_seeds
+        fn.relation = relation
         MEASUREMENTS[fn.__name__] = fn
         return fn
 
     return register if fn is None else register(fn)
+
+
+def relation_of(spec: dict) -> str:
+    """The relation a claim's measurement (its ``measure`` block) tests its effects by."""
+    fn = MEASUREMENTS[spec["fn"]]
+    relation = fn.relation(spec) if callable(fn.relation) else fn.relation
+    if relation not in RELATIONS:
+        raise ValueError(f"measure {spec}: relation {relation!r} is none of {RELATIONS}")
+    return relation

@@ -2,10 +2,10 @@
 
 In the miniature a base model is itself a random outcome of pre-training, so a configured run's
 replicates (each with its own pre-trained model and RL seed) are independent draws of the whole
-pipeline. A claim about a difference holds when the difference is larger than seed-to-seed variation:
-each of a test's ``effects`` is tested against zero with Student's t over the seeds (its mean over
-its standard error, k - 1 degrees of freedom). Replicate k of a treatment and of its baseline share
-base model k, so an effect that is a difference is paired by seed.
+pipeline. Each of a test's ``effects`` becomes its mean over the seeds with the standard error of that
+mean (k − 1 degrees of freedom), and the claim is judged on those (``relations.decide``): the spread
+across seeds is the noise a difference must stand out from. Replicate k of a treatment and of its
+baseline share base model k, so an effect that is a difference is paired by seed.
 """
 
 from __future__ import annotations
@@ -13,24 +13,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.stats
 
 from .registry import Measured
-
-
-def t_quantile(level: float, seeds: int) -> float:
-    return float(scipy.stats.t.ppf(level, seeds - 1))
-
-
-# What a claim says of an effect with mean ``m`` and standard error ``se`` over ``k`` seeds: directional
-# claims at the one-sided 5% level, claims of no difference when 0 lies within the two-sided 95% interval.
-RELATIONS = {
-    "above": lambda m, se, k: m > t_quantile(0.95, k) * se,
-    "below": lambda m, se, k: m < -t_quantile(0.95, k) * se,
-    "not_above": lambda m, se, k: m <= t_quantile(0.975, k) * se,
-    "not_below": lambda m, se, k: m >= -t_quantile(0.975, k) * se,
-    "within": lambda m, se, k: abs(m) <= t_quantile(0.975, k) * se,
-}
+from .relations import Effect, as_effect
+from .stats import t_quantile
 
 
 def mean_se(values) -> tuple[float, float]:
@@ -39,44 +25,43 @@ def mean_se(values) -> tuple[float, float]:
     return float(v.mean()), float(v.std(ddof=1) / math.sqrt(len(v)))
 
 
+def over_seeds(values) -> Effect:
+    """An effect's values on each seed, as one effect: their mean, its standard error, k − 1 degrees of freedom.
+    A seed that could not define it (NaN) leaves it undefined."""
+    mean, se = mean_se(values)
+    return Effect(mean, se if math.isfinite(mean) else None, len(values) - 1, len(values))
+
+
 def combine(per_seed: list[Measured]) -> Measured:
     """The measurements of one claim on each seed (replicate 0 first), as one.
 
-    A number: its mean over seeds, with the 95% t-interval of that mean. A test: decided on its effects,
-    each by the claim's relation (``RELATIONS``); an effect that a seed could not define (NaN, as an
-    undefined ratio) fails the test. A test that names no effects cannot be combined: ValueError.
+    A number: its mean over seeds, with the 95% t-interval of that mean. A test: each effect's mean over the
+    seeds with its standard error, to be judged by the claim's relation. A test that names no effects cannot be
+    combined: ValueError.
     """
     k = len(per_seed)
     first = per_seed[0]
     if k < 2:
         return first
-    if first.holds is None:
+    if first.effects is None and first.holds is None:
         values = [float(m.value) for m in per_seed]
         mean, se = mean_se(values)
-        half = t_quantile(0.975, k) * se
+        half = t_quantile(0.975, k - 1) * se
         return Measured(mean, f"{first.how}; mean over {k} seeds ({', '.join(f'{v:.3g}' for v in values)})",
                         interval=(mean - half, mean + half))  # fmt: skip
     if first.effects is None:
         raise ValueError(f"a test made per seed names no effects to combine: {first.how}")
-    relation = first.relation
-    if relation not in RELATIONS or any(m.relation != relation or m.effects.keys() != first.effects.keys() for m in per_seed):
-        raise ValueError(f"seeds of one test disagree on its effects or relation: {first.how}")
-    parts, holds = [], True
+    if any(m.effects is None or m.effects.keys() != first.effects.keys() for m in per_seed):
+        raise ValueError(f"seeds of one test disagree on its effects: {first.how}")
+    parts, effects = [], {}
     for name in first.effects:
-        values = [m.effects[name] for m in per_seed]
-        if not all(math.isfinite(v) for v in values):
-            parts.append(f"{name}: undefined on a seed ({', '.join(f'{v:.3g}' for v in values)})")
-            holds = False
-            continue
-        mean, se = mean_se(values)
-        ok = RELATIONS[relation](mean, se, k)
-        parts.append(f"{name} {mean:+.3g} ± {t_quantile(0.975, k) * se:.2g} ({', '.join(f'{v:+.3g}' for v in values)})")
-        holds &= ok
+        values = [as_effect(m.effects[name]).estimate for m in per_seed]
+        effects[name] = over_seeds(values)
+        parts.append(f"{name} {effects[name].estimate:+.3g} ({', '.join(f'{v:+.3g}' for v in values)})")
     return Measured(
         "; ".join(parts),
-        f"{first.how}; per seed, then each effect's mean over {k} seeds with its 95% t half-width (seed values), "
-        f"the claim holding when every effect is {relation.replace('_', ' ')} zero beyond seed-to-seed variation",
-        holds=bool(holds),
-        effects={name: mean_se([m.effects[name] for m in per_seed])[0] for name in first.effects},
-        relation=relation,
+        f"{first.how}; per seed, then each effect's mean over {k} seeds (seed values), its standard error the "
+        "seed-to-seed spread",
+        holds=None if any(m.holds is None for m in per_seed) else all(m.holds for m in per_seed),
+        effects=effects,
     )

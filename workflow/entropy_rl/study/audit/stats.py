@@ -1,4 +1,4 @@
-"""Statistics the measurements share: normal quantiles, a bootstrap over runs or problems, binomial noise."""
+"""Statistics the measurements share: normal and t quantiles, a bootstrap over runs or problems, binomial noise."""
 
 from __future__ import annotations
 
@@ -9,6 +9,10 @@ import scipy.stats
 
 Z95 = scipy.stats.norm.ppf(0.975)
 Z95_ONE_SIDED = scipy.stats.norm.ppf(0.95)
+
+
+def t_quantile(level: float, df: float) -> float:
+    return float(scipy.stats.t.ppf(level, df))
 
 
 def bootstrap(stat, items: list, n: int = 2000, seed: int = 0) -> tuple[float, float]:

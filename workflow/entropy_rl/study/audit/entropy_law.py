@@ -75,7 +75,7 @@ def law_fits_within_noise(study: Study, artifact: str) -> Measured:
             dof += len(pts) - 2
             r2.append(fit["r2"])
         ratio = chi2 / dof
-        effects[f"{run}: misfit over noise"] = Effect(ratio - 1, ratio * math.sqrt(2 / dof))
+        effects[f"{run}: misfit over noise"] = Effect(ratio - 1, ratio * math.sqrt(2 / dof), seeds=study.replicates)
         parts.append(f"{run} {ratio:.2f} (chi-square {chi2:.1f} on {dof}, p {scipy.stats.chi2.sf(chi2, dof):.3g})")
     seeds = study.replicates
     return Measured(f"residual variance over noise: {'; '.join(parts)}; R² {min(r2):.2f}–{max(r2):.2f}",
@@ -116,11 +116,12 @@ def early_prediction_error(study: Study, artifact: str, quantity: str, task: str
 
 
 def _difference(a: list[float], b: list[float]) -> Effect:
-    """The difference of two runs' mean coefficient over their seeds, Welch's standard error and degrees of freedom."""
+    """The difference of two runs' mean coefficient over their seeds, Welch's standard error and degrees of freedom
+    (its error shrinks as 1/√seeds: relations.seeds_needed scales it so)."""
     va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
     se = math.sqrt(va + vb)
     df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if va + vb > 0 else math.inf
-    return Effect(float(np.mean(a) - np.mean(b)), se, df)
+    return Effect(float(np.mean(a) - np.mean(b)), se, df, min(len(a), len(b)))
 
 
 @measurement(pools_seeds=True, relation=lambda spec: {"shared": "within", "different": "differs"}[spec.get("expect", "shared")])
@@ -185,7 +186,7 @@ def log_linear_in_size(study: Study, artifact: str, coefficient: str) -> Measure
             per_size.append(f"{study.size(r):,}: {np.mean(values):.3g}{spread}")
         fit = analysis.log_linear_fit(x, y)
         reg = scipy.stats.linregress(np.log10(x), y)  # the slope's standard error, n - 2 degrees of freedom
-        effects[f"{data}: slope per decade"] = Effect(fit["slope"], float(reg.stderr), len(x) - 2)
+        effects[f"{data}: slope per decade"] = Effect(fit["slope"], float(reg.stderr), len(x) - 2, study.replicates)
         parts.append(f"{data}: slope {fit['slope']:+.3f} per decade, R² {fit['r2']:.2f}, p {fit['p_value']:.3g} "
                      f"({'; '.join(per_size)})")  # fmt: skip
     if not parts:

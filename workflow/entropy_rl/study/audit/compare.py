@@ -40,8 +40,9 @@ def kind_of_move(a: str, b: str) -> str:
 def compare(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     """One row per claim of either audit: both verdicts and measurements, whether the verdicts agree and how they
     moved. ``judged`` marks the claims with a verdict other than "not comparable" in at least one audit."""
-    cols = ["id", "verdict", "measured"]
-    both = a[cols].merge(b[cols], on="id", how="outer", suffixes=("_a", "_b")).set_index("id")
+    cols = ["id", "verdict", "measured", "why"]
+    a, b = (t.reindex(columns=cols) for t in (a, b))  # an audit from before issue 55 may lack a column
+    both = a.merge(b, on="id", how="outer", suffixes=("_a", "_b")).set_index("id")
     va, vb = both["verdict_a"].fillna(NOT_COMPARABLE), both["verdict_b"].fillna(NOT_COMPARABLE)
     both["agree"] = both["verdict_a"] == both["verdict_b"]
     both["move"] = [kind_of_move(x, y) for x, y in zip(va, vb)]
@@ -81,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
         mark = {FLIP: "!! ", INCONCLUSIVE_MOVE: "~  ", OTHER: "≠  ", AGREE: "   "}[row["move"]]
         print(f"{mark}{row['id']:<40} {row['verdict_a']!s:<13} {row['verdict_b']!s:<13} "
               f"{str(row['measured_a'])[:50]:<50} | {str(row['measured_b'])[:50]}")  # fmt: skip
+        if row["move"] == FLIP:  # the effects and their bounds, both sides: what the two studies saw
+            for side in ("a", "b"):
+                print(f"       {side}: {str(row[f'why_{side}']).split('. Test:')[0]}")
     return 0
 
 

@@ -156,7 +156,8 @@ def decide(effects: dict[str, float | Effect], relation: str, margin: float | No
         raise ValueError("a claim judged on its effects names none")
     m = margin or 0.0
     rep, con = _REPRODUCE[relation], _CONTRADICT[relation]
-    detail = "; ".join(f"{name} {e.text(level)}" for name, e in effects.items()) + f", claimed {describe(relation, margin)}"
+    detail = ("; ".join(f"{name} {e.text(level)}" for name, e in effects.items())
+              + f", claimed {describe(relation, margin)} [brackets: one-sided {1 - level:.0%} bounds]")  # fmt: skip
     undefined = [n for n, e in effects.items() if not math.isfinite(e.estimate)]
     no_spread = any(e.se is None and math.isfinite(e.estimate) for e in effects.values())
     if relation == "differs":

@@ -93,13 +93,22 @@ def main() -> None:
     parser.add_argument("--steps", type=int, help="timed steps after the warm-up (default: paper.pilot.speed.steps)")
     parser.add_argument("--tokenizer", help="a tokenizer directory for the random models (default: the mini one)")
     parser.add_argument("--no-rollout", action="store_true", help="time the update only")
+    parser.add_argument("--prompts", type=int, help="prompts a step (default: paper.pilot.speed.prompts)")
+    parser.add_argument("--verl-override", action="append", default=[], metavar="KEY=VALUE",
+                        help="a verl override appended to the run's command, as a site's launch.verl_overrides")
     parser.add_argument("--json", type=Path, help="write the measurements and the fitted laws here")
     args = parser.parse_args()
     cfg = paper_config(args.cpu, args.sizes)
     if args.steps:
         cfg["pilot"]["speed"]["steps"] = args.steps
+    if args.prompts:
+        cfg["pilot"]["speed"].update(prompts=args.prompts, mini_batch=min(args.prompts, cfg["pilot"]["speed"]["mini_batch"]))
+    launch_cfg = cfg.setdefault("launch", {})
+    launch_cfg["verl_overrides"] = [*launch_cfg.get("verl_overrides", []), *args.verl_override]
     work = Path(tempfile.mkdtemp(prefix="gpu-update-"))
-    python, env = cpu_env() if args.cpu else (sys.executable, launch.verl_env({**os.environ, "PYTHONPATH": str(ROOT / "workflow")}))
+    # the package first, then the caller's own path (where packages carried to a GPU machine were installed, say)
+    pythonpath = os.pathsep.join(p for p in (str(ROOT / "workflow"), os.environ.get("PYTHONPATH")) if p)
+    python, env = cpu_env() if args.cpu else (sys.executable, launch.verl_env({**os.environ, "PYTHONPATH": pythonpath}))
     tokenizer = args.tokenizer or tokenizer_dir(work)
     with open(work / "probes.log", "w") as log:
         result = speed.measure(cfg, str(work / "results"), tokenizer, work / "sizes", python, env, log,

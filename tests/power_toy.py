@@ -1,5 +1,5 @@
 """A toy autoregressive model small enough to list every answer, so p^α is exact: the samplers of p^α
-(core.power_mcmc, core.power_smc, core.power_sps) are measured against it by tests/core/test_power_exactness.py and
+(core.power.mcmc, core.power.smc, core.power.sps) are measured against it by tests/core/test_power_exactness.py and
 benchmarks/power_exactness.py.
 
 Three tokens (two symbols and a stop token), next-token probabilities fixed per prefix (a Dirichlet draw seeded by
@@ -16,7 +16,9 @@ from collections import Counter
 
 import numpy as np
 import torch
-from entropy_rl.core import power_mcmc, power_smc, power_sps
+from entropy_rl.core.power import mcmc as power_mcmc
+from entropy_rl.core.power import smc as power_smc
+from entropy_rl.core.power import sps as power_sps
 
 STOP, VOCAB, MAX_TOKENS, ALPHA = 2, 3, 4, 4.0
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 import yaml
-from entropy_rl.core import power_methods
+from entropy_rl.core.power import methods as power_methods
 from support import ROOT
 
 CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())
@@ -100,7 +100,7 @@ def test_register_refuses_a_name_it_has():
 
 def test_the_registry_loads_without_torch():
     """The rules and the audit's params read it while the workflow is planned."""
-    code = "import sys, entropy_rl.core.power_methods; assert not {'torch', 'transformers', 'vllm'} & set(sys.modules)"
+    code = "import sys, entropy_rl.core.power.methods; assert not {'torch', 'transformers', 'vllm'} & set(sys.modules)"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from entropy_rl.core import power_mcmc
+from entropy_rl.core.power import mcmc as power_mcmc
 from entropy_rl.mini import power_sampling as mini_power
 from entropy_rl.paper import power_sampling as paper_power
 
@@ -429,7 +429,8 @@ class DistinctProposer(EndlessProposer):
 
 def test_the_gpu_hours_token_model_of_the_later_samplers_is_what_they_draw():
     """budget.smc_tokens and budget.sps_tokens against the samplers' own counts, on answers that never end early."""
-    from entropy_rl.core import power_smc, power_sps
+    from entropy_rl.core.power import smc as power_smc
+    from entropy_rl.core.power import sps as power_sps
     from entropy_rl.paper import budget
 
     length, rng = 21, np.random.default_rng(0)

@@ -157,8 +157,8 @@ def test_the_later_samplers_run_through_the_same_rule_on_their_own_module(paper_
     assert (sps["drawn_tokens"] > 2 * sps["response_tokens"]).any()  # more than the candidates: their rollouts
     stamps = json.loads((paper_study / "results" / "code" / "power_samplers_vllm.modules.json").read_text())["modules"]
     first = json.loads((paper_study / "results" / "code" / "power_sample_vllm.modules.json").read_text())["modules"]
-    assert "entropy_rl.paper.power_samplers" in stamps and "entropy_rl.core.power_smc" in stamps
-    assert not {"entropy_rl.paper.power_samplers", "entropy_rl.core.power_smc", "entropy_rl.core.power_sps"} & set(first)
+    assert "entropy_rl.paper.power_samplers" in stamps and "entropy_rl.core.power.smc" in stamps
+    assert not {"entropy_rl.paper.power_samplers", "entropy_rl.core.power.smc", "entropy_rl.core.power.sps"} & set(first)
 
 
 def test_power_sampling_log_likelihoods_agree_with_hugging_face(paper_study):

@@ -15,7 +15,7 @@ import pytest
 import vllm_standin
 import yaml
 from entropy_rl.paper import prompt_format
-from entropy_rl.core.power_mcmc import context_needed
+from entropy_rl.core.power.mcmc import context_needed
 from entropy_rl.paper import evaluate, power_sampling
 from support import ROOT
 

@@ -180,14 +180,14 @@ def test_an_edit_of_a_later_sampler_outdates_its_jobs_and_none_of_the_first_ones
     """Power-SMC's resampling changed: its job and scalable power sampling's (one module samples both) are named and
     priced; plain sampling's and Algorithm 1's, sampled by another module, are not outdated."""
     wf, _ = study
-    undo = edited(wf / "workflow" / "entropy_rl" / "core" / "power_smc.py", 'side="right")', 'side="left")')
+    undo = edited(wf / "workflow" / "entropy_rl" / "core" / "power" / "smc.py", 'side="right")', 'side="left")')
     try:
         proc = run_all(study)
         message = proc.stderr[proc.stderr.find("paid work:") :]
         assert proc.returncode != 0 and "Nothing was submitted" in message, proc.stderr[-3000:]
         jobs = re.findall(r"^  (\w+) (\S+): [\d,.]+ GPU-hours$", message, re.MULTILINE)
         assert sorted(jobs) == [("power_sample_vllm", "smc"), ("power_sample_vllm", "sps")], message[:3000]
-        assert re.search(r"^      code changed: entropy_rl\.core\.power_smc$", message, re.MULTILINE), message[:3000]
+        assert re.search(r"^      code changed: entropy_rl\.core\.power\.smc$", message, re.MULTILINE), message[:3000]
     finally:
         undo()
 

@@ -23,7 +23,7 @@ JOB_ENV_FLAG = "--export-file=.snakemake/slurm_job_environment"
 LOCAL_RULES = {"all", "download_model", "download_dataset", "check_source", "preflight", "preflight_eval", "preflight_power"}  # run by the main process, not sbatch
 POWER = PAPER["power_sampling"]
 # The power-sampling study's jobs: base, low temperature, power, the RL checkpoints, and the sweep
-# points other than the main setting (entropy_rl.core.power_methods).
+# points other than the main setting (entropy_rl.core.power.methods).
 POWER_METHODS = (3 + sum(k in POWER for k in ("smc", "sps")) + len(POWER["runs"])
                  + sum(a != POWER["alpha"] for a in POWER["sweeps"]["alpha"])
                  + sum(n != POWER["n_mcmc"] for n in POWER["sweeps"]["n_mcmc"]))  # fmt: skip

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from entropy_rl.core import config as config_check
 from entropy_rl.core import modules as modules_closure
-from entropy_rl.core import power_methods as power_registry
+from entropy_rl.core.power import methods as power_registry
 from entropy_rl.core import spec as run_spec
 from entropy_rl.paper import containers
 from entropy_rl.paper import launch
@@ -301,7 +301,7 @@ def preflight_power_scope():
     })  # fmt: skip
 
 
-# ---- power sampling beside RL (Karan & Du, 2025): entropy_rl.core.power_methods ---------------
+# ---- power sampling beside RL (Karan & Du, 2025): entropy_rl.core.power.methods ---------------
 POWER_STUDY = power_registry.build(POWER, {r: run_label(r) for r in POWER["runs"].values()}, REPLICATES, SEED) if POWER else None
 
 
@@ -311,7 +311,7 @@ def power_methods():
 
 
 def power_benchmark_files(wildcards):
-    """The benchmarks a sampling job answers: the study's, or a sweep's own (core.power_methods.Study.benchmarks)."""
+    """The benchmarks a sampling job answers: the study's, or a sweep's own (core.power.methods.Study.benchmarks)."""
     settings = power_job(wildcards.method)["settings"]
     return expand(BENCHMARK_FILE, benchmark=settings.get("benchmarks", POWER["benchmarks"]))
 
@@ -351,7 +351,7 @@ def power_job(method):
             "seed": POWER_STUDY.seed(method)}  # fmt: skip
 
 
-# At paper scale each sampling module has its own code stamp (core.power_methods.sampler_module): a change to the later
+# At paper scale each sampling module has its own code stamp (core.power.methods.sampler_module): a change to the later
 # samplers outdates none of the jobs of plain sampling and Algorithm 1, whose stamp keeps its name.
 SAMPLER_CODE = {"paper.power_sampling": "power_sample_vllm", "paper.power_samplers": "power_samplers_vllm"}
 

@@ -1,4 +1,4 @@
-"""Power sampling at mini scale: each sampler of p^α (``core.power_algorithms``: Algorithm 1, Power-SMC, scalable power
+"""Power sampling at mini scale: each sampler of p^α (``core.power.algorithms``: Algorithm 1, Power-SMC, scalable power
 sampling) with the proposal drawn from a Hugging Face model by the mini sampler (``HFProposer``,
 ``generation.decode``), and the power-sampling study's answers to a method (``sample_method``,
 ``sample_benchmarks``)."""
@@ -13,8 +13,8 @@ import pandas as pd
 import torch
 
 from ..core import formats
-from ..core.power_algorithms import ALGORITHMS
-from ..core.power_mcmc import Chain, answer_rows, plain_costs
+from ..core.power.algorithms import ALGORITHMS
+from ..core.power.mcmc import Chain, answer_rows, plain_costs
 from . import generation, models
 
 
@@ -32,7 +32,7 @@ def pad(seqs: list[torch.Tensor], pad_id: int, left: bool) -> tuple[torch.Tensor
 
 class HFProposer:
     """The proposal q = p at temperature 1/α, drawn from a Hugging Face model by ``generation.decode``
-    (a ``core.power_mcmc.Proposer``)."""
+    (a ``core.power.mcmc.Proposer``)."""
 
     def __init__(self, model, tokenizer, alpha: float):
         self.model, self.alpha = model, alpha
@@ -79,7 +79,7 @@ def sample_method(model, tokenizer, base, prompts, answers, method: dict, n: int
     Each is graded by its problem's reward style (``styles``; math-verify when not given).
 
     ``method`` is ``{"kind": "sample", "temperature": t}`` (plain sampling from ``model``: the base
-    model, or a trained checkpoint) or a sampler of p^α on ``model`` by its kind (``core.power_algorithms``:
+    model, or a trained checkpoint) or a sampler of p^α on ``model`` by its kind (``core.power.algorithms``:
     ``power``, ``smc``, ``sps``, with their settings). ``seed`` fixes every draw.
     """
     torch.manual_seed(seed)

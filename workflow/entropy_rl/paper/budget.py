@@ -63,7 +63,7 @@ def eval_gpu_hours(benchmark_sizes: dict[str, int], protocols: dict, model: dict
 
 def power_sampling_tokens(length: int, block_size: int, n_mcmc: int, prompt: int) -> tuple[float, float]:
     """Expected tokens drawn and tokens scored (prefilled for log p) to make one answer of ``length``
-    tokens by Algorithm 1 (``core.power_mcmc.sample_chains``): each block is drawn once, then each of
+    tokens by Algorithm 1 (``core.power.mcmc.sample_chains``): each block is drawn once, then each of
     its N_MCMC redraws starts at a cut uniform over the answer so far, so (k·B + 1)/2 tokens are drawn
     again on average in block k; every draw is scored with its prefix (prompt + answer so far)."""
     drawn, scored = float(length), 0.0
@@ -75,7 +75,7 @@ def power_sampling_tokens(length: int, block_size: int, n_mcmc: int, prompt: int
 
 
 def smc_tokens(length: int, particles: int, resample_every: int, prompt: int) -> tuple[float, float]:
-    """The same for Power-SMC (``core.power_smc``): every particle draws every token of the answer (the population
+    """The same for Power-SMC (``core.power.smc``): every particle draws every token of the answer (the population
     runs as long as its longest particle; here all run to ``length``), in rounds of ``resample_every`` tokens, each
     round's draws scored with their prefix."""
     ends = [min(end, length) for end in range(resample_every, length + resample_every, resample_every)]
@@ -84,7 +84,7 @@ def smc_tokens(length: int, particles: int, resample_every: int, prompt: int) ->
 
 def sps_tokens(length: int, block_size: int, candidates: int, rollouts: int, horizon: int,
                prompt: int) -> tuple[float, float]:  # fmt: skip
-    """The same for scalable power sampling (``core.power_sps``), at its most (every candidate distinct, none ending
+    """The same for scalable power sampling (``core.power.sps``), at its most (every candidate distinct, none ending
     early): per block, L candidates of B tokens, then M rollouts of up to H tokens after each, every draw scored with
     its prefix."""
     drawn = scored = 0.0

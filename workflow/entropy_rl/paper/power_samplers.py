@@ -1,9 +1,9 @@
 """The samplers of p^α after Algorithm 1 at paper scale: Power-SMC and scalable power sampling
-(``core.power_algorithms``) over the vLLM proposal of ``power_sampling`` (``VllmProposer``), in the same rows, with each answer's wall time.
+(``core.power.algorithms``) over the vLLM proposal of ``power_sampling`` (``VllmProposer``), in the same rows, with each answer's wall time.
 
 A module of its own rather than a branch of ``power_sampling.sample_method``: a job's code stamp covers the modules
 its rule runs, and the jobs of plain sampling and Algorithm 1 (12 at paper scale, about 530 GPU-hours) must not go
-out of date for code they never run. ``core.power_methods.sampler_module`` picks the module by the method's kind, for
+out of date for code they never run. ``core.power.methods.sampler_module`` picks the module by the method's kind, for
 the rule's code stamp and for its script alike. The engines are set up as ``power_sampling.sample_benchmarks`` sets
 them up (``engines``); that function keeps its own copy until its jobs change for a reason of their own.
 """
@@ -19,8 +19,8 @@ import pandas as pd
 import torch
 
 from ..core import formats
-from ..core.power_algorithms import ALGORITHMS
-from ..core.power_mcmc import answer_rows, context_needed
+from ..core.power.algorithms import ALGORITHMS
+from ..core.power.mcmc import answer_rows, context_needed
 from . import prompt_format
 from .power_sampling import VllmProposer, stop_ids, vllm_engine, vllm_logprobs
 
@@ -40,7 +40,7 @@ def check_context(ids: list[list[int]], engines: list, max_new_tokens: int) -> N
 
 def sample_method(llm, base_llm, tokenizer, prompts, answers, styles, method: dict, n: int, max_new_tokens: int,
                   seed: int, stop: tuple[int, ...], chat_template: str | None = None) -> pd.DataFrame:  # fmt: skip
-    """``n`` graded answers per problem by a sampler of p^α (``method["kind"]`` in ``core.power_algorithms``) on
+    """``n`` graded answers per problem by a sampler of p^α (``method["kind"]`` in ``core.power.algorithms``) on
     ``llm``, scored by ``base_llm``, in the rows of ``power_sampling.sample_method`` plus ``seconds``: the sampling's
     wall time shared equally by its answers (scoring not included). Every answer of every problem advances together,
     so the engine batches them; ``seed`` splits into independent streams for the requests and the sampler's own draws.

@@ -1,4 +1,4 @@
-"""Power sampling at paper scale: Algorithm 1 (``core.power_mcmc``) with the proposal drawn by a
+"""Power sampling at paper scale: Algorithm 1 (``core.power.mcmc``) with the proposal drawn by a
 vLLM engine (``VllmProposer``), every chain of an MCMC step in one batched call, and the
 power-sampling study's answers to a method (``sample_method``, ``sample_benchmarks``)."""
 
@@ -14,14 +14,14 @@ import torch
 
 from ..core import formats
 from . import prompt_format
-from ..core.power_mcmc import answer_rows, chain_costs, context_needed, method_chains, plain_costs
+from ..core.power.mcmc import answer_rows, chain_costs, context_needed, method_chains, plain_costs
 
 log = logging.getLogger(__name__)
 
 
 class VllmProposer:
     """The proposal q = p at temperature 1/α, drawn by a vLLM engine: every chain's draft of an MCMC
-    step in one ``generate`` call, so the engine batches them (a ``core.power_mcmc.Proposer``).
+    step in one ``generate`` call, so the engine batches them (a ``core.power.mcmc.Proposer``).
 
     The engine must be built with ``logprobs_mode="processed_logprobs"`` (``vllm_engine``): a drawn
     token's logprob is then taken after the 1/α temperature, i.e. log q. log p comes from a second
@@ -146,7 +146,7 @@ def vllm_logprobs(llm, prefixes: list[list[int]], continuations: list[list[int]]
 def sample_method(llm, base_llm, tokenizer, prompts, answers, styles, method: dict, n: int, max_new_tokens: int,
                   seed: int, stop_ids: tuple[int, ...], chat_template: str | None = None) -> pd.DataFrame:  # fmt: skip
     """``n`` graded answers per problem from one method with vLLM engines (``vllm_engine``), in the
-    rows of ``core.power_mcmc.answer_rows`` (the mini scale's ``sample_method`` gives the same).
+    rows of ``core.power.mcmc.answer_rows`` (the mini scale's ``sample_method`` gives the same).
 
     ``method`` is ``{"kind": "sample", "temperature": t}`` or ``{"kind": "power", "alpha",
     "block_size", "n_mcmc"}``. ``llm`` samples (the base model, or an RL checkpoint), ``base_llm``

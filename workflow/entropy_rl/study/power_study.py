@@ -63,7 +63,7 @@ def likelihoods(samples: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 # ---- the study's table and figures, registered as every artifact is (study.registry) ------------------------
-# Each reads every method's answers as one frame per seed (``Inputs.samples``, replicate 0 first; ``core.power_methods``):
+# Each reads every method's answers as one frame per seed (``Inputs.samples``, replicate 0 first; ``core.power.methods``):
 # a seed samples its own replicate of the base model and of the RL runs, so a value is computed per
 # seed and shown as the mean over seeds, with its standard error when there are several.
 

@@ -58,7 +58,7 @@ class Study:
 
     def at_seed(self, k: int) -> "Study":
         """The study as seed ``k`` ran it: every artifact's runs are their replicate k, and every power-sampling
-        method (by its plain name) is its replicate k's answers (core.power_methods). Same cache."""
+        method (by its plain name) is its replicate k's answers (core.power.methods). Same cache."""
         artifacts = {a: [self.seeds(r)[k] for r in runs] for a, runs in self.artifacts.items()}
         power_paths = {m: self.power_paths[rep] for m in self.power_paths
                        if run_spec.replicate_of(m)[1] == 0 and (rep := run_spec.replicate_names(m, k + 1)[k]) in self.power_paths}  # fmt: skip

@@ -3,7 +3,7 @@
 The answers to one problem are correlated (an easy problem is answered right by every method, many
 times), so methods are compared per problem, paired over the problems all methods answered, with the
 standard error over problems: the problem, not the answer, is the independent unit. With several seeds,
-each seed samples its own replicate of the base model and of the RL runs (core.power_methods), so a
+each seed samples its own replicate of the base model and of the RL runs (core.power.methods), so a
 measurement is made per seed (``Study.at_seed``) and the seeds are combined on its ``effects``
 (audit.seeds): a difference then has to exceed seed-to-seed variation, not only the problems' noise.
 """
@@ -16,7 +16,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from ...core import pass_rates, power_methods
+from ...core import pass_rates
+from ...core.power import methods as power_methods
 from .. import majority, power_study
 from .data import NotComparable, Study
 from .registry import Measured, measurement

@@ -2,7 +2,7 @@
 
 The methods, in this order: plain sampling of the base model (``base``, temperature 1) and at low
 temperature (``low-temp``, 1/alpha), power sampling at the main setting (``power``, Algorithm 1), the later samplers
-of p^alpha configured (``smc``, Power-SMC; ``sps``, scalable power sampling; ``core.power_algorithms``), each RL
+of p^alpha configured (``smc``, Power-SMC; ``sps``, scalable power sampling; ``core.power.algorithms``), each RL
 checkpoint sampled at temperature 1 (named as in ``power_sampling.runs``), and the alpha and N_MCMC
 sweeps (``power-alpha<a>``, ``power-mcmc<n>``; their point at the main setting is ``power``
 itself). A name is a rule wildcard and a file stem, so a name registered twice is refused.
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import spec
+from .. import spec
 
 PLAIN = ("base", "low-temp", "power")  # the base model's methods at the main setting
 LATER = ("smc", "sps")  # the samplers after Algorithm 1, each a method of its kind's name when configured

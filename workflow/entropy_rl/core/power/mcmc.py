@@ -33,7 +33,7 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from . import scoring
+from .. import scoring
 
 # A proposal's continuation of one prefix: its tokens, and log p (temperature 1) and log q
 # (temperature 1/α) of each.

@@ -1,8 +1,8 @@
 """Power-SMC (Azizi et al., 2026): p^α sampled by sequential Monte Carlo over a population of partial answers.
 
 The target over a response y is π(y) ∝ p(y)^α (p the base model at temperature 1), as for Algorithm 1
-(``power_mcmc``). N particles grow together from the same proposal q (the base model at temperature 1/α, the
-``Proposer`` of ``power_mcmc``), each carrying a log importance weight that gains α·log p(y_t) − log q(y_t) per
+(``mcmc``). N particles grow together from the same proposal q (the base model at temperature 1/α, the
+``Proposer`` of ``mcmc``), each carrying a log importance weight that gains α·log p(y_t) − log q(y_t) per
 token it draws; with q at temperature 1/α that gain is the same for every token choice at a prefix (the log of
 Σ_v p(v|prefix)^α), so particles differ in weight only through their prefixes. After every ``resample_every``
 tokens, when the effective sample size 1/ΣW² falls below ``ess_threshold``·N, the population is resampled
@@ -24,7 +24,7 @@ import math
 import numpy as np
 import torch
 
-from .power_mcmc import Chain, Proposer
+from .mcmc import Chain, Proposer
 
 
 def effective_sample_size(log_w: np.ndarray) -> float:
@@ -78,7 +78,7 @@ def _copy(chain: Chain) -> Chain:
 def method_chains(proposer: Proposer, prompt_ids: list[torch.Tensor], method: dict, n: int, max_new_tokens: int,
                   rng: np.random.Generator) -> list[Chain]:  # fmt: skip
     """``n`` answers per prompt, each from its own population (all advanced together), grouped by prompt (as
-    ``power_mcmc.answer_rows`` reads them), with settings ``{"kind": "smc", "alpha", "particles", "resample_every",
+    ``mcmc.answer_rows`` reads them), with settings ``{"kind": "smc", "alpha", "particles", "resample_every",
     "ess_threshold"}``."""
     prompts = [p for p in prompt_ids for _ in range(n)]
     return smc_answers(proposer, prompts, method["alpha"], method["particles"], method["resample_every"],

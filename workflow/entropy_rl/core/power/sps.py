@@ -1,7 +1,7 @@
 """Scalable power sampling (Ji et al., 2026): p^α sampled block by block with a look-ahead, without MCMC.
 
 The target over a response y is π(y) ∝ p(y)^α (p the base model at temperature 1), as for Algorithm 1
-(``power_mcmc``). Their Theorem 3.1: the next piece b of a response drawn from π, given the prefix x, has
+(``mcmc``). Their Theorem 3.1: the next piece b of a response drawn from π, given the prefix x, has
 probability ∝ p(b | x)^α · ζ(x, b), where ζ(x, b) = Σ_f p(f | x, b)^α is the p^α-mass of every future f after b (1
 when b ends the response). ζ is estimated during generation by Monte Carlo rollouts (their Eq. 3) and the selection
 probabilities corrected for the bias of the ratio by a leave-one-out jackknife (their Eqs. 5-6; bias O(1/M²)).
@@ -9,7 +9,7 @@ probabilities corrected for the bias of the ratio by a leave-one-out jackknife (
 Each block of B tokens here:
 
 1. draws ``candidates`` blocks b_1..b_L from the proposal q (the base model at temperature 1/α, the ``Proposer`` of
-   ``power_mcmc``), as their Appendix B draws its candidate blocks;
+   ``mcmc``), as their Appendix B draws its candidate blocks;
 2. estimates ζ of each by ``rollouts`` continuations from q of up to ``horizon`` tokens, by importance sampling:
    ζ(x, b) = E_{f~q}[p(f)^α / q(f)], so log ζ̂ = logsumexp_r Σ_t (α·log p − log q) − log M;
 3. draws one of the distinct candidates with probability ∝ p(b)^α ζ̂(b) (their Eq. 13), the jackknife applied to
@@ -32,7 +32,7 @@ import math
 import numpy as np
 import torch
 
-from .power_mcmc import Chain, Proposer
+from .mcmc import Chain, Proposer
 
 
 def _log_ratio(draft, alpha: float) -> float:
@@ -124,7 +124,7 @@ def sps_answers(proposer: Proposer, prompts: list[torch.Tensor], alpha: float, s
 
 def method_chains(proposer: Proposer, prompt_ids: list[torch.Tensor], method: dict, n: int, max_new_tokens: int,
                   rng: np.random.Generator) -> list[Chain]:  # fmt: skip
-    """``n`` answers per prompt (all grown together), grouped by prompt (as ``power_mcmc.answer_rows`` reads them),
+    """``n`` answers per prompt (all grown together), grouped by prompt (as ``mcmc.answer_rows`` reads them),
     with settings ``{"kind": "sps", "alpha", "block_size", "candidates", "rollouts", "horizon"}``."""
     prompts = [p for p in prompt_ids for _ in range(n)]
     return sps_answers(proposer, prompts, method["alpha"], method, max_new_tokens, rng)

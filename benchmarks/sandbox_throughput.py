@@ -11,7 +11,7 @@ and the layers in force. Run from the repository root:
 import argparse
 import time
 
-from entropy_rl.core import sandbox
+from entropy_rl.core.confined import sandbox
 
 LAYERS = {
     "all": {},

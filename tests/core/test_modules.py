@@ -12,7 +12,7 @@ def test_closure_follows_imports_across_layers_lazy_ones_included():
     trainer = modules.closure("entropy_rl.mini.trainer")
     # direct (algorithms), through another module (generation via evaluate), across a layer (core.reward)
     assert {"entropy_rl.mini.trainer", "entropy_rl.mini.algorithms", "entropy_rl.mini.generation", "entropy_rl.core.reward"} <= set(trainer)
-    assert "entropy_rl.core.sandbox" in trainer  # reward -> sandbox, two steps away
+    assert "entropy_rl.core.confined.sandbox" in trainer  # reward -> sandbox, two steps away
     assert not any(m.startswith(("entropy_rl.paper", "entropy_rl.study")) for m in trainer)
     # preflight imports prime_check inside a function: still part of what the check runs
     from entropy_rl.paper import preflight
@@ -155,3 +155,34 @@ def test_an_edit_changes_a_cached_hash_and_an_undo_restores_it(tmp_path, monkeyp
     (root / "core/util.py").write_text("def f(x):\n    return x + 1\n")
     modules.clear_caches()  # a later process, reading the disk cache
     assert modules.behaviour_hashes("entropy_rl.paper.job", "entropy_rl.core.util") == before
+
+
+def test_a_listed_split_hashes_as_the_module_did_until_a_part_changes(tmp_path, monkeypatch):
+    """A module split into two (``modules.SPLITS``): its importers' hashes and a closure's combined hash (a run's
+    checkpoint fingerprint) stay as they were; an edit of behaviour in a part reruns as any edit does."""
+    util = "def f(x):\n    return x + 1\n\n\ndef g(x):\n    return f(x) * 2\n"
+    job = "from ..core import util\n\nY = util.g(1)\n"
+    root = package(tmp_path, monkeypatch, {"core/util.py": util, "paper/job.py": job})
+    job, was = modules.behaviour_hash("entropy_rl.paper.job"), modules.behaviour_hash("entropy_rl.core.util")
+    fingerprint = modules.combined_hash(*modules.closure("entropy_rl.paper.job"))
+    (root / "core/util.py").write_text("from .parts import f\n\n\ndef g(x):\n    return f(x) * 2\n")
+    (root / "core/parts.py").write_text("def f(x):\n    return x + 1\n")
+    modules.clear_caches()
+    assert modules.behaviour_hash("entropy_rl.paper.job") != job  # unlisted, a split is a change
+    now, part = modules.behaviour_hash("entropy_rl.core.util"), modules.behaviour_hash("entropy_rl.core.parts")
+    monkeypatch.setattr(modules, "SPLITS", (modules.Split(now=now, parts=(part,), was=was),))
+    assert modules.behaviour_hash("entropy_rl.paper.job") == job
+    assert modules.behaviour_hash("entropy_rl.core.util") == was
+    assert "entropy_rl.core.parts" in modules.closure("entropy_rl.paper.job")
+    assert modules.combined_hash(*modules.closure("entropy_rl.paper.job")) == fingerprint
+    assert modules.combined_hash("entropy_rl.core.parts") != modules.combined_hash("entropy_rl.core.util")  # alone
+    (root / "core/parts.py").write_text("def f(x):\n    return x + 2\n")
+    assert modules.behaviour_hash("entropy_rl.paper.job") != job
+    assert modules.combined_hash(*modules.closure("entropy_rl.paper.job")) != fingerprint
+
+
+def test_every_listed_split_still_applies():
+    """An entry of ``modules.SPLITS`` whose module has changed since no longer applies: remove it."""
+    hashes = modules.behaviour_hashes(*every_module())
+    for split in modules.SPLITS:
+        assert split.was in hashes.values() and set(split.parts) <= set(hashes.values()), split

@@ -10,14 +10,14 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from entropy_rl.core import sandbox
+from entropy_rl.core.confined import box, sandbox
 
 NAMESPACES = "netns" in sandbox.isolation()
 LANDLOCK = "landlock" in sandbox.isolation()
 
 
 def _session_alive(sid: int) -> list[int]:
-    return sandbox._pids(field=3, value=sid)
+    return box._pids(field=3, value=sid)
 
 
 def _cmdline_alive(marker: str) -> list[int]:

@@ -6,7 +6,7 @@ import shutil
 import tempfile
 
 import pytest
-from entropy_rl.core import sandbox
+from entropy_rl.core.confined import sandbox
 
 LANDLOCK = "landlock" in sandbox.isolation()
 READER = (

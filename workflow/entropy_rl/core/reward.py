@@ -12,7 +12,8 @@ import json
 import re
 import threading
 
-from . import grading, sandbox
+from . import grading
+from .confined import sandbox
 
 CODE_BLOCK = re.compile(r"```(?:python|py)?[^\n]*\n(.*?)```", re.DOTALL)
 TEST_TIMEOUT_S = 10.0

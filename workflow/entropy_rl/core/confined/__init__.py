@@ -1,4 +1,6 @@
-"""The code that runs inside the sandbox (core.sandbox), as files that linters, type checkers and readers see.
+"""The code sandbox: the host side (``sandbox``: ``run``, ``run_many``, ``check``; ``box``: the layers, launcher and
+scratch directory of one sandbox; ``batch``: ``run_many``'s batches) and the code that runs inside it, as files that
+linters, type checkers and readers see.
 
 The sandbox starts a bare interpreter (``python -I -S -c``) with the text of these modules joined: ``confine`` and
 ``bootstrap`` for ``run``; ``confine``, ``processes`` and ``harness`` for ``run_many``. A line ending in ``# inlined``

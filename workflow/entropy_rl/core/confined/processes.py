@@ -1,4 +1,4 @@
-"""Process and directory helpers both sides use: the parent (core.sandbox) and run_many's harness, which kills and
+"""Process and directory helpers both sides use: the parent (sandbox, box) and run_many's harness, which kills and
 reaps what a program left and removes its directory."""
 
 import os

@@ -4,7 +4,7 @@
 from entropy_rl.core.config import read_yaml
 from entropy_rl.core import ledger as claims_ledger
 from entropy_rl.pipeline import claim_plan
-from entropy_rl.pipeline import claims
+from entropy_rl.pipeline import claims as claim_choice
 from entropy_rl.study import artifacts
 
 # All of them, unless the command line names some (`--config 'claims=[law/*]'`) or a budget
@@ -16,22 +16,22 @@ CLAIMS = claims_ledger.expand_ledger(read_yaml(LEDGER))
 # The power-sampling study's artifacts and the methods each draws.
 POWER_DRAWN = {name: POWER_STUDY.drawn(artifacts.ARTIFACTS[name].methods) for name in artifacts.POWER} if POWER else {}
 CLAIM_JOBS = claim_plan.study_jobs(S, CLAIMS, artifacts.reads_tests, POWER_STUDY, POWER_DRAWN)
-SELECTING = claims.selecting(config)
-claims.check_budget_setting(MINI, config)
+SELECTING = claim_choice.selecting(config)
+claim_choice.check_budget_setting(MINI, config)
 # The GPU-hours: FLOPs at the MFUs of config.yaml paper.budget, or at those the pilot measured on this cluster.
-BUDGET = claims.budget_assumptions(S, MINI, PILOT_ESTIMATE)
-JOB_HOURS = claims.job_hours(SCOPE, POWER_STUDY, PILOT_METHODS, BUDGET, CLAIM_JOBS)
+BUDGET = claim_choice.budget_assumptions(S, MINI, PILOT_ESTIMATE)
+JOB_HOURS = claim_choice.job_hours(SCOPE, POWER_STUDY, PILOT_METHODS, BUDGET, CLAIM_JOBS)
 
 
 def budget_source():
-    return claims.budget_source(S, MINI, BUDGET, PILOT_ESTIMATE)
+    return claim_choice.budget_source(S, MINI, BUDGET, PILOT_ESTIMATE)
 
 
 SELECTION = claim_plan.select(CLAIM_JOBS, JOB_HOURS, config.get("claims"), config.get("budget_gpu_hours"))
 NOT_RUN = claim_plan.not_run(CLAIM_JOBS, SELECTION, JOB_HOURS)
 # What the study builds: every artifact and run, or those of the claims chosen.
-BUILT_ARTIFACTS = claims.built_artifacts(CLAIMS, SELECTION, SELECTING, BUILDABLE_ARTIFACTS)
-STUDY_RUNS = claims.study_runs(SELECTION, SELECTING, RUNS)
-STUDY_POWER_METHODS = claims.study_power_methods(SELECTION, SELECTING, power_methods())
-STUDY_MODELS = claims.study_models(SCOPE, SELECTING, STUDY_RUNS, STUDY_POWER_METHODS)
-EVALUATED_RUNS = claims.evaluated_runs(S, CLAIMS, SELECTION, SELECTING)
+BUILT_ARTIFACTS = claim_choice.built_artifacts(CLAIMS, SELECTION, SELECTING, BUILDABLE_ARTIFACTS)
+STUDY_RUNS = claim_choice.study_runs(SELECTION, SELECTING, RUNS)
+STUDY_POWER_METHODS = claim_choice.study_power_methods(SELECTION, SELECTING, power_methods())
+STUDY_MODELS = claim_choice.study_models(SCOPE, SELECTING, STUDY_RUNS, STUDY_POWER_METHODS)
+EVALUATED_RUNS = claim_choice.evaluated_runs(S, CLAIMS, SELECTION, SELECTING)

@@ -2,6 +2,10 @@
 # (Cui et al., 2025). `snakemake --cores all` runs the mini scale; see README.md.
 from snakemake.utils import min_version
 
+from entropy_rl.pipeline import cluster
+from entropy_rl.pipeline import estimate
+from entropy_rl.pipeline import guard
+
 min_version("9.0")
 
 
@@ -15,6 +19,24 @@ include: "workflow/rules/paths.smk"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/claims.smk"
 include: "workflow/rules/cluster.smk"
+
+
+# Before any job is submitted, at paper scale: no finished GPU job runs again unless asked (entropy_rl.pipeline.guard),
+# a finished run trained again has its launch checked with the code it will run, and the SLURM jobs' environment is
+# written without the hub token (cluster.smk); it is removed when the run ends, and a failed pilot still reports.
+onstart:
+    guard.paid_work_guard(PLAN, MINI, JOB_HOURS, config)
+    estimate.check_retrained_launches(PLAN, S, MINI)
+    cluster.write_job_environment(PLAN, SLURM_JOB_ENV)
+
+
+onsuccess:
+    cluster.remove_job_environment(SLURM_JOB_ENV)
+
+
+onerror:
+    cluster.remove_job_environment(SLURM_JOB_ENV)
+    write_pilot_report()  # cluster.smk: a failed pilot still reports what ran (pilot.smk)
 
 
 wildcard_constraints:

@@ -1,8 +1,11 @@
 """Reproduction of the entropy mechanism of RL for reasoning LMs: the stages the workflow runs.
 
-Four layers, each a subpackage; the import rule between them is a contract the tests check
+Five layers, each a subpackage; the import rule between them is a contract the tests check
 (``[tool.importlinter]`` in pyproject.toml):
 
+- ``pipeline``: what the rule files compute (the study's scope, code stamps, params, the claims judged and their
+  cost, SLURM resources, the GPU-hours estimate, the paid-work guard, the pilot's plan), above all the others;
+  Snakemake's internals in ``pipeline.snakemake_api`` alone. It loads no torch, verl, vLLM or transformers.
 - ``core``: what both scales share: data formats, grading, the code sandbox, the reward, the run
   spec and config, the metrics contract and the measures, resume fingerprints, job plumbing.
 - ``mini``: the CPU miniature: reasoning-gym tasks, the tokenizer and tiny models, generation,
@@ -13,7 +16,7 @@ Four layers, each a subpackage; the import rule between them is a contract the t
   (``registry``, whose ``@artifact`` functions the rules build), the analysis, the figures by section,
   the tables, the power-sampling study, the audit. It loads no torch, verl, vLLM or grader.
 
-``mini`` and ``paper`` import only ``core``; ``study`` imports only ``core``.
+``pipeline`` imports any of them; ``mini`` and ``paper`` import only ``core``; ``study`` imports only ``core``.
 """
 
 from pathlib import Path

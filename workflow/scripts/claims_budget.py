@@ -1,4 +1,5 @@
-from entropy_rl.core import atomic, claim_plan, logs
+from entropy_rl.core import atomic, logs
+from entropy_rl.pipeline import claim_plan
 
 log = logs.setup(snakemake.log[0])
 p = snakemake.params

@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
-from .spec import replicates
+from ..core.spec import replicates
 
 
 @dataclass(frozen=True)

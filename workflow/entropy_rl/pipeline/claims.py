@@ -1,0 +1,97 @@
+"""The claims this study judges and the jobs they need (pipeline.claim_plan), with the GPU-hours of each job at
+paper scale: the MFUs the estimate uses, every job's hours, and what the study builds of the claims chosen
+(rules/claims.smk binds them to its constants)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from ..paper import budget
+from ..study import artifacts
+from . import claim_plan
+from .scope import Scope, artifact_runs, run_model, with_replicates
+from .snakemake_api import WorkflowError
+
+
+def check_budget_setting(mini: bool, config: dict) -> None:
+    if mini and config.get("budget_gpu_hours") is not None:
+        raise WorkflowError("budget_gpu_hours is a paper-scale setting (the mini scale runs on CPUs); choose claims with claims=[...]")
+
+
+def selecting(config: dict) -> bool:
+    """Whether the command line chooses claims (`--config 'claims=[law/*]'`) or a budget (`budget_gpu_hours=N`)."""
+    return bool(config.get("claims")) or config.get("budget_gpu_hours") is not None
+
+
+def budget_assumptions(S: dict, mini: bool, estimate: str) -> dict | None:
+    """The GPU-hours' assumptions: FLOPs at the MFUs of config.yaml paper.budget, or at those the pilot measured on
+    this cluster (``estimate``: its report, when it exists). The same dict as S["budget"] when nothing was measured."""
+    assumed = S.get("budget")
+    if mini or not os.path.exists(estimate):
+        return assumed
+    try:
+        with open(estimate) as fh:
+            measured = json.load(fh)
+        out = {**S["budget"], "rollout_mfu": measured["rollout_mfu"], "train_mfu": measured["train_mfu"]}
+        if measured.get("speed_laws"):  # the MFU by model size (paper.speed_law), where the pilot measured sizes
+            out["speed_laws"] = measured["speed_laws"]
+        return out
+    except (ValueError, KeyError) as err:  # not a report the pilot wrote: say so, estimate from config.yaml
+        print(f"{estimate} unreadable ({err!r}); the GPU-hours estimate uses config.yaml's MFUs", file=sys.stderr)
+        return assumed
+
+
+def job_hours(scope: Scope, power_study, pilot_jobs: dict, assumptions: dict, claim_jobs: dict) -> dict[str, float]:
+    """Every GPU job's estimated GPU-hours (paper.budget), the pilot's included; none at mini scale."""
+    S, pilot = scope.S, scope.pilot
+    if scope.mini:  # no GPU-hours at mini scale: a budget is a paper-scale setting (config.schema.yaml)
+        return {job: 0.0 for jobs in claim_jobs.values() for job in jobs}
+    hours = budget.job_hours(S, power_study, assumptions)
+    if pilot:
+        hours.update(budget.pilot_hours(S, assumptions))
+        if "speed" in pilot:
+            hours["speed:pilot"] = budget.pilot_speed_hours(S, assumptions)
+        for m, job in pilot_jobs.items():
+            hours[f"power:{m}"] = budget.pilot_power_hours(job, assumptions, pilot["startup_minutes"], len(scope.power["benchmarks"]))
+    return hours
+
+
+def budget_source(S: dict, mini: bool, assumptions: dict, estimate: str) -> str:
+    """Where the GPU-hours' MFUs come from, in words."""
+    if mini:
+        return "no GPU-hours at mini scale"
+    if assumptions.get("speed_laws"):
+        return f"FLOPs at the MFU of each model size by the GPU pilot's speed laws ({estimate})"
+    if assumptions is not S["budget"]:
+        return f"FLOPs at the MFUs the GPU pilot measured at its one model size ({estimate})"
+    return "FLOPs at the MFUs of config.yaml paper.budget, assumed"
+
+
+def built_artifacts(claims: list[dict], selection, chosen: bool, buildable: list[str]) -> list[str]:
+    return sorted({c["measure"]["artifact"] for c in claims if c["id"] in selection.claims}) if chosen else buildable
+
+
+def study_runs(selection, chosen: bool, runs: list[str]) -> list[str]:
+    return claim_plan.runs_of(selection.jobs) if chosen else runs
+
+
+def study_power_methods(selection, chosen: bool, methods: dict) -> list[str]:
+    return claim_plan.methods_of(selection.jobs) if chosen else list(methods)
+
+
+def study_models(scope: Scope, chosen: bool, runs: list[str], power_methods: list[str]) -> list[str]:
+    if not chosen:
+        return scope.models
+    return sorted({run_model(scope.S, r) for r in runs} | ({scope.power["model"]} if power_methods else set()))
+
+
+def evaluated_runs(S: dict, claims: list[dict], selection, chosen: bool) -> list[str]:
+    """The runs evaluated on the test benchmarks, with their replicates: those of an artifact that shows test
+    accuracy (Table 2) or that a claim of the ledger measures on it (study.artifacts.evaluated), of the claims judged.
+    The other runs' figures and claims read their validation curves; `snakemake evaluations` evaluates every run."""
+    if chosen:
+        return claim_plan.evaluations_of(selection.jobs)
+    runs = {run for name in artifacts.evaluated(claims) if name in S["artifacts"] for run in artifact_runs(S, name)}
+    return with_replicates(S, sorted(runs))

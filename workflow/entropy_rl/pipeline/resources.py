@@ -1,0 +1,48 @@
+"""What each GPU job asks SLURM for: whole nodes for a training run, a vLLM engine's GPUs for an evaluation or a
+sampling job, for the GPU-hours the estimate gives (paper.budget) times its margin; and the hours themselves."""
+
+from __future__ import annotations
+
+from ..paper import budget
+
+
+def train_hours(job_hours: dict[str, float], run: str) -> float:
+    return job_hours[f"train:{run}"]
+
+
+def eval_hours(job_hours: dict[str, float], run: str) -> float:
+    return job_hours[f"eval:{run}"]
+
+
+def power_hours(job_hours: dict[str, float], method: str) -> float:
+    return job_hours[f"power:{method}"]
+
+
+def train_resources(model: dict, hours: float, walltime_margin: float, env_flag: str) -> dict:
+    """Whole nodes for a run (8 CPUs and 64 GB per GPU), requeueable, for the estimated time. ``model``: the run's
+    model entry with its placement; ``env_flag``: sbatch's --export-file (rules/cluster.smk SLURM_JOB_ENV_FLAG)."""
+    gpus = model["nodes"] * model["gpus_per_node"]
+    return {
+        "nodes": model["nodes"],
+        "gpu": gpus,
+        "cpus_per_task": 8 * model["gpus_per_node"],
+        "mem_mb_per_cpu": 8000,
+        "slurm_extra": f"--requeue {env_flag}",
+        "runtime": budget.runtime_minutes(hours, gpus, walltime_margin),
+    }
+
+
+def engine_resources(gpus, hours, walltime_margin: float) -> dict:
+    """A vLLM job's SLURM resources, the evaluation's and the power sampling's alike: ``gpus(wildcards)`` GPUs (the
+    engine's tensor-parallel size; SLURM packs other jobs on the node's rest), 8 CPUs and 64 GB per GPU, for
+    ``hours(wildcards)`` GPU-hours spread over them, times the margin of paper.budget."""
+    return {
+        "gpu": gpus,
+        "cpus_per_task": lambda wc: 8 * gpus(wc),
+        "mem_mb_per_cpu": 8000,
+        "runtime": lambda wc: budget.runtime_minutes(hours(wc), gpus(wc), walltime_margin),
+    }
+
+
+def pilot_speed_minutes(job_hours: dict[str, float], walltime_margin: float) -> int:
+    return budget.runtime_minutes(job_hours["speed:pilot"], 1, walltime_margin, floor=30)

@@ -1,0 +1,108 @@
+"""The study a scale config describes, as the rules read it: the scale, seed and replicates chosen on the command
+line, the resolved scale config ``S`` (instruct models, replicates, the GPU pilot), and the runs, models,
+benchmarks and artifacts it has (rules/common.smk binds them to its constants)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core import spec as run_spec
+from ..study import artifacts
+
+
+@dataclass(frozen=True)
+class Scope:
+    scale: str
+    mini: bool
+    seed: int
+    replicates: int
+    S: dict  # the resolved scale config
+    runs: list[str]  # the study's; the GPU pilot's are pilot_runs
+    pilot: dict | None  # paper scale: every GPU rule once, small (workflow/rules/pilot.smk)
+    pilot_runs: list[str]
+    models: list[str]
+    benchmarks: list[str]
+    power: dict | None  # the power-sampling study beside RL (Karan & Du, 2025), if the scale has one
+    artifact_names: list[str]  # the paper's, with their runs
+    buildable_artifacts: list[str]  # every artifact the workflow builds, the paper's and the power study's
+
+
+def resolve(config: dict) -> Scope:
+    """The scope of ``config`` (the workflow's, validated). The study's base seed moves every seed of the scale at
+    once (`snakemake --config seed=1`), and each run and base model is repeated `replicates` times (the scale's, or
+    `--config replicates=N`), each replicate a run (or model) of its own."""
+    scale = config["scale"]
+    seed = config.get("seed", 0)
+    replicates = config.get("replicates") or config[scale].get("replicates", 1)
+    S = run_spec.with_pilot(run_spec.with_replicates(run_spec.with_instruct_models(config[scale]), seed, replicates))
+    pilot = S.get("pilot")
+    power = S.get("power_sampling")
+    names = [name for name in artifacts.PAPER if name in S["artifacts"]]
+    return Scope(
+        scale=scale,
+        mini=scale == "mini",
+        seed=seed,
+        replicates=replicates,
+        S=S,
+        runs=sorted(r for r in S["runs"] if not run_spec.is_pilot(r)),
+        pilot=pilot,
+        pilot_runs=sorted(pilot["runs"]) if pilot else [],
+        models=sorted(S["models"]),
+        benchmarks=sorted(S["data"]["benchmarks"]),
+        power=power,
+        artifact_names=names,
+        buildable_artifacts=names + (artifacts.POWER if power else []),
+    )
+
+
+def run_model(S: dict, run: str) -> str:
+    """The name of the base model a run trains."""
+    return S["runs"][run]["model"]
+
+
+def run_model_spec(S: dict, run: str) -> dict:
+    """The config entry of the base model a run trains, with the run's own placement (core.spec.run_model_entry)."""
+    return run_spec.run_model_entry(S, run)
+
+
+def run_gpus(S: dict, run: str) -> int:
+    """The GPUs a run trains on: its nodes times their GPUs."""
+    model = run_model_spec(S, run)
+    return model["nodes"] * model["gpus_per_node"]
+
+
+def run_label(S: dict, run: str) -> str:
+    """A run as figures and tables name it: model, algorithm, treatment and its own training set."""
+    r = S["runs"][run]
+    treatment = "" if r["treatment"] == "none" else f" + {r['treatment']}"
+    data = f" ({r['train_data']})" if "train_data" in r else ""  # a run's own training set: code, Appendix C's
+    return f"{run_model(S, run)} {r['algorithm'].upper()}{treatment}{data}"
+
+
+def artifact_runs(S: dict, name: str) -> list[str]:
+    return S["artifacts"][name]["runs"]
+
+
+def with_replicates(S: dict, runs: list[str]) -> list[str]:
+    """The runs and every replicate of each (core.spec.with_replicates), in order."""
+    return [rep for run in runs for rep in run_spec.replicates(S["runs"], run)]
+
+
+def instruct_base(S: dict, model: str) -> str | None:
+    """The base model an instruct model is tuned from (None for a base model)."""
+    return S["models"][model].get("instruct_of")
+
+
+def run_train_set(S: dict, run: str) -> str | None:
+    """The training set a run names, or None (the scale's one training set)."""
+    return run_spec.resolve_run(S, run).get("train_data")
+
+
+def validation_benchmarks(S: dict, run: str) -> list[str]:
+    """The benchmarks a mini run validates on: those of the domain it trains on (math or code)."""
+    return run_spec.domain_benchmarks(S, run_spec.train_domain(S, run))
+
+
+def part_source(S: dict, part: str) -> str:
+    """The downloaded source a data part is read from."""
+    return S["data"]["parts"][part]["source"]

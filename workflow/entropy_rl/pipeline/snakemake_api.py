@@ -1,0 +1,103 @@
+"""Every use of Snakemake's internals, in one place: the planned DAG (jobs, their reasons and dependencies), the
+persistence's records (input checksums, the params a job ran with, and how Snakemake serialises a param), the
+command line's targets and settings, and the error that stops a workflow. A Snakemake upgrade that moves any of
+these touches this module alone; the rest of ``entropy_rl.pipeline`` reads the workflow through ``Plan``, and its
+tests through a fake with the same methods (tests/pipeline/fakes.py).
+
+Snakemake 9.27: ``workflow.dag`` (``needrun_jobs``, ``reason``, ``needrun``, ``dependencies``),
+``workflow.persistence`` (``input_checksums``, ``params``, the private ``_serialize_param``),
+``workflow.dag_settings.targets``, ``workflow.touch``, ``workflow.is_main_process``, ``workflow.local_exec``; a
+job's ``rule.name``, ``rule.basedir``, ``rule.script``, ``wildcards``, ``input``, ``output``, ``params``,
+``non_derived_params`` and ``container_img_url``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from snakemake.exceptions import WorkflowError
+
+__all__ = ["Plan", "WorkflowError", "rule_name", "job_wildcard", "job_script", "job_params"]
+
+
+class Plan:
+    """The workflow as the pipeline's hooks and input functions read it."""
+
+    def __init__(self, workflow):
+        self._workflow = workflow
+
+    # ---- the command line -------------------------------------------------------------------------
+    def targets(self) -> set[str] | None:
+        """The command line's targets, or None when it names none (the default target)."""
+        return self._workflow.dag_settings.targets or None
+
+    @property
+    def touch(self) -> bool:
+        return bool(self._workflow.touch)
+
+    @property
+    def is_main_process(self) -> bool:
+        """The process the user started (not a SLURM job's nor a local subprocess job's parse)."""
+        return bool(self._workflow.is_main_process)
+
+    @property
+    def local_exec(self) -> bool:
+        return bool(self._workflow.local_exec)
+
+    @property
+    def basedir(self) -> str:
+        return self._workflow.basedir
+
+    # ---- the planned DAG --------------------------------------------------------------------------
+    def needrun_jobs(self):
+        return self._workflow.dag.needrun_jobs()
+
+    def reason(self, job):
+        """Snakemake's reason for running ``job`` (``forced``, ``updated_input``, ``missing_output``,
+        ``input_changed``, ``software_stack_changed``; its text when printed)."""
+        return self._workflow.dag.reason(job)
+
+    def needrun(self, job) -> bool:
+        return bool(self._workflow.dag.needrun(job))
+
+    def dependencies(self, job) -> dict:
+        """The jobs ``job`` reads from, each with the files it reads from it."""
+        return self._workflow.dag.dependencies[job]
+
+    # ---- the persistence's records ----------------------------------------------------------------
+    def input_checksums(self, job, path: str) -> set[str]:
+        """The checksums recorded of input ``path`` when ``job`` last ran."""
+        return set(self._workflow.persistence.input_checksums(job, path))
+
+    def recorded_params(self, output: str) -> list[str] | None:
+        """The params (serialised) recorded with ``output``, or None."""
+        return self._workflow.persistence.params(output)
+
+    def serialize_param(self, value) -> str:
+        """A param's value as Snakemake records and compares it (its params trigger)."""
+        return self._workflow.persistence._serialize_param(value)
+
+
+# ---- a job's parts --------------------------------------------------------------------------------
+
+
+def rule_name(job) -> str:
+    return job.rule.name
+
+
+def job_wildcard(job, *names: str):
+    """The first of ``names`` the job's wildcards have (a run's or a method's name), or None."""
+    for name in names:
+        if value := job.wildcards.get(name):
+            return value
+    return None
+
+
+def job_script(job) -> str | None:
+    """The path of the job's rule's script, or None for a rule without one."""
+    return os.path.join(job.rule.basedir, job.rule.script) if job.rule.script else None
+
+
+def job_params(job) -> tuple[dict, list]:
+    """The job's params by name, and the values Snakemake compares with the recorded ones (non-derived)."""
+    return dict(job.params.items()), job.non_derived_params

@@ -27,7 +27,7 @@ RUNS, PILOT, PILOT_RUNS = SCOPE.runs, SCOPE.pilot, SCOPE.pilot_runs  # the study
 MODELS, BENCHMARKS, POWER = SCOPE.models, SCOPE.benchmarks, SCOPE.power
 ARTIFACT_NAMES, BUILDABLE_ARTIFACTS = SCOPE.artifact_names, SCOPE.buildable_artifacts  # figures.smk: one rule each
 REPORT_LABEL = pipeline_params.REPORT_LABEL  # the one label of each row of `snakemake --report` (report_labels)
-POWER_STUDY = power_jobs.study(S, REPLICATES, SEED)  # the power-sampling study beside RL (core.power_methods)
+POWER_STUDY = power_jobs.study(S, REPLICATES, SEED)  # the power-sampling study beside RL (core.power.methods)
 PILOT_METHODS = power_jobs.pilot_methods(S, PILOT, PILOT_RUNS)  # the pilot's sampling jobs
 
 

@@ -182,7 +182,10 @@ def test_a_launch_that_would_fail_stops_the_workflow(monkeypatch, capsys):
 
 PATHS = {"MODEL_DIR": "models/{model}", "RUN_PREFLIGHT": "pre/{run}", "RUN_METRICS": "m/{run}", "RUN_FINAL": "f/{run}",
          "EVAL_PREFLIGHT": "epre/{run}", "EVAL_SUMMARY": "s/{run}", "POWER_SAMPLES": "p/{method}", "PILOT_SPEED": "speed.json",
-         "PILOT_REPORT": "report.md", "PILOT_REPORT_HTML": "report.html", "PILOT_FAILED": "failed.json"}  # fmt: skip
+         "PILOT_REPORT": "report.md", "PILOT_REPORT_HTML": "report.html", "PILOT_FAILED": "failed.json",
+         "MODEL_LOG": "ml/{model}", "RUN_PREFLIGHT_LOG": "prel/{run}", "TRAIN_LOG": "tl/{run}", "RUN_CHECKPOINTS": "c/{run}",
+         "EVAL_PREFLIGHT_LOG": "eprel/{run}", "EVAL_LOG": "el/{run}", "POWER_LOG": "pl/{method}",
+         "PILOT_SPEED_LOG": "speed.log"}  # fmt: skip
 
 
 def test_the_pilots_jobs_cost_and_stages():
@@ -195,6 +198,10 @@ def test_the_pilots_jobs_cost_and_stages():
     stages = pilot.stages(PAPER.S, PAPER.pilot, PAPER.pilot_runs, jobs, PATHS)
     assert [s["name"] for s in stages][:5] == ["download_model", "preflight", "train_verl", "preflight_eval", "evaluate_vllm"]
     assert stages[-1]["outputs"] == ["speed.json"] and set(pilot.STAGE_PATHS) <= set(PATHS)
+    run = PAPER.pilot_runs[0]  # every log and checkpoint path from paths.smk's templates, none spelled again
+    train = stages[2]
+    assert (train["log"], train["verl_logs_dir"]) == (f"tl/{run}", f"c/{run}") and stages[-1]["log"] == "speed.log"
+    assert [s["log"].split("/")[0] for s in stages[:5]] == ["ml", "prel", "tl", "eprel", "el"]
     assert pilot.targeted({"pilot"}) and not pilot.targeted(None)
     assert list(pilot.report_scope(PAPER.S)) == sorted(pilot.report_scope(PAPER.S))
     assert set(pilot.speed_scope(PAPER.S, PAPER.pilot)["architectures"]) == set(PAPER.pilot["speed"]["sizes"])

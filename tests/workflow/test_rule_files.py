@@ -10,6 +10,8 @@ from support import ROOT
 
 RULES = ROOT / "workflow" / "rules"
 FILES = {p.name: p.read_text() for p in sorted(RULES.glob("*.smk"))} | {"Snakefile": (ROOT / "Snakefile").read_text()}
+# What the rule files call: it is given paths.smk's templates, and spells none of them either.
+PIPELINE = {f"pipeline/{p.name}": p.read_text() for p in sorted((ROOT / "workflow" / "entropy_rl" / "pipeline").glob("*.py"))}
 COMMENT = re.compile(r"#[^\n]*")
 
 
@@ -55,6 +57,8 @@ def test_each_rule_file_imports_the_modules_it_uses():
 def test_no_rule_file_spells_a_path_that_paths_smk_names():
     assert len(re.findall(r'^[A-Z_]+ = "results/', FILES["paths.smk"], re.MULTILINE)) > 20
     assert not spelled(FILES), f"paths spelled beside their constant in paths.smk: {spelled(FILES)}"
+    spelled_in_pipeline = spelled({"paths.smk": FILES["paths.smk"], **PIPELINE})
+    assert not spelled_in_pipeline, f"paths the pipeline spells beside their constant in paths.smk: {spelled_in_pipeline}"
 
 
 def test_the_checks_see_a_borrowed_module_and_a_spelled_path():

@@ -21,7 +21,7 @@ if MINI:
             seed=S["eval"]["seed"],
         threads: 1
         log:
-            "results/logs/evaluate/{run}.log",
+            EVAL_LOG,
         container:
             image("analysis")
         script:
@@ -54,7 +54,7 @@ else:
         resources:
             **engine_resources(lambda wc: run_model_spec(wc.run)["tensor_parallel"], lambda wc: eval_hours(wc.run)),
         log:
-            "results/logs/evaluate/{run}.log",
+            EVAL_LOG,
         container:
             image("eval")
         script:

@@ -67,7 +67,7 @@ else:
             mirror=S["hub"]["mirror"],
             repo_type="model",
         log:
-            "results/logs/download_model/{model}.log",
+            MODEL_LOG,
         container:
             image("eval")
         script:

@@ -36,4 +36,13 @@ PILOT_REPORT_HTML = "results/pilot/report.html"  # the same report, in `snakemak
 PILOT_FAILED = "results/pilot/failed.json"  # the stages of a pilot that failed (cluster.smk)
 PILOT_SPEED = "results/pilot/speed.json"  # the update's and the rollout's speed by model size (rule pilot_speed)
 PILOT_ESTIMATE = "results/pilot/estimate.json"  # the MFUs the pilot measured: the GPU-hours estimate uses them
+# The GPU jobs' logs and checkpoints: the rules' and the pilot report's (pipeline.pilot.stages), one spelling each.
+MODEL_LOG = "results/logs/download_model/{model}.log"
+RUN_PREFLIGHT_LOG = "results/logs/preflight/{run}.log"
+TRAIN_LOG = "results/logs/train/{run}.log"
+RUN_CHECKPOINTS = "results/runs/{run}/checkpoints"  # verl's, where the launch puts them (paper.launch)
+EVAL_PREFLIGHT_LOG = "results/logs/preflight/eval/{run}.log"
+EVAL_LOG = "results/logs/evaluate/{run}.log"
+POWER_LOG = "results/logs/power/{method}.log"
+PILOT_SPEED_LOG = "results/logs/pilot_speed.log"
 CODE_STAMP = "results/code/{key}.json"  # each rule's code stamp (common.smk code, entropy_rl.core.modules.stamp)

@@ -52,7 +52,7 @@ if PILOT:
                 mem_mb_per_cpu=8000,
                 runtime=pilot_speed_minutes(),
             log:
-                "results/logs/pilot_speed.log",
+                PILOT_SPEED_LOG,
             container:
                 image("train")
             script:

@@ -24,7 +24,7 @@ if POWER:
                 seed=lambda wc: POWER_STUDY.seed(wc.method),
             threads: 1
             log:
-                "results/logs/power/{method}.log",
+                POWER_LOG,
             container:
                 image("analysis")
             script:
@@ -61,7 +61,7 @@ if POWER:
                     lambda wc: power_job(wc.method)["placement"]["tensor_parallel"], lambda wc: power_hours(wc.method)
                 ),
             log:
-                "results/logs/power/{method}.log",
+                POWER_LOG,
             container:
                 image("eval")
             script:

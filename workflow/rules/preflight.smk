@@ -36,7 +36,7 @@ if not MINI:
             rollout=lambda wc: preflight.run_engine(S, wc.run, "rollout"),
             benchmarks=sorted(BENCHMARKS),
         log:
-            "results/logs/preflight/{run}.log",
+            RUN_PREFLIGHT_LOG,
         container:
             run_image
         script:
@@ -54,7 +54,7 @@ if not MINI:
         params:
             engines=lambda wc: [preflight.run_engine(S, wc.run, "evaluate")],
         log:
-            "results/logs/preflight/eval/{run}.log",
+            EVAL_PREFLIGHT_LOG,
         container:
             image("eval")
         script:

@@ -18,7 +18,7 @@ if MINI:
         threads: 1
         priority: 1  # after the base models, before the evaluations and samples (models.smk)
         log:
-            "results/logs/train/{run}.log",
+            TRAIN_LOG,
         container:
             image("analysis")
         script:
@@ -52,7 +52,7 @@ else:
             runtime=lambda wc: train_resources(wc.run)["runtime"],
             slurm_extra=lambda wc: train_resources(wc.run)["slurm_extra"],
         log:
-            "results/logs/train/{run}.log",
+            TRAIN_LOG,
         container:
             run_image
         script:

@@ -12,8 +12,9 @@ from .scope import run_gpus, run_model, run_model_spec
 from .stamps import canonical
 
 # paths.smk's templates the pilot's stages name
-STAGE_PATHS = ("MODEL_DIR", "RUN_PREFLIGHT", "RUN_METRICS", "RUN_FINAL", "EVAL_PREFLIGHT", "EVAL_SUMMARY", "POWER_SAMPLES",
-               "PILOT_SPEED")  # fmt: skip
+STAGE_PATHS = ("MODEL_DIR", "MODEL_LOG", "RUN_PREFLIGHT", "RUN_PREFLIGHT_LOG", "RUN_METRICS", "RUN_FINAL", "TRAIN_LOG",
+               "RUN_CHECKPOINTS", "EVAL_PREFLIGHT", "EVAL_PREFLIGHT_LOG", "EVAL_SUMMARY", "EVAL_LOG", "POWER_SAMPLES",
+               "POWER_LOG", "PILOT_SPEED", "PILOT_SPEED_LOG")  # fmt: skip
 
 
 def jobs(pilot: dict, pilot_runs: list[str], pilot_jobs: dict) -> list[str]:
@@ -41,23 +42,23 @@ def stages(S: dict, pilot: dict, pilot_runs: list[str], pilot_jobs: dict, paths:
     run = pilot_runs[0]
     model, placement = run_model(S, run), run_model_spec(S, run)
     out = [
-        {"name": "download_model", "job": model, "log": f"results/logs/download_model/{model}.log",
+        {"name": "download_model", "job": model, "log": p["MODEL_LOG"].format(model=model),
          "outputs": [p["MODEL_DIR"].format(model=model)], "gpus": 0},
-        {"name": "preflight", "job": run, "log": f"results/logs/preflight/{run}.log",
+        {"name": "preflight", "job": run, "log": p["RUN_PREFLIGHT_LOG"].format(run=run),
          "outputs": [p["RUN_PREFLIGHT"].format(run=run)], "gpus": 0},
-        {"name": "train_verl", "job": run, "log": f"results/logs/train/{run}.log",
+        {"name": "train_verl", "job": run, "log": p["TRAIN_LOG"].format(run=run),
          "outputs": [p["RUN_METRICS"].format(run=run), p["RUN_FINAL"].format(run=run)],
-         "gpus": placement["nodes"] * placement["gpus_per_node"], "verl_logs_dir": f"results/runs/{run}/checkpoints"},
-        {"name": "preflight_eval", "job": run, "log": f"results/logs/preflight/eval/{run}.log",
+         "gpus": placement["nodes"] * placement["gpus_per_node"], "verl_logs_dir": p["RUN_CHECKPOINTS"].format(run=run)},
+        {"name": "preflight_eval", "job": run, "log": p["EVAL_PREFLIGHT_LOG"].format(run=run),
          "outputs": [p["EVAL_PREFLIGHT"].format(run=run)], "gpus": 0},
-        {"name": "evaluate_vllm", "job": run, "log": f"results/logs/evaluate/{run}.log",
+        {"name": "evaluate_vllm", "job": run, "log": p["EVAL_LOG"].format(run=run),
          "outputs": [p["EVAL_SUMMARY"].format(run=run)], "gpus": placement["tensor_parallel"]},
     ]  # fmt: skip
-    out += [{"name": "power_sample_vllm", "job": m, "log": f"results/logs/power/{m}.log",
+    out += [{"name": "power_sample_vllm", "job": m, "log": p["POWER_LOG"].format(method=m),
              "outputs": [p["POWER_SAMPLES"].format(method=m)], "gpus": job["placement"]["tensor_parallel"]}
             for m, job in pilot_jobs.items()]  # fmt: skip
     if "speed" in pilot:
-        out.append({"name": "pilot_speed", "job": ", ".join(pilot["speed"]["sizes"]), "log": "results/logs/pilot_speed.log",
+        out.append({"name": "pilot_speed", "job": ", ".join(pilot["speed"]["sizes"]), "log": p["PILOT_SPEED_LOG"],
                     "outputs": [p["PILOT_SPEED"]], "gpus": 1})  # fmt: skip
     return out
 

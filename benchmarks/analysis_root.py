@@ -30,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 from entropy_rl.paper import containers
@@ -42,7 +44,9 @@ SMOKE = ROOT / "tests" / "smoke" / "config.yaml"
 DEBIAN = "http://deb.debian.org/debian"
 BASE = ["python3.11", "python3.11-dev", "python3.11-venv", "python-is-python3", "ca-certificates"]  # the base image's
 RUN = "qwen2-xs-grpo"  # the smoke study's run; the rules below need no other
-IN_IMAGE = ["fit_run", "fig01_entropy_collapse", "fig08_covariance", "table01_covariance_distribution"]
+# In the image: the run's fit and the smoke study's figures and tables that draw that run alone.
+IN_IMAGE = ["fit_run", *(name for name, entry in yaml.safe_load(SMOKE.read_text())["mini"]["artifacts"].items()
+                         if entry["runs"] == [RUN])]  # fmt: skip
 TARGETS = [f"results/analysis/fits/{RUN}.json", *IN_IMAGE[1:]]
 PROBED = ["pandas", "scipy", "seaborn", "matplotlib", "pyarrow", "numpy", "torch", "entropy_rl"]
 

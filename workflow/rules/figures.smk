@@ -1,6 +1,6 @@
 # The study's figures and tables: one rule per function registered in entropy_rl.study (study.registry), named as
 # it is, and one rule block per kind; a table also gets its page for the report. A paper artifact asks only for the
-# runs its config entry lists, so `snakemake fig07_coefficients_vs_size` trains only those; the power-sampling
+# runs its config entry lists, so `snakemake <name>` trains only those; the power-sampling
 # study's draw its methods' answers.
 
 from entropy_rl.study import artifacts

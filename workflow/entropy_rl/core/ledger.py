@@ -12,7 +12,7 @@ def expand_ledger(ledger: dict) -> list[dict]:
             for column, value in zip(t2["columns"], cells):
                 measure = {
                     "fn": "benchmark_average",
-                    "artifact": "table02_benchmarks",
+                    "artifact": t2["artifact"],
                     "model": model,
                     "method": method_name,
                 }

@@ -1,7 +1,7 @@
 """The registry of the study's figures and tables: each is a function with the ``artifact`` decorator.
 
-A name is the function's, the Snakemake rule's and the output files' stem, so `snakemake fig08_covariance`,
-``figures.covariance.fig08_covariance`` and `results/figures/fig08_covariance.pdf` name the same thing; a name
+A name is the function's, the Snakemake rule's and the output files' stem, so `snakemake <name>`,
+``figures.<module>.<name>`` and `results/figures/<name>.pdf` name the same thing; a name
 registered twice is refused. An entry holds the function itself, what it reads and what it writes; the rules
 (figures.smk) make one rule per entry, and one script per kind calls its function with its ``inputs.Inputs``.
 Which runs a paper artifact draws is configuration (``<scale>.artifacts.<name>.runs``); the power-sampling study's

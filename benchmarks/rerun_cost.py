@@ -38,6 +38,17 @@ def export(rev: str, dest: Path) -> None:
     subprocess.run(f"git archive {rev} | tar -x -C {dest}", shell=True, check=True)
 
 
+def updated(old: str, new: str, src: Path) -> int:
+    """Date the files that differ between the revisions now, after the old results were made, as `git pull` or
+    `git checkout` does: Snakemake reruns a rule's jobs when its script is newer than their outputs (the code
+    trigger reads scripts by date, not content), while an unchanged file keeps the archive's older date."""
+    names = subprocess.run(["git", "diff", "--name-only", old, new], capture_output=True, text=True, check=True)
+    changed = [src / name for name in names.stdout.split() if (src / name).is_file()]
+    for path in changed:
+        os.utime(path)
+    return len(changed)
+
+
 APPTAINER: list[str] = []  # --software-deployment-method apptainer, with --apptainer
 SCALE = ["paper"]  # --scale
 
@@ -98,6 +109,7 @@ def main() -> None:
     print(f"{args.old}: a complete {args.scale}-scale result set of {old_results(src, work)} jobs")
     shutil.rmtree(src)
     export(args.new, src)
+    print(f"{args.new}: {updated(args.old, args.new, src)} files differ, dated now as a checkout's update dates them")
     shutil.copy2(src / "config.yaml", work / "config.yaml")
     dry = snakemake(src, work, "-n", "all")
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, re.M))

@@ -50,3 +50,13 @@ def test_the_checks_see_a_long_module_and_a_name_spelled_again():
     assert long_modules(limit=10)
     texts = {"a.py": "def fig99_x(): ...", "config.yaml": "fig99_x: {}", "b.py": "TARGETS = ['fig99_x']", "c.py": "fig99_xy"}
     assert naming_files(["fig99_x"], texts) == {"fig99_x": ["a.py", "b.py", "config.yaml"]}
+
+
+def test_the_old_power_methods_name_serves_the_sampling_script_alone():
+    """core.power_methods stays only for workflow/scripts/power_sample.py, whose text a GPU job's date depends on."""
+    users = [f for f, t in code_texts().items() if re.search(r"\bcore(\.| import )power_methods\b", t)]
+    assert users == ["workflow/scripts/power_sample.py"], users
+    from entropy_rl.core import power_methods
+    from entropy_rl.core.power import methods
+
+    assert power_methods.sampler_module is methods.sampler_module

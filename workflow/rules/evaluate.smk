@@ -16,7 +16,7 @@ if MINI:
         params:
             backend="mini",
             protocols=protocols(),
-            max_new_tokens=S["eval"]["max_new_tokens"],
+            max_new_tokens=lambda wc: run_spec.eval_max_new_tokens(S, wc.run),  # one reading at both scales
             pass_k=S["eval"]["pass_k"],
             seed=S["eval"]["seed"],
         threads: 1

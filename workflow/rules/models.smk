@@ -35,7 +35,7 @@ if MINI:
             arch=lambda wc: canonical(S["models"][wc.model]),
             pretrain=lambda wc: canonical(run_spec.pretrain_settings(S, wc.model)),
             protocols=protocols(),
-            max_new_tokens=S["eval"]["max_new_tokens"],
+            max_new_tokens=S["eval"]["max_new_tokens"],  # a base model's check: the scale's cap (no run to cap it)
         threads: 1
         # Every base model first, then the runs (train.smk), then what reads them: a model built last
         # leaves its run, evaluation and every figure that needs them to run on one core at the end.

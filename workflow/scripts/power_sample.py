@@ -1,6 +1,6 @@
 # One power-sampling-study method: n graded answers to each problem, with their base-model likelihood
 # and token cost. The rule's `backend` param (the scale) and the method's kind pick the sampler
-# (core.power.methods.sampler_module: entropy_rl.mini.power_sampling, Hugging Face models; at paper scale
+# (core.power_methods.sampler_module: entropy_rl.mini.power_sampling, Hugging Face models; at paper scale
 # entropy_rl.paper.power_sampling or .power_samplers, vLLM engines on the base model's GPUs); each has the
 # entry sample_benchmarks.
 import importlib
@@ -8,8 +8,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from entropy_rl.core import atomic, formats, logs
-from entropy_rl.core.power import methods as power_methods
+from entropy_rl.core import atomic, formats, logs, power_methods
 
 
 def main(snakemake):

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .. import PROJECT_DIR
 from .config import SCHEMA, read_yaml
+from .pages import md_table
 
 CONFIG, PAGE = PROJECT_DIR / "config.yaml", PROJECT_DIR / "docs" / "config.md"
 COMMAND = "python -m entropy_rl.core.config_reference --out docs/config.md"
@@ -139,10 +140,9 @@ class Reference:
                 desc = self.flat(self.resolve(s["ref"])).get("description", "").rstrip(".")
                 used = ", ".join(f"`{u}`" for u in dict.fromkeys(s["used_at"]))
                 lines.append(f"{escape(desc) + '. ' if desc else ''}Used at {used}; its keys are relative to these.\n")
-            lines += ["| Key | Type | Default | Required | Description |", "|---|---|---|---|---|"] if s["rows"] else []
-            for key, r in s["rows"].items():
-                cells = [code(key), r["kind"], r["default"] or defaults(r["values"]), r["required"], escape(r["desc"])]
-                lines.append("| " + " | ".join(c.replace("\n", " ").replace("|", "\\|") for c in cells) + " |")
+            rows = [(code(key), r["kind"], r["default"] or defaults(r["values"]), r["required"], escape(r["desc"]))
+                    for key, r in s["rows"].items()]  # fmt: skip
+            lines += md_table(("Key", "Type", "Default", "Required", "Description"), rows) if rows else []
         return "\n".join(lines) + "\n"
 
 

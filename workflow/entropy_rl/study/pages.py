@@ -7,13 +7,13 @@ import html
 
 import pandas as pd
 
-STYLE = ("body{font-family:sans-serif;font-size:13px}table{border-collapse:collapse}"
-         "td,th{border:1px solid #bbb;padding:3px 6px;text-align:right}th:first-child,td:first-child{text-align:left}")  # fmt: skip
+from ..core import pages
+
+# Numbers right-aligned, the first column (the row's name) left.
+STYLE = "td,th{text-align:right}th:first-child,td:first-child{text-align:left}"
 
 
 def table_page(table: pd.DataFrame, title: str, caption: str) -> str:
     """The page: a title, the caption, then the table; a missing value shows as a dash."""
     body = table.reset_index().to_html(index=False, float_format=lambda x: f"{x:.3g}", na_rep="–", border=0)
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1><p>{html.escape(caption)}</p>"
-            f"{body}</body></html>\n")  # fmt: skip
+    return pages.html_page(title, f"<p>{html.escape(caption)}</p>{body}", STYLE)

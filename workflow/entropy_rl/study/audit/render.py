@@ -9,6 +9,7 @@ import math
 
 import pandas as pd
 
+from ...core import pages
 from .relations import CONTRADICTED, INCONCLUSIVE, LEVEL, REPRODUCED
 from .verdicts import JUDGED, NOT_COMPARABLE, NOT_RUN, verdict_counts
 
@@ -60,19 +61,16 @@ def to_markdown(audit: pd.DataFrame, scale: str) -> str:
     if settle:
         lines += ["## What would settle the inconclusive claims", "",
                   ("Seeds at which each side would be supported with 80% power, were the observed effect and spread the "
-                   f"truth (– : not at the observed effect, or no spread to plan with). {ADD_SEEDS}"), "",
-                  "| claim | seeds to reproduce | seeds to contradict |", "|---|---|---|"]  # fmt: skip
-        lines += [f"| {i} | {rep} | {con} |" for i, rep, con, _ in settle]
+                   f"truth (– : not at the observed effect, or no spread to plan with). {ADD_SEEDS}"), ""]  # fmt: skip
+        lines += pages.md_table(("claim", "seeds to reproduce", "seeds to contradict"), [s[:3] for s in settle])
         lines += [""]
-    lines += ["## Every claim", "", "| claim | source | paper | measured | tolerance | verdict |", "|---|---|---|---|---|---|"]
+    rows = []
     for _, r in audit.iterrows():
-        cell = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
         verdict = f"**{r['verdict']}**" + (f" ({r['why']})" if r["why"] else "") + (f"; needs: {r['needs']}" if r.get("needs") else "")
         measured = _fmt(r["measured"]) + (f" — {r['how']}" if r["how"] else "")
         paper = _fmt(r["paper"]) + (r["unit"] if r["paper"] is not None and r["unit"] else "")
-        lines.append(
-            f"| {cell(r['claim'])} | {cell(r['source'])} | {cell(paper)} | {cell(measured)} | {cell(r['tolerance'])} | {cell(verdict)} |"
-        )
+        rows.append((r["claim"], r["source"], paper, measured, r["tolerance"], verdict))
+    lines += ["## Every claim", "", *pages.md_table(("claim", "source", "paper", "measured", "tolerance", "verdict"), rows)]
     return "\n".join(lines) + "\n"
 
 
@@ -87,26 +85,19 @@ def _md_inline(text: str) -> str:
 
 def to_html(audit: pd.DataFrame, scale: str) -> str:
     counts = verdict_counts(audit)
-    body = []
-    for _, r in audit.iterrows():
-        cells = [r["claim"], r["source"], _fmt(r["paper"]) + (r["unit"] if r["paper"] is not None else ""),
-                 _fmt(r["measured"]), r["how"], r["tolerance"], r["verdict"], r["why"], r.get("needs") or ""]  # fmt: skip
-        tds = "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
-        body.append(f'<tr style="background:{COLOUR.get(r["verdict"], "white")}">{tds}</tr>')
-    head = "".join(f"<th>{h}</th>" for h in
-                   ("claim", "source", "paper", "measured", "how measured", "tolerance", "verdict", "why", "would need"))  # fmt: skip
+    rows = [(r["claim"], r["source"], _fmt(r["paper"]) + (r["unit"] if r["paper"] is not None else ""), _fmt(r["measured"]),
+             r["how"], r["tolerance"], r["verdict"], r["why"], r.get("needs") or "") for _, r in audit.iterrows()]  # fmt: skip
+    styles = [f"background:{COLOUR.get(verdict, 'white')}" for verdict in audit["verdict"]]
+    table = pages.html_table(("claim", "source", "paper", "measured", "how measured", "tolerance", "verdict", "why",
+                              "would need"), rows, styles)  # fmt: skip
     settle = settle_rows(audit)
     settle_html = ""
     if settle:
-        rows = "".join(f"<tr><td>{html.escape(i)}</td><td>{rep}</td><td>{con}</td></tr>" for i, rep, con, _ in settle)
         settle_html = (f"<h2>What would settle the inconclusive claims</h2><p>Seeds at which each side would be supported "
                        f"with 80% power, were the observed effect and spread the truth (–: not at the observed effect, or "
-                       f"no spread to plan with). {_md_inline(ADD_SEEDS.replace('`', ''))}</p><table><thead><tr><th>claim</th>"
-                       f"<th>seeds to reproduce</th><th>seeds to contradict</th></tr></thead><tbody>{rows}</tbody></table>")  # fmt: skip
+                       f"no spread to plan with). {_md_inline(ADD_SEEDS.replace('`', ''))}</p>"
+                       + pages.html_table(("claim", "seeds to reproduce", "seeds to contradict"), [s[:3] for s in settle]))  # fmt: skip
     summary = ", ".join(f"{n} {v}" for v, n in counts.items())
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Audit ({scale} scale)</title>"
-            "<style>body{font-family:sans-serif;font-size:13px}table{border-collapse:collapse}"
-            "td,th{border:1px solid #bbb;padding:3px 6px;vertical-align:top;text-align:left}</style></head><body>"
-            f"<h1>Audit of the paper's claims ({scale} scale)</h1><p>{summary} — {len(audit)} entries from claims.yaml.</p>"
-            f"<p>{_md_inline(MEANING)}</p><p>{html.escape(family_note(audit))}</p>{settle_html}<h2>Every claim</h2>"
-            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></body></html>\n")  # fmt: skip
+    body = (f"<p>{summary} — {len(audit)} entries from claims.yaml.</p><p>{_md_inline(MEANING)}</p>"
+            f"<p>{html.escape(family_note(audit))}</p>{settle_html}<h2>Every claim</h2>{table}")
+    return pages.html_page(f"Audit ({scale} scale)", body, heading=f"Audit of the paper's claims ({scale} scale)")

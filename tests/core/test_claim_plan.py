@@ -4,7 +4,7 @@ import pytest
 import yaml
 from entropy_rl.core import claim_plan, ledger, power_methods
 from entropy_rl.core import spec as run_spec
-from entropy_rl.paper import budget
+from entropy_rl.paper.cost import budget
 from entropy_rl.study import artifacts
 from support import ROOT
 

@@ -9,7 +9,7 @@ from snakemake.exceptions import WorkflowError
 from entropy_rl.core import claim_plan
 from entropy_rl.core.config import read_yaml
 from entropy_rl.core import ledger as claims_ledger
-from entropy_rl.paper import budget
+from entropy_rl.paper.cost import budget
 from entropy_rl.study import artifacts
 
 # All of them, unless the command line names some (`--config 'claims=[law/*]'`) or a budget
@@ -31,7 +31,7 @@ if not MINI and os.path.exists(PILOT_ESTIMATE):
         with open(PILOT_ESTIMATE) as _fh:
             _measured = json.load(_fh)
         BUDGET = {**S["budget"], "rollout_mfu": _measured["rollout_mfu"], "train_mfu": _measured["train_mfu"]}
-        if _measured.get("speed_laws"):  # the MFU by model size (paper.speed_law), where the pilot measured sizes
+        if _measured.get("speed_laws"):  # the MFU by model size (paper.cost.speed_law), where the pilot measured sizes
             BUDGET["speed_laws"] = _measured["speed_laws"]
     except (ValueError, KeyError) as _err:  # not a report the pilot wrote: say so, estimate from config.yaml
         print(f"{PILOT_ESTIMATE} unreadable ({_err!r}); the GPU-hours estimate uses config.yaml's MFUs", file=sys.stderr)

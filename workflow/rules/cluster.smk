@@ -11,10 +11,11 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from entropy_rl.core import spec as run_spec
-from entropy_rl.paper import budget
+from entropy_rl.paper.cost import budget
 from entropy_rl.paper import hub
-from entropy_rl.paper import paid_work
-from entropy_rl.paper import pilot_report
+from entropy_rl.paper.cost import paid_work
+from entropy_rl.paper.cost import pilot_measures
+from entropy_rl.paper.cost import pilot_report
 from entropy_rl.paper import preflight
 
 # ---- SLURM jobs never see the hub token -----------------------------------------------------
@@ -68,7 +69,7 @@ if not MINI and workflow.is_main_process:
     check_hub_access()
 
 
-# ---- the GPU-hours estimate (entropy_rl.paper.budget) and SLURM resources ----------------------
+# ---- the GPU-hours estimate (entropy_rl.paper.cost.budget) and SLURM resources ----------------------
 
 
 def train_hours(run):
@@ -228,7 +229,7 @@ def power_policy_with_budget(wildcards):
     return power_policy(wildcards)
 
 
-# ---- paid work is never redone silently (entropy_rl.paper.paid_work) ---------------------------
+# ---- paid work is never redone silently (entropy_rl.paper.cost.paid_work) ---------------------------
 
 
 def job_gpu_hours(job):
@@ -304,7 +305,7 @@ def paid_work_guard():
 
 
 def pilot_stages():
-    """The pilot's jobs as the report reads them (paper.pilot_report.Stage): each one's log, outputs and GPUs."""
+    """The pilot's jobs as the report reads them (paper.cost.pilot_measures.Stage): each one's log, outputs and GPUs."""
     run = PILOT_RUNS[0]
     model, placement = run_model(run), run_model_spec(run)
     stages = [
@@ -356,7 +357,7 @@ def pilot_report_scope():
 def write_pilot_report():
     """The report of a pilot that failed: the stages that ran, and the log of the one that did not (cluster.smk onerror)."""
     try:
-        stages = [pilot_report.Stage(**stage) for stage in pilot_stages()]
+        stages = [pilot_measures.Stage(**stage) for stage in pilot_stages()]
         pilot_report.write(stages, pilot_report_scope(), PILOT_REPORT, PILOT_REPORT_HTML, PILOT_FAILED)
         print(f"pilot: a stage failed; the report of what ran is in {PILOT_REPORT}", file=sys.stderr)
     except Exception as err:  # the report must not hide the error that ended the run

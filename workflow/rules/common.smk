@@ -10,7 +10,7 @@ from entropy_rl.core import config as config_check
 from entropy_rl.core import modules as modules_closure
 from entropy_rl.core import power_methods as power_registry
 from entropy_rl.core import spec as run_spec
-from entropy_rl.paper import containers
+from entropy_rl.core import images
 from entropy_rl.paper import launch
 from entropy_rl.paper import reward_launch
 from entropy_rl.study import artifacts
@@ -68,7 +68,7 @@ def image(name):
     its reference changes with its definition, so a rebuilt image reruns what used it. Relative to the working
     directory (where Snakemake parses and every job runs): Snakemake's software-env trigger compares the reference's
     text, so an absolute path would outdate every job when the checkout is moved or mounted elsewhere."""
-    return os.path.relpath(containers.image_ref(name, workflow.basedir))
+    return os.path.relpath(images.image_ref(name, workflow.basedir))
 
 
 def run_image(wildcards):

@@ -154,12 +154,12 @@ def stages(spec: dict, results: str = "results") -> list[str]:
 def training_problems(run: str, command: list[str], spec: dict, rollout: dict, benchmarks: list[str], results: str = "results") -> list[str]:
     """Everything checkable for one run's training with what exists now (``stages``), from exactly what the training
     job runs: its recorded command and spec (train_verl's params), its rollout engine and the benchmarks it validates on."""
-    checks = stages(spec, results)
+    present = stages(spec, results)
     bound = launch.bind(command, results)
     problems = command_launch_problems(run, bound, spec)
-    if "model" in checks:
+    if "model" in present:
         problems += engine_problems(Path(results, "models", spec["model"]), [rollout])
-    if "data" in checks and not problems:
+    if "data" in present and not problems:
         problems += checks.data_problems(checks.compose(bound[3:]), benchmarks)
     return problems
 

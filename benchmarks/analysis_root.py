@@ -12,7 +12,7 @@
 
 What only Apptainer adds is not here: the SIF file, `--nv`, user namespaces, its own environment handling beyond
 sourcing the image's scripts. The result goes to benchmarks/analysis_root.json, keyed by the image's digest
-(containers.digest: the definition and its lock) and this script's: tests/paper/test_analysis_root.py rebuilds
+(core.images.digest: the definition and its lock) and this script's: tests/paper/test_analysis_root.py rebuilds
 when that key changes. Run as root from the repository root (about 5 minutes):
 
     python benchmarks/analysis_root.py [--root /tmp/analysis-root] [--keep] [--record PATH]
@@ -34,7 +34,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
-from entropy_rl.paper import containers
+from entropy_rl.core import images
 from entropy_rl.study import artifacts
 
 DEFINITION = ROOT / "containers" / "analysis.def"
@@ -54,7 +54,7 @@ PROBED = ["pandas", "scipy", "seaborn", "matplotlib", "pyarrow", "numpy", "torch
 def key() -> str:
     """What the record stands for: the image (its definition, %test included, and lock) and how this script builds
     and uses it."""
-    h = hashlib.sha256(containers.digest("analysis", ROOT).encode())
+    h = hashlib.sha256(images.digest("analysis", ROOT).encode())
     for path in (DEFINITION, Path(__file__), STAND_IN / "apptainer"):
         h.update(path.read_bytes())
     return h.hexdigest()
@@ -128,7 +128,7 @@ def rules_in_image(root: Path, times: dict) -> tuple[list[dict], dict]:
     began = time.perf_counter()
     run([*snakemake, "--cores", "2", "--omit-from", *IN_IMAGE])
     times["smoke run upstream (host)"] = time.perf_counter() - began
-    image = Path(containers.image_ref("analysis", ROOT))  # where `containers build` would put the image
+    image = Path(images.image_ref("analysis", ROOT))  # where `paper.images.build` would put the image
     if image.exists() or image.is_symlink():
         sys.exit(f"{image} exists: this would run the rules in it, not in the root")
     image.parent.mkdir(parents=True, exist_ok=True)
@@ -180,7 +180,7 @@ def main() -> None:
     parser.add_argument("--record", type=Path, default=RECORD, help="where the result goes (JSON)")
     parser.add_argument("--rules-only", action="store_true", help="only step 2, in a root kept by --keep (no record)")
     args = parser.parse_args()
-    recipe = {which: containers.section("analysis", which, ROOT) for which in ("%files", "%post", "%environment", "%test")}
+    recipe = {which: images.section("analysis", which, ROOT) for which in ("%files", "%post", "%environment", "%test")}
     times = {}
     if args.rules_only:
         print(rules_in_image(args.root, times))
@@ -190,7 +190,7 @@ def main() -> None:
     jobs, made = rules_in_image(args.root, times)
     for what, seconds in times.items():
         print(f"{what:30s} {seconds:7.1f} s")
-    record = {"key": key(), "image": Path(containers.image_ref("analysis", ROOT)).name,
+    record = {"key": key(), "image": Path(images.image_ref("analysis", ROOT)).name,
               "date": time.strftime("%Y-%m-%d"), "seconds": {k: round(v, 1) for k, v in times.items()},
               "test_output": test_output, "jobs_in_image": jobs, "outputs_made_in_image": made}  # fmt: skip
     args.record.write_text(json.dumps(record, indent=1) + "\n")

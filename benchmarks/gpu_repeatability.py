@@ -33,7 +33,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
-from entropy_rl.paper import shapes  # noqa: E402
+from entropy_rl.paper.cost import shapes  # noqa: E402
 
 TINY = {"hidden_size": 128, "intermediate_size": 256, "num_layers": 2, "num_heads": 4, "num_kv_heads": 2,
         "vocab_size": 512, "tie_word_embeddings": True}  # fmt: skip

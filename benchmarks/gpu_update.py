@@ -1,12 +1,12 @@
 """The update's and the rollout's speed by model size: verl's own actor worker and vLLM's own engine on random weights
-in each paper model's shape, one device, the same code the pilot's rule pilot_speed runs (entropy_rl.paper.speed).
+in each paper model's shape, one device, the same code the pilot's rule pilot_speed runs (entropy_rl.paper.cost.speed).
 
 For each size of config.yaml paper.pilot.speed (or --sizes): random weights in its shape (paper.architectures), verl's
 worker built from the run's composed command exactly as the launch composes it, one warm-up step then N timed steps of
 old log-probs and update at the run's token budget and dynamic batching on a batch of the budget's mean lengths; then
 vLLM generating answers of the budget's mean length (load_format=dummy, ignore_eos). It prints per size: tokens a
 second, verl's update and log-prob MFU, peak memory, the attention used, the rollout's generated tokens a second; then
-the speed laws fitted to them (paper.speed_law) and the MFU they give each size the study trains.
+the speed laws fitted to them (paper.cost.speed_law) and the MFU they give each size the study trains.
 
 On a GPU (verl, vLLM, torch with CUDA installed), from the repository root:
 
@@ -31,7 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "workflow"), str(ROOT / "tests")]
 
 from entropy_rl.core import spec  # noqa: E402
-from entropy_rl.paper import launch, shapes, speed, speed_report  # noqa: E402
+from entropy_rl.paper import launch  # noqa: E402
+from entropy_rl.paper.cost import shapes, speed, speed_report  # noqa: E402
 
 # On a CPU: each size's shape cut to a few hundred thousand parameters (heads 32 wide: vLLM's CPU attention takes no
 # narrower), the budget's lengths to tens of tokens and the batch to a few prompts. Only sizes change.

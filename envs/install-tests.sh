@@ -20,7 +20,7 @@ finish() {
 }
 trap finish EXIT
 # The analysis image's lock and the test tools (envs/tests.txt: every file by its hash, resolved for this Python and
-# platform by entropy_rl.paper.image_locks), then the project itself without touching them.
+# platform by entropy_rl.paper.images.locks), then the project itself without touching them.
 torch_index=(--extra-index-url https://download.pytorch.org/whl/cpu)
 # A machine whose pip finds torch's CPU wheel in a local folder (PIP_FIND_LINKS, as here) needs no index for it; the
 # lock's hash decides which file is accepted either way.

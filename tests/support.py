@@ -167,7 +167,7 @@ def assert_stamps_uncached(work, package_dir, monkeypatch) -> None:
 
 
 def speed_result(tmp_path) -> Path:
-    """A speed measurement as paper.speed.measure writes it, with known seconds a token: update 2e-5 + 3e-15·N, the
+    """A speed measurement as paper.cost.speed.measure writes it, with known seconds a token: update 2e-5 + 3e-15·N, the
     rollout 1e-4 + 2e-14·N; the third size skipped for memory."""
     sizes = []
     for model, n in (("qwen2.5-0.5b", 0.5), ("qwen2.5-1.5b", 1.5)):

@@ -44,7 +44,7 @@ import types
 from pathlib import Path
 
 import torch
-from entropy_rl.paper.verl_worker import actor_worker_class, log_prob_info, tensordict, update_info
+from entropy_rl.paper.verl.worker import actor_worker_class, log_prob_info, tensordict, update_info
 from verl.plugin.platform import PlatformBase, PlatformRegistry
 
 PLATFORM = "cpu"
@@ -196,12 +196,12 @@ def compose(overrides: list[str], resolve: bool = True):
     """verl's ``ppo_trainer`` config with these overrides, as ``main_ppo``'s ``@hydra.main`` composes it,
     checked with verl's own ``validate_config`` (what ``main_ppo.main`` runs first) and resolved (what
     its task runner does before building the trainer)."""
-    from entropy_rl.paper import preflight
+    from entropy_rl.paper.verl import checks
     from omegaconf import OmegaConf
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import validate_config
 
-    cfg = preflight.compose(overrides)  # the workflow's own composition of a command, as main_ppo's Hydra entry
+    cfg = checks.compose(overrides)  # the workflow's own composition of a command, as main_ppo's Hydra entry
     validate_config(config=cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
     if resolve:
         OmegaConf.resolve(cfg)
@@ -370,7 +370,7 @@ def build(state, name: str, actor_rollout_ref: dict, worker_class: str) -> float
     """``worker_class(config.actor_rollout_ref, role="actor")`` and its ``init_model``, as the V1 trainer's
     worker group does on each GPU (there with role actor_rollout: the rollout is vLLM's). The class is the
     one the run's trainer maps (``actor_worker_class``): verl's ``ActorRolloutRefWorker`` or a subclass."""
-    from entropy_rl.paper import verl_worker
+    from entropy_rl.paper.verl import worker as verl_worker
 
     started = time.perf_counter()
     state.setdefault("workers", {})[name] = verl_worker.make(worker_class, actor_rollout_ref)

@@ -17,7 +17,7 @@ def test_closure_follows_imports_across_layers_lazy_ones_included():
     # preflight imports prime_check inside a function: still part of what the check runs
     from entropy_rl.paper import preflight
 
-    assert "entropy_rl.paper.prime_check" in preflight.LAUNCH_CODE
+    assert "entropy_rl.paper.verl.prime_check" in preflight.LAUNCH_CODE
 
 
 def test_plumbing_and_package_inits_are_left_out():

@@ -406,7 +406,7 @@ class EndlessProposer:
 
 def test_the_gpu_hours_token_model_is_what_the_sampler_draws():
     """budget.power_sampling_tokens (the paper-scale time estimate) against sample_chains' own count."""
-    from entropy_rl.paper import budget
+    from entropy_rl.paper.cost import budget
 
     length, block, n_mcmc = 40, 8, 5
     chains = power_mcmc.sample_chains(
@@ -431,7 +431,7 @@ def test_the_gpu_hours_token_model_of_the_later_samplers_is_what_they_draw():
     """budget.smc_tokens and budget.sps_tokens against the samplers' own counts, on answers that never end early."""
     from entropy_rl.core.power import smc as power_smc
     from entropy_rl.core.power import sps as power_sps
-    from entropy_rl.paper import budget
+    from entropy_rl.paper.cost import budget
 
     length, rng = 21, np.random.default_rng(0)
     smc = {"kind": "smc", "alpha": 1.0, "particles": 5, "resample_every": 4, "ess_threshold": 0.5}

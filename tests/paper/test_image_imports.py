@@ -1,4 +1,4 @@
-"""Each image's %test imports what its rules' code imports (entropy_rl.paper.image_imports), so a broken image fails
+"""Each image's %test imports what its rules' code imports (entropy_rl.paper.images.imports), so a broken image fails
 when it is built; and the eval and train images' %test lines import on verl 0.9.1 and vLLM as the CPU stand-in holds
 them (tests/paper/test_vllm_engine.py's environment), less flash-attn, whose wheel is CUDA's."""
 
@@ -9,7 +9,8 @@ import sys
 
 import pytest
 import support
-from entropy_rl.paper import containers, image_imports
+from entropy_rl.core import images
+from entropy_rl.paper.images import imports as image_imports
 from support import ROOT
 
 
@@ -30,7 +31,7 @@ def tmp_root(tmp_path):
     return tmp_path
 
 
-@pytest.mark.parametrize("name", containers.names(ROOT))
+@pytest.mark.parametrize("name", images.names(ROOT))
 def test_each_image_tests_every_import_of_the_code_it_runs(name):
     assert image_imports.missing(name) == []
 
@@ -74,13 +75,13 @@ def test_a_code_input_it_cannot_read_is_an_error(tmp_root):
 
 
 def test_the_command_names_each_image():
-    proc = subprocess.run([sys.executable, "-m", "entropy_rl.paper.image_imports"], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "entropy_rl.paper.images.imports"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert [line.split(":")[0] for line in proc.stdout.splitlines()] == containers.names(ROOT)
+    assert [line.split(":")[0] for line in proc.stdout.splitlines()] == images.names(ROOT)
 
 
 def python_lines(name: str) -> list[str]:
-    return re.findall(r'/opt/venv/bin/python -c "([^"]+)"', containers.section(name, "%test"))
+    return re.findall(r'/opt/venv/bin/python -c "([^"]+)"', images.section(name, "%test"))
 
 
 @pytest.mark.parametrize("name", ["eval", "train"])

@@ -1,4 +1,4 @@
-"""Each image's lock (envs/<stem>.txt) is what its own Python and platform resolve (entropy_rl.paper.image_locks):
+"""Each image's lock (envs/<stem>.txt) is what its own Python and platform resolve (entropy_rl.paper.images.locks):
 resolved again from PyPI by uv for the image's CPython and glibc, wheels only but for the stated source builds.
 These tests ask the package registry (a few seconds a lock, uv's cache warm)."""
 
@@ -10,7 +10,7 @@ import sys
 from dataclasses import replace
 
 import pytest
-from entropy_rl.paper import image_locks
+from entropy_rl.paper.images import locks as image_locks
 from support import ROOT
 
 

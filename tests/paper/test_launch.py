@@ -9,7 +9,8 @@ import time
 import psutil
 import yaml
 from entropy_rl.core import modules, resume, spec
-from entropy_rl.paper import budget, launch
+from entropy_rl.paper import launch
+from entropy_rl.paper.cost import budget
 from support import ROOT
 
 PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]

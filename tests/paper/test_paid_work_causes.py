@@ -1,6 +1,6 @@
 """The guard's wording of what changed: settings by key, consent by name (the workflow test drives it for real)."""
 
-from entropy_rl.paper import paid_work
+from entropy_rl.paper.cost import paid_work
 
 
 def test_a_changed_setting_is_named_by_its_key_and_values():

@@ -11,7 +11,8 @@ import math
 import pytest
 import yaml
 from entropy_rl.core import spec
-from entropy_rl.paper import launch, preflight
+from entropy_rl.paper import launch
+from entropy_rl.paper.verl import checks
 from omegaconf import OmegaConf
 from support import FIXTURES, ROOT
 
@@ -38,7 +39,7 @@ def our_command(run: str):
     """The run's command as the workflow records it, composed by verl 0.9.1's Hydra config, and a reader of its keys."""
     command = launch.verl_command(PAPER, run)
     assert command[1:3] == ["-m", "verl.trainer.main_ppo"]
-    cfg = preflight.compose(command[3:])
+    cfg = checks.compose(command[3:])
 
     def value(key):
         v = OmegaConf.select(cfg, key, default=ABSENT)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 from entropy_rl.core import spec as run_spec
-from entropy_rl.paper import budget, pilot_report
+from entropy_rl.paper.cost import budget, pilot_measures, pilot_report
 from support import FIXTURES, ROOT
 
 # The fixture's numbers, copied by hand from its verl logs (steps 1-4), for the arithmetic checks.
@@ -60,7 +60,7 @@ def make_pilot(tmp_path):
             path.mkdir() if path.name == "final" else path.touch()
     logs = {"train_verl": "train", "evaluate_vllm": "evaluate", "power_sample_vllm": "power"}
     stages = [
-        pilot_report.Stage(
+        pilot_measures.Stage(
             name,
             job,
             root / "logs" / logs[name] / f"{job}.log",
@@ -115,7 +115,7 @@ def test_every_stage_has_its_row(pilot, tmp_path):
     ]:
         row = rows[("power_sample_vllm", method)]
         assert row[4:6] == [f"{memory} / 79.3 GB (device)", f"{tokens / seconds:,.0f} generated tok/s"]
-    measured = pilot_report.measure(stages[1])
+    measured = pilot_measures.measure(stages[1])
     assert measured["wall_s"] == pytest.approx(157.878)
     assert measured["generated_tokens_per_s"] == pytest.approx(118342 / 14.62)
     assert summary["pilot_stages"] == "5/5" and summary["gpu"] == "NVIDIA A100-SXM4-80GB"
@@ -124,7 +124,7 @@ def test_every_stage_has_its_row(pilot, tmp_path):
 
 def test_the_resume_shows_in_the_attempts(pilot, tmp_path):
     _, stages = pilot
-    train = pilot_report.measure(stages[0], RESPONSES, 1)
+    train = pilot_measures.measure(stages[0], RESPONSES, 1)
     # verl's validation-only records (step 0; step 2 again, when the second launch restores its checkpoint) are no steps
     assert train["attempts"] == [
         {"log": "verl_log.1.jsonl", "steps": [1, 2]},
@@ -173,10 +173,10 @@ def test_measured_mfus_are_the_hand_computed_ones(pilot, tmp_path):
 def test_the_reestimate_moves_each_term_by_its_mfu_ratio(pilot):
     _, stages = pilot
     S = study()
-    train = pilot_report.measure(stages[0], RESPONSES, 1)
-    measured_budget, _ = pilot_report.measured_budget(S["budget"], train, 0.5, 1)
-    assumed = pilot_report.reestimate(S, S["budget"])
-    measured = pilot_report.reestimate(S, measured_budget)
+    train = pilot_measures.measure(stages[0], RESPONSES, 1)
+    measured_budget, _ = pilot_measures.measured_budget(S["budget"], train, 0.5, 1)
+    assumed = pilot_measures.reestimate(S, S["budget"])
+    measured = pilot_measures.reestimate(S, measured_budget)
     assert list(assumed["model"]) == list(measured["model"])
     assert assumed["runs"].sum() == len(S["runs"]) - 1  # every run but the pilot's
     train_ratio = S["budget"]["train_mfu"] / measured_budget["train_mfu"]
@@ -236,7 +236,7 @@ def test_a_failed_stage_shows_failed_with_its_log_tail(pilot, tmp_path):
     assert [rows[("power_sample_vllm", m)][2] for m in METHODS] == ["passed", "failed", "failed"]
     assert rows[("power_sample_vllm", "pilot-rl")][3] == "–"  # no log, no wall time
     assert summary["pilot_stages"] == "3/5"
-    failed = pilot_report.measure(stages[3])
+    failed = pilot_measures.measure(stages[3])
     assert failed["passed"] is False and failed["missing"] == [str(root / "power/samples/pilot-power.parquet")]
     assert failed["tail"] == traceback[-19:] + ["torch.OutOfMemoryError: CUDA out of memory"]
     assert "## Failed: power_sample_vllm pilot-power" in md
@@ -274,7 +274,7 @@ def test_the_report_links_each_stage_to_its_log(pilot, tmp_path, monkeypatch):
 def test_the_report_module_loads_no_torch():
     heavy = ("torch", "verl", "vllm", "transformers")
     code = (
-        f"import json, sys, entropy_rl.paper.pilot_report; print(json.dumps([m for m in {heavy} if m in sys.modules]))"
+        f"import json, sys, entropy_rl.paper.cost.pilot_report; print(json.dumps([m for m in {heavy} if m in sys.modules]))"
     )
     env = {"PYTHONPATH": str(ROOT / "workflow"), "PATH": "/usr/bin:/bin"}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
@@ -286,7 +286,7 @@ def test_a_pilot_that_failed_before_any_training_step_still_gets_its_report(tmp_
     monkeypatch.chdir(tmp_path)
     log = tmp_path / "train.log"
     log.write_text("2026-11-25 09:00:00,000 entropy_rl INFO starting afresh\nRuntimeError: CUDA out of memory\n")
-    stage = pilot_report.Stage(
+    stage = pilot_measures.Stage(
         name="train_verl",
         job="pilot-grpo",
         log=str(log),

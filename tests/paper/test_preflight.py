@@ -13,6 +13,7 @@ import pytest
 import yaml
 from entropy_rl.core import modules, spec
 from entropy_rl.paper import launch, preflight, prompt_format
+from entropy_rl.paper.verl import checks
 from support import FIXTURES, ROOT
 
 pytestmark = pytest.mark.costly  # minutes of a core: scheduled first (tests/conftest.py)
@@ -42,12 +43,12 @@ def test_the_commands_of_todays_main_fail_where_verl_would():
     s = spec.resolve_run(PAPER, run)
     command = preflight.bound_command(PAPER, run)
     no_dynamic = [a for a in command if "use_dynamic_bsz" not in a and "ppo_max_token_len" not in a]
-    assert any("ppo_micro_batch_size" in p for p in preflight.command_problems(no_dynamic, s))
+    assert any("ppo_micro_batch_size" in p for p in checks.command_problems(no_dynamic, s))
     reward_file = str(modules.source(launch.REWARD_MODULE))
     as_file = [f"reward.custom_reward_function.path={reward_file}" if a.startswith("reward.custom_reward_function.path=") else a
                for a in command]  # fmt: skip
-    assert any("relative import" in p for p in preflight.command_problems(as_file, s))
-    assert preflight.command_problems(command, s) == []
+    assert any("relative import" in p for p in checks.command_problems(as_file, s))
+    assert checks.command_problems(command, s) == []
 
 
 def test_a_command_with_a_setting_verl_ignores_is_refused_with_the_key_and_why():
@@ -57,7 +58,7 @@ def test_a_command_with_a_setting_verl_ignores_is_refused_with_the_key_and_why()
     run = "qwen2.5-7b-grpo-clipcov"  # Section 4: the released scripts' settings
     s = spec.resolve_run(PAPER, run)
     command = preflight.bound_command(PAPER, run)
-    assert preflight.command_problems(command, s) == []
+    assert checks.command_problems(command, s) == []
     assert f"+{launch.GEN_BATCHES_KEY}=10" in command
     assert not any(a.startswith("algorithm.filter_groups.max_num_gen_batches=") for a in command)
     refused = {
@@ -68,16 +69,16 @@ def test_a_command_with_a_setting_verl_ignores_is_refused_with_the_key_and_why()
         "actor_rollout_ref.rollout.val_kwargs.temperature=0.6": "AgentLoopWorkerTQ.generate_sequences",
     }
     for extra, where in refused.items():
-        problems = preflight.command_problems([*command, extra], s)
+        problems = checks.command_problems([*command, extra], s)
         print(problems)
         key = extra.split("=")[0] if "temperature" not in extra else "actor_rollout_ref.rollout.val_kwargs.do_sample"
         assert len(problems) == 1 and problems[0].startswith(f"{key}=") and " is ignored" in problems[0], problems
         assert where in problems[0], problems
     other_mode = [a.replace(f"trainer_mode={launch.TRAINER_MODE}", "trainer_mode=sync") for a in command]
-    refused = preflight.command_problems(other_mode, s)
+    refused = checks.command_problems(other_mode, s)
     assert any(p.startswith(f"trainer.v1.{launch.TRAINER_MODE} is ignored") for p in refused)
     unbounded = [a for a in command if not a.startswith(f"+{launch.GEN_BATCHES_KEY}=")]
-    assert preflight.command_problems(unbounded, s) == [
+    assert checks.command_problems(unbounded, s) == [
         (f"{launch.GEN_BATCHES_KEY} is unset or 0: with the group filter on, a step whose groups are all right or all"
          " wrong would generate without end (verl_plugin.GenerationBound)")
     ]  # fmt: skip
@@ -85,7 +86,7 @@ def test_a_command_with_a_setting_verl_ignores_is_refused_with_the_key_and_why()
 
 def test_launches_state_what_verl_091_reads():
     cmd = preflight.bound_command(PAPER, "qwen2.5-32b-grpo-klcov", results="/scratch/results")
-    cfg = preflight.compose(cmd[3:])
+    cfg = checks.compose(cmd[3:])
     actor = cfg.actor_rollout_ref.actor
     assert cfg.trainer.use_v1 is True and cfg.algorithm.filter_groups.enable is True
     assert actor.optim.clip_grad == spec.resolve_run(PAPER, "qwen2.5-32b-grpo-klcov")["grad_clip"]
@@ -103,10 +104,10 @@ def test_launches_state_what_verl_091_reads():
 
 
 def test_a_model_without_a_tokenizer_template_gets_its_recorded_format_intact():
-    cfg = preflight.compose(preflight.bound_command(PAPER, "mistral-7b-grpo")[3:])
+    cfg = checks.compose(preflight.bound_command(PAPER, "mistral-7b-grpo")[3:])
     fmt = PAPER["models"]["mistral-7b"]["chat_template"]
     assert cfg.actor_rollout_ref.model.custom_chat_template == prompt_format.template_text(fmt)
-    qwen = preflight.compose(preflight.bound_command(PAPER, "qwen2.5-7b-grpo")[3:])
+    qwen = checks.compose(preflight.bound_command(PAPER, "qwen2.5-7b-grpo")[3:])
     assert qwen.actor_rollout_ref.model.custom_chat_template is None  # Qwen2.5's tokenizers carry their own
 
 
@@ -235,9 +236,9 @@ def test_a_passed_launch_is_not_checked_again_until_its_command_or_code_changes(
 def test_a_launch_without_the_paper_measures_trainer_is_refused():
     """verl's plain trainer would train fine and log none of Eq. 5, Eq. 10 or Eq. 8-9: the preflight says so."""
     command = preflight.bound_command(PAPER, "qwen2.5-7b-grpo")
-    cfg = preflight.compose(command[3:])
-    assert preflight.trainer_problems(cfg) == []
-    plain = preflight.compose([*command[3:], "trainer.v1.trainer_mode=sync"])
-    assert any("logs none of the paper's measures" in p for p in preflight.trainer_problems(plain))
-    unknown = preflight.compose([*command[3:], "trainer.v1.trainer_mode=entropy_papr"])
-    assert any("entropy_papr" in p for p in preflight.trainer_problems(unknown))
+    cfg = checks.compose(command[3:])
+    assert checks.trainer_problems(cfg) == []
+    plain = checks.compose([*command[3:], "trainer.v1.trainer_mode=sync"])
+    assert any("logs none of the paper's measures" in p for p in checks.trainer_problems(plain))
+    unknown = checks.compose([*command[3:], "trainer.v1.trainer_mode=entropy_papr"])
+    assert any("entropy_papr" in p for p in checks.trainer_problems(unknown))

@@ -12,7 +12,8 @@ import os
 import pytest
 import yaml
 from entropy_rl.core import spec
-from entropy_rl.paper import launch, prime_check
+from entropy_rl.paper import launch
+from entropy_rl.paper.verl import prime_check
 from support import ROOT
 
 PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]

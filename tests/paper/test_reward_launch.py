@@ -5,6 +5,7 @@ import pytest
 import yaml
 from entropy_rl.core import spec
 from entropy_rl.paper import launch, preflight, reward_launch
+from entropy_rl.paper.verl import checks
 from support import ROOT
 
 CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
@@ -62,8 +63,8 @@ def test_the_controls_command_passes_the_preflight_and_a_broken_one_is_named():
     validation row are graded, and a training row's draws vary and repeat (reward_launch.random_reward_problems)."""
     s = spec.resolve_run(PAPER, RANDOM_RUN)
     command = preflight.bound_command(PAPER, RANDOM_RUN)
-    assert preflight.command_problems(command, s) == []
+    assert checks.command_problems(command, s) == []
     no_parts = [a.split("=")[0] + "=[]" if ".random_sources=" in a else a for a in command]
-    assert any("names no training part" in p for p in preflight.command_problems(no_parts, s))
+    assert any("names no training part" in p for p in checks.command_problems(no_parts, s))
     no_seed = [a for a in command if ".reward_kwargs.seed=" not in a]
-    assert any(p.startswith("reward compute_score") and "seed" in p for p in preflight.command_problems(no_seed, s))
+    assert any(p.startswith("reward compute_score") and "seed" in p for p in checks.command_problems(no_seed, s))

@@ -1,4 +1,4 @@
-"""The speed by model size (paper.speed, paper.speed_law) and what the GPU-hours estimate makes of it: the law's
+"""The speed by model size (paper.cost.speed, paper.cost.speed_law) and what the GPU-hours estimate makes of it: the law's
 arithmetic on synthetic measurements, the shapes the pilot builds random weights in, the estimate by size, and the
 pilot's report and estimate.json with a speed measurement."""
 
@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 from entropy_rl.core import spec as run_spec
-from entropy_rl.paper import anchors, budget, pilot_report, shapes, speed, speed_law, speed_report
+from entropy_rl.paper.cost import anchors, budget, pilot_measures, pilot_report, shapes, speed, speed_law, speed_report
 from support import FIXTURES, ROOT, speed_result
 
 PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
@@ -133,8 +133,8 @@ def test_the_pilot_report_shows_mfu_by_size_and_reestimates_with_it(tmp_path):
     assert rows[("qwen2.5-32b", "32")][2].endswith(", extrapolated") and rows[("qwen2.5-0.5b", "0.5")][2].endswith(", measured")
     # the study's GPU-hours re-estimated by size: the 32B update at its extrapolated MFU, the 0.5B at its measured one
     S = fixture.study()
-    measured = pilot_report.reestimate(S, {**S["budget"], "speed_laws": summary["speed_laws"]})
-    assumed = pilot_report.reestimate(S, S["budget"])
+    measured = pilot_measures.reestimate(S, {**S["budget"], "speed_laws": summary["speed_laws"]})
+    assumed = pilot_measures.reestimate(S, S["budget"])
     ratio = (measured.set_index("model")["update_gpu_hours"] / assumed.set_index("model")["update_gpu_hours"])
     assert ratio["qwen2.5-32b"] == pytest.approx(S["budget"]["train_mfu"] / update.mfu(32, 312)[0])
     assert ratio["qwen2.5-0.5b"] == pytest.approx(S["budget"]["train_mfu"] / by_size["qwen2.5-0.5b"]["train_mfu"]["value"])

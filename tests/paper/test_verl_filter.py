@@ -14,6 +14,7 @@ import pytest
 import torch
 import yaml
 from entropy_rl.paper import preflight
+from entropy_rl.paper.verl import checks
 from omegaconf import OmegaConf
 from support import ROOT
 
@@ -23,7 +24,7 @@ PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
 @pytest.fixture(scope="module")
 def transfer_queue():
     tq = pytest.importorskip("transfer_queue")
-    cfg = preflight.compose(preflight.bound_command(PAPER, "qwen2.5-7b-grpo")[3:])
+    cfg = checks.compose(preflight.bound_command(PAPER, "qwen2.5-7b-grpo")[3:])
     cfg.transfer_queue.backend.SimpleStorage.num_data_storage_units = 1  # one storage actor: this machine has 2 cores
     tq.init(cfg.transfer_queue)
     yield tq, cfg
@@ -226,7 +227,8 @@ def test_the_settings_the_preflight_refuses_are_ones_verl_ignores(transfer_queue
     import copy
     import logging
 
-    from entropy_rl.paper import ignored_settings, verl_plugin
+    from entropy_rl.paper import verl_plugin
+    from entropy_rl.paper.verl import ignored_settings
     from omegaconf import open_dict
     from verl.trainer.ppo.v1.replay_buffer import ReplayBufferAsync
 

@@ -6,7 +6,7 @@ from entropy_rl.core import ledger
 from entropy_rl.core.power import methods as power_methods
 from entropy_rl.pipeline import claim_plan
 from entropy_rl.core import spec as run_spec
-from entropy_rl.paper import budget
+from entropy_rl.paper.cost import budget
 from entropy_rl.study import artifacts
 from support import ROOT
 

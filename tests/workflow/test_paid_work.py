@@ -266,7 +266,7 @@ def test_a_change_of_the_preflight_alone_outdates_no_training_run(study):
     stamp = work / "results" / "code" / "preflight.json"
     before = stamp.read_text()
     undo = edited(
-        wf / "workflow" / "entropy_rl" / "paper" / "preflight.py",
+        wf / "workflow" / "entropy_rl" / "paper" / "verl" / "checks.py",
         "DATASET_SAMPLE_ROWS = 64",
         "DATASET_SAMPLE_ROWS = 32",
     )

@@ -1,6 +1,6 @@
 import os
 
-from entropy_rl.paper import anchors
+from entropy_rl.paper.cost import anchors
 
 # The audit's row in `snakemake --report`, labelled as the figures' are (common.smk report_labels).
 AUDIT_LABELS = {REPORT_LABEL: "audit · every claim of claims.yaml"}

@@ -29,7 +29,7 @@ if not MINI and PLAN.is_main_process:
     cluster.check_hub_access(S, MODEL_DIR, SOURCE_DIR)
 
 
-# ---- the GPU-hours estimate (entropy_rl.paper.budget) and SLURM resources ----------------------
+# ---- the GPU-hours estimate (entropy_rl.paper.cost.budget) and SLURM resources ----------------------
 
 
 def train_hours(run):

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from entropy_rl.core import config as config_check
-from entropy_rl.paper import containers
+from entropy_rl.core import images
 from entropy_rl.paper import launch
 from entropy_rl.pipeline import params as pipeline_params
 from entropy_rl.pipeline import power as power_jobs
@@ -45,8 +45,8 @@ def run_label(run):
 
 def image(name):
     """The Apptainer image a rule runs in (--software-deployment-method apptainer), relative to the working
-    directory: Snakemake's software-env trigger compares the reference's text (paper.containers.image_ref)."""
-    return os.path.relpath(containers.image_ref(name, workflow.basedir))
+    directory: Snakemake's software-env trigger compares the reference's text (core.images.image_ref)."""
+    return os.path.relpath(images.image_ref(name, workflow.basedir))
 
 
 def run_image(wildcards):

@@ -37,11 +37,11 @@ if PILOT:
     if "speed" in PILOT:
 
         rule pilot_speed:
-            """The update's and the rollout's speed at each size of paper.pilot.speed on one GPU (paper.speed): verl's
+            """The update's and the rollout's speed at each size of paper.pilot.speed on one GPU (paper.cost.speed): verl's
             worker and vLLM's engine on random weights of each shape; the report fits the speed laws to them."""
             input:
                 tokenizer=MODEL_DIR.format(model=run_model(PILOT_RUNS[0])),  # the pilot's model: its tokenizer
-                code=code("pilot_speed", "paper.speed", "paper.update_speed", "paper.rollout_speed"),
+                code=code("pilot_speed", "paper.cost.speed", "paper.cost.update_speed", "paper.cost.rollout_speed"),
             output:
                 PILOT_SPEED,
             params:
@@ -60,14 +60,14 @@ if PILOT:
 
     rule pilot_report:
         """Each stage passed or failed, its wall time, peak GPU memory and throughput; the study's GPU-hours again,
-        model size by model size, at the MFUs measured here (paper.pilot_report)."""
+        model size by model size, at the MFUs measured here (paper.cost.pilot_report)."""
         input:
             metrics=expand(RUN_METRICS, run=PILOT_RUNS),
             final=expand(RUN_FINAL, run=PILOT_RUNS),
             evaluations=expand(EVAL_SUMMARY, run=PILOT_RUNS),
             samples=expand(POWER_SAMPLES, method=list(PILOT_METHODS)),
             speed=[PILOT_SPEED] if "speed" in PILOT else [],
-            code=code("pilot_report", "paper.pilot_report"),
+            code=code("pilot_report", "paper.cost.pilot_report"),
         output:
             md=PILOT_REPORT,
             html=report(PILOT_REPORT_HTML, caption="../report/pilot.rst", category="Pilot", labels=PILOT_LABELS),

@@ -29,7 +29,7 @@ if p.anchors:
         (
             "A whole GRPO step's FLOPs (2·N a generated token, 8·N a trained one, as this estimate counts them) over its"
             " GPU-seconds at the GPU's dense bf16 peak, for this budget and for published runs that give every number"
-            " it needs (entropy_rl.paper.anchors):"
+            " it needs (entropy_rl.paper.cost.anchors):"
         ),
         "",
         *p.anchors,

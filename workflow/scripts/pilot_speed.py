@@ -4,7 +4,8 @@ import sys
 from pathlib import Path
 
 from entropy_rl.core import atomic, logs
-from entropy_rl.paper import launch, speed
+from entropy_rl.paper import launch
+from entropy_rl.paper.cost import speed
 
 log = logs.setup(snakemake.log[0], engines=True)
 scope = snakemake.params.scope

@@ -98,7 +98,7 @@ def _unread(fd: int) -> int:
 
 
 def log_throughput(log: logging.Logger, generated_tokens: int, seconds: float) -> None:
-    """One line a job's log ends its generation with, which the GPU pilot's report reads (paper.pilot_report): the
+    """One line a job's log ends its generation with, which the GPU pilot's report reads (paper.cost.pilot_report): the
     tokens generated, the seconds it took, and the GPU memory in use on this job's device then (the engines' too:
     torch's device-wide free/total count every process), when torch has a GPU."""
     used = total = None

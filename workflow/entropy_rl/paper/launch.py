@@ -48,7 +48,7 @@ KEEP_CHECKPOINTS = 2
 
 # PRIME runs on verl 0.4.1 (containers/prime.def, envs/prime.txt) with the PRIME recipe of verl's own
 # tree at tag v0.4.1 (this commit), importable there as `recipe`: verl 0.9.1 has no PRIME, and
-# verl-recipe's PRIME runs on no verl release (entropy_rl.paper.prime_check gives the evidence).
+# verl-recipe's PRIME runs on no verl release (entropy_rl.paper.verl.prime_check gives the evidence).
 PRIME_VERL = "0.4.1"
 PRIME_RECIPE_COMMIT = "8d9e350ea58c7ad4b50dd14d9dcb50577242c55f"
 

@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from ..paper import budget
+from ..paper.cost import budget
 from ..study import artifacts
 from . import claim_plan
 from .scope import Scope, artifact_runs, run_model, with_replicates
@@ -35,7 +35,7 @@ def budget_assumptions(S: dict, mini: bool, estimate: str) -> dict | None:
         with open(estimate) as fh:
             measured = json.load(fh)
         out = {**S["budget"], "rollout_mfu": measured["rollout_mfu"], "train_mfu": measured["train_mfu"]}
-        if measured.get("speed_laws"):  # the MFU by model size (paper.speed_law), where the pilot measured sizes
+        if measured.get("speed_laws"):  # the MFU by model size (paper.cost.speed_law), where the pilot measured sizes
             out["speed_laws"] = measured["speed_laws"]
         return out
     except (ValueError, KeyError) as err:  # not a report the pilot wrote: say so, estimate from config.yaml
@@ -44,7 +44,7 @@ def budget_assumptions(S: dict, mini: bool, estimate: str) -> dict | None:
 
 
 def job_hours(scope: Scope, power_study, pilot_jobs: dict, assumptions: dict, claim_jobs: dict) -> dict[str, float]:
-    """Every GPU job's estimated GPU-hours (paper.budget), the pilot's included; none at mini scale."""
+    """Every GPU job's estimated GPU-hours (paper.cost.budget), the pilot's included; none at mini scale."""
     S, pilot = scope.S, scope.pilot
     if scope.mini:  # no GPU-hours at mini scale: a budget is a paper-scale setting (config.schema.yaml)
         return {job: 0.0 for jobs in claim_jobs.values() for job in jobs}

@@ -1,4 +1,4 @@
-"""Before any job, at paper scale: the GPU-hours of what the command line's targets need (paper.budget) and the
+"""Before any job, at paper scale: the GPU-hours of what the command line's targets need (paper.cost.budget) and the
 launch preflight of every run still to train (paper.preflight), stated once while the DAG is built; and, from the
 Snakefile's ``onstart``, the launch of a finished run trained again, checked with the code it will run."""
 
@@ -9,7 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from ..paper import budget, preflight
+from ..paper import preflight
+from ..paper.cost import budget
 from .resources import eval_hours, power_hours, train_hours
 from .snakemake_api import WorkflowError, rule_name
 

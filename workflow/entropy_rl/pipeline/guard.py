@@ -1,4 +1,4 @@
-"""Paid work is never redone silently (entropy_rl.paper.paid_work): at paper scale, before any job is submitted,
+"""Paid work is never redone silently (entropy_rl.paper.cost.paid_work): at paper scale, before any job is submitted,
 the workflow stops if a GPU job whose outputs exist would run again, naming why (``rerun_causes``) and what it
 costs, unless the user named it (``--config rerun_paid=...``), forced it (-R) or asked for all. The Snakefile's
 ``onstart`` calls ``paid_work_guard``; the workflow is read through ``snakemake_api.Plan``."""
@@ -9,14 +9,14 @@ import hashlib
 import os
 from pathlib import Path
 
-from ..paper import paid_work
+from ..paper.cost import paid_work
 from .snakemake_api import WorkflowError, job_params, job_script, job_wildcard, rule_name
 
 CODE_DIR = "results/code/"  # the code stamps' folder (paths.smk CODE_STAMP)
 
 
 def job_gpu_hours(job, job_hours: dict[str, float]) -> float:
-    """A GPU job's estimated GPU-hours (paper.budget.job_hours' names: train:RUN, eval:RUN, power:METHOD)."""
+    """A GPU job's estimated GPU-hours (paper.cost.budget.job_hours' names: train:RUN, eval:RUN, power:METHOD)."""
     if rule_name(job) == "train_verl":
         return job_hours[f"train:{job.wildcards.run}"]
     if rule_name(job) == "evaluate_vllm":

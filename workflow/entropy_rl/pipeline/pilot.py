@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 from ..core import spec as run_spec
-from ..paper import pilot_report
+from ..paper.cost import pilot_measures, pilot_report
 from .scope import run_gpus, run_model, run_model_spec
 from .stamps import canonical
 
@@ -18,7 +18,7 @@ STAGE_PATHS = ("MODEL_DIR", "MODEL_LOG", "RUN_PREFLIGHT", "RUN_PREFLIGHT_LOG", "
 
 
 def jobs(pilot: dict, pilot_runs: list[str], pilot_jobs: dict) -> list[str]:
-    """The pilot's GPU jobs, by paper.budget's names."""
+    """The pilot's GPU jobs, by paper.cost.budget's names."""
     out = [f"train:{r}" for r in pilot_runs] + [f"eval:{r}" for r in pilot_runs] + [f"power:{m}" for m in pilot_jobs]
     return out + (["speed:pilot"] if "speed" in pilot else [])
 
@@ -36,7 +36,7 @@ def plan_message(S: dict, pilot: dict, pilot_runs: list[str], pilot_jobs: dict, 
 
 
 def stages(S: dict, pilot: dict, pilot_runs: list[str], pilot_jobs: dict, paths: dict[str, str]) -> list[dict]:
-    """The pilot's jobs as the report reads them (paper.pilot_report.Stage): each one's log, outputs and GPUs
+    """The pilot's jobs as the report reads them (paper.cost.pilot_measures.Stage): each one's log, outputs and GPUs
     (``paths``: paths.smk's templates named in STAGE_PATHS)."""
     p = paths
     run = pilot_runs[0]
@@ -92,7 +92,7 @@ def write_failed_report(S: dict, pilot: dict, pilot_runs: list[str], pilot_jobs:
     """The report of a pilot that failed: the stages that ran, and the log of the one that did not (``paths``:
     paths.smk's templates, STAGE_PATHS and PILOT_REPORT, PILOT_REPORT_HTML, PILOT_FAILED)."""
     try:
-        done = [pilot_report.Stage(**stage) for stage in stages(S, pilot, pilot_runs, pilot_jobs, paths)]
+        done = [pilot_measures.Stage(**stage) for stage in stages(S, pilot, pilot_runs, pilot_jobs, paths)]
         pilot_report.write(done, report_scope(S), paths["PILOT_REPORT"], paths["PILOT_REPORT_HTML"], paths["PILOT_FAILED"])
         print(f"pilot: a stage failed; the report of what ran is in {paths['PILOT_REPORT']}", file=sys.stderr)
     except Exception as err:  # the report must not hide the error that ended the run

@@ -1,9 +1,9 @@
 """What each GPU job asks SLURM for: whole nodes for a training run, a vLLM engine's GPUs for an evaluation or a
-sampling job, for the GPU-hours the estimate gives (paper.budget) times its margin; and the hours themselves."""
+sampling job, for the GPU-hours the estimate gives (paper.cost.budget) times its margin; and the hours themselves."""
 
 from __future__ import annotations
 
-from ..paper import budget
+from ..paper.cost import budget
 
 
 def train_hours(job_hours: dict[str, float], run: str) -> float:
@@ -35,7 +35,7 @@ def train_resources(model: dict, hours: float, walltime_margin: float, env_flag:
 def engine_resources(gpus, hours, walltime_margin: float) -> dict:
     """A vLLM job's SLURM resources, the evaluation's and the power sampling's alike: ``gpus(wildcards)`` GPUs (the
     engine's tensor-parallel size; SLURM packs other jobs on the node's rest), 8 CPUs and 64 GB per GPU, for
-    ``hours(wildcards)`` GPU-hours spread over them, times the margin of paper.budget."""
+    ``hours(wildcards)`` GPU-hours spread over them, times the margin of config.yaml paper.budget."""
     return {
         "gpu": gpus,
         "cpus_per_task": lambda wc: 8 * gpus(wc),

@@ -13,7 +13,7 @@ import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core import modules
+from ...core import modules
 
 # The rules whose jobs run on GPUs: their reruns are priced and need consent.
 GPU_RULES = ("train_verl", "evaluate_vllm", "power_sample_vllm")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from . import budget, speed, speed_law
 
 RULE = (
-    "The MFU of each size comes from the speed laws fitted to the sizes the pilot timed (paper.speed_law: seconds a "
+    "The MFU of each size comes from the speed laws fitted to the sizes the pilot timed (paper.cost.speed_law: seconds a "
     "token on one GPU = a·N + b, a part that grows with the parameters and one that does not). At a timed size it is "
     "measured, between timed sizes fitted, beyond them extrapolated: a straight line carried past the data, which "
     "neither the vocabulary's share nor a larger model's better use of the GPU bends. Communication between GPUs, "
@@ -17,7 +17,7 @@ RULE = (
 
 
 def laws(result: dict) -> dict[str, speed_law.Law]:
-    """The laws fitted to the pilot's speed by size (``paper.speed``), for each kind it has a timed size of."""
+    """The laws fitted to the pilot's speed by size (``paper.cost.speed``), for each kind it has a timed size of."""
     return {kind: speed_law.fit(kind, pts) for kind, pts in speed.points(result).items() if pts}
 
 
@@ -38,7 +38,7 @@ def report_blocks(result: dict, laws: dict, by_size: dict) -> list[tuple]:
     blocks = [
         ("h2", "Speed by model size"),
         ("p", (f"verl's worker built from {result['run']}'s command and vLLM's engine, on random weights of each shape, "
-               f"one GPU; {result['prompt_tokens']} + {result['response_tokens']} tokens a sequence (paper.speed).")),
+               f"one GPU; {result['prompt_tokens']} + {result['response_tokens']} tokens a sequence (paper.cost.speed).")),
         ("table", (speed.HEADER, speed.table(result))),
         *[("p", law.describe()) for law in laws.values()],
     ]  # fmt: skip

@@ -1,21 +1,17 @@
-"""The Apptainer image each rule runs in, named after what it is built from, and building it.
+"""The Apptainer image each rule runs in, named after what it is built from: both scales' rules name their images
+by these references (common.smk ``image``); ``paper.images.build`` builds them.
 
 ``containers/<name>.def`` builds ``containers/images/<name>-<hash>.sif``, where the hash covers what the
 definition puts in the image (every section but %help, %labels and %test, less whole-line comments) and every host
 file its ``%files`` section copies in (the pinned package sets in ``envs/``). Editing either gives a new image
-reference, so Snakemake sees a changed container for
-the rules that use it, and ``python -m entropy_rl.paper.containers build`` builds the images that are
-missing. The project's own code is not in the images: rules import it from the checkout.
+reference, so Snakemake sees a changed container for the rules that use it, and
+``python -m entropy_rl.paper.images.build build`` builds the images that are missing. The project's own code is not
+in the images: rules import it from the checkout.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from .. import PROJECT_DIR
@@ -109,54 +105,3 @@ def digest(name: str, root: Path | str = ROOT) -> str:
 def image_ref(name: str, root: Path | str = ROOT) -> str:
     """The image file a rule's ``container:`` names: containers/images/<name>-<12 hex>.sif under root."""
     return str(Path(root) / IMAGES / f"{name}-{digest(name, root)[:12]}.sif")
-
-
-def build(wanted: list[str] | None = None, root: Path | str = ROOT) -> list[str]:
-    """Build, with ``apptainer build``, each image whose file is missing; return the ones built."""
-    root = Path(root)
-    refs = [(name, image_ref(name, root)) for name in wanted or names(root)]
-    missing = [(name, ref) for name, ref in refs if not Path(ref).exists()]
-    if not missing:
-        return []
-    apptainer = shutil.which("apptainer")
-    if apptainer is None:
-        raise ContainerError(
-            "apptainer is not on PATH, so these images cannot be built here: "
-            + ", ".join(os.path.relpath(ref, root) for _, ref in missing)
-            + ". Install Apptainer (https://apptainer.org) or load it (e.g. `module load apptainer`), "
-            "then rerun `python -m entropy_rl.paper.containers build`."
-        )
-    for name, ref in missing:
-        partial = Path(ref + ".part")  # renamed once complete: a failed build leaves no image behind
-        partial.parent.mkdir(parents=True, exist_ok=True)
-        partial.unlink(missing_ok=True)
-        cmd = [apptainer, "build", str(partial), f"containers/{name}.def"]
-        print("+", " ".join(cmd), flush=True)
-        if subprocess.run(cmd, check=False, cwd=root).returncode != 0:
-            partial.unlink(missing_ok=True)
-            raise ContainerError(f"apptainer build of containers/{name}.def failed (its output is above)")
-        os.replace(partial, ref)
-    return [ref for _, ref in missing]
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m entropy_rl.paper.containers", description=__doc__.split("\n")[0])
-    parser.add_argument("--root", default=str(ROOT), help="repository root (default: this checkout)")
-    sub = parser.add_subparsers(dest="command", required=True)
-    for command, text in [("build", "build the images whose file is missing"), ("ref", "print image references")]:
-        sub.add_parser(command, help=text).add_argument("names", nargs="*", help="definitions (default: all)")
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "ref":
-            print("\n".join(image_ref(n, args.root) for n in args.names or names(args.root)))
-        else:
-            built = build(args.names, args.root)
-            print(f"built {len(built)} image(s)" if built else "every image is built")
-    except ContainerError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

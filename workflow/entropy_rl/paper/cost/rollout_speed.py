@@ -5,7 +5,7 @@ batch of answers of the budget's mean length (``ignore_eos``, a fixed output len
 The engine takes the settings verl's rollout server gives it from the run's composed command (``ENGINE``: its
 concurrency, batched tokens, memory share, chunked prefill, prefix caching, eager mode; verl's
 ``vllm_async_server``), at one tensor-parallel rank: a throughput per GPU. Run as its own process per size
-(``python -m entropy_rl.paper.rollout_speed SPEC OUT``), so the engine's memory is given back when it ends.
+(``python -m entropy_rl.paper.cost.rollout_speed SPEC OUT``), so the engine's memory is given back when it ends.
 """
 
 from __future__ import annotations

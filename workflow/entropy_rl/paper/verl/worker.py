@@ -18,7 +18,7 @@ def actor_worker_class(cfg) -> str:
     ``_init_resource_pool_mgr`` on the run's config), as ``module:qualname``."""
     from verl.trainer.ppo.v1 import get_trainer_cls
 
-    from . import verl_plugin  # registers the trainer, as the launch's import does
+    from .. import verl_plugin  # registers the trainer, as the launch's import does
 
     trainer_cls = get_trainer_cls(cfg.trainer.v1.trainer_mode)
     trainer = trainer_cls.__new__(trainer_cls)  # only the mapping: no Ray, no dataset, no workers

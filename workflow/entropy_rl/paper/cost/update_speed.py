@@ -1,7 +1,7 @@
 """The update's speed at one model size: verl's own actor worker, built from a run's composed command exactly as the
 launch composes it, timed over a warm-up step and a few steps of old log-probs and update on one device.
 
-Run as its own process per size (``python -m entropy_rl.paper.update_speed SPEC OUT``), so that each size starts with
+Run as its own process per size (``python -m entropy_rl.paper.cost.update_speed SPEC OUT``), so that each size starts with
 an empty device and verl picks its platform afresh: on a GPU verl's CUDA platform and NCCL, on the tests' CPU platform
 (tests/verl_cpu.py, loaded by verl's external-module hook) gloo. Nothing else differs between the two. The worker runs
 at world size 1; the batch is synthetic (random token ids of the budget's mean lengths, random rewards, GRPO's group
@@ -51,14 +51,14 @@ def flash_attn_available() -> bool:
 
 def compose(command: list[str], extra: list[str]):
     """The run's ``main_ppo`` config from its command (``launch.verl_command``) as ``main_ppo`` composes it
-    (``preflight.compose``), with ``extra`` appended, checked by verl's ``validate_config`` and resolved."""
+    (``verl.checks.compose``), with ``extra`` appended, checked by verl's ``validate_config`` and resolved."""
     from omegaconf import OmegaConf
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import validate_config
 
-    from . import preflight
+    from ..verl import checks
 
-    cfg = preflight.compose(command[3:] + extra)
+    cfg = checks.compose(command[3:] + extra)
     validate_config(config=cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
     OmegaConf.resolve(cfg)
     return cfg
@@ -66,7 +66,7 @@ def compose(command: list[str], extra: list[str]):
 
 def run_config(spec: dict, model_dir: str | Path):
     """The run's composed config for one GPU and the model in ``model_dir``, and the overrides with their reasons."""
-    from . import launch
+    from .. import launch
 
     command = launch.verl_command(spec["scale_cfg"], spec["run"], spec["root"])  # as train_verl launches the run
     extra = overrides(str(model_dir), spec["prompts"], spec["mini_batch"], flash_attn_available(), command)
@@ -115,7 +115,7 @@ def time_steps(worker, cfg, samples: list[dict], steps: int, synchronize) -> lis
     """One warm-up step, then ``steps`` timed ones, each the trainer's old-log-prob pass then ``update_actor``."""
     from verl.workers.utils.padding import response_from_nested
 
-    from . import verl_worker
+    from ..verl import worker as verl_worker
 
     tokens = sum(len(s["input_ids"]) for s in samples)
     # global_token_num: the trainer passes none to this pass, so verl logs no MFU for it; given, verl's own
@@ -161,7 +161,8 @@ def main(spec_path: str, out_path: str) -> None:
     import torch.distributed as dist
     from verl.plugin.platform import get_platform
 
-    from . import shapes, verl_worker
+    from . import shapes
+    from ..verl import worker as verl_worker
 
     device = get_platform().device_name
     cuda = device == "cuda"

@@ -8,7 +8,7 @@ count; the token counts are the configured expected lengths, not the caps.
 The same estimate, times a margin, is the SLURM runtime each job asks for.
 
 The MFUs are the budget's (``train_mfu``, ``rollout_mfu``: assumed in config.yaml, or one size's as the pilot measured
-it) unless the budget carries the pilot's speed laws (``speed_laws``: ``paper.speed_law``), which give each model
+it) unless the budget carries the pilot's speed laws (``speed_laws``: ``paper.cost.speed_law``), which give each model
 size its own.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from ..core import spec as run_spec
+from ...core import spec as run_spec
 from . import speed_law
 
 # The budget's MFU keys and the speed law that replaces each.
@@ -192,7 +192,7 @@ def pilot_power_hours(job: dict, budget: dict, startup_minutes: float, benchmark
 
 
 def pilot_speed_hours(scale_cfg: dict, budget: dict | None = None) -> float:
-    """The pilot's speed job (pilot.speed, ``paper.speed``) on its one GPU: for each size, a warm-up and the timed
+    """The pilot's speed job (pilot.speed, ``paper.cost.speed``) on its one GPU: for each size, a warm-up and the timed
     steps of log-prob and update (8·N a token) and the rollout's answers with their warm-up (2·N a generated token),
     by this estimate, plus the pilot's assumed start-up once a size (its random weights written, verl's worker built,
     vLLM's engine started: no Ray, no download)."""

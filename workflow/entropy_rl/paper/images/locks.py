@@ -8,8 +8,8 @@ where a pin has no wheel for the image and is not a stated source build (``Lock.
 conflict, and where the resolver must add a distribution (a requirement of a locked one that the lock lacks: what
 ``pip check`` in ``%post`` would stop the build for, e.g. setuptools for torch, which ``--no-deps`` never installs).
 
-    python -m entropy_rl.paper.image_locks check [NAME ...]   # what CI runs (tests/paper/test_image_locks.py)
-    python -m entropy_rl.paper.image_locks lock NAME [--upgrade-package PKG ...]
+    python -m entropy_rl.paper.images.locks check [NAME ...]   # what CI runs (tests/paper/test_image_locks.py)
+    python -m entropy_rl.paper.images.locks lock NAME [--upgrade-package PKG ...]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import PROJECT_DIR
+from ... import PROJECT_DIR
 
 TORCH_CPU = "https://download.pytorch.org/whl/cpu"
 PURE = "pure Python: pip builds it with the image's own Python"
@@ -172,7 +172,7 @@ def relock(name: str, upgrade: tuple[str, ...] = (), root: Path = PROJECT_DIR) -
             kept.write_text("".join(f"{p}=={v}\n" for p, v in pins((Path(root) / "envs" / f"{stem}.txt").read_text()).items()))
             constraints += ["--constraint", str(kept)]
         proc = _compile(lock, lock.requirements(root), "--generate-hashes", "--output-file", str(lock.path(root)),
-                        "--custom-compile-command", f"python -m entropy_rl.paper.image_locks lock {name}",
+                        "--custom-compile-command", f"python -m entropy_rl.paper.images.locks lock {name}",
                         *constraints, *(arg for pkg in upgrade for arg in ("--upgrade-package", pkg)), root=root)  # fmt: skip
     if proc.returncode:
         raise RuntimeError(f"uv could not lock {name}:\n{proc.stderr}")

@@ -6,7 +6,7 @@ common.smk names it by), the script it runs, and the modules its jobs launch wit
 ``container:``. Imports are read from the source (lazy ones included), never by importing it. A module counts as
 imported by %test when %test imports it or one of its submodules.
 
-    python -m entropy_rl.paper.image_imports [NAME ...]   # each image's missing imports (exit 1 if any)
+    python -m entropy_rl.paper.images.imports [NAME ...]   # each image's missing imports (exit 1 if any)
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import sys
 from functools import cache
 from pathlib import Path
 
-from ..core import modules
-from . import containers, launch, reward_launch
+from ...core import modules
+from ...core.images import ROOT, names, section
+from .. import launch, reward_launch
 
 RULES = "workflow/rules"
 SCRIPTS = "workflow/scripts"
@@ -35,10 +36,10 @@ NOT_RUN_THERE = {
     "eval": {p: "paper.preflight's run checks (verl's config, dataset and trainer; PRIME's recipe) run in the training "
                 "images; the eval image runs only its model check (preflight_power, preflight.model_problems)"
              for p in ("verl", "recipe", "hydra", "omegaconf", "ray")},
-    "train": {p: "paper.prime_check's (PRIME's recipe on verl 0.4.1, where fsdp_workers still is): paper.preflight "
+    "train": {p: "paper.verl.prime_check's (PRIME's recipe on verl 0.4.1, where fsdp_workers still is): paper.preflight "
                  "checks a PRIME run with it in the prime image" for p in ("recipe", "verl.workers.fsdp_workers")},
     "prime": {p: "verl 0.9.1's modules, imported by paper.preflight's check of a verl 0.9.1 run (the train image); a "
-                 "PRIME run's check (paper.prime_check) runs on verl 0.4.1, which has none of them"
+                 "PRIME run's check (paper.verl.prime_check) runs on verl 0.4.1, which has none of them"
               for p in ("verl.trainer.ppo.v1", "verl.workers.config", "verl.trainer.ppo.utils")},
 }  # fmt: skip
 
@@ -81,7 +82,7 @@ def _rule_blocks(root: str) -> list[str]:
 
 
 @cache
-def image_code(root: str = str(containers.ROOT)) -> dict[str, dict[str, set[str]]]:
+def image_code(root: str = str(ROOT)) -> dict[str, dict[str, set[str]]]:
     """Per image: {"modules": project modules its rules' code stamps name, "scripts": the scripts it runs}."""
     per: dict[str, dict[str, set[str]]] = {}
     for block in _rule_blocks(root):
@@ -117,7 +118,7 @@ def _external(tree: ast.Module) -> set[str]:
             and m.split(".")[0] != modules.PACKAGE}  # fmt: skip
 
 
-def required(name: str, root: str = str(containers.ROOT)) -> set[str]:
+def required(name: str, root: str = str(ROOT)) -> set[str]:
     """The modules from outside the project that the code run in image ``name`` imports."""
     code = image_code(root).get(name, {"modules": set(), "scripts": set()})
     needed = set(LAUNCHED.get(name, ()))
@@ -128,10 +129,10 @@ def required(name: str, root: str = str(containers.ROOT)) -> set[str]:
     return needed
 
 
-def tested(name: str, root: str = str(containers.ROOT)) -> set[str]:
+def tested(name: str, root: str = str(ROOT)) -> set[str]:
     """The modules the image's %test imports (in its `python -c "import ..."` lines)."""
     imported = set()
-    for statement in re.findall(r"-c \"([^\"]+)\"", containers.section(name, "%test", root)):
+    for statement in re.findall(r"-c \"([^\"]+)\"", section(name, "%test", root)):
         for part in (p.strip() for p in statement.split(";")):
             if part.startswith("import "):
                 imported |= {m.strip().split(" as ")[0] for m in part[len("import "):].split(",")}
@@ -144,7 +145,7 @@ def _under(module: str, prefix: str) -> bool:
     return module == prefix or module.startswith(prefix + ".")
 
 
-def missing(name: str, root: str = str(containers.ROOT)) -> list[str]:
+def missing(name: str, root: str = str(ROOT)) -> list[str]:
     """What the image's rules import and its %test does not (importing a submodule imports its parents), less what
     runs elsewhere (NOT_RUN_THERE); an exclusion that no longer matches anything is reported too, so the list stays
     true."""
@@ -156,9 +157,9 @@ def missing(name: str, root: str = str(containers.ROOT)) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    names = (argv if argv is not None else sys.argv[1:]) or containers.names()
+    wanted = (argv if argv is not None else sys.argv[1:]) or names()
     bad = 0
-    for name in names:
+    for name in wanted:
         gaps = missing(name)
         bad += bool(gaps)
         print(f"{name}: {len(required(name))} modules its rules import, {len(NOT_RUN_THERE.get(name, {}))} prefixes "

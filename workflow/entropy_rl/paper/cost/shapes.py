@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..core import model_size
+from ...core import model_size
 
 # The config.json ``model_type`` and class of each family (DeepSeek-Math-7B is a llama, as its config says).
 MODEL_TYPES = {"qwen2": ("qwen2", "Qwen2ForCausalLM"), "llama": ("llama", "LlamaForCausalLM"),

@@ -47,7 +47,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .. import PROJECT_DIR
+from ... import PROJECT_DIR
 
 ROOT = PROJECT_DIR
 PRIME_VERL = "0.4.1"
@@ -149,8 +149,8 @@ def _through_recipe(overrides: list[str], scratch: str) -> tuple[list[str], dict
     from omegaconf import OmegaConf
     from recipe.prime import main_prime, prime_ray_trainer
 
-    from ..core import reward
-    from . import prime_main
+    from ...core import reward
+    from .. import prime_main
 
     seen = {}
     trainer_cls = prime_ray_trainer.RayPRIMETrainer
@@ -269,7 +269,7 @@ def check_commands(commands: dict[str, list[str]], site: Path | None = None, rec
             "RAY_USAGE_STATS_ENABLED": "0",
             "WANDB_MODE": "disabled",
         }
-        proc = subprocess.run([sys.executable, "-m", "entropy_rl.paper.prime_check", "--child", str(request), str(result)],
+        proc = subprocess.run([sys.executable, "-m", "entropy_rl.paper.verl.prime_check", "--child", str(request), str(result)],
                               check=False, env=env, cwd=tmp, capture_output=True, text=True, timeout=timeout_s)  # fmt: skip
         if proc.returncode != 0 or not result.exists():
             raise RuntimeError(f"the PRIME check's child failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
@@ -282,7 +282,7 @@ def prime_commands(
     """{run: command} for every PRIME run of the scale's matrix, bound to ``results``."""
     import yaml
 
-    from . import launch
+    from .. import launch
 
     cfg = yaml.safe_load(Path(config_path).read_text())[scale]
     results = results or os.path.join(tempfile.gettempdir(), "prime-check-results")
@@ -291,7 +291,7 @@ def prime_commands(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m entropy_rl.paper.prime_check", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m entropy_rl.paper.verl.prime_check", description=__doc__.split("\n")[0])
     parser.add_argument("--config", default=str(ROOT / "config.yaml"))
     parser.add_argument("--scale", default="paper")
     parser.add_argument("--site", default=None, help="the verl 0.4.1 --target directory (default: .venv/prime-site)")

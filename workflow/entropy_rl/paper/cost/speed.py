@@ -47,14 +47,14 @@ def specs(scale_cfg: dict, root: str, tokenizer: str, work: str | Path) -> list[
 
 
 def _probe(module: str, spec: dict, python: str, env: dict | None, log) -> dict:
-    """``python -m entropy_rl.paper.<module>`` on one size: its JSON, or what stopped it."""
+    """``python -m entropy_rl.paper.cost.<module>`` on one size: its JSON, or what stopped it."""
     work = Path(spec["work"])
     work.mkdir(parents=True, exist_ok=True)
     spec_path, out_path = work / f"{module}.spec.json", work / f"{module}.json"
     spec_path.write_text(json.dumps(spec))
     out_path.unlink(missing_ok=True)
     started = time.perf_counter()
-    proc = subprocess.run([python, "-m", f"entropy_rl.paper.{module}", str(spec_path), str(out_path)], env=env,
+    proc = subprocess.run([python, "-m", f"entropy_rl.paper.cost.{module}", str(spec_path), str(out_path)], env=env,
                           stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
     if proc.returncode != 0 or not out_path.exists():
         return {"model": spec["model"], "failed": f"exit {proc.returncode} after {time.perf_counter() - started:.0f} s"}

@@ -7,7 +7,7 @@ page's look or a cell's escaping is changed here once."""
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 # Every page's look: small sans-serif text, ruled cells, left-aligned; a page adds its own rules after these.
 STYLE = ("body{font-family:sans-serif;font-size:13px}table{border-collapse:collapse}"
@@ -19,18 +19,24 @@ def md_cell(value) -> str:
     return str(value).replace("\n", " ").replace("|", "\\|")
 
 
-def md_table(header: Sequence[str], rows: Iterable[Sequence]) -> list[str]:
+def md_table(header: Sequence, rows: Iterable[Sequence]) -> list[str]:
     """A Markdown table's lines: the header, its rule, then one line per row, every cell through ``md_cell``."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = ["| " + " | ".join(md_cell(h) for h in header) + " |", "|" + "---|" * len(header)]
     return lines + ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in rows]
 
 
-def html_table(header: Sequence[str], rows: Iterable[Sequence], row_styles: Iterable[str] | None = None) -> str:
-    """An HTML table, every cell escaped; ``row_styles``, where given, the style attribute of each row."""
+def escaped(value) -> str:
+    return html.escape(str(value))
+
+
+def html_table(header: Sequence, rows: Iterable[Sequence], row_styles: Iterable[str] | None = None,
+               cell: Callable[[object], str] = escaped) -> str:  # fmt: skip
+    """An HTML table; ``cell`` makes each header and body cell's HTML (by default the value escaped), and
+    ``row_styles``, where given, is the style attribute of each row."""
     rows = list(rows)
     styles = list(row_styles) if row_styles is not None else [None] * len(rows)
-    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
-    body = "".join((f'<tr style="{style}">' if style else "<tr>") + "".join(f"<td>{html.escape(str(c))}</td>" for c in row)
+    head = "".join(f"<th>{cell(h)}</th>" for h in header)
+    body = "".join((f'<tr style="{style}">' if style else "<tr>") + "".join(f"<td>{cell(c)}</td>" for c in row)
                    + "</tr>" for row, style in zip(rows, styles))  # fmt: skip
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from ...core import atomic
+from ...core import atomic, pages
 from ...core import spec as run_spec
 from . import speed_report
 from .pilot_measures import Stage, measure, measured_budget, reestimate
@@ -198,17 +198,11 @@ def _markdown(blocks: list[tuple], report_dir: str | Path) -> str:
             return f"[{s.path}]({s.href(report_dir)})"
         return "".join(map(text, s)) if isinstance(s, list) else str(s)
 
-    cell = lambda s: text(s).replace("|", "\\|").replace("\n", " ")
     out = []
     for kind, content in blocks:
         if kind == "table":
             head, rows = content
-            out += [
-                "| " + " | ".join(map(cell, head)) + " |",
-                "|" + "---|" * len(head),
-                *["| " + " | ".join(map(cell, r)) + " |" for r in rows],
-                "",
-            ]
+            out += [*pages.md_table([text(h) for h in head], [[text(c) for c in r] for r in rows]), ""]
         elif kind == "pre":
             out += [f"```\n{content}\n```", ""]
         else:
@@ -222,22 +216,14 @@ def _html(blocks: list[tuple], report_dir: str | Path) -> str:
             return f'<a href="{html.escape(s.href(report_dir))}">{html.escape(s.path)}</a>'
         return "".join(map(e, s)) if isinstance(s, list) else html.escape(str(s))
 
+    (heading,) = [content for kind, content in blocks if kind == "h1"]  # the first block: the page's heading
     body = []
     for kind, content in blocks:
         if kind == "table":
-            head, rows = content
-            ths = "".join(f"<th>{e(h)}</th>" for h in head)
-            trs = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows)
-            body.append(f"<table><thead><tr>{ths}</tr></thead><tbody>{trs}</tbody></table>")
-        else:
+            body.append(pages.html_table(*content, cell=e))
+        elif kind != "h1":
             body.append(f"<{kind}>{e(content)}</{kind}>")
-    return (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>GPU pilot</title>"
-        "<style>body{font-family:sans-serif;font-size:13px}table{border-collapse:collapse}"
-        "td,th{border:1px solid #bbb;padding:3px 6px;vertical-align:top;text-align:left}</style></head><body>"
-        + "".join(body)
-        + "</body></html>\n"
-    )
+    return pages.html_page("GPU pilot", "".join(body), heading=heading)
 
 
 def render(

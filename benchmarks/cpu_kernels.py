@@ -30,7 +30,7 @@ from safetensors.torch import load_file
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from support import one_run_config  # (the tests' helper: the configuration cut to one run)  # noqa: E402
+from bench_support import one_run_config  # (the tests' helper: the configuration cut to one run)  # noqa: E402
 
 AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "DNNL_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 COLUMNS = ("entropy", "reward_mean", "response_length", "val_acc")

@@ -67,13 +67,12 @@ def paper_config(cpu: bool, sizes: list[str] | None) -> dict:
 def cpu_env() -> tuple[str, dict]:
     """The Python and environment of the probes on the tests' CPU platform: the CPU vLLM's environment where it is
     built (verl and vLLM both), else this one (the update only)."""
-    import pilot_here
-    import support
+    from bench_support import VLLM_ENV, pilot_here, vllm_env
 
     env = {**pilot_here.ENV, "PYTHONPATH": f"{ROOT / 'workflow'}:{ROOT / 'tests'}", "OMP_NUM_THREADS": "2"}
-    python = support.VLLM_ENV / "bin" / "python"
+    python = VLLM_ENV / "bin" / "python"
     if python.exists():
-        return str(python), launch.verl_env(support.vllm_env(**env))
+        return str(python), launch.verl_env(vllm_env(**env))
     return sys.executable, launch.verl_env({**os.environ, **env})
 
 
@@ -81,7 +80,7 @@ def tokenizer_dir(work: Path) -> str:
     """A tokenizer the random models are saved with, where --tokenizer names none (the pilot's downloaded Qwen2.5, say):
     the mini tokenizer (tests/verl_cpu.py). Its vocabulary is smaller than a paper shape's; the update's token ids
     are drawn from the shape's, and the speed does not depend on which ids they are."""
-    import verl_cpu
+    from bench_support import verl_cpu
 
     texts = [f"Calculate {a} + {b}. Put the final answer in \\boxed{{{a + b}}}." for a in range(10) for b in range(10)]
     return str(verl_cpu.build_tiny_model(work / "tokenizer", texts))

@@ -31,8 +31,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "workflow"), str(ROOT / "tests")]
 
-import pilot_here  # noqa: E402
-import support  # noqa: E402
+from bench_support import pilot_here, vllm_env  # noqa: E402
 from entropy_rl.core import random_reward, spec  # noqa: E402
 from entropy_rl.paper import launch, reward_launch, verl_metrics  # noqa: E402
 
@@ -122,7 +121,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="loss-modes-"))
     root = work / "results"
     results_dir(args.pilot, root)
-    env = launch.verl_env(support.vllm_env(**{**pilot_here.ENV, "PYTHONPATH": f"{ROOT / 'workflow'}:{ROOT / 'tests'}"}))
+    env = launch.verl_env(vllm_env(**{**pilot_here.ENV, "PYTHONPATH": f"{ROOT / 'workflow'}:{ROOT / 'tests'}"}))
     failed = []
     for run in args.runs:
         s = spec.resolve_run(cfg, run)

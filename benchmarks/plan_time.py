@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "workflow"), str(ROOT / "tests")]
-from support import make_planned_outputs  # (the tests' helper: the same complete result set)
+from bench_support import make_planned_outputs  # (the tests' helper: the same complete result set)
 
 
 def snakemake(workflow: Path, work: Path, *args: str, snakefile: Path | None = None) -> tuple[float, str]:

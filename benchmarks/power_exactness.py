@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the toy model lives with the tests
-import power_toy as toy  # noqa: E402
+from bench_support import power_toy as toy  # noqa: E402
 
 SAMPLERS = [
     ("low temperature (T = 1/α)", "low-temp", {}),

@@ -30,7 +30,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "workflow"), str(ROOT / "tests")]
-from support import make_planned_outputs  # (the tests' helper: the same complete result set)
+from bench_support import make_planned_outputs  # (the tests' helper: the same complete result set)
 
 
 def export(rev: str, dest: Path) -> None:

@@ -60,3 +60,14 @@ def test_the_old_power_methods_name_serves_the_sampling_script_alone():
     from entropy_rl.core.power import methods
 
     assert power_methods.sampler_module is methods.sampler_module
+
+
+def test_benchmarks_take_from_the_tests_through_bench_support_alone():
+    """A benchmark that needs a test platform imports it from tests/bench_support.py, never a test module itself."""
+    helpers = {p.stem for p in (ROOT / "tests").glob("*.py")} - {"bench_support", "conftest"}
+    taken = {}
+    for path in sorted((ROOT / "benchmarks").glob("*.py")):
+        names = set(re.findall(r"^\s*(?:from|import) (\w+)", path.read_text(), re.MULTILINE)) & helpers
+        if names:
+            taken[path.name] = sorted(names)
+    assert not taken, f"benchmarks importing test modules directly: {taken}"

@@ -21,10 +21,13 @@ ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = """
 import json, sys, yaml
 from entropy_rl.core import spec as run_spec
-from entropy_rl.paper import reward_launch
+try:
+    from entropy_rl.paper import reward_launch as compose
+except ImportError:  # a revision before the random-reward control: launch composed every command
+    from entropy_rl.paper import launch as compose
 paper = yaml.safe_load(open("config.yaml"))["paper"]
 S = run_spec.with_pilot(run_spec.with_replicates(run_spec.with_instruct_models(paper), 0, paper.get("replicates", 1)))
-json.dump({run: reward_launch.verl_command(S, run) for run in sorted(S["runs"])}, sys.stdout)
+json.dump({run: compose.verl_command(S, run) for run in sorted(S["runs"])}, sys.stdout)
 """
 
 
@@ -33,7 +36,7 @@ def commands(rev: str, work: Path) -> dict[str, list[str]]:
     src.mkdir()
     subprocess.run(f"git archive {rev} | tar -x -C {src}", shell=True, check=True, cwd=ROOT)
     env = {**os.environ, "PYTHONPATH": str(src / "workflow")}
-    out = subprocess.run([sys.executable, "-c", COMPOSE], cwd=src, env=env, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", COMPOSE], cwd=src, env=env, capture_output=True, text=True, check=False)
     if out.returncode:
         sys.exit(f"{rev}: {out.stderr[-2000:]}")
     return json.loads(out.stdout)

@@ -8,7 +8,7 @@ import sys
 from support import ROOT
 
 sys.path.insert(0, str(ROOT / "workflow"))
-from entropy_rl.study import artifacts  # noqa: E402
+from entropy_rl.study import artifacts
 
 PACKAGE = ROOT / "workflow" / "entropy_rl"
 MAX_LINES = 400

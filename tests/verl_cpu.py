@@ -209,12 +209,12 @@ def compose(overrides: list[str], resolve: bool = True):
 
 
 def worker_config(scale_cfg: dict, run_id: str, root: str | Path, world_size: int = 1, token_budget: int = 64):
-    """The run's command (``launch.verl_command`` with its results directory bound to ``root``) composed
+    """The run's command (``reward_launch.verl_command`` with its results directory bound to ``root``) composed
     with the CPU overrides appended; returns the config and the list of those overrides with reasons."""
     from entropy_rl.core import spec
-    from entropy_rl.paper import launch
+    from entropy_rl.paper import reward_launch
 
-    command = launch.verl_command(scale_cfg, run_id, str(root))
+    command = reward_launch.verl_command(scale_cfg, run_id, str(root))
     assert command[:3] == ["python", "-m", "verl.trainer.main_ppo"], command[:3]
     s = spec.resolve_run(scale_cfg, run_id)
     prompts = s["prompts_per_step"] // s["ppo_mini_batch_size"]  # the run's number of mini-batches per step

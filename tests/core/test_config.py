@@ -8,8 +8,18 @@ import pytest
 import yaml
 from entropy_rl.core import config as cfg
 from entropy_rl.core import spec
-from entropy_rl.paper import launch
+from entropy_rl.paper import launch, run_command
 from support import ROOT
+
+
+def verl_overrides(spec: dict, covariance_metrics: bool = False) -> list[str]:
+    """The run's algorithm settings as verl 0.9.1's overrides (run_command.algorithm_settings)."""
+    return [s.override for s in run_command.algorithm_settings(spec, covariance_metrics)]
+
+
+def launch_overrides(scale_cfg: dict, run: str, root: str) -> list[str]:
+    """The run's placement as overrides, with the verifiable reward (run_command.placement_settings)."""
+    return [s.override for s in run_command.placement_settings(run_command.resolve(scale_cfg, run), run_command.VERIFIABLE, root)]
 
 
 @pytest.fixture
@@ -114,7 +124,7 @@ def test_algorithm_settings_reach_only_their_runs(config):
 
 def test_verl_overrides_carry_the_same_settings(config):
     s = spec.resolve_run(config["mini"], "qwen2-m-grpo-clipcov")
-    ov = dict(o.split("=", 1) for o in launch.verl_overrides(s))
+    ov = dict(o.split("=", 1) for o in verl_overrides(s))
     assert ov["algorithm.adv_estimator"] == "grpo"
     assert ov["actor_rollout_ref.actor.policy_loss.loss_mode"] == "clip_cov"
     assert float(ov["actor_rollout_ref.actor.policy_loss.clip_cov_ratio"]) == s["loss"]["clip_cov_ratio"]

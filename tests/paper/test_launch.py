@@ -9,7 +9,7 @@ import time
 import psutil
 import yaml
 from entropy_rl.core import modules, resume, spec
-from entropy_rl.paper import launch
+from entropy_rl.paper import launch, reward_launch
 from entropy_rl.paper.cost import budget
 from support import ROOT
 
@@ -17,7 +17,7 @@ PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
 
 
 def test_grpo_runs_launch_verls_main_ppo_with_the_covariance_loss_and_our_reward():
-    cmd = launch.bind(launch.verl_command(PAPER, "qwen2.5-32b-grpo-klcov"), "/scratch/results")
+    cmd = launch.bind(reward_launch.verl_command(PAPER, "qwen2.5-32b-grpo-klcov"), "/scratch/results")
     assert cmd[1:3] == ["-m", "verl.trainer.main_ppo"] and cmd[0] == sys.executable
     assert "actor_rollout_ref.actor.policy_loss.loss_mode=kl_cov+cov" in cmd
     assert "reward.custom_reward_function.path=pkg://entropy_rl.core.reward" in cmd  # imported as part of the package
@@ -26,7 +26,7 @@ def test_grpo_runs_launch_verls_main_ppo_with_the_covariance_loss_and_our_reward
 
 
 def test_prime_runs_verl_recipes_trainer_with_its_implicit_prm_and_the_accuracy_filter():
-    cmd = launch.verl_command(PAPER, "qwen2.5-7b-prime")
+    cmd = reward_launch.verl_command(PAPER, "qwen2.5-7b-prime")
     assert cmd[1:3] == ["-m", "entropy_rl.paper.prime_main"]  # the recipe's main with our reward (verl 0.4.1)
     assert "reward_model.model.beta_train=0.05" in cmd and "reward_model.model.optim.lr=1e-06" in cmd
     assert not any(o.startswith("algorithm.filter_groups") for o in cmd)
@@ -64,7 +64,7 @@ def test_a_checkpoint_resumes_only_under_the_same_verl_settings():
     """train_verl.py's resume fingerprint reads the recorded command less how the run saves and logs: another FSDP
     strategy or placement starts afresh, another save interval or checkpoint count continues."""
     run = "qwen2.5-7b-grpo-clipcov"
-    command = launch.verl_command(PAPER, run)
+    command = reward_launch.verl_command(PAPER, run)
     s = spec.resolve_run(PAPER, run)
 
     def fingerprint(cmd):
@@ -93,7 +93,7 @@ def test_checkpoints_fingerprinted_before_each_trainer_had_its_own_code_resume(t
     """train_verl.py claims a run's checkpoints under its trainer's code, or under the one list every run's were
     fingerprinted with before (the same settings and code): a run pre-empted across the change resumes."""
     run = "qwen2.5-7b-grpo-clipcov"
-    trajectory = {**spec.resolve_run(PAPER, run), "command": launch.trajectory_command(launch.verl_command(PAPER, run))}
+    trajectory = {**spec.resolve_run(PAPER, run), "command": launch.trajectory_command(reward_launch.verl_command(PAPER, run))}
     before = resume.fingerprint(trajectory, modules.closure(*launch.FINGERPRINT_BEFORE_TRAINER_MODULES))
     now = resume.fingerprint(trajectory, modules.closure(*launch.TRAINER_MODULES["verl"]))
     assert before != now

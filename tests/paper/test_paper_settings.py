@@ -11,7 +11,7 @@ import math
 import pytest
 import yaml
 from entropy_rl.core import spec
-from entropy_rl.paper import launch
+from entropy_rl.paper import launch, reward_launch
 from entropy_rl.paper.verl import checks
 from omegaconf import OmegaConf
 from support import FIXTURES, ROOT
@@ -37,7 +37,7 @@ def same(ours, theirs) -> bool:
 
 def our_command(run: str):
     """The run's command as the workflow records it, composed by verl 0.9.1's Hydra config, and a reader of its keys."""
-    command = launch.verl_command(PAPER, run)
+    command = reward_launch.verl_command(PAPER, run)
     assert command[1:3] == ["-m", "verl.trainer.main_ppo"]
     cfg = checks.compose(command[3:])
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 from entropy_rl.core import modules, spec
-from entropy_rl.paper import launch, preflight, prompt_format
+from entropy_rl.paper import launch, preflight, prompt_format, reward_launch
 from entropy_rl.paper.verl import checks
 from support import FIXTURES, ROOT
 
@@ -99,7 +99,7 @@ def test_launches_state_what_verl_091_reads():
         assert str(path).startswith("/scratch/results/"), path
     assert cfg.reward.custom_reward_function.path == "pkg://entropy_rl.core.reward"
     # The recorded command names neither the checkout nor the submitting host's interpreter.
-    recorded = launch.verl_command(PAPER, "qwen2.5-32b-grpo-klcov")
+    recorded = reward_launch.verl_command(PAPER, "qwen2.5-32b-grpo-klcov")
     assert recorded[0] == "python" and not any(str(ROOT) in a for a in recorded)
 
 

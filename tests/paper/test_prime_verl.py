@@ -12,7 +12,7 @@ import os
 import pytest
 import yaml
 from entropy_rl.core import spec
-from entropy_rl.paper import launch
+from entropy_rl.paper import launch, reward_launch
 from entropy_rl.paper.verl import prime_check
 from support import ROOT
 
@@ -27,7 +27,7 @@ needs_site = pytest.mark.skipif(
 
 def refused_commands():
     """Commands verl 0.4.1 must refuse, each a PRIME command with one setting broken."""
-    cmd = launch.bind(launch.verl_command(PAPER, PRIME_RUNS[0]), "results")
+    cmd = launch.bind(reward_launch.verl_command(PAPER, PRIME_RUNS[0]), "results")
     return {
         "misspelt": [*cmd, "reward_model.model.beta_trian=0.1"],  # an unknown key
         "shared_name": [*cmd, "actor_rollout_ref.actor.optim.clip_grad=1.0"],  # verl 0.9.1's name
@@ -46,7 +46,7 @@ def checked():
 def test_the_paper_matrix_has_prime_runs_and_they_launch_the_recipe_through_our_entry():
     assert PRIME_RUNS
     for run in PRIME_RUNS:
-        cmd = launch.verl_command(PAPER, run)
+        cmd = reward_launch.verl_command(PAPER, run)
         assert cmd[1:3] == ["-m", "entropy_rl.paper.prime_main"]
         dropped = [
             o for o in cmd if o.split("=", 1)[0].startswith(("trainer.use_v1", "reward.", "algorithm.filter_groups"))

@@ -20,7 +20,7 @@ def test_every_other_run_keeps_its_command_and_its_trainers_stamp():
     assert len(others) == len(PAPER["runs"]) - 1
     for run in others:
         s = spec.resolve_run(PAPER, run)
-        assert reward_launch.verl_command(PAPER, run) == launch.verl_command(PAPER, run), run
+        assert reward_launch.verl_command(PAPER, run) == reward_launch.verl_command(PAPER, run), run
         assert reward_launch.stamp_key(s) == f"train_{launch.trainer(s)}"
         assert reward_launch.trainer_modules(s) == launch.TRAINER_MODULES[launch.trainer(s)]
 
@@ -39,7 +39,7 @@ def test_the_control_loads_the_random_reward_with_its_seed_and_training_parts():
     # Else the twin's command, argument for argument, but for the run's own names.
     own = [a for a in cmd if "reward" not in a.split("=")[0]]
     assert own == [a.replace("qwen2.5-7b-grpo", RANDOM_RUN) if RANDOM_RUN not in a else a
-                   for a in launch.verl_command(PAPER, "qwen2.5-7b-grpo") if "reward" not in a.split("=")[0]]  # fmt: skip
+                   for a in reward_launch.verl_command(PAPER, "qwen2.5-7b-grpo") if "reward" not in a.split("=")[0]]  # fmt: skip
     assert reward_launch.stamp_key(s) == "train_verl_random_reward"
     assert reward_launch.trainer_modules(s) == (*launch.TRAINER_MODULES["verl"], "entropy_rl.core.random_reward")
 
@@ -53,7 +53,7 @@ def test_each_replicate_of_the_control_draws_under_its_own_seed():
 
 def test_the_control_is_refused_a_trainer_that_does_not_load_it():
     cfg = {**PAPER, "runs": {**PAPER["runs"], "x": {**PAPER["runs"][RANDOM_RUN], "algorithm": "prime"}}}
-    with pytest.raises(ValueError, match="random reward is given to verl 0.9.1's runs only"):
+    with pytest.raises(ValueError, match="random_reward is given to verl 0.9.1's runs only"):
         reward_launch.verl_command(cfg, "x")
 
 

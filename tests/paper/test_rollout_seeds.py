@@ -6,7 +6,7 @@ import asyncio
 
 import hydra
 import yaml
-from entropy_rl.paper import launch, verl_plugin
+from entropy_rl.paper import launch, reward_launch, verl_plugin
 from omegaconf import OmegaConf
 from support import ROOT
 from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
@@ -52,7 +52,7 @@ def _agent_loop_class():
 def test_every_run_command_names_the_seeded_loop_and_the_runs_seed():
     assert _agent_loop_class() is verl_plugin.SeededSingleTurnAgentLoop
     for run in ("qwen2.5-7b-grpo", "qwen2.5-7b-grpo-klcov"):
-        command = launch.verl_command(PAPER, run)
+        command = reward_launch.verl_command(PAPER, run)
         seed = PAPER["train"]["seed"]
         assert f"actor_rollout_ref.rollout.agent.default_agent_loop={launch.AGENT_LOOP}" in command
         assert f"actor_rollout_ref.rollout.seed={seed}" in command and f"data.seed={seed}" in command

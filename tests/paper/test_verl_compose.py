@@ -7,11 +7,21 @@ import pytest
 import verl
 import yaml
 from entropy_rl.core import spec
-from entropy_rl.paper import launch
+from entropy_rl.paper import launch, run_command
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 from support import ROOT
 from verl.trainer.ppo import core_algos
+
+
+def verl_overrides(spec: dict, covariance_metrics: bool = False) -> list[str]:
+    """The run's algorithm settings as verl 0.9.1's overrides (run_command.algorithm_settings)."""
+    return [s.override for s in run_command.algorithm_settings(spec, covariance_metrics)]
+
+
+def launch_overrides(scale_cfg: dict, run: str, root: str) -> list[str]:
+    """The run's placement as overrides, with the verifiable reward (run_command.placement_settings)."""
+    return [s.override for s in run_command.placement_settings(run_command.resolve(scale_cfg, run), run_command.VERIFIABLE, root)]
 
 CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())
 VERL_CONFIG_DIR = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
@@ -28,9 +38,9 @@ def composed(overrides):
 def test_run_composes_against_verl_config(scale, run):
     scfg = CONFIG[scale]
     s = spec.resolve_run(scfg, run)
-    overrides = launch.verl_overrides(s, covariance_metrics=scale == "paper")
+    overrides = verl_overrides(s, covariance_metrics=scale == "paper")
     if scale == "paper":
-        overrides += launch.verl_launch_overrides(scfg, run, "/results")
+        overrides += launch_overrides(scfg, run, "/results")
     cfg = composed(overrides)  # an unknown or misspelt key raises here
     actor = cfg.actor_rollout_ref.actor
     if scale == "paper":
@@ -49,26 +59,26 @@ def test_run_composes_against_verl_config(scale, run):
 def test_paper_hyperparameters_reach_verl():
     paper = CONFIG["paper"]
     for run, expected in [("qwen2.5-7b-grpo-klcov", 2e-3), ("qwen2.5-32b-grpo-klcov", 2e-4)]:
-        cfg = composed(launch.verl_overrides(spec.resolve_run(paper, run)) + launch.verl_launch_overrides(paper, run, "/results"))
+        cfg = composed(verl_overrides(spec.resolve_run(paper, run)) + launch_overrides(paper, run, "/results"))
         assert cfg.actor_rollout_ref.actor.policy_loss.kl_cov_ratio == expected  # a fraction, not a percentage
-    cfg = composed(launch.verl_overrides(spec.resolve_run(paper, "qwen2.5-7b-grpo-clipcov")))
+    cfg = composed(verl_overrides(spec.resolve_run(paper, "qwen2.5-7b-grpo-clipcov")))
     actor = cfg.actor_rollout_ref.actor
     assert (actor.policy_loss.clip_cov_ratio, actor.policy_loss.clip_cov_lb, actor.policy_loss.clip_cov_ub) == (2e-4, 1.0, 5.0)
     assert actor.clip_ratio_low == actor.clip_ratio_high == 1.0
-    kl_cov = composed(launch.verl_overrides(spec.resolve_run(paper, "qwen2.5-7b-grpo-klcov")))
+    kl_cov = composed(verl_overrides(spec.resolve_run(paper, "qwen2.5-7b-grpo-klcov")))
     assert kl_cov.actor_rollout_ref.actor.policy_loss.ppo_kl_coef == 1.0  # the paper's KL coefficient, not verl's 0.1
     base = spec.resolve_run(paper, "qwen2.5-7b-grpo")
     assert base["prompts_per_step"] // base["ppo_mini_batch_size"] == 2  # Section 2: 512 prompts in updates of 256
     section4 = spec.resolve_run(paper, "qwen2.5-7b-grpo-dapo")
     assert section4["prompts_per_step"] // section4["ppo_mini_batch_size"] == 8  # Section 4's scripts: 256 in updates of 32
-    cliphigher = composed(launch.verl_overrides(spec.resolve_run(paper, "qwen2.5-7b-grpo-cliphigher"))).actor_rollout_ref.actor
+    cliphigher = composed(verl_overrides(spec.resolve_run(paper, "qwen2.5-7b-grpo-cliphigher"))).actor_rollout_ref.actor
     assert cliphigher.clip_ratio_high == 0.28 and cliphigher.clip_ratio_c == 10.0  # the recipe's dual clip, then the treatment
-    assert composed(launch.verl_overrides(base)).actor_rollout_ref.actor.clip_ratio_c == 3.0  # Section 2: verl's default
-    bounded = composed(launch.verl_overrides(section4))
+    assert composed(verl_overrides(base)).actor_rollout_ref.actor.clip_ratio_c == 3.0  # Section 2: verl's default
+    bounded = composed(verl_overrides(section4))
     # The scripts' bound where the plugin's trainer reads it; verl's own key, which it ignores, at verl's default.
     assert OmegaConf.select(bounded, launch.GEN_BATCHES_KEY) == 10
     assert bounded.algorithm.filter_groups.max_num_gen_batches == 0
-    placed = composed(launch.verl_overrides(base) + launch.verl_launch_overrides(paper, "qwen2.5-32b-grpo", "/results"))
+    placed = composed(verl_overrides(base) + launch_overrides(paper, "qwen2.5-32b-grpo", "/results"))
     assert (placed.trainer.nnodes, placed.trainer.n_gpus_per_node, placed.trainer.resume_mode) == (4, 8, "auto")
     assert list(placed.trainer.logger) == ["console", "file"]
 

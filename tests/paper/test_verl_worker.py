@@ -24,7 +24,7 @@ import torch
 import verl_cpu
 import yaml
 from entropy_rl.core import metric_columns, metrics, spec
-from entropy_rl.paper import launch, verl_metrics
+from entropy_rl.paper import launch, reward_launch, verl_metrics
 from omegaconf import OmegaConf
 from support import ROOT
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -110,7 +110,7 @@ def test_cpu_overrides_are_the_only_difference_from_the_run_command(root):
     cfg, overrides = verl_cpu.worker_config(PAPER, run, root)
     keys = [o.split("=", 1)[0].lstrip("+") for o, _ in overrides]
     assert len(set(keys)) == len(keys) and all(len(reason) > 10 for _, reason in overrides)
-    command = launch.verl_command(PAPER, run, str(root))[3:]
+    command = reward_launch.verl_command(PAPER, run, str(root))[3:]
     real = flatten(OmegaConf.to_container(verl_cpu.compose(command, resolve=False)))
     test = flatten(OmegaConf.to_container(verl_cpu.compose(command + [o for o, _ in overrides], resolve=False)))
     assert {k for k in real.keys() | test.keys() if real.get(k, "-") != test.get(k, "-")} == set(keys)

@@ -1,21 +1,20 @@
-"""The verl command and the code of a run whose reward is not the verifiable one (the random-reward control).
+"""A run's command with its own reward: the one entry to a run's recorded command (train.smk, preflight.smk, the
+preflight, the pilot's speed job).
 
-``launch.verl_command`` names ``core.reward`` for every run, and launch.py is in the code stamp of every paid
-training job: giving it a per-run reward would outdate them all. So a run whose spec selects another reward
-(``core.random_reward.is_random``) takes ``launch.verl_command`` with its reward entries replaced here, and its own
-code stamp (common.smk ``train_code``), which adds that reward's module to the verl trainer's. Every other run's
-command and stamp are ``launch``'s, unchanged.
+``run_command`` builds a command from the run resolved once and the reward given to it. The reward is chosen here:
+the verifiable one (``core.reward``), or, for a run whose spec selects it (``core.random_reward.is_random``), the
+random-reward control with its settings. This module is not in any training job's code stamp (the recorded command
+carries what it decides), so the control's reward outdates no other run; the control's runs get their own stamp
+(common.smk ``train_code``), which adds that reward's module to the verl trainer's.
 """
 
 from __future__ import annotations
 
 from ..core import modules, random_reward
 from ..core import spec as run_spec
-from . import launch
+from . import launch, run_command
 
 RANDOM_REWARD_MODULE = "entropy_rl.core.random_reward"
-REWARD_PATH = "reward.custom_reward_function.path="
-REWARD_NAME = "reward.custom_reward_function.name="
 # verl binds these to the reward function (verl.trainer.ppo.reward.get_custom_reward_fn); its config has no such
 # key, hence Hydra's "+".
 REWARD_KWARGS = "+reward.custom_reward_function.reward_kwargs"
@@ -39,12 +38,11 @@ def stamp_key(spec: dict) -> str:
     return key if reward_module(spec) == launch.REWARD_MODULE else f"{key}_{random_reward.RANDOM}_reward"
 
 
-def reward_overrides(scale_cfg: dict, run_id: str) -> list[str]:
+def reward_overrides(spec: dict, train_sets: dict) -> list[str]:
     """The random reward's settings for verl: the run's seed; the data sources it draws for, the parts of the run's
     training set (the validation benchmarks stay graded); and the behaviour hash of its code, which train_verl.py's
     checkpoint fingerprint (the spec and the command, with ``launch.TRAINER_MODULES``' code only) then covers."""
-    spec = run_spec.resolve_run(scale_cfg, run_id)
-    parts = scale_cfg["data"]["train_sets"][spec["train_data"]]
+    parts = train_sets[spec["train_data"]]
     return [
         f"{REWARD_KWARGS}.seed={spec['seed']}",
         f"{REWARD_KWARGS}.random_sources=[{','.join(parts)}]",
@@ -52,20 +50,18 @@ def reward_overrides(scale_cfg: dict, run_id: str) -> list[str]:
     ]
 
 
-def verl_command(scale_cfg: dict, run_id: str, root: str = launch.RESULTS) -> list[str]:
-    """``launch.verl_command``; for a random-reward run, its reward path replaced by this control's module and the
-    module's settings after it (in place, so the scale's own ``launch.verl_overrides`` still come last)."""
-    command = launch.verl_command(scale_cfg, run_id, root)
-    spec = run_spec.resolve_run(scale_cfg, run_id)
-    if not random_reward.is_random(spec):
-        return command
-    if launch.trainer(spec) != "verl":
-        raise ValueError(f"run {run_id!r}: the random reward is given to verl 0.9.1's runs only, not {launch.trainer(spec)}'s")
-    at = next(i for i, arg in enumerate(command) if arg.startswith(REWARD_PATH))
-    if not command[at + 1].startswith(REWARD_NAME):
-        raise ValueError(f"run {run_id!r}: launch.verl_command no longer names the reward function after its path")
-    reward = [f"{REWARD_PATH}pkg://{RANDOM_REWARD_MODULE}", f"{REWARD_NAME}compute_score"]
-    return [*command[:at], *reward, *reward_overrides(scale_cfg, run_id), *command[at + 2 :]]
+def reward(run: run_command.Run, train_sets: dict) -> run_command.Reward:
+    """The run's reward: the random-reward control's, with its settings, for a run whose spec selects it; else the
+    verifiable one."""
+    if not random_reward.is_random(run.spec):
+        return run_command.VERIFIABLE
+    return run_command.Reward(RANDOM_REWARD_MODULE, tuple(reward_overrides(run.spec, train_sets)))
+
+
+def verl_command(scale_cfg: dict, run_id: str, root: str = run_command.RESULTS) -> list[str]:
+    """The run's command (``run_command.command``), the run resolved once, with its own reward."""
+    run = run_command.resolve(scale_cfg, run_id)
+    return run_command.command(run, reward(run, scale_cfg["data"].get("train_sets", {})), root)
 
 
 # Responses a random-reward run's reward is probed with, on a training row: their draws must not all agree.

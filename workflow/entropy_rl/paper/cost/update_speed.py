@@ -50,7 +50,7 @@ def flash_attn_available() -> bool:
 
 
 def compose(command: list[str], extra: list[str]):
-    """The run's ``main_ppo`` config from its command (``launch.verl_command``) as ``main_ppo`` composes it
+    """The run's ``main_ppo`` config from its command (``reward_launch.verl_command``) as ``main_ppo`` composes it
     (``verl.checks.compose``), with ``extra`` appended, checked by verl's ``validate_config`` and resolved."""
     from omegaconf import OmegaConf
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
@@ -66,9 +66,9 @@ def compose(command: list[str], extra: list[str]):
 
 def run_config(spec: dict, model_dir: str | Path):
     """The run's composed config for one GPU and the model in ``model_dir``, and the overrides with their reasons."""
-    from .. import launch
+    from .. import reward_launch
 
-    command = launch.verl_command(spec["scale_cfg"], spec["run"], spec["root"])  # as train_verl launches the run
+    command = reward_launch.verl_command(spec["scale_cfg"], spec["run"], spec["root"])  # as train_verl launches the run
     extra = overrides(str(model_dir), spec["prompts"], spec["mini_batch"], flash_attn_available(), command)
     return compose(command, [o for o, _ in extra]), extra
 

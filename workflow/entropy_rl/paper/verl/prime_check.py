@@ -282,12 +282,12 @@ def prime_commands(
     """{run: command} for every PRIME run of the scale's matrix, bound to ``results``."""
     import yaml
 
-    from .. import launch
+    from .. import launch, reward_launch
 
     cfg = yaml.safe_load(Path(config_path).read_text())[scale]
     results = results or os.path.join(tempfile.gettempdir(), "prime-check-results")
     runs = [run for run, r in cfg["runs"].items() if r["algorithm"] == "prime"]
-    return {run: launch.bind(launch.verl_command(cfg, run), results) for run in runs}
+    return {run: launch.bind(reward_launch.verl_command(cfg, run), results) for run in runs}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,6 @@
 """Every training loss of the study through verl's own trainer, here: one `main_ppo` step per loss, on a CPU.
 
-Each run below is launched as `train_verl` launches it (``launch.verl_command``, ``launch.bind``, ``launch.verl_env``,
+Each run below is launched as `train_verl` launches it (``reward_launch.verl_command``, ``launch.bind``, ``launch.verl_env``,
 ``launch.run``), with the CPU pilot's verl overrides (tests/fixtures/pilot_cpu/paper.yaml) and sizes cut to one step of
 4 prompts x 8 answers, on the pilot's mini model and data (a directory the CPU pilot left: tests/pilot_here.py). Then
 the step's `paper/*` and `actor/*` metrics are read back from verl's file log and checked against what each loss must

@@ -1,7 +1,7 @@
 """The paper-scale runs carry the paper's settings: Section 2's as the paper states them, Section 4's as the
 authors' released scripts launch them (tests/fixtures/released_scripts.yaml, read from the scripts by hand).
 
-Each Section 4 run's command is built the way the workflow builds it (``launch.verl_command``) and composed
+Each Section 4 run's command is built the way the workflow builds it (``reward_launch.verl_command``) and composed
 against verl 0.9.1's own config, so a key the command leaves out is compared at verl's default: what verl
 would run. Every key a script passes is either equal to ours, a listed deviation (asserted to differ), a
 setting its run never reads, or a fork key verl 0.9.1 has no key for (asserted absent)."""

@@ -2,7 +2,7 @@
 
 ``ActorRolloutRefWorker`` (what verl's V1 trainer builds on every GPU) runs in processes of its own
 (``tests/verl_cpu.py``: a CPU platform registered with verl, a gloo group) from each run's composed
-``launch.verl_command``, with the CPU-only overrides ``verl_cpu.cpu_overrides`` lists. The tests drive
+``reward_launch.verl_command``, with the CPU-only overrides ``verl_cpu.cpu_overrides`` lists. The tests drive
 it through one training step the way the V1 trainer does (old log-probs, verl's advantages, the update
 with dynamic batching and the run's ``+cov`` loss mode), read what it logs back through
 ``paper.verl_metrics`` into the ``metrics.parquet`` columns, save and resume with verl's own checkpoint

@@ -41,7 +41,7 @@ else:
             final=directory(RUN_FINAL),
         params:
             spec=run_settings,
-            command=lambda wc: reward_launch.verl_command(S, wc.run),  # launch.verl_command, the control's reward swapped in
+            command=lambda wc: reward_launch.verl_command(S, wc.run),  # run_command's builder, the run resolved once, with its own reward
             gpus_per_node=lambda wc: run_model_spec(wc.run)["gpus_per_node"],
             benchmarks=BENCHMARKS,
         resources:

@@ -138,7 +138,7 @@ def test_a_comment_a_docstring_and_a_moved_module_make_nothing_outdated(study):
     shutil.move(pkg / "paper" / "prompt_format.py", pkg / "core" / "prompt_format.py")
     undo.append(lambda: shutil.move(pkg / "core" / "prompt_format.py", pkg / "paper" / "prompt_format.py"))
     undo.append(
-        edited(pkg / "paper" / "launch.py", "from . import prompt_format\n", "from ..core import prompt_format\n")
+        edited(pkg / "paper" / "run_command.py", "from . import prompt_format\n", "from ..core import prompt_format\n")
     )
     undo.append(
         edited(

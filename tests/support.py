@@ -166,22 +166,57 @@ def assert_stamps_uncached(work, package_dir, monkeypatch) -> None:
         modules.clear_caches()
 
 
-def speed_result(tmp_path) -> Path:
-    """A speed measurement as paper.cost.speed.measure writes it, with known seconds a token: update 2e-5 + 3e-15·N, the
-    rollout 1e-4 + 2e-14·N; the third size skipped for memory."""
+# What the pilot's speed job timed on an H200, as its probes write it (paper.cost.speed.measure): the update of 16
+# prompts x 8 responses (the synthetic batch of update_speed at 300 + 1500 tokens: 230,462 tokens, Σs² 434,314,866) in
+# seconds that make verl's MFU 0.017 at qwen2.5-0.5b and 0.039 at qwen2.5-1.5b (issue 57's H200 measurements), and a
+# rollout of 20,000 and 12,000 generated tokens a second; qwen2.5-3b skipped, its rollout failed.
+SPEED_STEP = {"tokens": 230_462, "squares": 434_314_866}
+SPEED_SECONDS = {"qwen2.5-0.5b": (18.4, 55.15), "qwen2.5-1.5b": (22.2, 66.6)}  # log-prob, update
+SPEED_ROLLOUT = {"qwen2.5-0.5b": 20_000.0, "qwen2.5-1.5b": 12_000.0}
+
+
+def speed_result(tmp_path, gpu: str = "NVIDIA H200", peak: float = 989.0, lower_bound: bool = True) -> Path:
+    """A speed measurement as paper.cost.speed.measure writes it (SPEED_* above)."""
+    paper = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
     sizes = []
-    for model, n in (("qwen2.5-0.5b", 0.5), ("qwen2.5-1.5b", 1.5)):
-        per_token = 2e-5 + 3e-15 * n * 1e9
-        steps = [{"step": k, "warmup": k == 0, "tokens": 100_000, "log_prob_s": 0.25 * per_token * 1e5,
-                  "update_s": 0.75 * per_token * 1e5 * (3 if k == 0 else 1), "mfu_update": 0.02 * n,
-                  "mfu_log_prob": 0.03 * n, "peak_memory_gb": 30 * n} for k in range(3)]  # fmt: skip
-        rollout = {"model": model, "tokens_per_s": 1 / (1e-4 + 2e-14 * n * 1e9), "generated_tokens": 1000}
-        sizes.append({"model": model, "params_b": n, "rollout": rollout,
+    for model, (log_prob_s, update_s) in SPEED_SECONDS.items():
+        n = paper["models"][model]["params_b"]
+        steps = [{"step": k, "warmup": k == 0, **SPEED_STEP, "log_prob_s": log_prob_s * (2 if k == 0 else 1),
+                  "update_s": update_s, "mfu_update": 0.02 * n, "mfu_log_prob": 0.03 * n, "peak_memory_gb": 30 * n}
+                 for k in range(3)]  # fmt: skip
+        rollout = {"model": model, "tokens_per_s": SPEED_ROLLOUT[model], "generated_tokens": 256 * 1500,
+                   "device_name": gpu, "peak_tflops": peak, "tensor_parallel": 1, "prompt_tokens": 300,
+                   "response_tokens": 1500}  # fmt: skip
+        sizes.append({"model": model, "params_b": n, "arch": paper["architectures"][model], "rollout": rollout,
                       "update": {"model": model, "params": n * 1e9, "attention": "sdpa", "steps": steps,
-                                 "peak_memory_gb": 30 * n, "device_name": "NVIDIA H200"}})  # fmt: skip
-    sizes.append({"model": "qwen2.5-7b", "params_b": 7, "update": {"model": "qwen2.5-7b", "skipped": "needs 113 GiB"},
-                  "rollout": {"model": "qwen2.5-7b", "failed": "exit 1 after 30 s"}})  # fmt: skip
+                                 "peak_memory_gb": 30 * n, "device_name": gpu, "peak_tflops": peak, "ppo_epochs": 1,
+                                 "path": "sdpa over padded sequences", "lower_bound": lower_bound}})  # fmt: skip
+    sizes.append({"model": "qwen2.5-3b", "params_b": 3, "arch": paper["architectures"]["qwen2.5-3b"],
+                  "update": {"model": "qwen2.5-3b", "skipped": "needs 113 GiB"},
+                  "rollout": {"model": "qwen2.5-3b", "failed": "exit 1 after 30 s"}})  # fmt: skip
     result = {"run": "qwen2.5-7b-grpo-klcov", "prompt_tokens": 300, "response_tokens": 1500, "sizes": sizes}
     path = tmp_path / "speed.json"
     path.write_text(json.dumps(result))
     return path
+
+
+def verl_flops(family: str, arch: dict, seqlens: list[int]) -> float:
+    """verl's own count (verl/utils/flops_counter.py, the function it keeps for the model_type) of one forward and
+    backward pass over sequences of ``seqlens`` tokens, for an architectures entry of config.yaml."""
+    from entropy_rl.paper.cost import shapes
+    from transformers import AutoConfig
+    from verl.utils.flops_counter import ESTIMATE_FUNC
+
+    fields = shapes.hf_config(family, arch)
+    model_type = fields.pop("model_type")
+    fields.pop("torch_dtype")
+    config = AutoConfig.for_model(model_type, **fields)
+    return ESTIMATE_FUNC[model_type](config, sum(seqlens), seqlens, 1.0) * 1e12  # TFLOP/s over one second
+
+
+def verl_dense_and_width(family: str, arch: dict) -> tuple[float, float]:
+    """The two numbers verl's count rests on, read back from it: the dense weights D a token passes and attention's
+    width W (a forward and backward pass over s tokens is 6·D·s + 6·s²·W), from one and two tokens."""
+    one, two = verl_flops(family, arch, [1]), verl_flops(family, arch, [2])
+    width = (two - 2 * one) / 12
+    return (one - 6 * width) / 6, width

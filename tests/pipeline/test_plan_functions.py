@@ -77,18 +77,26 @@ def test_the_audits_params_list_the_claims_not_run_only_when_chosen():
 
 
 def test_the_budget_is_config_yamls_or_the_pilots_measured_mfus(tmp_path, capsys):
-    S = {"budget": {"train_mfu": 0.3, "rollout_mfu": 0.05, "walltime_margin": 1.5}}
+    S = {"budget": {"gpu": "A100", "gpu_peak_tflops": 312, "train_mfu": 0.3, "rollout_mfu": 0.05, "walltime_margin": 1.5}}
     estimate_file = tmp_path / "estimate.json"
     assert claims.budget_assumptions(S, False, str(estimate_file)) is S["budget"]
-    assert claims.budget_source(S, False, S["budget"], "e.json") == "FLOPs at the MFUs of config.yaml paper.budget, assumed"
-    estimate_file.write_text(json.dumps({"train_mfu": 0.2, "rollout_mfu": 0.1}))
+    assert claims.budget_source(S, False, S["budget"], "e.json").endswith("config.yaml paper.budget, assumed, A100 hours")
+    on_a100 = {"gpu": "A100", "gpu_peak_tflops": 312}
+    estimate_file.write_text(json.dumps({"train_mfu": 0.2, "rollout_mfu": 0.1, **on_a100}))
     measured = claims.budget_assumptions(S, False, str(estimate_file))
     assert measured == {**S["budget"], "train_mfu": 0.2, "rollout_mfu": 0.1}
     assert "measured at its one model size" in claims.budget_source(S, False, measured, "e.json")
     assert claims.budget_assumptions(S, True, str(estimate_file)) is S["budget"]  # mini: never measured
-    estimate_file.write_text(json.dumps({"train_mfu": 0.2, "rollout_mfu": 0.1, "speed_laws": {"a": 1}}))
+    estimate_file.write_text(json.dumps({"train_mfu": 0.2, "rollout_mfu": 0.1, "speed_laws": {"a": 1}, **on_a100}))
     laws = claims.budget_assumptions(S, False, str(estimate_file))
     assert laws["speed_laws"] == {"a": 1} and "speed laws" in claims.budget_source(S, False, laws, "e.json")
+    # timed on an H200: refused under an A100 budget, unless a conversion is stated (2 A100 seconds an H200 second)
+    estimate_file.write_text(json.dumps({"train_mfu": 0.2, "rollout_mfu": 0.1, "gpu": "H200", "gpu_peak_tflops": 989}))
+    with pytest.raises(WorkflowError, match="gpu_conversion.H200"):
+        claims.budget_assumptions(S, False, str(estimate_file))
+    S["budget"]["gpu_conversion"] = {"H200": {"factor": 2.0, "source": "a test"}}
+    converted = claims.budget_assumptions(S, False, str(estimate_file))
+    assert (converted["train_mfu"], converted["rollout_mfu"]) == (pytest.approx(0.2 * 989 / 624), pytest.approx(0.1 * 989 / 624))
     estimate_file.write_text("{}")
     assert claims.budget_assumptions(S, False, str(estimate_file)) is S["budget"]
     assert "unreadable" in capsys.readouterr().err

@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from ..paper.cost import budget
+from ..paper.cost import architectures, budget, gpus
 from ..study import artifacts
 from . import claim_plan
 from .scope import Scope, artifact_runs, run_model, with_replicates
@@ -34,10 +34,16 @@ def budget_assumptions(S: dict, mini: bool, estimate: str) -> dict | None:
     try:
         with open(estimate) as fh:
             measured = json.load(fh)
-        out = {**S["budget"], "rollout_mfu": measured["rollout_mfu"], "train_mfu": measured["train_mfu"]}
-        if measured.get("speed_laws"):  # the MFU by model size (paper.cost.speed_law), where the pilot measured sizes
+        # the MFUs are fractions of the pilot's GPU; priced on the budget's only where the type is the same or a
+        # conversion is stated (paper.cost.gpus): anything else is refused, not priced at the wrong GPU's speed
+        timed = {key: measured[key] for key in ("gpu", "gpu_peak_tflops")}
+        out = {**S["budget"], **{k: gpus.convert(measured[k], timed["gpu"], timed["gpu_peak_tflops"], S["budget"])
+                                 for k in ("rollout_mfu", "train_mfu")}}  # fmt: skip
+        if measured.get("speed_laws"):  # the MFU by architecture (paper.cost.speed_law), where the pilot timed sizes
             out["speed_laws"] = measured["speed_laws"]
         return out
+    except gpus.GpuMismatch as err:
+        raise WorkflowError(f"{estimate}: {err}") from None
     except (ValueError, KeyError) as err:  # not a report the pilot wrote: say so, estimate from config.yaml
         print(f"{estimate} unreadable ({err!r}); the GPU-hours estimate uses config.yaml's MFUs", file=sys.stderr)
         return assumed
@@ -54,7 +60,8 @@ def job_hours(scope: Scope, power_study, pilot_jobs: dict, assumptions: dict, cl
         if "speed" in pilot:
             hours["speed:pilot"] = budget.pilot_speed_hours(S, assumptions)
         for m, job in pilot_jobs.items():
-            hours[f"power:{m}"] = budget.pilot_power_hours(job, assumptions, pilot["startup_minutes"], len(scope.power["benchmarks"]))
+            arch = architectures.of_model(S, job["model"])
+            hours[f"power:{m}"] = budget.pilot_power_hours(job, arch, assumptions, pilot["startup_minutes"], len(scope.power["benchmarks"]))
     return hours
 
 
@@ -62,11 +69,12 @@ def budget_source(S: dict, mini: bool, assumptions: dict, estimate: str) -> str:
     """Where the GPU-hours' MFUs come from, in words."""
     if mini:
         return "no GPU-hours at mini scale"
+    gpu = f"{S['budget']['gpu']} hours"
     if assumptions.get("speed_laws"):
-        return f"FLOPs at the MFU of each model size by the GPU pilot's speed laws ({estimate})"
+        return f"each architecture's FLOPs at its MFU by the GPU pilot's speed laws ({estimate}), {gpu}"
     if assumptions is not S["budget"]:
-        return f"FLOPs at the MFUs the GPU pilot measured at its one model size ({estimate})"
-    return "FLOPs at the MFUs of config.yaml paper.budget, assumed"
+        return f"each architecture's FLOPs at the MFUs the GPU pilot measured at its one model size ({estimate}), {gpu}"
+    return f"each architecture's FLOPs at the MFUs of config.yaml paper.budget, assumed, {gpu}"
 
 
 def built_artifacts(claims: list[dict], selection, chosen: bool, buildable: list[str]) -> list[str]:

@@ -2,33 +2,45 @@
 what other runs of this kind actually took.
 
 Each anchor is a GRPO step of a dense model whose step time, GPU count, batch and mean lengths are all published, so
-its FLOPs can be counted the way ``budget.train_gpu_hours`` counts ours (2·N a generated token, 8·N a trained token:
-one log-prob pass and one update) and divided by the GPU-seconds at the GPU's dense bf16 peak: a whole-step MFU. The
-budget's own whole-step MFU at its configured lengths (``budget_step_mfu``) is then comparable with it. Runs whose
-published numbers lack the mean response length (verl's DAPO on H20, SimpleRL-Zoo's wall-clock) cannot be counted so
-and are not here.
+its FLOPs can be counted the way ``budget.train_gpu_hours`` counts ours: its architecture's FLOPs (``architectures``)
+for each pass the system really runs, over the GPU-seconds at the GPU's dense bf16 peak: a whole-step MFU. NeMo RL's
+GRPO runs, every step and unconditionally, generation, the policy's log-probs, the reference policy's log-probs and
+one training pass over each sample (``nemo_rl/algorithms/grpo.py`` at v0.5.0, lines 1336-1352: ``get_logprobs``,
+``get_reference_policy_logprobs``, ``policy.train``; the recipes' ``reference_policy_kl_penalty: 0.01``,
+``examples/configs/grpo_math_1B.yaml`` line 39): two forwards and a forward-and-backward a trained token. Against
+each, the step time the budget's own MFUs would give it (``budget_step_s``). Runs whose published numbers lack the
+mean response length (verl's DAPO on H20, SimpleRL-Zoo's wall-clock) cannot be counted so and are not here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Dense bf16 peaks from the vendors' datasheets (TFLOPS, without sparsity).
-PEAK_TFLOPS = {"A100": 312, "H100": 989, "H200": 989}
+from .architectures import Architecture
+from .gpus import PEAK_TFLOPS
+
+NEMO = "NVIDIA-NeMo/RL docs/about/performance-summary.md"
+# Each published model's config.json (verbatim copies in citsjtu2020/LLM-Prof sglang/Model_Config.md @8434c8d).
+QWEN3_32B = Architecture(hidden=5120, intermediate=25600, layers=64, heads=64, kv_heads=8, head_dim=128, vocab=151936,
+                         tied=False)  # fmt: skip
+LLAMA31_8B = Architecture(hidden=4096, intermediate=14336, layers=32, heads=32, kv_heads=8, head_dim=128, vocab=128256,
+                          tied=False)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Anchor:
-    source: str  # where the numbers are published, and its version
+    source: str  # where the numbers are published: path, release and commit
     model: str
     params_b: float  # the model's parameters (its config's count)
+    arch: Architecture
     hardware: str  # a key of PEAK_TFLOPS
     gpus: int
     step_s: float  # seconds a step
     samples: int  # responses generated and trained on a step
-    mean_response: float  # generated tokens a response
+    mean_response: float  # generated tokens a response ("G-Average Seq len")
     tokens_per_s_per_gpu: float  # prompt + response tokens a second a GPU, as published
     quote: str  # the published row
+    forwards: int = 5  # forward passes' worth a trained token: policy log-probs, reference log-probs, training (3)
 
     @property
     def mean_prompt(self) -> float:
@@ -36,38 +48,57 @@ class Anchor:
         response)."""
         return self.tokens_per_s_per_gpu * self.step_s * self.gpus / self.samples - self.mean_response
 
+    def step_flops(self) -> tuple[float, float]:
+        """A step's FLOPs: generation (decoding each response token after the prompt and half the response), and the
+        passes over every trained token."""
+        sequence = self.mean_prompt + self.mean_response
+        generation = self.samples * self.mean_response * self.arch.decode(self.mean_prompt + self.mean_response / 2)
+        return generation, self.samples * sequence * self.forwards * self.arch.forward(sequence)
+
     def step_mfu(self) -> float:
         """FLOPs a step by this workflow's count over the step's GPU-seconds at the hardware's peak."""
-        flops = self.params_b * 1e9 * self.samples * (2 * self.mean_response + 8 * (self.mean_prompt + self.mean_response))
-        return flops / (self.step_s * self.gpus * PEAK_TFLOPS[self.hardware] * 1e12)
+        return sum(self.step_flops()) / (self.step_s * self.gpus * PEAK_TFLOPS[self.hardware] * 1e12)
+
+    def budget_step_s(self, budget: dict) -> float:
+        """The step's seconds at the budget's assumed MFUs (fractions of this anchor's GPU's peak)."""
+        generation, trained = self.step_flops()
+        peak = self.gpus * PEAK_TFLOPS[self.hardware] * 1e12
+        return generation / (peak * budget["rollout_mfu"]) + trained / (peak * budget["train_mfu"])
 
 
+def _nemo(release: str, commit: str, **numbers) -> Anchor:
+    return Anchor(source=f"{NEMO}, NeMo RL {release} @{commit[:12]} (DGX-H100, BF16, Megatron, on policy)", **numbers)
+
+
+V05, V04 = "6c7089300fded94abfa49bb9cbf9eb357d862461", "cff17f83bf30c4f9c757b5fe707b2c32db606411"
 ANCHORS = (
-    Anchor(source="NVIDIA NeMo RL 0.5.0, docs/about/performance-summary.md (DGX-H100, BF16, Megatron, on policy)",
-           model="Qwen3-32B", params_b=32.8, hardware="H100", gpus=32, step_s=376, samples=2048, mean_response=3251,
-           tokens_per_s_per_gpu=571, quote="| GRPO |Qwen3-32B |On policy |4,096 |3,251 |32 |2,048|512 |...|571 | 376|"),
-    Anchor(source="NVIDIA NeMo RL 0.5.0, docs/about/performance-summary.md (DGX-H100, BF16, Megatron, on policy)",
-           model="Llama3.1-8B", params_b=8.03, hardware="H100", gpus=16, step_s=92.8, samples=2048, mean_response=1019,
-           tokens_per_s_per_gpu=1581, quote="| GRPO |Llama3.1-8B |On policy |4,096 |1,019 |16 |2,048|512 |...|1,581 | 92.8|"),
+    _nemo("v0.5.0", V05, model="Qwen3-32B", params_b=32.8, arch=QWEN3_32B, hardware="H100", gpus=32, step_s=376,
+          samples=2048, mean_response=3251, tokens_per_s_per_gpu=571,
+          quote="| GRPO      |Qwen3-32B  |On policy    |4,096                |3,251            |32    |2,048|512  |[4,1]"
+                "             |[4,1,1,4,n/a]             |571               | 376|"),
+    _nemo("v0.5.0", V05, model="Llama3.1-8B", params_b=8.03, arch=LLAMA31_8B, hardware="H100", gpus=16, step_s=92.8,
+          samples=2048, mean_response=1019, tokens_per_s_per_gpu=1581,
+          quote="| GRPO      |LLAMA3.1_8B|On policy    |4,096                |1,019            |16    |2,048|512  |[1,1]"
+                "             |[1,1,1,1,1,2,n/a]         |1,581             | 92.8|"),
+    # the v0.4 section of the same summary, as first published (the v0.5.0 file replaced it)
+    _nemo("v0.4", V04, model="Qwen3-32B", params_b=32.8, arch=QWEN3_32B, hardware="H100", gpus=32, step_s=393,
+          samples=2048, mean_response=3206, tokens_per_s_per_gpu=540,
+          quote="|Qwen3-32B  |On policy    |4,096                |3,206            |32    |2,048|512  |[4,1]"
+                "             |[4,1,1,4,n/a]             |540               | 393|"),
+    _nemo("v0.4", V04, model="Llama3.1-8B", params_b=8.03, arch=LLAMA31_8B, hardware="H100", gpus=16, step_s=97.7,
+          samples=2048, mean_response=1060, tokens_per_s_per_gpu=1562,
+          quote="|LLAMA3.1_8B|On policy    |4,096                |1,060            |16    |2,048|512  |[1,1]"
+                "             |[1,1,1,1,1,2,n/a]         |1,562             | 97.7|"),
 )  # fmt: skip
 
 
-def budget_step_mfu(budget: dict) -> float:
-    """The whole-step MFU the budget assumes at its mean lengths (one PPO epoch): the same FLOPs over the time its
-    rollout and train MFUs give them."""
-    prompt, response = budget["mean_prompt_tokens"], budget["mean_response_tokens"]
-    flops = 2 * response + 8 * (prompt + response)
-    return flops / (2 * response / budget["rollout_mfu"] + 8 * (prompt + response) / budget["train_mfu"])
-
-
 def lines(budget: dict) -> list[str]:
-    """Each anchor's whole-step MFU beside the budget's, as Markdown list items."""
-    own = budget_step_mfu(budget)
-    out = [f"- this budget, as configured: {own:.3f} of its GPU's peak ({budget['gpu_peak_tflops']:g} TFLOPS), "
-           f"from train MFU {budget['train_mfu']:g} and rollout MFU {budget['rollout_mfu']:g} at "
-           f"{budget['mean_prompt_tokens']} + {budget['mean_response_tokens']} tokens"]  # fmt: skip
+    """Each anchor's whole-step MFU, and the step time the budget's MFUs would give it, as Markdown list items."""
+    out = [f"- this budget, as configured: train MFU {budget['train_mfu']:g} and rollout MFU {budget['rollout_mfu']:g} "
+           f"of its GPU's peak ({budget['gpu']}, {budget['gpu_peak_tflops']:g} TFLOPS)"]  # fmt: skip
     for a in ANCHORS:
-        out.append(f"- {a.model} on {a.gpus} {a.hardware}: {a.step_mfu():.3f} ({a.step_s:g} s a step, {a.samples} "
-                   f"answers of {a.mean_response:,.0f} tokens, {a.tokens_per_s_per_gpu:,.0f} tokens/s/GPU; "
-                   f"{a.source})")  # fmt: skip
+        out.append(f"- {a.model} on {a.gpus} {a.hardware}: whole-step MFU {a.step_mfu():.3f} ({a.step_s:g} s a step, "
+                   f"{a.samples} answers of {a.mean_response:,.0f} tokens after {a.mean_prompt:,.0f}-token prompts, "
+                   f"{a.tokens_per_s_per_gpu:,.0f} tokens/s/GPU; {a.forwards} forwards a trained token); at this "
+                   f"budget's MFUs the step would take {a.budget_step_s(budget):,.0f} s; {a.source}")  # fmt: skip
     return out

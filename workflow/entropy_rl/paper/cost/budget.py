@@ -1,15 +1,17 @@
 """GPU-hours of the paper-scale jobs, estimated from FLOPs before anything is submitted.
 
-A training step generates ``prompts × n`` responses (2·N FLOPs per token,
-decoding at ``rollout_mfu``), re-scores them for the old log-probabilities
-(2·N) and trains on them once per PPO epoch (6·N), both at ``train_mfu``. An
-evaluation generates every benchmark's samples once. N is the parameter
-count; the token counts are the configured expected lengths, not the caps.
-The same estimate, times a margin, is the SLURM runtime each job asks for.
+A token's FLOPs are its model's architecture's (``architectures``: verl's own count of the matmuls, the embedding
+and causal attention at the token's position), not 2·N. A training step generates ``prompts × n`` responses (decoding,
+at ``rollout_mfu``), re-scores them for the old log-probabilities (a forward pass), scores them under the reference
+policy where the run has one (a KL loss: verl's ``need_reference_policy``; a forward pass) and trains on them once per
+PPO epoch (a forward and a backward pass, three forwards), all but the decoding at ``train_mfu``. PRIME's implicit
+PRM adds its own scoring, its reference and its update on the same tokens. An evaluation generates every benchmark's
+samples once. The token counts are the configured mean lengths, not the caps. The same estimate, times a margin, is
+the SLURM runtime each job asks for.
 
 The MFUs are the budget's (``train_mfu``, ``rollout_mfu``: assumed in config.yaml, or one size's as the pilot measured
-it) unless the budget carries the pilot's speed laws (``speed_laws``: ``paper.cost.speed_law``), which give each model
-size its own.
+it) unless the budget carries the pilot's speed laws (``speed_laws``: ``paper.cost.speed_law``), which give each
+architecture its own, converted to the budget's GPU (``gpus``).
 """
 
 from __future__ import annotations
@@ -17,48 +19,71 @@ from __future__ import annotations
 import math
 
 from ...core import spec as run_spec
-from . import speed_law
+from . import architectures, gpus, speed_law
+from .architectures import Architecture
 
 # The budget's MFU keys and the speed law that replaces each.
 LAWS = {"train_mfu": "update", "rollout_mfu": "rollout"}
 
 
-def mfu(budget: dict, key: str, params_b: float) -> float:
-    """The MFU of ``key`` (train_mfu or rollout_mfu) at a model of ``params_b`` billion parameters: the pilot's speed
-    law for that size where the budget has one, else the budget's one value."""
+def law_mfu(budget: dict, key: str, arch: Architecture) -> tuple[float, str]:
+    """The MFU of ``key`` (train_mfu or rollout_mfu) for ``arch``, as a fraction of the budget's GPU peak, and its
+    source: the pilot's speed law where the budget has one (measured, fitted, extrapolated or capped; converted from
+    the GPU it was timed on), else the budget's one value (``budget``)."""
     law = budget.get("speed_laws", {}).get(LAWS[key])
     if law is None:
-        return budget[key]
-    return speed_law.Law.from_dict(law).mfu(params_b, budget["gpu_peak_tflops"])[0]
+        return budget[key], "budget"
+    law = speed_law.Law.from_dict(law)
+    flops = architectures.kind_flops(law.kind, arch, budget["mean_prompt_tokens"], budget["mean_response_tokens"])
+    value, source = law.mfu(arch, flops)
+    return gpus.convert(value, law.gpu, law.peak_tflops, budget), source
 
 
-def _seconds(flops: float, gpus: int, mfu: float, budget: dict) -> float:
-    return flops / (gpus * budget["gpu_peak_tflops"] * 1e12 * mfu)
+def mfu(budget: dict, key: str, arch: Architecture) -> float:
+    return law_mfu(budget, key, arch)[0]
 
 
-def train_gpu_hours(spec: dict, model: dict, budget: dict, val_questions: int) -> float:
-    params = model["params_b"] * 1e9
-    gpus = model["nodes"] * model["gpus_per_node"]
+def _seconds(flops: float, gpus_: int, mfu_: float, budget: dict) -> float:
+    return flops / (gpus_ * budget["gpu_peak_tflops"] * 1e12 * mfu_)
+
+
+def has_reference(spec: dict) -> bool:
+    """Whether verl computes the reference policy's log-probs each step: a KL loss to it (verl 0.9.1
+    ``need_reference_policy``: use_kl_loss or use_kl_in_reward; the runs here set the loss only)."""
+    return spec["loss"]["kl_loss_coef"] > 0
+
+
+def train_passes(spec: dict) -> int:
+    """Forward passes' worth of FLOPs each trained token costs a step, at train_mfu: the old log-probs, the reference
+    (where the run has one), three a PPO epoch; PRIME's implicit PRM adds its scoring, its reference and its update."""
+    passes = 1 + has_reference(spec) + 3 * spec["ppo_epochs"]
+    if spec["algorithm"] == "prime":
+        passes += 1 + 1 + 3
+    return passes
+
+
+def train_gpu_hours(spec: dict, model: dict, arch: Architecture, budget: dict, val_questions: int) -> float:
+    gpus_ = model["nodes"] * model["gpus_per_node"]
+    prompt, response = budget["mean_prompt_tokens"], budget["mean_response_tokens"]
     responses = spec["prompts_per_step"] * spec["rollout_n"]
-    tokens = responses * (budget["mean_prompt_tokens"] + budget["mean_response_tokens"])
-    generated = responses * budget["mean_response_tokens"]
-    rollout, train = (mfu(budget, key, model["params_b"]) for key in ("rollout_mfu", "train_mfu"))
-    step = _seconds(2 * params * generated, gpus, rollout, budget)
-    step += _seconds((2 + 6 * spec["ppo_epochs"]) * params * tokens, gpus, train, budget)
-    if spec["algorithm"] == "prime":  # the implicit PRM scores and trains on the same tokens (+ its reference)
-        step += _seconds((2 + 2 + 6) * params * tokens, gpus, train, budget)
+    tokens, generated = responses * (prompt + response), responses * response
+    rollout, train = mfu(budget, "rollout_mfu", arch), mfu(budget, "train_mfu", arch)
+    decode = arch.decode(prompt + response / 2)
+    step = _seconds(decode * generated, gpus_, rollout, budget)
+    step += _seconds(train_passes(spec) * arch.forward(prompt + response) * tokens, gpus_, train, budget)
     validations = spec["steps"] // spec["val_every"] + 1
-    val_tokens = validations * val_questions * spec["val_protocol"]["n"] * budget["mean_response_tokens"]
-    seconds = spec["steps"] * step + _seconds(2 * params * val_tokens, gpus, rollout, budget)
-    return seconds * gpus / 3600
+    val_tokens = validations * val_questions * spec["val_protocol"]["n"] * response
+    seconds = spec["steps"] * step + _seconds(decode * val_tokens, gpus_, rollout, budget)
+    return seconds * gpus_ / 3600
 
 
-def eval_gpu_hours(benchmark_sizes: dict[str, int], protocols: dict, model: dict, budget: dict) -> float:
-    params = model["params_b"] * 1e9
-    gpus = model["gpus_per_node"]
-    generated = sum(size * protocols[b]["n"] for b, size in benchmark_sizes.items()) * budget["mean_response_tokens"]
-    rollout = mfu(budget, "rollout_mfu", model["params_b"])
-    return _seconds(2 * params * generated, gpus, rollout, budget) * gpus / 3600
+def eval_gpu_hours(benchmark_sizes: dict[str, int], protocols: dict, model: dict, arch: Architecture,
+                   budget: dict) -> float:  # fmt: skip
+    gpus_ = model["gpus_per_node"]
+    response = budget["mean_response_tokens"]
+    generated = sum(size * protocols[b]["n"] for b, size in benchmark_sizes.items()) * response
+    decode = arch.decode(budget["mean_prompt_tokens"] + response / 2)
+    return _seconds(decode * generated, gpus_, mfu(budget, "rollout_mfu", arch), budget) * gpus_ / 3600
 
 
 def power_sampling_tokens(length: int, block_size: int, n_mcmc: int, prompt: int) -> tuple[float, float]:
@@ -96,12 +121,12 @@ def sps_tokens(length: int, block_size: int, candidates: int, rollouts: int, hor
     return drawn, scored
 
 
-def power_gpu_hours(method: dict, answers: int, model: dict, budget: dict, max_new_tokens: int) -> float:
+def power_gpu_hours(method: dict, answers: int, model: dict, arch: Architecture, budget: dict,
+                    max_new_tokens: int) -> float:  # fmt: skip
     """One power-sampling-study job on one node: ``answers`` answers by ``method`` (plain sampling, Algorithm 1,
-    Power-SMC or scalable power sampling), then the base model's log-likelihood of each
-    (one more prefill per answer)."""
-    params = model["params_b"] * 1e9
-    gpus = model["gpus_per_node"]
+    Power-SMC or scalable power sampling), then the base model's log-likelihood of each (one more prefill per answer).
+    A drawn token is charged as decoding at the answer's mean position, a scored one as a pass over the whole answer."""
+    gpus_ = model["gpus_per_node"]
     length, prompt = min(budget["mean_response_tokens"], max_new_tokens), budget["mean_prompt_tokens"]
     drawn, scored = float(length), 0.0
     if method["kind"] == "power":
@@ -112,9 +137,10 @@ def power_gpu_hours(method: dict, answers: int, model: dict, budget: dict, max_n
         drawn, scored = sps_tokens(length, method["block_size"], method["candidates"], method["rollouts"],
                                    method["horizon"], prompt)  # fmt: skip
     scored += prompt + length
-    seconds = _seconds(2 * params * drawn * answers, gpus, mfu(budget, "rollout_mfu", model["params_b"]), budget)
-    seconds += _seconds(2 * params * scored * answers, gpus, mfu(budget, "train_mfu", model["params_b"]), budget)
-    return seconds * gpus / 3600
+    decode, forward = arch.decode(prompt + length / 2), arch.forward(prompt + length)
+    seconds = _seconds(decode * drawn * answers, gpus_, mfu(budget, "rollout_mfu", arch), budget)
+    seconds += _seconds(forward * scored * answers, gpus_, mfu(budget, "train_mfu", arch), budget)
+    return seconds * gpus_ / 3600
 
 
 def runtime_minutes(gpu_hours: float, gpus: int, margin: float, floor: int = 60) -> int:
@@ -127,9 +153,10 @@ def estimate_message(runs: int, train: float, evaluation: float, methods: int, p
     evaluation GPU-hours) and ``methods`` power-sampling jobs still to run (theirs)."""
     peak = f"{budget['gpu_peak_tflops']} TFLOPS per GPU"
     if budget.get("speed_laws"):
-        how = f"FLOPs at the MFU of each model size, of {peak}, by the pilot's speed laws (results/pilot/report.md)"
+        how = (f"each architecture's FLOPs at its MFU by the pilot's speed laws, of {budget['gpu']}'s {peak}"
+               " (results/pilot/report.md)")
     else:
-        how = f"FLOPs at {budget['train_mfu']:.0%}/{budget['rollout_mfu']:.0%} of {peak}"
+        how = f"each architecture's FLOPs at {budget['train_mfu']:.0%}/{budget['rollout_mfu']:.0%} of {budget['gpu']}'s {peak}"
     return (
         f"GPU-hours estimate for {runs} run(s) still to train: {train:,.0f} training + {evaluation:,.0f} evaluation"
         f" = {train + evaluation:,.0f}; {methods} power-sampling job(s): {power:,.0f}"
@@ -149,14 +176,15 @@ def job_hours(scale_cfg: dict, power_study=None, budget: dict | None = None) -> 
     for run in scale_cfg["runs"]:
         model = run_spec.run_model_entry(scale_cfg, run)
         spec = run_spec.resolve_run(scale_cfg, run)
-        hours[f"train:{run}"] = train_gpu_hours(spec, model, budget, sum(sizes.values()))
-        hours[f"eval:{run}"] = eval_gpu_hours(sizes, protocols, model, budget)
+        arch = architectures.of_model(scale_cfg, spec["model"])
+        hours[f"train:{run}"] = train_gpu_hours(spec, model, arch, budget, sum(sizes.values()))
+        hours[f"eval:{run}"] = eval_gpu_hours(sizes, protocols, model, arch, budget)
     if power_study is not None:
         power = scale_cfg["power_sampling"]
-        model = scale_cfg["models"][power["model"]]
+        model, arch = scale_cfg["models"][power["model"]], architectures.of_model(scale_cfg, power["model"])
         for name, method in power_study.methods.items():
             answers = power_study.answers(bench, name)
-            hours[f"power:{name}"] = power_gpu_hours(method, answers, model, budget, power["max_new_tokens"])
+            hours[f"power:{name}"] = power_gpu_hours(method, answers, model, arch, budget, power["max_new_tokens"])
     return hours
 
 
@@ -172,39 +200,42 @@ def pilot_hours(scale_cfg: dict, budget: dict | None = None) -> dict[str, float]
     hours = {}
     for run in pilot["runs"]:
         model, spec = run_spec.run_model_entry(scale_cfg, run), run_spec.resolve_run(scale_cfg, run)
-        gpus = model["nodes"] * model["gpus_per_node"]
+        gpus_ = model["nodes"] * model["gpus_per_node"]
+        arch = architectures.of_model(scale_cfg, spec["model"])
         launches = 2 if spec.get("interrupt_at_step") else 1
         val = spec.get("val_max_samples", sum(b["size"] for b in bench.values()))
-        hours[f"train:{run}"] = train_gpu_hours(spec, model, budget, val) + launches * start * gpus
+        hours[f"train:{run}"] = train_gpu_hours(spec, model, arch, budget, val) + launches * start * gpus_
         sizes = {b: min(pilot["eval_problems"], spec_["size"]) for b, spec_ in bench.items()}
         protocols = {b: spec_["protocol"] for b, spec_ in bench.items()}
-        hours[f"eval:{run}"] = eval_gpu_hours(sizes, protocols, model, budget) + start * model["tensor_parallel"]
+        hours[f"eval:{run}"] = eval_gpu_hours(sizes, protocols, model, arch, budget) + start * model["tensor_parallel"]
     return hours
 
 
-def pilot_power_hours(job: dict, budget: dict, startup_minutes: float, benchmarks: int) -> float:
+def pilot_power_hours(job: dict, arch: Architecture, budget: dict, startup_minutes: float, benchmarks: int) -> float:
     """One pilot sampling job (common.smk pilot_power_methods): its answers by the study's estimate, plus start-up."""
     answers = job["problems"] * benchmarks * job["n"]
     engines = 2 if "run" in job["settings"] else 1  # an RL checkpoint's answers are scored by the base model's engine
-    gpus = job["placement"]["tensor_parallel"]
-    hours = power_gpu_hours(job["settings"], answers, job["placement"], budget, job["max_new_tokens"])
-    return hours + engines * startup_minutes / 60 * gpus
+    gpus_ = job["placement"]["tensor_parallel"]
+    hours = power_gpu_hours(job["settings"], answers, job["placement"], arch, budget, job["max_new_tokens"])
+    return hours + engines * startup_minutes / 60 * gpus_
 
 
 def pilot_speed_hours(scale_cfg: dict, budget: dict | None = None) -> float:
     """The pilot's speed job (pilot.speed, ``paper.cost.speed``) on its one GPU: for each size, a warm-up and the timed
-    steps of log-prob and update (8·N a token) and the rollout's answers with their warm-up (2·N a generated token),
-    by this estimate, plus the pilot's assumed start-up once a size (its random weights written, verl's worker built,
+    steps of log-prob and update and the rollout's answers with their warm-up, each at its architecture's FLOPs, by
+    this estimate, plus the pilot's assumed start-up once a size (its random weights written, verl's worker built,
     vLLM's engine started: no Ray, no download)."""
     budget = budget or scale_cfg["budget"]
     speed, pilot = scale_cfg["pilot"]["speed"], scale_cfg["pilot"]
+    prompt, response = budget["mean_prompt_tokens"], budget["mean_response_tokens"]
     n = run_spec.resolve_run(scale_cfg, speed["run"])["rollout_n"]
-    tokens = (1 + speed["steps"]) * speed["prompts"] * n * (budget["mean_prompt_tokens"] + budget["mean_response_tokens"])
-    generated = (speed["rollout_sequences"] + max(1, speed["rollout_sequences"] // 8)) * budget["mean_response_tokens"]
+    tokens = (1 + speed["steps"]) * speed["prompts"] * n * (prompt + response)
+    generated = (speed["rollout_sequences"] + max(1, speed["rollout_sequences"] // 8)) * response
     hours = 0.0
     for model in speed["sizes"]:
-        params_b = scale_cfg["models"][model]["params_b"]
-        seconds = _seconds(8 * params_b * 1e9 * tokens, 1, mfu(budget, "train_mfu", params_b), budget)
-        seconds += _seconds(2 * params_b * 1e9 * generated, 1, mfu(budget, "rollout_mfu", params_b), budget)
+        arch = architectures.of_model(scale_cfg, model)
+        update = architectures.update_flops(arch, prompt, response) * tokens
+        seconds = _seconds(update, 1, mfu(budget, "train_mfu", arch), budget)
+        seconds += _seconds(arch.decode(prompt + response / 2) * generated, 1, mfu(budget, "rollout_mfu", arch), budget)
         hours += seconds / 3600 + pilot["startup_minutes"] / 60
     return hours

@@ -17,7 +17,9 @@ import pandas as pd
 
 from ...core import spec as run_spec
 from .. import verl_metrics
+from . import architectures
 from . import budget as gpu_budget
+from .architectures import Architecture
 
 # A line of ``core.logs``: "%(asctime)s %(name)s %(levelname)s %(message)s". Lines that do not match
 # (vLLM's own log format, a traceback, sys.exit's message) are kept for the tail but carry no time.
@@ -130,15 +132,18 @@ def _training(directory: Path, responses_per_step: int | None, ppo_epochs: int |
     return out
 
 
-def measured_budget(budget: dict, train_measure: dict, params_b: float, gpus: int) -> tuple[dict, dict]:
+def measured_budget(budget: dict, train_measure: dict, arch: Architecture, gpus: int, timed: dict) -> tuple[dict, dict]:
     """The budget with rollout and train MFU measured by the pilot's training (where it logged them), and for
-    every key whether its value is measured or assumed, and why. ``params_b`` is the config's, the N the
-    estimate multiplies by, so the measured MFU reproduces the pilot's own time at its size."""
-    n, peak = params_b * 1e9, gpus * budget["gpu_peak_tflops"] * 1e12
+    every key whether its value is measured or assumed, and why. The MFUs are fractions of the peak of the GPU the
+    pilot ran on (``timed``: its ``gpu`` type and ``gpu_peak_tflops``, which the returned budget names), of FLOPs
+    counted by its architecture (``arch``), so they reproduce the pilot's own time."""
+    peak = gpus * timed["gpu_peak_tflops"] * 1e12
     m, steps = train_measure, train_measure.get("steps", 0)
-    out = dict(budget)
-    why = {key: ("assumed", "as configured (config.yaml paper.budget)") for key in budget}
-    why["gpu_peak_tflops"] = ("assumed", "the GPU's datasheet dense bf16 peak; every MFU here is a fraction of it")
+    out = {**budget, "gpu": timed["gpu"], "gpu_peak_tflops": timed["gpu_peak_tflops"]}
+    out.pop("gpu_conversion", None)
+    why = {key: ("assumed", "as configured (config.yaml paper.budget)") for key in out}
+    why["gpu"] = ("measured" if timed.get("known") else "assumed", timed["why"])
+    why["gpu_peak_tflops"] = ("assumed", f"{timed['gpu']}'s dense bf16 peak (verl's table); every MFU here is a fraction of it")
     why["walltime_margin"] = ("assumed", "a safety factor on the SLURM wall time, not a measurement")
     shown = f" ({m['mean_response_length']:.0f} tokens)" if m.get("mean_response_length") else ""
     why["mean_response_tokens"] = (
@@ -153,14 +158,15 @@ def measured_budget(budget: dict, train_measure: dict, params_b: float, gpus: in
                 "kept as configured so the two estimates differ only in MFU"
             ),
         )
+    prompt, response = budget["mean_prompt_tokens"], budget["mean_response_tokens"]
     why["rollout_mfu"] = ("assumed", "the pilot's training logged no rollout")
     if m.get("rollout_tokens_per_s"):
-        out["rollout_mfu"] = 2 * n * m["rollout_tokens_per_s"] / peak
+        out["rollout_mfu"] = architectures.rollout_flops(arch, prompt, response) * m["rollout_tokens_per_s"] / peak
         why["rollout_mfu"] = (
             "measured",
             (
-                f"2·N·generated tokens/s / (GPUs × peak), response_length/mean × "
-                f"{m['responses_per_step']} responses over timing_s/gen, {steps} steps"
+                f"the architecture's FLOPs a generated token × generated tokens/s / (GPUs × peak), "
+                f"response_length/mean × {m['responses_per_step']} responses over timing_s/gen, {steps} steps"
             ),
         )
     why["train_mfu"] = ("assumed", "the pilot's training logged no update")
@@ -169,18 +175,19 @@ def measured_budget(budget: dict, train_measure: dict, params_b: float, gpus: in
         why["train_mfu"] = (
             "measured",
             (
-                f"verl's perf/mfu/actor (update FLOPs over verl's peak for the device), "
+                f"verl's perf/mfu/actor (update FLOPs by verl's count, the one here, over verl's peak for the device), "
                 f"mean of {m['mfu_actor_steps']} pilot steps"
             ),
         )
     elif m.get("update_s") and m.get("ppo_epochs"):
-        # the FLOPs budget.train_gpu_hours charges at train_mfu: a log-prob pass (2·N) and the PPO epochs (6·N each)
-        out["train_mfu"] = (2 + 6 * m["ppo_epochs"]) * n * m["train_tokens"] / (m["update_s"] * peak)
+        # the FLOPs budget.train_gpu_hours charges at train_mfu: a log-prob pass and the PPO epochs
+        flops = architectures.update_flops(arch, prompt, response, m["ppo_epochs"])
+        out["train_mfu"] = flops * m["train_tokens"] / (m["update_s"] * peak)
         why["train_mfu"] = (
             "measured",
             (
-                f"(2 + 6·ppo_epochs)·N·perf/total_num_tokens over timing_s/old_log_prob + "
-                f"timing_s/update_actor, {steps} steps (verl logged no perf/mfu/actor)"
+                f"the architecture's FLOPs a token (a log-prob pass and the PPO epochs)·perf/total_num_tokens over "
+                f"timing_s/old_log_prob + timing_s/update_actor, {steps} steps (verl logged no perf/mfu/actor)"
             ),
         )
     sources = {
@@ -204,9 +211,9 @@ def reestimate(S: dict, budget: dict) -> pd.DataFrame:
     rows = []
     for run in sorted(r for r in S["runs"] if not r.startswith("pilot-")):
         spec = run_spec.resolve_run(S, run)
-        model = S["models"][spec["model"]]
-        total = gpu_budget.train_gpu_hours(spec, model, budget, val_questions)
-        rollout = gpu_budget.train_gpu_hours(spec, model, rollout_only, val_questions)
+        model, arch = S["models"][spec["model"]], architectures.of_model(S, spec["model"])
+        total = gpu_budget.train_gpu_hours(spec, model, arch, budget, val_questions)
+        rollout = gpu_budget.train_gpu_hours(spec, model, arch, rollout_only, val_questions)
         rows.append(
             {
                 "model": spec["model"],
@@ -216,7 +223,7 @@ def reestimate(S: dict, budget: dict) -> pd.DataFrame:
                 "rollout_gpu_hours": rollout,
                 "update_gpu_hours": total - rollout,
                 "train_gpu_hours": total,
-                "eval_gpu_hours": gpu_budget.eval_gpu_hours(sizes, protocols, model, budget),
+                "eval_gpu_hours": gpu_budget.eval_gpu_hours(sizes, protocols, model, arch, budget),
             }
         )
     frame = pd.DataFrame(rows).groupby(["model", "params_b", "gpus"], as_index=False).sum()

@@ -19,8 +19,9 @@ import pandas as pd
 
 from ...core import atomic, pages
 from ...core import spec as run_spec
-from . import speed_report
+from . import architectures, gpus, speed_report
 from .pilot_measures import Stage, measure, measured_budget, reestimate
+from .speed import timed_on
 
 ESTIMATE_NOTE = (
     "Under the configured budget (assumed) and under the one with the pilot's MFUs; each column is marked by the "
@@ -177,7 +178,8 @@ def _blocks(stages_measured, estimate_assumed, estimate_measured, sources, scali
             ("pre", "\n".join(m["tail"])),
         ]
     budget_rows = [
-        [key, _num(s["configured"], "g"), _num(s["value"], ".4g"), s["source"], s["reason"]]
+        [key, *(v if isinstance(v, str) else _num(v, spec) for v, spec in ((s["configured"], "g"), (s["value"], ".4g"))),
+         s["source"], s["reason"]]
         for key, s in sources.items()
     ]
     blocks += list(speed)
@@ -242,6 +244,31 @@ def render(
     return _markdown(blocks, md_dir), _html(blocks, html_dir)
 
 
+def timed_gpu(result: dict | None, gpu: str | None, budget: dict) -> dict:
+    """The GPU the pilot ran on: the speed job's device (the same partition as the training), else ``gpu`` (a device
+    name), else the budget's type, assumed and said so; its type, name and peak (verl's table)."""
+    found = (timed_on(result, "update") or timed_on(result, "rollout")) if result else None
+    name = found["gpu"] if found else gpu
+    kind = gpus.gpu_type(name) if name else None
+    if kind is None:
+        return {"gpu": budget["gpu"], "gpu_peak_tflops": budget["gpu_peak_tflops"], "known": False, "name": name,
+                "why": f"the pilot's GPU type is in none of its outputs: taken as the budget's {budget['gpu']}"}  # fmt: skip
+    return {"gpu": kind, "gpu_peak_tflops": gpus.PEAK_TFLOPS[kind], "known": True, "name": name,
+            "why": f"the device the pilot's speed job ran on ({name})"}  # fmt: skip
+
+
+def in_budget_gpu(measured: dict, budget: dict) -> dict:
+    """The measured budget priced on the configured budget's GPU where its type is the same or a conversion is stated
+    (``gpus.convert``); else the measured budget itself, priced on the pilot's GPU."""
+    try:
+        convert = {k: gpus.convert(measured[k], measured["gpu"], measured["gpu_peak_tflops"], budget)
+                   for k in ("train_mfu", "rollout_mfu")}  # fmt: skip
+    except gpus.GpuMismatch:
+        return measured
+    return {**measured, **convert, **{k: budget[k] for k in ("gpu", "gpu_peak_tflops")},
+            **({"gpu_conversion": budget["gpu_conversion"]} if "gpu_conversion" in budget else {})}
+
+
 def write(stages: list[Stage], S: dict, out_md, out_html, out_json, gpu: str | None = None, speed=None) -> dict:
     """The report of the pilot's ``stages`` (exactly one of them a training stage, a run of ``S``) and the MFUs
     the GPU-hours estimate before submission reads (``out_json``); ``gpu`` is the device's name if known, ``speed``
@@ -257,22 +284,28 @@ def write(stages: list[Stage], S: dict, out_md, out_html, out_json, gpu: str | N
         for s in stages
     ]
     train_measure = next(m for s, m in zip(stages, measured) if s is train[0])
-    budget_m, sources = measured_budget(
-        S["budget"], train_measure, S["models"][spec["model"]]["params_b"], train[0].gpus
-    )
+    result = json.loads(Path(speed).read_text()) if speed is not None and Path(speed).is_file() else None
+    timed = timed_gpu(result, gpu, S["budget"])
+    budget_m, sources = measured_budget(S["budget"], train_measure, architectures.of_model(S, spec["model"]),
+                                        train[0].gpus, timed)  # fmt: skip
     laws, by_size, blocks, rule = {}, {}, [], SCALING_RULE
-    if speed is not None and Path(speed).is_file():
-        result = json.loads(Path(speed).read_text())
+    if result is not None:
         laws = speed_report.laws(result)
         if laws:
             budget_m["speed_laws"] = {kind: law.to_dict() for kind, law in laws.items()}
-            by_size, rule = speed_report.mfu_by_size(S, laws, budget_m["gpu_peak_tflops"]), speed_report.RULE
+            by_size, rule = speed_report.mfu_by_size(S, laws), speed_report.RULE
             for kind, key in (("update", "train_mfu"), ("rollout", "rollout_mfu")):
                 if kind in laws:
                     sources[key] = {**sources[key], "source": "measured by size",
                                     "reason": f"{sources[key]['reason']}; for the estimate, by size: {laws[kind].describe()}"}  # fmt: skip
         blocks = speed_report.report_blocks(result, laws, by_size)
-    md, page = render(measured, reestimate(S, S["budget"]), reestimate(S, budget_m), sources, rule, blocks,
+    priced = in_budget_gpu(budget_m, S["budget"])
+    if priced is not budget_m:
+        rule += f" The measured column is in {S['budget']['gpu']} hours (config.yaml paper.budget)."
+    else:
+        rule += (f" The measured column is in {timed['gpu']} hours, the GPU the pilot ran on; the budget prices"
+                 f" {S['budget']['gpu']}, and no paper.budget.gpu_conversion for {timed['gpu']} is stated.")  # fmt: skip
+    md, page = render(measured, reestimate(S, S["budget"]), reestimate(S, priced), sources, rule, blocks,
                       Path(out_md).parent, Path(out_html).parent)  # fmt: skip
     summary = {
         "rollout_mfu": budget_m["rollout_mfu"],
@@ -280,7 +313,9 @@ def write(stages: list[Stage], S: dict, out_md, out_html, out_json, gpu: str | N
         "speed_laws": budget_m.get("speed_laws", {}),
         "mfu_by_size": by_size,
         "sources": sources,
-        "gpu": gpu,
+        "gpu": timed["gpu"],
+        "gpu_name": timed.get("name"),
+        "gpu_peak_tflops": timed["gpu_peak_tflops"],
         "pilot_stages": f"{sum(m['passed'] for m in measured)}/{len(measured)}",
     }
     atomic.write_text(out_md, md)

@@ -58,7 +58,14 @@ def main(spec_path: str, out_path: str) -> None:
     outputs = engine.generate(prompts, params, use_tqdm=False)
     seconds = time.perf_counter() - started
     generated = sum(len(o.outputs[0].token_ids) for o in outputs)
+    import torch
+
+    from . import gpus
+
+    device_name = torch.cuda.get_device_name() if torch.cuda.is_available() else "CPU"
     result = {"model": spec["model"], "params": shapes.params(spec["family"], spec["arch"]), "engine_start_s": start_s,
+              "device_name": device_name, "peak_tflops": gpus.PEAK_TFLOPS.get(gpus.gpu_type(device_name)),
+              "tensor_parallel": 1, "prompt_tokens": spec["prompt_tokens"], "response_tokens": spec["response_tokens"],
               "sequences": len(prompts), "generated_tokens": generated, "seconds": seconds,
               "tokens_per_s": generated / seconds, "engine": engine_args}  # fmt: skip
     Path(out_path).write_text(json.dumps(result, indent=2) + "\n")

@@ -14,7 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from . import shapes
+from . import architectures, shapes, speed_law
+from .architectures import Architecture
 
 
 def specs(scale_cfg: dict, root: str, tokenizer: str, work: str | Path) -> list[dict]:
@@ -67,7 +68,7 @@ def measure(scale_cfg: dict, root: str, tokenizer: str, work: str | Path, python
     with its reason and the next one still runs. ``log`` takes the probes' own output."""
     sizes = []
     for spec in specs(scale_cfg, root, tokenizer, work):
-        entry = {"model": spec["model"], "params_b": spec["params_b"],
+        entry = {"model": spec["model"], "params_b": spec["params_b"], "arch": spec["arch"],
                  "update": _probe("update_speed", spec, python, env, log)}  # fmt: skip
         if rollout:
             entry["rollout"] = _probe("rollout_speed", spec, python, env, log)
@@ -77,32 +78,71 @@ def measure(scale_cfg: dict, root: str, tokenizer: str, work: str | Path, python
             "response_tokens": scale_cfg["budget"]["mean_response_tokens"], "sizes": sizes}  # fmt: skip
 
 
-def update_rate(update: dict) -> dict | None:
-    """A size's update over its timed steps (the warm-up left out): tokens a second, the seconds a token costs, verl's
-    MFUs and peak memory; None for a size not timed."""
+def update_rate(update: dict, arch: Architecture | None = None) -> dict | None:
+    """A size's update over its timed steps (the warm-up left out): tokens a second, the seconds a token costs, the
+    FLOPs a token of its architecture (``arch``) at the batch's own lengths, verl's MFUs and peak memory; None for a
+    size not timed."""
     timed = [s for s in update.get("steps", []) if not s["warmup"]]
     if not timed:
         return None
     tokens = sum(s["tokens"] for s in timed)
     seconds = sum(s["log_prob_s"] + s["update_s"] for s in timed)
     mean = lambda key: (sum(v) / len(v)) if (v := [s[key] for s in timed if s[key] is not None]) else None  # noqa: E731
-    return {"tokens_per_s": tokens / seconds, "seconds_per_token": seconds / tokens,
-            "mfu_update": mean("mfu_update"), "mfu_log_prob": mean("mfu_log_prob"),
-            "peak_memory_gb": update.get("peak_memory_gb"), "attention": update.get("attention"),
-            "device_name": update.get("device_name")}  # fmt: skip
+    out = {"tokens_per_s": tokens / seconds, "seconds_per_token": seconds / tokens,
+           "mfu_update": mean("mfu_update"), "mfu_log_prob": mean("mfu_log_prob"),
+           "peak_memory_gb": update.get("peak_memory_gb"), "attention": update.get("attention"),
+           "device_name": update.get("device_name")}  # fmt: skip
+    if arch is not None:
+        # Σs²/Σs: the sequence length causal attention costs as, over the batch's spread of lengths
+        sequence = sum(s["squares"] for s in timed) / tokens
+        out["flops"] = arch.forward(sequence) + update.get("ppo_epochs", 1) * arch.train(sequence)
+        if update.get("peak_tflops"):
+            out["mfu"] = out["flops"] / (out["seconds_per_token"] * update["peak_tflops"] * 1e12)
+    return out
 
 
-def points(result: dict) -> dict[str, dict[float, float]]:
-    """The seconds a token costs one GPU, by kind (update, rollout) and size (the config's params_b: the N the estimate
-    multiplies by, so the fitted MFU reproduces the measured time)."""
-    out = {"update": {}, "rollout": {}}
+def rollout_rate(rollout: dict, arch: Architecture) -> dict | None:
+    """A size's rollout: generated tokens a second, the FLOPs a generated token of its architecture, the MFU."""
+    if not rollout.get("tokens_per_s"):
+        return None
+    flops = architectures.rollout_flops(arch, rollout["prompt_tokens"], rollout["response_tokens"])
+    out = {"seconds_per_token": 1 / rollout["tokens_per_s"], "flops": flops}
+    if rollout.get("peak_tflops"):
+        out["mfu"] = flops * rollout["tokens_per_s"] / (rollout["peak_tflops"] * 1e12)
+    return out
+
+
+def timed_on(result: dict, kind: str) -> dict | None:
+    """The GPU a kind was timed on (the first size that ran: every size runs on the job's one GPU), its peak and the
+    kernels timed."""
     for size in result["sizes"]:
-        rate = update_rate(size["update"])
-        if rate:
-            out["update"][size["params_b"]] = rate["seconds_per_token"]
-        rollout = size.get("rollout", {})
-        if rollout.get("tokens_per_s"):
-            out["rollout"][size["params_b"]] = 1 / rollout["tokens_per_s"]
+        probe = size.get(kind, {})
+        if probe.get("device_name") and ("steps" in probe or "tokens_per_s" in probe):
+            path, bound = (probe.get("path", ""), probe.get("lower_bound", False)) if kind == "update" else (
+                f"vLLM's engine at tensor-parallel size {probe.get('tensor_parallel', 1)}", False)  # fmt: skip
+            return {"gpu": probe["device_name"], "peak_tflops": probe.get("peak_tflops"), "path": path,
+                    "lower_bound": bound}  # fmt: skip
+    return None
+
+
+def points(result: dict) -> dict[str, list[speed_law.Point]]:
+    """Each timed architecture's FLOPs a token and the seconds a token cost one GPU, by kind (update, rollout)."""
+    out = {"update": [], "rollout": []}
+    for size in result["sizes"]:
+        arch = Architecture.of(size["arch"])
+        for kind, rate in (("update", update_rate(size["update"], arch)), ("rollout", rollout_rate(size.get("rollout", {}), arch))):
+            if rate:
+                out[kind].append(speed_law.Point(size["model"], arch, rate["flops"], rate["seconds_per_token"]))
+    return out
+
+
+def laws(result: dict) -> dict[str, speed_law.Law]:
+    """The laws fitted to the pilot's speed by size, for each kind with a timed size on a GPU whose peak is known."""
+    out = {}
+    for kind, pts in points(result).items():
+        gpu = timed_on(result, kind)
+        if pts and gpu and gpu["peak_tflops"]:
+            out[kind] = speed_law.fit(kind, pts, gpu["gpu"], gpu["peak_tflops"], gpu["path"], gpu["lower_bound"])
     return out
 
 
@@ -112,23 +152,30 @@ def reason(entry: dict) -> str | None:
 
 
 def table(result: dict) -> list[list[str]]:
-    """One row per size: what the benchmark prints and the pilot's report shows."""
+    """One row per size: what the benchmark prints and the pilot's report shows. MFUs are of the timed GPU's own peak
+    (verl's table); "≥" marks a speed timed on a slower path than the run's (a lower bound)."""
     num = lambda v, spec: "–" if v is None else format(v, spec)  # noqa: E731
     rows = []
     for size in result["sizes"]:
         update, rollout = size["update"], size.get("rollout", {})
-        rate = update_rate(update)
+        arch = Architecture.of(size["arch"]) if "arch" in size else None
+        rate, roll = update_rate(update, arch), rollout_rate(rollout, arch) if arch else None
+        bound = "≥ " if update.get("lower_bound") else ""
         rows.append([
             size["model"], f"{update['params'] / 1e9:.3g}" if "params" in update else f"{size['params_b']:g}",
-            update.get("attention") or "–",
-            num(rate["tokens_per_s"], ",.0f") if rate else reason(update) or "–",
+            update.get("device_name") or "–", update.get("attention") or "–",
+            bound + num(rate["tokens_per_s"], ",.0f") if rate else reason(update) or "–",
+            num(rate.get("flops", None) and rate["flops"] / 1e9, ".3g") if rate else "–",
+            bound + num(rate.get("mfu"), ".3f") if rate else "–",
             num(rate["mfu_update"], ".3f") if rate else "–",
             num(rate["mfu_log_prob"], ".3f") if rate else "–",
             num(rate["peak_memory_gb"], ".1f") if rate else "–",
             num(rollout.get("tokens_per_s"), ",.0f") if "tokens_per_s" in rollout else reason(rollout) or "–",
+            num(roll.get("mfu"), ".3f") if roll else "–",
         ])  # fmt: skip
     return rows
 
 
-HEADER = ["model", "params (B, the shape's)", "attention", "update tokens/s (log-prob + update)", "verl MFU, update",
-          "verl MFU, log-prob", "peak GPU memory (GiB)", "rollout generated tokens/s"]  # fmt: skip
+HEADER = ["model", "params (B, the shape's)", "GPU", "attention", "update tokens/s (log-prob + update)",
+          "update GFLOPs a token", "update MFU", "verl MFU, update", "verl MFU, log-prob", "peak GPU memory (GiB)",
+          "rollout generated tokens/s", "rollout MFU"]  # fmt: skip

@@ -1,79 +1,129 @@
-"""The speed of the update and of the rollout by model size, fitted to the sizes the pilot measured.
+"""The speed of the update and of the rollout, fitted to the architectures the pilot timed, as an efficiency against
+each architecture's FLOPs a token (``architectures``), never against its parameter count alone.
 
-The rule: on one GPU, the seconds a token costs are a part that grows with the parameters and a part that does not,
+Two forms, by how many architectures were timed:
 
-    t(N) = a·N + b        (a, b ≥ 0, least squares over the measured sizes)
+- fewer than three: **one efficiency**, ``t = F / (e·peak)``: the seconds a token cost one GPU, ``t``, in proportion
+  to its FLOPs ``F``; ``e`` fitted by least relative error over the timed points. Two points cannot tell a fixed cost
+  from a change of efficiency, so none is assumed.
+- three or more: **efficiency and a fixed cost**, ``t = a·F + b`` (``a, b ≥ 0``, least relative error): ``b`` is what
+  every size pays alike (kernel launches, the optimiser's fixed work). The MFU at ``F`` is ``F / (t·peak)``.
 
-``a·N`` is the weights' matmuls; ``b`` is what every size pays alike at one vocabulary and one sequence length: the
-logits, log-softmax and entropy over the vocabulary, attention over the sequence, the kernels' launch and the
-optimiser's fixed costs. The sizes the pilot measures share Qwen2.5's vocabulary and the budget's lengths, so ``b`` is
-that vocabulary's and those lengths'; the law does not separate the two. The update's MFU at N is then its FLOPs per
-token over the time: ``(2 + 6)·N / (t(N)·peak)`` (a log-prob pass and one PPO epoch, as measured), the rollout's
-``2·N / (t(N)·peak)``. At a measured size the measured value is used (``measured``), between measured sizes the fit
-(``fitted``), outside them the fit carried beyond the data (``extrapolated``), and every number says which.
+Each point weighs by ``1/t``, so a small model's time counts as much as a large one's. At an architecture the pilot
+timed (the same shape, not merely the same N) the measurement itself is used (``measured``); between the timed FLOPs
+the fit (``fitted``); beyond them the fit carried past the data (``extrapolated``). No MFU leaves physics: one above
+``MFU_CAP`` (a larger size timed faster than a smaller, say, which leaves ``a = 0``) is held at the cap (``capped``),
+with a warning. The MFUs are fractions of the peak of the GPU the pilot timed on (verl's table of peaks), which the law
+names; ``budget`` converts them to the budget's GPU.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import warnings
+from dataclasses import asdict, dataclass, field
 
-# FLOPs a token costs per parameter in what each kind times (budget.train_gpu_hours charges the same).
-FLOPS_PER_PARAM = {"update": 2 + 6, "rollout": 2}
-# A size counts as measured when its N is within this fraction of a measured one (config params_b are rounded).
-SAME_SIZE = 0.01
+from .architectures import Architecture
+
+KINDS = ("update", "rollout")
+# Above every dense-model training MFU published at scale (MegaScale, Jiang et al., NSDI 2024: 55.2% on 12,288 GPUs);
+# a fit beyond it is an artefact of the points, not a speed.
+MFU_CAP = 0.6
+# The fewest timed architectures for a fixed cost per token beside the efficiency.
+FIXED_COST_FROM = 3
+FORMS = {"efficiency": "t = F / (e·peak), one efficiency", "efficiency+fixed": "t = a·F + b, an efficiency and a fixed cost"}
+
+
+@dataclass(frozen=True)
+class Point:
+    model: str  # the paper model whose shape was timed
+    arch: Architecture
+    flops: float  # FLOPs a token of the kind, at the lengths timed
+    seconds: float  # seconds a token cost one GPU
+
+    def mfu(self, peak_tflops: float) -> float:
+        return self.flops / (self.seconds * peak_tflops * 1e12)
 
 
 @dataclass(frozen=True)
 class Law:
     kind: str  # "update" (log-prob pass + one PPO epoch) or "rollout" (decoding)
-    per_param_s: float  # a: seconds a token per parameter, per GPU
-    fixed_s: float  # b: seconds a token at any size, per GPU
-    measured: dict  # params_b → measured seconds a token (the points fitted)
+    form: str  # a key of FORMS
+    per_flop_s: float  # a: seconds a FLOP, one GPU (1 / (efficiency · peak))
+    fixed_s: float  # b: seconds a token at any size, one GPU
+    points: tuple[Point, ...]
+    gpu: str  # the GPU timed on, as the device names itself
+    peak_tflops: float  # its dense bf16 peak, from verl's table
+    path: str = ""  # the kernels timed (attention, padding), in words
+    lower_bound: bool = False  # timed on a slower path than the run's: every MFU here is at most the run's
+    warned: list = field(default_factory=list, compare=False, repr=False)
 
-    def seconds_per_token(self, params_b: float) -> tuple[float, str]:
-        """Seconds a token costs one GPU at ``params_b`` billion parameters, and the source: measured, fitted or
-        extrapolated."""
-        for size, seconds in self.measured.items():
-            if abs(float(size) - params_b) <= SAME_SIZE * params_b:
-                return float(seconds), "measured"
-        sizes = [float(s) for s in self.measured]
-        inside = min(sizes) <= params_b <= max(sizes)
-        return self.per_param_s * params_b * 1e9 + self.fixed_s, "fitted" if inside else "extrapolated"
+    def _measured(self, arch: Architecture) -> Point | None:
+        return next((p for p in self.points if p.arch == arch), None)
 
-    def mfu(self, params_b: float, peak_tflops: float) -> tuple[float, str]:
-        """The MFU that reproduces the law's time under the budget's FLOP count, on a GPU of ``peak_tflops``."""
-        seconds, source = self.seconds_per_token(params_b)
-        return FLOPS_PER_PARAM[self.kind] * params_b * 1e9 / (seconds * peak_tflops * 1e12), source
+    def efficiency(self, arch: Architecture, flops: float) -> tuple[float, str]:
+        """The MFU of the timed GPU for a token of ``flops`` in ``arch``, uncapped, and its source: at a timed
+        architecture its measured MFU (a few percent's difference in FLOPs, from the timed batch's spread of lengths,
+        takes its time in proportion), else the fit's."""
+        point = self._measured(arch)
+        if point is not None:
+            return point.mfu(self.peak_tflops), "measured"
+        timed = [p.flops for p in self.points]
+        seconds = self.per_flop_s * flops + self.fixed_s
+        value = flops / (seconds * self.peak_tflops * 1e12) if seconds > 0 else float("inf")
+        return value, "fitted" if min(timed) <= flops <= max(timed) else "extrapolated"
+
+    def mfu(self, arch: Architecture, flops: float) -> tuple[float, str]:
+        """The MFU of the timed GPU that the law gives ``arch``, at most MFU_CAP, and its source (measured, fitted,
+        extrapolated, capped)."""
+        value, source = self.efficiency(arch, flops)
+        if value > MFU_CAP:
+            if flops not in self.warned:
+                self.warned.append(flops)
+                warnings.warn(f"speed law ({self.kind}): MFU {value:.3g} at {flops:.3g} FLOPs a token is above "
+                              f"{MFU_CAP}; held at the cap ({self.describe()})", stacklevel=2)  # fmt: skip
+            return MFU_CAP, "capped"
+        return value, source
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "measured": {f"{float(k):g}": v for k, v in self.measured.items()}}
+        out = {k: v for k, v in asdict(self).items() if k != "warned"}
+        out["points"] = [{**asdict(p), "arch": asdict(p.arch)} for p in self.points]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict) -> Law:
-        return cls(data["kind"], data["per_param_s"], data["fixed_s"], {float(k): v for k, v in data["measured"].items()})
+        points = tuple(Point(p["model"], Architecture(**p["arch"]), p["flops"], p["seconds"]) for p in data["points"])
+        return cls(data["kind"], data["form"], data["per_flop_s"], data["fixed_s"], points, data["gpu"],
+                   data["peak_tflops"], data.get("path", ""), data.get("lower_bound", False))  # fmt: skip
 
     def describe(self) -> str:
-        sizes = ", ".join(f"{float(s):.3g}B" for s in sorted(self.measured, key=float))
-        return (f"{self.kind}: t(N) = {self.per_param_s * 1e15:.3g} µs a token per billion parameters × N +"
-                f" {self.fixed_s * 1e6:.3g} µs a token, one GPU, fitted to {sizes}")  # fmt: skip
+        timed = ", ".join(f"{p.model} ({p.mfu(self.peak_tflops):.3f})" for p in self.points)
+        if self.form == "efficiency":
+            body = f"one efficiency, MFU {1 / (self.per_flop_s * self.peak_tflops * 1e12):.3f}"
+        else:
+            body = (f"t = F / ({1 / (self.per_flop_s * self.peak_tflops * 1e12) if self.per_flop_s else float('inf'):.3f}"
+                    f" · peak) + {self.fixed_s * 1e6:.3g} µs a token")  # fmt: skip
+        bound = "; a lower bound on the run's speed" if self.lower_bound else ""
+        return (f"{self.kind}: {body} ({FORMS[self.form]}), fitted to {timed} on {self.gpu} "
+                f"({self.peak_tflops:g} TFLOPS){f', {self.path}' if self.path else ''}{bound}")  # fmt: skip
 
 
-def fit(kind: str, points: dict[float, float]) -> Law:
-    """The law through ``points`` (params_b → seconds a token, per GPU): non-negative least squares on ``a·N + b``. One
-    size gives no slope: its MFU is held for every size (``b = 0``, time in proportion to N), which errs high above
-    it, as small models use a GPU less well than large ones."""
-    if kind not in FLOPS_PER_PARAM:
-        raise ValueError(f"speed law: kind {kind!r}, not one of {sorted(FLOPS_PER_PARAM)}")
+def fit(kind: str, points: list[Point], gpu: str, peak_tflops: float, path: str = "", lower_bound: bool = False) -> Law:
+    """The law through ``points`` (one per timed architecture), in the form their number allows."""
+    if kind not in KINDS:
+        raise ValueError(f"speed law: kind {kind!r}, not one of {list(KINDS)}")
     if not points:
         raise ValueError(f"speed law ({kind}): no measured size to fit")
-    sizes = sorted(points)
-    if len(sizes) == 1:
-        return Law(kind, float(points[sizes[0]]) / (sizes[0] * 1e9), 0.0, {sizes[0]: float(points[sizes[0]])})
+    if len({p.arch for p in points}) != len(points):
+        raise ValueError(f"speed law ({kind}): one point per architecture, got {[p.model for p in points]}")
+    points = tuple(sorted(points, key=lambda p: p.flops))
+    ratios = [p.flops / p.seconds for p in points]  # FLOPs a second: each point's speed
+    if len(points) < FIXED_COST_FROM:
+        # min Σ (a·F/t − 1)²: a = Σ(F/t) / Σ(F/t)²
+        a = sum(ratios) / sum(r * r for r in ratios)
+        return Law(kind, "efficiency", a, 0.0, points, gpu, peak_tflops, path, lower_bound)
     import numpy as np
     from scipy.optimize import nnls
 
-    design = np.array([[s * 1e9, 1.0] for s in sizes])
-    # each point weighed by 1/t, so the fit minimises relative error: a small size's time counts as much as a large one's
-    target = np.array([points[s] for s in sizes])
-    (a, b), _ = nnls(design / target[:, None], np.ones(len(sizes)))
-    return Law(kind, float(a), float(b), {s: float(points[s]) for s in sizes})
+    design = np.array([[p.flops / p.seconds, 1.0 / p.seconds] for p in points])
+    (a, b), _ = nnls(design, np.ones(len(points)))
+    return Law(kind, "efficiency+fixed", float(a), float(b), points, gpu, peak_tflops, path, lower_bound)

@@ -1,36 +1,45 @@
 """What the pilot's speed by model size (``speed``) says of the study's cost: the speed laws fitted to it
-(``speed_law``), the MFU they give every model size of the study with its source, and the report's section. Read by
-the pilot's report (the analysis image); the measurement itself runs in the training image without it.
+(``speed_law``), the FLOPs a token and the MFU they give every model of the study with its source, and the report's
+section. Read by the pilot's report (the analysis image); the measurement itself runs in the training image without it.
 """
 
 from __future__ import annotations
 
-from . import budget, speed, speed_law
+from . import architectures, speed, speed_law
 
 RULE = (
-    "The MFU of each size comes from the speed laws fitted to the sizes the pilot timed (paper.cost.speed_law: seconds a "
-    "token on one GPU = a·N + b, a part that grows with the parameters and one that does not). At a timed size it is "
-    "measured, between timed sizes fitted, beyond them extrapolated: a straight line carried past the data, which "
-    "neither the vocabulary's share nor a larger model's better use of the GPU bends. Communication between GPUs, "
-    "which one GPU does not exercise, is in neither."
+    "The MFU of each model comes from the speed laws fitted to the architectures the pilot timed (paper.cost.speed_law): "
+    "an efficiency against each architecture's FLOPs a token, counted as verl counts them (its matmuls, the embedding, "
+    "causal attention at the budget's lengths), with a fixed cost per token beside it once three sizes are timed. At an "
+    "architecture the pilot timed (the same shape, not only the same N) it is measured, between the timed FLOPs fitted, "
+    "beyond them extrapolated, and never above the cap (capped). The rollout was timed at tensor-parallel size 1, one "
+    "GPU; a run at a larger size, and the communication between a run's GPUs, are in none of these points."
 )
 
-
-def laws(result: dict) -> dict[str, speed_law.Law]:
-    """The laws fitted to the pilot's speed by size (``paper.cost.speed``), for each kind it has a timed size of."""
-    return {kind: speed_law.fit(kind, pts) for kind, pts in speed.points(result).items() if pts}
+laws = speed.laws
 
 
-def mfu_by_size(S: dict, laws: dict[str, speed_law.Law], peak_tflops: float) -> dict[str, dict]:
-    """Every study model's MFUs under the laws, each with its source (measured, fitted, extrapolated)."""
-    keys = {kind: key for key, kind in budget.LAWS.items()}
+def mfu_by_size(S: dict, laws: dict[str, speed_law.Law]) -> dict[str, dict]:
+    """Every study model's FLOPs a token (update, rollout) and its MFUs under the laws, as fractions of the timed GPU's
+    peak, each with its source (measured, fitted, extrapolated, capped); its KV cache a token; its rollout's TP."""
+    budget = S["budget"]
+    prompt, response = budget["mean_prompt_tokens"], budget["mean_response_tokens"]
     models = sorted({S["runs"][r]["model"] for r in S["runs"] if not r.startswith("pilot-")},
                     key=lambda m: (S["models"][m]["params_b"], m))  # fmt: skip
+    timed_kv = [p.arch.kv_cache_bytes() for law in laws.values() for p in law.points]
     out = {}
     for model in models:
-        n = S["models"][model]["params_b"]
-        out[model] = {"params_b": n, **{keys[k]: dict(zip(("value", "source"), law.mfu(n, peak_tflops)))
-                                        for k, law in laws.items()}}  # fmt: skip
+        arch = architectures.of_model(S, model)
+        entry = {"params_b": S["models"][model]["params_b"], "tensor_parallel": S["models"][model]["tensor_parallel"],
+                 "kv_cache_kib": arch.kv_cache_bytes() / 1024}  # fmt: skip
+        for kind, key in (("update", "train_mfu"), ("rollout", "rollout_mfu")):
+            flops = architectures.kind_flops(kind, arch, prompt, response)
+            entry[f"{kind}_gflops"] = flops / 1e9
+            if kind in laws:
+                entry[key] = dict(zip(("value", "source"), laws[kind].mfu(arch, flops)))
+        if timed_kv and arch.kv_cache_bytes() > 2 * max(timed_kv):
+            entry["note"] = f"KV cache {arch.kv_cache_bytes() / max(timed_kv):.1f}× the largest timed"
+        out[model] = entry
     return out
 
 
@@ -38,13 +47,18 @@ def report_blocks(result: dict, laws: dict, by_size: dict) -> list[tuple]:
     blocks = [
         ("h2", "Speed by model size"),
         ("p", (f"verl's worker built from {result['run']}'s command and vLLM's engine, on random weights of each shape, "
-               f"one GPU; {result['prompt_tokens']} + {result['response_tokens']} tokens a sequence (paper.cost.speed).")),
+               f"one GPU; {result['prompt_tokens']} + {result['response_tokens']} tokens a sequence (paper.cost.speed). "
+               "MFUs are of the timed GPU's own peak; ≥ marks a speed timed on a slower path than the run's.")),
         ("table", (speed.HEADER, speed.table(result))),
         *[("p", law.describe()) for law in laws.values()],
     ]  # fmt: skip
     if by_size:
-        head = ["study model", "params (B)", *[f"{k}, source" for k in ("train MFU", "rollout MFU")]]
-        rows = [[m, f"{v['params_b']:g}", *[f"{v[k]['value']:.3f}, {v[k]['source']}" if k in v else "as configured"
-                                             for k in ("train_mfu", "rollout_mfu")]] for m, v in by_size.items()]  # fmt: skip
-        blocks += [("p", "The MFU each model size gets in the estimate below:"), ("table", (head, rows))]
+        head = ["study model", "params (B)", "update GFLOPs a token", "rollout GFLOPs a token", "KV cache (KiB a token)",
+                "rollout TP", "train MFU, source", "rollout MFU, source", "note"]  # fmt: skip
+        cell = lambda v, k: f"{v[k]['value']:.3f}, {v[k]['source']}" if k in v else "as configured"  # noqa: E731
+        rows = [[m, f"{v['params_b']:g}", f"{v['update_gflops']:.3g}", f"{v['rollout_gflops']:.3g}",
+                 f"{v['kv_cache_kib']:.0f}", f"{v['tensor_parallel']} (timed at 1)" if v["tensor_parallel"] > 1 else "1",
+                 cell(v, "train_mfu"), cell(v, "rollout_mfu"), v.get("note", "")] for m, v in by_size.items()]  # fmt: skip
+        blocks += [("p", "Each model of the study, the FLOPs it is charged and the MFU it gets in the estimate below:"),
+                   ("table", (head, rows))]  # fmt: skip
     return blocks

@@ -25,6 +25,14 @@ from pathlib import Path
 FITS = 0.8
 
 
+# The kernels timed, where the image has flash-attn: the run's own (verl's default attention over packed
+# micro-batches). Without it, sdpa over a packed micro-batch is a dense mask over every token of the micro-batch,
+# quadratic in the whole micro-batch, which is no kernel the study runs; sdpa over padded sequences is the closest
+# fast path (each sequence attends only to itself), slower than the run's, so every number from it is a lower bound.
+RUN_PATH = "flash_attention_2 over packed micro-batches (remove-padding), the run's kernels"
+FALLBACK_PATH = "sdpa over padded sequences (flash-attn missing; the run uses flash_attention_2 with remove-padding)"
+
+
 def overrides(model_dir: str, prompts: int, mini_batch: int, flash_attn: bool, command: list[str]) -> list[tuple[str, str]]:
     """Every way the timed worker's config differs from the run's ``command``: (override, reason)."""
     actor = "actor_rollout_ref.actor"
@@ -38,7 +46,15 @@ def overrides(model_dir: str, prompts: int, mini_batch: int, flash_attn: bool, c
     if not flash_attn and not any("override_config.attn_implementation=" in o for o in command):
         out.append(("+actor_rollout_ref.model.override_config.attn_implementation=sdpa",
                     "flash-attn does not import here; verl's default attention is flash_attention_2"))  # fmt: skip
+        out.append(("actor_rollout_ref.model.use_remove_padding=false",
+                    "sdpa over a packed micro-batch would be a dense mask over all of it: padded sequences instead"))  # fmt: skip
     return out
+
+
+def attention_path(extra: list[tuple[str, str]]) -> tuple[str, bool]:
+    """The kernels the overrides leave the worker, in words, and whether they are slower than the run's."""
+    fallback = any(o.startswith("actor_rollout_ref.model.use_remove_padding=false") for o, _ in extra)
+    return (FALLBACK_PATH, True) if fallback else (RUN_PATH, False)
 
 
 def flash_attn_available() -> bool:
@@ -118,6 +134,7 @@ def time_steps(worker, cfg, samples: list[dict], steps: int, synchronize) -> lis
     from ..verl import worker as verl_worker
 
     tokens = sum(len(s["input_ids"]) for s in samples)
+    squares = sum(len(s["input_ids"]) ** 2 for s in samples)  # Σs²: causal attention's FLOPs (architectures)
     # global_token_num: the trainer passes none to this pass, so verl logs no MFU for it; given, verl's own
     # FlopsCounter reports the pass's MFU (forward only), which computes nothing else differently.
     info = {**verl_worker.log_prob_info(cfg), "global_token_num": [len(s["input_ids"]) for s in samples]}
@@ -139,7 +156,8 @@ def time_steps(worker, cfg, samples: list[dict], steps: int, synchronize) -> lis
         update_s = time.perf_counter() - started
         lp_metrics = dict(out["metrics"]) if "metrics" in out else {}
         records.append({
-            "step": step, "warmup": step == 0, "tokens": tokens, "log_prob_s": log_prob_s, "update_s": update_s,
+            "step": step, "warmup": step == 0, "tokens": tokens, "squares": squares, "log_prob_s": log_prob_s,
+            "update_s": update_s,
             "mfu_update": _metric(metrics, "mfu"), "mfu_log_prob": _metric(lp_metrics, "mfu"),
             "peak_memory_gb": _metric(metrics, "perf/max_memory_allocated_gb"),
         })  # fmt: skip
@@ -160,6 +178,7 @@ def main(spec_path: str, out_path: str) -> None:
     import torch
     import torch.distributed as dist
     from verl.plugin.platform import get_platform
+    from verl.utils.flops_counter import get_device_flops
 
     from . import shapes
     from ..verl import worker as verl_worker
@@ -189,12 +208,16 @@ def main(spec_path: str, out_path: str) -> None:
     samples = synthetic_batch(spec["prompts"], cfg.actor_rollout_ref.rollout.n, spec["prompt_tokens"],
                               spec["response_tokens"], cfg.data.max_response_length, arch["vocab_size"], seed=0)  # fmt: skip
     records = time_steps(worker, cfg, samples, spec["steps"], synchronize)
+    path, lower_bound = attention_path(extra)
+    peak = get_device_flops("T")  # verl's table: the peak its own MFU divides by (inf for a GPU it does not know)
     result = {
         "model": spec["model"], "params": shapes.params(spec["family"], arch), "device": device,
-        "device_name": torch.cuda.get_device_name() if cuda else "cpu",
+        "device_name": torch.cuda.get_device_name() if cuda else "CPU",
+        "peak_tflops": peak if math.isfinite(peak) else None,
         "device_memory_gb": memory_gb, "peak_memory_gb": torch.cuda.max_memory_allocated() / 2**30 if cuda else None,
         "attention": cfg.actor_rollout_ref.model.get("override_config", {}).get("attn_implementation")
-        or "flash_attention_2", "build_s": build_s,
+        or "flash_attention_2", "path": path, "lower_bound": lower_bound, "build_s": build_s,
+        "ppo_epochs": cfg.actor_rollout_ref.actor.ppo_epochs,
         "token_budget": cfg.actor_rollout_ref.actor.ppo_max_token_len_per_gpu,
         "loss_mode": cfg.actor_rollout_ref.actor.policy_loss.loss_mode,
         "overrides": [{"override": o, "reason": r} for o, r in extra], "steps": records,

@@ -1,0 +1,98 @@
+"""What a token costs in each paper model's architecture (config.yaml ``paper.architectures``): the FLOPs of its
+matmuls and of its attention, counted as verl's own ``FlopsCounter`` counts them, and the bytes of KV cache it holds.
+
+verl 0.9.1 (``verl/utils/flops_counter.py``, ``_estimate_qwen2_flops``, which also serves llama and mistral) counts a
+forward and backward pass over a batch of sequences as
+
+    6·dense·Σs + 6·Σs²·head_dim·heads·layers,
+    dense = layers·(3·hidden·intermediate + hidden·(q + k + v + o)) + 2·vocab·hidden,
+
+the second term being causal attention (QKᵀ and AV, half the square). The embedding is counted as a matmul like the
+output head, tied or not, so ``dense`` exceeds the matmul parameters by ``vocab·hidden`` (and by the untied head's
+count less the embedding's, nothing); counting the same way keeps every MFU here comparable with the ``perf/mfu``
+verl logs, which is what the pilot's training measures. A forward pass is a third of that count. A pass over a
+sequence of ``s`` tokens is, per token, ``2·dense + 2·s·head_dim·heads·layers``; decoding a token at position ``t``
+reads ``t`` keys, ``2·dense + 4·t·head_dim·heads·layers``. Lengths here are means: the spread of lengths in a real
+batch adds its variance over the mean to ``s`` (Σs²/Σs), which a mean leaves out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Architecture:
+    hidden: int
+    intermediate: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    tied: bool
+
+    @classmethod
+    def of(cls, arch: dict) -> Architecture:
+        """From an ``architectures`` entry (head_dim, where absent, is hidden / heads, as transformers derives it)."""
+        return cls(arch["hidden_size"], arch["intermediate_size"], arch["num_layers"], arch["num_heads"],
+                   arch["num_kv_heads"], arch.get("head_dim", arch["hidden_size"] // arch["num_heads"]),
+                   arch["vocab_size"], arch["tie_word_embeddings"])  # fmt: skip
+
+    @property
+    def dense(self) -> int:
+        """verl's ``dense_N``: the matmul weights a token passes, the embedding counted as one."""
+        q = o = self.heads * self.head_dim
+        kv = self.kv_heads * self.head_dim
+        per_layer = 3 * self.hidden * self.intermediate + self.hidden * (q + 2 * kv + o)
+        return self.layers * per_layer + 2 * self.vocab * self.hidden
+
+    @property
+    def attention_width(self) -> int:
+        """head_dim·heads·layers: what attention costs per key a query reads, over 2 (QKᵀ and AV, 2 FLOPs a MAC)."""
+        return self.head_dim * self.heads * self.layers
+
+    def forward(self, sequence: float) -> float:
+        """FLOPs a token of one forward pass over sequences of ``sequence`` tokens (log-probs, the reference, scoring)."""
+        return 2 * self.dense + 2 * sequence * self.attention_width
+
+    def train(self, sequence: float) -> float:
+        """FLOPs a token of one forward and backward pass (a PPO epoch): three forwards."""
+        return 3 * self.forward(sequence)
+
+    def decode(self, context: float) -> float:
+        """FLOPs of generating one token that reads ``context`` cached keys."""
+        return 2 * self.dense + 4 * context * self.attention_width
+
+    def kv_cache_bytes(self, dtype_bytes: int = 2) -> int:
+        """Bytes of K and V cached a token, over every layer (bf16)."""
+        return 2 * self.layers * self.kv_heads * self.head_dim * dtype_bytes
+
+
+def of_model(scale_cfg: dict, model: str) -> Architecture:
+    """A model's architecture: its own ``architectures`` entry, or its base's for an instruct model (``instruct_of``)."""
+    shapes = scale_cfg["architectures"]
+    entry = scale_cfg["models"][model]
+    name = model if model in shapes else entry.get("instruct_of")  # the mini scale's instruct models
+    if name not in shapes:
+        raise KeyError(f"architectures: no entry for {model!r} (nor for a base it is the instruct model of)")
+    return Architecture.of(shapes[name])
+
+
+# The FLOPs a token of each timed kind costs, at the budget's mean lengths: what the speed laws fit an efficiency to
+# (paper.cost.speed_law) and the estimate charges (paper.cost.budget). The update: the old log-prob pass and one PPO
+# epoch over whole sequences; the rollout: a generated token, reading the prompt and half the response on average.
+def update_flops(arch: Architecture, prompt: float, response: float, epochs: int = 1) -> float:
+    return arch.forward(prompt + response) + epochs * arch.train(prompt + response)
+
+
+def rollout_flops(arch: Architecture, prompt: float, response: float) -> float:
+    return arch.decode(prompt + response / 2)
+
+
+KINDS = {"update": update_flops, "rollout": rollout_flops}
+
+
+def kind_flops(kind: str, arch: Architecture, prompt: float, response: float) -> float:
+    """FLOPs a token of ``kind`` (update, rollout) costs ``arch`` at these mean lengths."""
+    return KINDS[kind](arch, prompt, response)

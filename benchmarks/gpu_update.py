@@ -5,8 +5,10 @@ For each size of config.yaml paper.pilot.speed (or --sizes): random weights in i
 worker built from the run's composed command exactly as the launch composes it, one warm-up step then N timed steps of
 old log-probs and update at the run's token budget and dynamic batching on a batch of the budget's mean lengths; then
 vLLM generating answers of the budget's mean length (load_format=dummy, ignore_eos). It prints per size: tokens a
-second, verl's update and log-prob MFU, peak memory, the attention used, the rollout's generated tokens a second; then
-the speed laws fitted to them (paper.cost.speed_law) and the MFU they give each size the study trains.
+second, the FLOPs a token of its architecture and the MFU they make of the GPU's own peak, verl's update and log-prob
+MFU, peak memory, the attention path timed (the run's flash-attn, or sdpa over padded sequences, a lower bound), the
+rollout's generated tokens a second; then the speed laws fitted to them (paper.cost.speed_law: an efficiency against
+each architecture's FLOPs) and the MFU they give each model the study trains, with its source.
 
 On a GPU (verl, vLLM, torch with CUDA installed), from the repository root:
 
@@ -121,13 +123,12 @@ def main() -> None:
     laws = speed_report.laws(result)
     for law in laws.values():
         print(law.describe())
-    peak = cfg["budget"]["gpu_peak_tflops"]
-    models = [s["model"] for s in result["sizes"]] if args.cpu else {r["model"] for r in cfg["runs"].values()}
-    print(f"the MFU each size gets in the estimate (of config.yaml's {peak:g} TFLOPS a GPU):")
-    for model in sorted(models, key=lambda m: cfg["models"][m]["params_b"]):
-        n = cfg["models"][model]["params_b"]
-        shown = [f"{kind} MFU {law.mfu(n, peak)[0]:.3f} ({law.mfu(n, peak)[1]})" for kind, law in laws.items()]
-        print(f"  {model} ({n:.3g}B): " + ", ".join(shown))
+    if args.cpu:  # the tiny shapes stand for no study model: their own MFUs under the laws, which predict nothing
+        cfg["runs"] = {f"tiny-{m}": {**cfg["runs"][cfg["pilot"]["speed"]["run"]], "model": m} for m in cfg["pilot"]["speed"]["sizes"]}
+    print("each model's FLOPs a token and the MFU it gets in the estimate (of the timed GPU's own peak):")
+    for model, entry in speed_report.mfu_by_size(cfg, laws).items():
+        shown = [f"{key} {entry[key]['value']:.3f} ({entry[key]['source']})" for key in ("train_mfu", "rollout_mfu") if key in entry]
+        print(f"  {model}: update {entry['update_gflops']:.3g} GFLOPs, rollout {entry['rollout_gflops']:.3g} GFLOPs a token; " + ", ".join(shown))
     if args.json:
         laws_out = {kind: law.to_dict() for kind, law in laws.items()}
         args.json.write_text(json.dumps({"measured": result, "laws": laws_out}, indent=2) + "\n")

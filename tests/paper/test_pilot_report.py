@@ -310,3 +310,36 @@ def test_a_pilot_that_failed_before_any_training_step_still_gets_its_report(tmp_
     report = (tmp_path / "r.md").read_text()
     assert summary["pilot_stages"] == "0/1" and "CUDA out of memory" in report and "failed" in report
     assert all(s["source"] == "assumed" for s in summary["sources"].values())  # nothing measured, nothing claimed
+
+
+def test_the_run_on_a_node_prices_its_own_architecture(pilot, tmp_path):
+    """paper.pilot.speed.node: the speed run's steps on its 8 GPUs (here the fixture's verl logs, read as that run's)
+    give the 7B architecture its MFUs, measured with communication and weight sync in them: verl's update MFU, and the
+    rollout's generated tokens a second over the node's GPUs at the 7B's FLOPs a token; every other model keeps the
+    configured ones."""
+    from entropy_rl.pipeline import scope
+
+    _, stages = pilot
+    S = study()
+    S["runs"][scope.NODE_RUN] = scope.node_run(S, "qwen2.5-7b-grpo-klcov", 3)
+    train = stages[0]
+    node = dataclasses.replace(train, job=scope.NODE_RUN, gpus=8)
+    out = [tmp_path / f"node.{ext}" for ext in ("md", "html", "json")]
+    summary = pilot_report.write([*stages, node], S, *out)
+    point = summary["speed_laws"]["node"]
+    assert (point["model"], point["gpus"], point["tensor_parallel"], point["steps"]) == ("qwen2.5-7b", 8, 2, 4)
+    assert point["train_mfu"] == pytest.approx(sum(MFU_ACTOR) / 4)
+    dense, width = verl_counts("qwen2.5-7b")
+    rate = 256 * 8 * sum(RESPONSE_MEAN) / sum(GEN_S)  # the 7B run's responses a step, the fixture's lengths and times
+    assert point["rollout_mfu"] == pytest.approx((2 * dense + 4 * (PROMPT + RESPONSE / 2) * width) * rate / (8 * PEAK))
+    by_size = summary["mfu_by_size"]
+    for model in ("qwen2.5-7b", "qwen2.5-7b-instruct"):
+        assert by_size[model]["train_mfu"] == {"value": pytest.approx(point["train_mfu"]),
+                                               "source": "measured on a node (8 GPUs, TP 2)"}  # fmt: skip
+    assert "train_mfu" not in by_size["mistral-7b"]  # no speed law here: the configured MFU
+    priced = {**S["budget"], "speed_laws": summary["speed_laws"]}
+    assert budget.law_mfu(priced, "rollout_mfu", architectures.of_model(S, "qwen2.5-7b"))[0] == pytest.approx(point["rollout_mfu"])
+    assert budget.law_mfu(priced, "rollout_mfu", architectures.of_model(S, "mistral-7b")) == (S["budget"]["rollout_mfu"], "budget")
+    assert "## qwen2.5-7b on a node" in out[0].read_text()
+    # the pilot's own training is still the one training stage it reports the budget from
+    assert summary["train_mfu"] == pytest.approx(sum(MFU_ACTOR) / 4)

@@ -7,6 +7,8 @@ import types
 
 import pytest
 import yaml
+from entropy_rl.core import spec as run_spec
+from entropy_rl.paper.cost import architectures, budget
 from entropy_rl.pipeline import claims, cluster, estimate, params, pilot, power, resources, scope
 from entropy_rl.pipeline.snakemake_api import WorkflowError
 from fakes import Job, Plan
@@ -251,3 +253,29 @@ def test_the_job_environment_is_written_for_slurm_only_and_removed(tmp_path, mon
     cluster.remove_job_environment(str(path))
     cluster.remove_job_environment(str(path))
     assert not path.exists()
+
+
+def test_the_pilots_run_on_a_node_is_the_study_run_cut_to_a_few_steps():
+    """paper.pilot.speed.node: the speed run on its own model and placement, its command the study's but for the cut
+    settings; trained and priced as a pilot job, read by the report, never evaluated."""
+    config = json.loads(json.dumps(CONFIG))
+    config["paper"]["pilot"]["speed"]["node"] = {"steps": 3}
+    node = scope.resolve({**config, "scale": "paper"})
+    assert PAPER.pilot_node_runs == [] and scope.NODE_RUN not in PAPER.S["runs"]
+    assert node.pilot_node_runs == [scope.NODE_RUN] and node.pilot_runs == PAPER.pilot_runs
+    assert scope.NODE_RUN not in node.runs  # not a study run
+    study_run = node.pilot["speed"]["run"]
+    cut, whole = run_spec.resolve_run(node.S, scope.NODE_RUN), run_spec.resolve_run(node.S, study_run)
+    differ = {k for k in cut.keys() | whole.keys() if cut.get(k) != whole.get(k)}
+    assert differ == {"run_id", "steps", "val_every", "save_every", "val_max_samples"}  # run_id: the run's name
+    assert run_spec.run_model_entry(node.S, scope.NODE_RUN) == run_spec.run_model_entry(node.S, study_run)  # 8 GPUs, TP 2
+    jobs = power.pilot_methods(node.S, node.pilot, node.pilot_runs)
+    assert pilot.jobs(node.pilot, node.pilot_runs, jobs)[-1] == f"train:{scope.NODE_RUN}"
+    stages = pilot.stages(node.S, node.pilot, node.pilot_runs, jobs, PATHS)
+    assert stages[-1] == {"name": "train_verl", "job": scope.NODE_RUN, "log": f"tl/{scope.NODE_RUN}", "gpus": 8,
+                          "outputs": [f"m/{scope.NODE_RUN}"], "verl_logs_dir": f"c/{scope.NODE_RUN}"}  # fmt: skip
+    hours = claims.job_hours(node, None, jobs, node.S["budget"], {})
+    three = budget.train_gpu_hours(cut, node.S["models"]["qwen2.5-7b"], architectures.of_model(node.S, "qwen2.5-7b"),
+                                   node.S["budget"], 16)  # fmt: skip
+    assert hours[f"train:{scope.NODE_RUN}"] == pytest.approx(three + 8 * node.pilot["startup_minutes"] / 60)
+    assert f"eval:{scope.NODE_RUN}" not in hours

@@ -151,11 +151,17 @@ def test_the_report_rule_reads_what_a_real_pilot_writes_and_the_estimate_then_us
     estimate = json.loads((tmp_path / "results" / "pilot" / "estimate.json").read_text())
     assert estimate["pilot_stages"] == "11/11"
     assert estimate["sources"]["train_mfu"]["source"] == "measured by size"
-    # The next plan's estimate uses the MFU of each size by the pilot's speed laws, and says so.
+    # Timed on an H200, the config's budget prices A100s: the next plan refuses the pilot's speeds, and says why
     run = "qwen2.5-0.5b-grpo"
+    refused = snakemake(tmp_path, "-n", f"results/runs/{run}/metrics.parquet")
+    assert refused.returncode != 0 and "gpu_conversion.H200" in refused.stderr, refused.stderr[-3000:]
+    # With a stated conversion, the next plan's estimate uses each architecture's MFU by the speed laws, and says so.
+    config = yaml.safe_load((tmp_path / "config.yaml").read_text())
+    config["paper"]["budget"]["gpu_conversion"] = {"H200": {"factor": 2.5, "source": "a test's"}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     again = snakemake(tmp_path, "-n", f"results/runs/{run}/metrics.parquet")
     assert "measured on this cluster (results/pilot/estimate.json)" in again.stderr, again.stderr[-3000:]
-    assert "FLOPs at the MFU of each model size, of 312 TFLOPS per GPU, by the pilot's speed laws" in again.stderr
+    assert "each architecture's FLOPs at its MFU by the pilot's speed laws, of A100's 312 TFLOPS per GPU" in again.stderr
     line = re.search(r"GPU-hours estimate for 1 run\(s\) still to train: ([\d,]+) training", again.stderr).group(1)
     assert float(line.replace(",", "")) > 0
     # claims_budget prices every claim with them, says so, and sets the budget's whole-step MFU beside published runs

@@ -58,14 +58,14 @@ def engine_resources(gpus, hours):
 
 
 def requested_runs():
-    return estimate.requested_runs(PLAN.targets(), S, RUNS, STUDY_RUNS, PILOT_RUNS, RUN_METRICS)
+    return estimate.requested_runs(PLAN.targets(), S, RUNS, STUDY_RUNS, PILOT_RUNS + PILOT_NODE_RUNS, RUN_METRICS)
 
 
 def print_gpu_budget():
     targets = PLAN.targets()
     if pilot.targeted(targets):
         print(pilot.plan_message(S, PILOT, PILOT_RUNS, PILOT_METHODS, JOB_HOURS, BUDGET), file=sys.stderr)
-    runs = [r for r in requested_runs() if r not in PILOT_RUNS]  # the pilot's are stated above
+    runs = [r for r in requested_runs() if r not in PILOT_RUNS + PILOT_NODE_RUNS]  # the pilot's are stated above
     methods = estimate.requested_power_methods(targets, POWER, STUDY_POWER_METHODS, POWER_SAMPLES)
     every = "evaluations" in (targets or ())  # else only the runs the study reads on the test sets
     measured = PILOT_ESTIMATE if BUDGET is not S["budget"] else None

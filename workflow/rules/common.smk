@@ -24,6 +24,7 @@ PLAN = snakemake_api.Plan(workflow)  # the DAG and the command line, for the hoo
 SCOPE = scope.resolve(config)  # `--config scale=... seed=... replicates=...` (pipeline.scope.resolve)
 SCALE, MINI, SEED, REPLICATES, S = SCOPE.scale, SCOPE.mini, SCOPE.seed, SCOPE.replicates, SCOPE.S
 RUNS, PILOT, PILOT_RUNS = SCOPE.runs, SCOPE.pilot, SCOPE.pilot_runs  # the study's runs; the GPU pilot's (pilot.smk)
+PILOT_NODE_RUNS = SCOPE.pilot_node_runs  # the pilot's speed run on its own node, if paper.pilot.speed.node asks
 MODELS, BENCHMARKS, POWER = SCOPE.models, SCOPE.benchmarks, SCOPE.power
 ARTIFACT_NAMES, BUILDABLE_ARTIFACTS = SCOPE.artifact_names, SCOPE.buildable_artifacts  # figures.smk: one rule each
 REPORT_LABEL = pipeline_params.REPORT_LABEL  # the one label of each row of `snakemake --report` (report_labels)

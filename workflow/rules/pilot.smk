@@ -67,6 +67,7 @@ if PILOT:
             evaluations=expand(EVAL_SUMMARY, run=PILOT_RUNS),
             samples=expand(POWER_SAMPLES, method=list(PILOT_METHODS)),
             speed=[PILOT_SPEED] if "speed" in PILOT else [],
+            node=expand(RUN_METRICS, run=PILOT_NODE_RUNS),  # the speed run on its own node (paper.pilot.speed.node)
             code=code("pilot_report", "paper.cost.pilot_report"),
         output:
             md=PILOT_REPORT,

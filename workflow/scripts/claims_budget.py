@@ -27,9 +27,9 @@ if p.anchors:
         "## The assumed MFUs beside published runs",
         "",
         (
-            "A whole GRPO step's FLOPs (2·N a generated token, 8·N a trained one, as this estimate counts them) over its"
-            " GPU-seconds at the GPU's dense bf16 peak, for this budget and for published runs that give every number"
-            " it needs (entropy_rl.paper.cost.anchors):"
+            "A published GRPO step's FLOPs (counted by its architecture as this estimate counts them, with the passes"
+            " its system runs) over its GPU-seconds at the GPU's dense bf16 peak, and the step time this budget's MFUs"
+            " would give it, for published runs that give every number it needs (entropy_rl.paper.cost.anchors):"
         ),
         "",
         *p.anchors,

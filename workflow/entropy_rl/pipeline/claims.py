@@ -56,7 +56,9 @@ def job_hours(scope: Scope, power_study, pilot_jobs: dict, assumptions: dict, cl
         return {job: 0.0 for jobs in claim_jobs.values() for job in jobs}
     hours = budget.job_hours(S, power_study, assumptions)
     if pilot:
-        hours.update(budget.pilot_hours(S, assumptions))
+        hours.update(budget.pilot_hours(S, assumptions, scope.pilot_node_runs))
+        for run in scope.pilot_node_runs:  # trained on its node for its speed, never evaluated
+            hours.pop(f"eval:{run}")
         if "speed" in pilot:
             hours["speed:pilot"] = budget.pilot_speed_hours(S, assumptions)
         for m, job in pilot_jobs.items():

@@ -8,7 +8,7 @@ import sys
 
 from ..core import spec as run_spec
 from ..paper.cost import pilot_measures, pilot_report
-from .scope import run_gpus, run_model, run_model_spec
+from .scope import NODE_RUN, run_gpus, run_model, run_model_spec
 from .stamps import canonical
 
 # paths.smk's templates the pilot's stages name
@@ -20,17 +20,23 @@ STAGE_PATHS = ("MODEL_DIR", "MODEL_LOG", "RUN_PREFLIGHT", "RUN_PREFLIGHT_LOG", "
 def jobs(pilot: dict, pilot_runs: list[str], pilot_jobs: dict) -> list[str]:
     """The pilot's GPU jobs, by paper.cost.budget's names."""
     out = [f"train:{r}" for r in pilot_runs] + [f"eval:{r}" for r in pilot_runs] + [f"power:{m}" for m in pilot_jobs]
-    return out + (["speed:pilot"] if "speed" in pilot else [])
+    return out + (["speed:pilot"] if "speed" in pilot else []) + [f"train:{r}" for r in node_runs(pilot)]
+
+
+def node_runs(pilot: dict) -> list[str]:
+    """The speed run trained on its own node (pipeline.scope.node_run), where paper.pilot.speed.node asks for it."""
+    return [NODE_RUN] if pilot.get("speed", {}).get("node") else []
 
 
 def plan_message(S: dict, pilot: dict, pilot_runs: list[str], pilot_jobs: dict, job_hours: dict, assumptions: dict) -> str:
     """The pilot's GPU jobs and what they cost, stated before anything is submitted."""
     names = jobs(pilot, pilot_runs, pilot_jobs)
-    gpus = {r: run_gpus(S, r) for r in pilot_runs}
+    gpus = {r: run_gpus(S, r) for r in pilot_runs + node_runs(pilot)}
     total = sum(job_hours[j] for j in names)
     lines = [f"GPU pilot: {len(names)} GPU jobs on {max(gpus.values())} GPU(s) each at most, {total:.2f} GPU-hours"
-             f" (FLOPs at {assumptions['train_mfu']:.0%}/{assumptions['rollout_mfu']:.0%} of {assumptions['gpu_peak_tflops']} TFLOPS,"
-             f" plus {pilot['startup_minutes']:g} min of start-up per launch, assumed; config.yaml paper.pilot)"]  # fmt: skip
+             f" (each architecture's FLOPs at {assumptions['train_mfu']:.0%}/{assumptions['rollout_mfu']:.0%} of"
+             f" {assumptions['gpu']}'s {assumptions['gpu_peak_tflops']} TFLOPS, plus {pilot['startup_minutes']:g} min"
+             " of start-up per launch, assumed; config.yaml paper.pilot)"]  # fmt: skip
     lines += [f"  {j}: {job_hours[j]:.2f} GPU-hours" for j in names]
     return "\n".join(lines)
 
@@ -60,6 +66,8 @@ def stages(S: dict, pilot: dict, pilot_runs: list[str], pilot_jobs: dict, paths:
     if "speed" in pilot:
         out.append({"name": "pilot_speed", "job": ", ".join(pilot["speed"]["sizes"]), "log": p["PILOT_SPEED_LOG"],
                     "outputs": [p["PILOT_SPEED"]], "gpus": 1})  # fmt: skip
+    out += [{"name": "train_verl", "job": r, "log": p["TRAIN_LOG"].format(run=r), "outputs": [p["RUN_METRICS"].format(run=r)],
+             "gpus": run_gpus(S, r), "verl_logs_dir": p["RUN_CHECKPOINTS"].format(run=r)} for r in node_runs(pilot)]  # fmt: skip
     return out
 
 

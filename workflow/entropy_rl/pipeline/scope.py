@@ -4,6 +4,7 @@ benchmarks and artifacts it has (rules/common.smk binds them to its constants)."
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 from ..core import spec as run_spec
@@ -20,6 +21,7 @@ class Scope:
     runs: list[str]  # the study's; the GPU pilot's are pilot_runs
     pilot: dict | None  # paper scale: every GPU rule once, small (workflow/rules/pilot.smk)
     pilot_runs: list[str]
+    pilot_node_runs: list[str]  # the speed run trained on its own node, where pilot.speed.node asks (node_run)
     models: list[str]
     benchmarks: list[str]
     power: dict | None  # the power-sampling study beside RL (Karan & Du, 2025), if the scale has one
@@ -36,6 +38,9 @@ def resolve(config: dict) -> Scope:
     replicates = config.get("replicates") or config[scale].get("replicates", 1)
     S = run_spec.with_pilot(run_spec.with_replicates(run_spec.with_instruct_models(config[scale]), seed, replicates))
     pilot = S.get("pilot")
+    node = pilot and pilot.get("speed", {}).get("node")
+    if node:
+        S["runs"][NODE_RUN] = node_run(S, pilot["speed"]["run"], node["steps"])
     power = S.get("power_sampling")
     names = [name for name in artifacts.PAPER if name in S["artifacts"]]
     return Scope(
@@ -47,12 +52,26 @@ def resolve(config: dict) -> Scope:
         runs=sorted(r for r in S["runs"] if not run_spec.is_pilot(r)),
         pilot=pilot,
         pilot_runs=sorted(pilot["runs"]) if pilot else [],
+        pilot_node_runs=[NODE_RUN] if node else [],
         models=sorted(S["models"]),
         benchmarks=sorted(S["data"]["benchmarks"]),
         power=power,
         artifact_names=names,
         buildable_artifacts=names + (artifacts.POWER if power else []),
     )
+
+
+# The pilot's training of a study run on that run's own placement (config.yaml paper.pilot.speed.node).
+NODE_RUN = f"{run_spec.PILOT}node"
+
+
+def node_run(S: dict, run: str, steps: int) -> dict:
+    """The study run ``run`` as it is, on its own model and placement with its own command, cut to ``steps`` steps, a
+    checkpoint at the last (the training rule's outputs) and validation on a few problems: what a step of the study
+    costs on one node, communication and weight sync included."""
+    entry = copy.deepcopy(S["runs"][run])
+    cut = {"steps": steps, "val_every": steps, "save_every": steps, "val_max_samples": 16}
+    return {**entry, "overrides": {**entry.get("overrides", {}), **cut}}
 
 
 def run_model(S: dict, run: str) -> str:

@@ -30,7 +30,12 @@ def law_mfu(budget: dict, key: str, arch: Architecture) -> tuple[float, str]:
     """The MFU of ``key`` (train_mfu or rollout_mfu) for ``arch``, as a fraction of the budget's GPU peak, and its
     source: the pilot's speed law where the budget has one (measured, fitted, extrapolated or capped; converted from
     the GPU it was timed on), else the budget's one value (``budget``)."""
-    law = budget.get("speed_laws", {}).get(LAWS[key])
+    laws = budget.get("speed_laws", {})
+    node = laws.get("node")
+    on_node = speed_law.node_mfu(node, key, arch)
+    if on_node is not None:
+        return gpus.convert(on_node[0], node["gpu"], node["peak_tflops"], budget), on_node[1]
+    law = laws.get(LAWS[key])
     if law is None:
         return budget[key], "budget"
     law = speed_law.Law.from_dict(law)
@@ -188,23 +193,25 @@ def job_hours(scale_cfg: dict, power_study=None, budget: dict | None = None) -> 
     return hours
 
 
-def pilot_hours(scale_cfg: dict, budget: dict | None = None) -> dict[str, float]:
+def pilot_hours(scale_cfg: dict, budget: dict | None = None, node_runs: list[str] = ()) -> dict[str, float]:
     """The GPU pilot's jobs (config pilot) with their GPU-hours: the same FLOP estimate as the study's on the pilot's
     cut settings (its validation slice, its benchmark slices, its few answers), plus an assumed start-up per job
     (``pilot.startup_minutes``: container, model load, vLLM and Ray) on each of the job's GPUs, twice for the training
-    run the pilot interrupts and relaunches."""
+    run the pilot interrupts and relaunches; ``node_runs`` (pilot.speed.node) are trained, not evaluated."""
     budget = budget or scale_cfg["budget"]
     pilot = scale_cfg["pilot"]
     bench = scale_cfg["data"]["benchmarks"]
     start = pilot["startup_minutes"] / 60
     hours = {}
-    for run in pilot["runs"]:
+    for run in [*pilot["runs"], *node_runs]:
         model, spec = run_spec.run_model_entry(scale_cfg, run), run_spec.resolve_run(scale_cfg, run)
         gpus_ = model["nodes"] * model["gpus_per_node"]
         arch = architectures.of_model(scale_cfg, spec["model"])
         launches = 2 if spec.get("interrupt_at_step") else 1
         val = spec.get("val_max_samples", sum(b["size"] for b in bench.values()))
         hours[f"train:{run}"] = train_gpu_hours(spec, model, arch, budget, val) + launches * start * gpus_
+        if run in node_runs:
+            continue
         sizes = {b: min(pilot["eval_problems"], spec_["size"]) for b, spec_ in bench.items()}
         protocols = {b: spec_["protocol"] for b, spec_ in bench.items()}
         hours[f"eval:{run}"] = eval_gpu_hours(sizes, protocols, model, arch, budget) + start * model["tensor_parallel"]

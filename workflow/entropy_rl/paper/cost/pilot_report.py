@@ -8,6 +8,7 @@ pilot measured in place of the configured ones (``budget``). It reads text files
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import os
@@ -257,6 +258,31 @@ def timed_gpu(result: dict | None, gpu: str | None, budget: dict) -> dict:
             "why": f"the device the pilot's speed job ran on ({name})"}  # fmt: skip
 
 
+# The pilot's run on a whole node (pipeline.scope.NODE_RUN): named so.
+NODE_SUFFIX = "-node"
+
+
+def _per_step(S: dict, run: str) -> tuple[int, int]:
+    spec = run_spec.resolve_run(S, run)
+    return spec["prompts_per_step"] * spec["rollout_n"], spec["ppo_epochs"]
+
+
+def node_point(S: dict, stage: Stage, m: dict, timed: dict) -> dict | None:
+    """What the speed run's steps on its own node measured (``measured_budget`` on that stage: verl's update MFU, the
+    rollout's generated tokens a second over the node's GPUs), as fractions of the timed GPU's peak; None when it
+    logged no step."""
+    if not m.get("steps"):
+        return None
+    spec = run_spec.resolve_run(S, stage.job)
+    arch = architectures.of_model(S, spec["model"])
+    node_budget, sources = measured_budget(S["budget"], m, arch, stage.gpus, timed)
+    point = {"model": spec["model"], "arch": dataclasses.asdict(arch), "gpus": stage.gpus, "steps": m["steps"],
+             "tensor_parallel": run_spec.run_model_entry(S, stage.job)["tensor_parallel"], "gpu": timed["gpu"],
+             "peak_tflops": timed["gpu_peak_tflops"]}  # fmt: skip
+    point.update({k: node_budget[k] for k in ("train_mfu", "rollout_mfu") if sources[k]["source"] == "measured"})
+    return point
+
+
 def in_budget_gpu(measured: dict, budget: dict) -> dict:
     """The measured budget priced on the configured budget's GPU where its type is the same or a conversion is stated
     (``gpus.convert``); else the measured budget itself, priced on the pilot's GPU."""
@@ -273,16 +299,14 @@ def write(stages: list[Stage], S: dict, out_md, out_html, out_json, gpu: str | N
     """The report of the pilot's ``stages`` (exactly one of them a training stage, a run of ``S``) and the MFUs
     the GPU-hours estimate before submission reads (``out_json``); ``gpu`` is the device's name if known, ``speed``
     the pilot's speed by model size (``paper.cost.speed.measure``'s JSON file), whose laws then price every size."""
-    train = [s for s in stages if s.verl_logs_dir is not None]
+    node = [s for s in stages if s.verl_logs_dir is not None and s.job.endswith(NODE_SUFFIX)]
+    train = [s for s in stages if s.verl_logs_dir is not None and s not in node]
     if len(train) != 1:
         raise ValueError(f"the pilot has one training stage (a Stage with verl_logs_dir), not {len(train)}")
     if train[0].job not in S["runs"]:
         raise KeyError(f"the pilot's training stage ran {train[0].job!r}, which is not a run of the config")
     spec = run_spec.resolve_run(S, train[0].job)
-    measured = [
-        measure(s, spec["prompts_per_step"] * spec["rollout_n"], spec["ppo_epochs"]) if s is train[0] else measure(s)
-        for s in stages
-    ]
+    measured = [measure(s, *_per_step(S, s.job)) if s.verl_logs_dir is not None else measure(s) for s in stages]
     train_measure = next(m for s, m in zip(stages, measured) if s is train[0])
     result = json.loads(Path(speed).read_text()) if speed is not None and Path(speed).is_file() else None
     timed = timed_gpu(result, gpu, S["budget"])
@@ -299,6 +323,13 @@ def write(stages: list[Stage], S: dict, out_md, out_html, out_json, gpu: str | N
                     sources[key] = {**sources[key], "source": "measured by size",
                                     "reason": f"{sources[key]['reason']}; for the estimate, by size: {laws[kind].describe()}"}  # fmt: skip
         blocks = speed_report.report_blocks(result, laws, by_size)
+    for stage, m in zip(stages, measured):
+        if stage in node:
+            point = node_point(S, stage, m, timed)
+            if point:
+                budget_m.setdefault("speed_laws", {})["node"] = point
+                by_size = speed_report.mfu_by_size(S, laws, point)
+                blocks += speed_report.node_blocks(S, point, laws)
     priced = in_budget_gpu(budget_m, S["budget"])
     if priced is not budget_m:
         rule += f" The measured column is in {S['budget']['gpu']} hours (config.yaml paper.budget)."

@@ -102,7 +102,7 @@ class Law:
         else:
             body = (f"t = F / ({1 / (self.per_flop_s * self.peak_tflops * 1e12) if self.per_flop_s else float('inf'):.3f}"
                     f" · peak) + {self.fixed_s * 1e6:.3g} µs a token")  # fmt: skip
-        bound = "; a lower bound on the run's speed" if self.lower_bound else ""
+        bound = "; a lower bound on the run's speed" if self.lower_bound and "lower bound" not in self.path else ""
         return (f"{self.kind}: {body} ({FORMS[self.form]}), fitted to {timed} on {self.gpu} "
                 f"({self.peak_tflops:g} TFLOPS){f', {self.path}' if self.path else ''}{bound}")  # fmt: skip
 
@@ -127,3 +127,13 @@ def fit(kind: str, points: list[Point], gpu: str, peak_tflops: float, path: str 
     design = np.array([[p.flops / p.seconds, 1.0 / p.seconds] for p in points])
     (a, b), _ = nnls(design, np.ones(len(points)))
     return Law(kind, "efficiency+fixed", float(a), float(b), points, gpu, peak_tflops, path, lower_bound)
+
+
+def node_mfu(node: dict | None, key: str, arch: Architecture) -> tuple[float, str] | None:
+    """The MFU (of the timed GPU's peak) that the pilot's run on a whole node measured for ``key`` (train_mfu,
+    rollout_mfu), where it trained ``arch``: that run's own command and placement, communication and weight sync in
+    it (``pilot_report.node_point``); else None."""
+    if not node or key not in node or Architecture(**node["arch"]) != arch:
+        return None
+    return node[key], f"measured on a node ({node['gpus']} GPUs, TP {node['tensor_parallel']})"
+

@@ -19,9 +19,10 @@ RULE = (
 laws = speed.laws
 
 
-def mfu_by_size(S: dict, laws: dict[str, speed_law.Law]) -> dict[str, dict]:
-    """Every study model's FLOPs a token (update, rollout) and its MFUs under the laws, as fractions of the timed GPU's
-    peak, each with its source (measured, fitted, extrapolated, capped); its KV cache a token; its rollout's TP."""
+def mfu_by_size(S: dict, laws: dict[str, speed_law.Law], node: dict | None = None) -> dict[str, dict]:
+    """Every study model's FLOPs a token (update, rollout) and its MFUs under the laws (or the pilot's run on a node,
+    ``node``, for its architecture), as fractions of the timed GPU's peak, each with its source (measured, fitted,
+    extrapolated, capped, measured on a node); its KV cache a token; its rollout's TP."""
     budget = S["budget"]
     prompt, response = budget["mean_prompt_tokens"], budget["mean_response_tokens"]
     models = sorted({S["runs"][r]["model"] for r in S["runs"] if not r.startswith("pilot-")},
@@ -35,7 +36,10 @@ def mfu_by_size(S: dict, laws: dict[str, speed_law.Law]) -> dict[str, dict]:
         for kind, key in (("update", "train_mfu"), ("rollout", "rollout_mfu")):
             flops = architectures.kind_flops(kind, arch, prompt, response)
             entry[f"{kind}_gflops"] = flops / 1e9
-            if kind in laws:
+            on_node = speed_law.node_mfu(node, key, arch)
+            if on_node is not None:
+                entry[key] = dict(zip(("value", "source"), on_node))
+            elif kind in laws:
                 entry[key] = dict(zip(("value", "source"), laws[kind].mfu(arch, flops)))
         if timed_kv and arch.kv_cache_bytes() > 2 * max(timed_kv):
             entry["note"] = f"KV cache {arch.kv_cache_bytes() / max(timed_kv):.1f}× the largest timed"
@@ -62,3 +66,24 @@ def report_blocks(result: dict, laws: dict, by_size: dict) -> list[tuple]:
         blocks += [("p", "Each model of the study, the FLOPs it is charged and the MFU it gets in the estimate below:"),
                    ("table", (head, rows))]  # fmt: skip
     return blocks
+
+
+def node_blocks(S: dict, node: dict, laws: dict[str, speed_law.Law]) -> list[tuple]:
+    """The report's lines on the pilot's run on a node: its MFUs beside what the one-GPU laws give the same
+    architecture (their ratio: what one GPU's points miss at that placement)."""
+    arch = architectures.Architecture(**node["arch"])
+    budget = S["budget"]
+    lines = []
+    for kind, key in (("update", "train_mfu"), ("rollout", "rollout_mfu")):
+        if key not in node:
+            continue
+        text = f"{kind}: MFU {node[key]:.3f} on {node['gpus']} GPUs (TP {node['tensor_parallel']}), {node['steps']} steps"
+        if kind in laws:
+            flops = architectures.kind_flops(kind, arch, budget["mean_prompt_tokens"], budget["mean_response_tokens"])
+            law, source = laws[kind].mfu(arch, flops)
+            text += f"; the one-GPU law gives {law:.3f} ({source}), {node[key] / law:.2f}× it"
+        lines.append(text)
+    return [("h2", f"{node['model']} on a node"),
+            ("p", "The speed run, with its own command and placement, for a few steps (paper.pilot.speed.node): "
+                  + "; ".join(lines) + ". The estimate prices this architecture by these.")]  # fmt: skip
+

@@ -25,12 +25,10 @@ from pathlib import Path
 FITS = 0.8
 
 
-# The kernels timed, where the image has flash-attn: the run's own (verl's default attention over packed
-# micro-batches). Without it, sdpa over a packed micro-batch is a dense mask over every token of the micro-batch,
-# quadratic in the whole micro-batch, which is no kernel the study runs; sdpa over padded sequences is the closest
-# fast path (each sequence attends only to itself), slower than the run's, so every number from it is a lower bound.
-RUN_PATH = "flash_attention_2 over packed micro-batches (remove-padding), the run's kernels"
-FALLBACK_PATH = "sdpa over padded sequences (flash-attn missing; the run uses flash_attention_2 with remove-padding)"
+# Without flash-attn, sdpa over a packed micro-batch is a dense mask over every token of the micro-batch, quadratic in
+# the whole micro-batch: no kernel the study runs. sdpa over padded sequences is the closest fast path (each sequence
+# attends only to itself), slower than the run's flash-attn with remove-padding, so a number from it is a lower bound.
+FALLBACK = "flash-attn missing; the run uses flash_attention_2 with remove-padding: a lower bound on its speed"
 
 
 def overrides(model_dir: str, prompts: int, mini_batch: int, flash_attn: bool, command: list[str]) -> list[tuple[str, str]]:
@@ -51,10 +49,13 @@ def overrides(model_dir: str, prompts: int, mini_batch: int, flash_attn: bool, c
     return out
 
 
-def attention_path(extra: list[tuple[str, str]]) -> tuple[str, bool]:
-    """The kernels the overrides leave the worker, in words, and whether they are slower than the run's."""
+def attention_path(cfg, extra: list[tuple[str, str]]) -> tuple[str, bool]:
+    """The kernels the worker ran, in words, and whether they are slower than the run's own (the fallback above)."""
+    model = cfg.actor_rollout_ref.model
+    attention = model.get("override_config", {}).get("attn_implementation") or "flash_attention_2"
+    packing = "packed micro-batches (remove-padding)" if model.use_remove_padding else "padded sequences"
     fallback = any(o.startswith("actor_rollout_ref.model.use_remove_padding=false") for o, _ in extra)
-    return (FALLBACK_PATH, True) if fallback else (RUN_PATH, False)
+    return f"{attention} over {packing}, " + (FALLBACK if fallback else "the run's own command"), fallback
 
 
 def flash_attn_available() -> bool:
@@ -180,7 +181,7 @@ def main(spec_path: str, out_path: str) -> None:
     from verl.plugin.platform import get_platform
     from verl.utils.flops_counter import get_device_flops
 
-    from . import shapes
+    from . import gpus, shapes
     from ..verl import worker as verl_worker
 
     device = get_platform().device_name
@@ -208,12 +209,14 @@ def main(spec_path: str, out_path: str) -> None:
     samples = synthetic_batch(spec["prompts"], cfg.actor_rollout_ref.rollout.n, spec["prompt_tokens"],
                               spec["response_tokens"], cfg.data.max_response_length, arch["vocab_size"], seed=0)  # fmt: skip
     records = time_steps(worker, cfg, samples, spec["steps"], synchronize)
-    path, lower_bound = attention_path(extra)
-    peak = get_device_flops("T")  # verl's table: the peak its own MFU divides by (inf for a GPU it does not know)
+    path, lower_bound = attention_path(cfg, extra)
+    device_name = torch.cuda.get_device_name() if cuda else "CPU"
+    peak = get_device_flops("T")  # verl's table: the peak its own MFU divides by (inf for a device it does not match)
+    if not math.isfinite(peak):  # the tests' CPU platform: the same table's entry by the device's name
+        peak = gpus.PEAK_TFLOPS.get(gpus.gpu_type(device_name))
     result = {
         "model": spec["model"], "params": shapes.params(spec["family"], arch), "device": device,
-        "device_name": torch.cuda.get_device_name() if cuda else "CPU",
-        "peak_tflops": peak if math.isfinite(peak) else None,
+        "device_name": device_name, "peak_tflops": peak,
         "device_memory_gb": memory_gb, "peak_memory_gb": torch.cuda.max_memory_allocated() / 2**30 if cuda else None,
         "attention": cfg.actor_rollout_ref.model.get("override_config", {}).get("attn_implementation")
         or "flash_attention_2", "path": path, "lower_bound": lower_bound, "build_s": build_s,

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import architectures, shapes, speed_law
+from . import architectures, speed_law
 from .architectures import Architecture
 
 

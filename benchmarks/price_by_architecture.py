@@ -19,7 +19,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "workflow")]
 
-from entropy_rl.paper.cost import architectures, budget, gpus, speed  # noqa: E402
+from entropy_rl.paper.cost import architectures, budget, gpus, speed, speed_report  # noqa: E402
 from entropy_rl.pipeline import power, scope  # noqa: E402
 
 
@@ -44,7 +44,7 @@ def main() -> None:
     if args.speed:
         result = json.loads(args.speed.read_text())
         result = result.get("measured", result)  # gpu_update.py --json wraps it
-        laws = speed.laws(result)
+        laws = speed_report.laws(result)
         timed = speed.timed_on(result, "update") or speed.timed_on(result, "rollout")
         kind = gpus.gpu_type(timed["gpu"])
         priced = {**assumed, "gpu": kind, "gpu_peak_tflops": gpus.PEAK_TFLOPS[kind],

@@ -10,7 +10,7 @@ import psutil
 import yaml
 from entropy_rl.core import modules, resume, spec
 from entropy_rl.paper import launch, reward_launch
-from entropy_rl.paper.cost import budget
+from entropy_rl.paper.cost import architectures, budget
 from support import ROOT
 
 PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
@@ -49,8 +49,10 @@ def test_single_node_launch_runs_the_driver_and_returns_its_exit_code():
 
 def test_gpu_hours_grow_with_model_size_and_prime_costs_more():
     b = PAPER["budget"]
-    hours = {run: budget.train_gpu_hours(spec.resolve_run(PAPER, run), PAPER["models"][PAPER["runs"][run]["model"]], b, 6000)
-             for run in ["qwen2.5-0.5b-grpo", "qwen2.5-7b-grpo", "qwen2.5-32b-grpo", "qwen2.5-7b-prime"]}  # fmt: skip
+    runs = ["qwen2.5-0.5b-grpo", "qwen2.5-7b-grpo", "qwen2.5-32b-grpo", "qwen2.5-7b-prime"]
+    hours = {run: budget.train_gpu_hours(spec.resolve_run(PAPER, run), PAPER["models"][PAPER["runs"][run]["model"]],
+                                         architectures.of_model(PAPER, PAPER["runs"][run]["model"]), b, 6000)
+             for run in runs}  # fmt: skip
     assert hours["qwen2.5-0.5b-grpo"] < hours["qwen2.5-7b-grpo"] < hours["qwen2.5-32b-grpo"]
     assert hours["qwen2.5-7b-prime"] > hours["qwen2.5-7b-grpo"]
     # 7B GRPO, Section 2's 1,200 steps of 512 x 8 responses: FLOPs / (8 GPUs at the configured utilisation) -- thousands

@@ -78,7 +78,7 @@ def test_the_speed_job_times_verls_worker_and_vllms_engine_at_each_size(pilot_he
     assert steps[0]["tokens"] == steps[1]["tokens"] > 8 * (300 + 750)  # one prompt's 8 answers at the budget's lengths
     assert rollout["generated_tokens"] == 8 * 1500 and rollout["tokens_per_s"] > 0  # ignore_eos: the mean, exactly
     assert rollout["engine"]["max_num_seqs"] == 256 and rollout["engine"]["enforce_eager"] is True  # verl's, the site's
-    points = speed.points(result)
+    points = speed_report.points(result)
     assert [p.model for p in points["update"]] == [p.model for p in points["rollout"]] == ["qwen2.5-0.5b"]
     # the site's sdpa is the run's own command here: timed as it is, not as a lower bound; MFUs of the CPU's peak
     assert update["path"] == "sdpa over packed micro-batches (remove-padding), the run's own command"

@@ -61,7 +61,7 @@ def test_the_timed_points_are_verls_flops_over_the_measured_seconds(tmp_path):
     one epoch: 4/3 of a forward and backward), over the seconds the timed steps took (warm-up left out), of the H200's
     peak: the H200 measurements of issue 57, 0.017 at 0.5B and 0.039 at 1.5B."""
     result = json.loads(speed_result(tmp_path).read_text())
-    points = {p.model: p for p in speed.points(result)["update"]}
+    points = {p.model: p for p in speed_report.points(result)["update"]}
     assert set(points) == {"qwen2.5-0.5b", "qwen2.5-1.5b"}  # 3B was skipped
     lengths = [len(s["input_ids"]) for s in _batch()]
     assert (sum(lengths), sum(n * n for n in lengths)) == (SPEED_STEP["tokens"], SPEED_STEP["squares"])
@@ -70,7 +70,7 @@ def test_the_timed_points_are_verls_flops_over_the_measured_seconds(tmp_path):
         mfu = flops / (sum(SPEED_SECONDS[model]) * H200)
         assert points[model].mfu(989) == pytest.approx(mfu, rel=1e-9)
         assert points[model].mfu(989) == pytest.approx(expected, abs=5e-4)
-    rollout = {p.model: p for p in speed.points(result)["rollout"]}
+    rollout = {p.model: p for p in speed_report.points(result)["rollout"]}
     dense, width = verl_dense_and_width("qwen2", PAPER["architectures"]["qwen2.5-0.5b"])
     assert rollout["qwen2.5-0.5b"].mfu(989) == pytest.approx((2 * dense + 4 * (300 + 750) * width) * SPEED_ROLLOUT["qwen2.5-0.5b"] / H200)
     rows = {r[0]: r for r in speed.table(result)}
@@ -88,7 +88,7 @@ def test_two_sizes_fit_one_efficiency_by_least_relative_error(tmp_path):
     """Two timed sizes: no fixed cost, one efficiency; the one scipy's scalar minimiser finds for Σ(t̂/t − 1)²."""
     from scipy.optimize import minimize_scalar
 
-    laws = speed.laws(json.loads(speed_result(tmp_path).read_text()))
+    laws = speed_report.laws(json.loads(speed_result(tmp_path).read_text()))
     law = laws["update"]
     assert law.form == "efficiency" and law.fixed_s == 0 and law.gpu == "NVIDIA H200" and law.lower_bound
     pts = law.points

@@ -65,9 +65,9 @@ def test_the_table_of_peaks_is_verls():
 def test_a_speed_timed_on_one_gpu_is_priced_on_another_only_by_a_stated_conversion(tmp_path):
     """The pilot's H200 laws under the A100 budget: refused; with 2.5 A100 seconds stated per H200 second, the MFU of
     the A100's peak is the H200's × 989 / (312 × 2.5)."""
-    from entropy_rl.paper.cost import speed
+    from entropy_rl.paper.cost import speed_report
 
-    laws = speed.laws(json.loads(speed_result(tmp_path).read_text()))
+    laws = speed_report.laws(json.loads(speed_result(tmp_path).read_text()))
     priced = {**S["budget"], "speed_laws": {k: law.to_dict() for k, law in laws.items()}}
     with pytest.raises(gpus.GpuMismatch, match="gpu_conversion.H200"):
         budget.mfu(priced, "train_mfu", arch("qwen2.5-0.5b"))
@@ -86,9 +86,9 @@ def test_a_timed_architecture_is_priced_at_its_measured_seconds_per_flop(tmp_pat
     """A study run of qwen2.5-0.5b under the pilot's laws (priced on the H200 it was timed on): its update terms are
     the timed seconds a token, scaled by the run's FLOPs a token over the timed batch's, both by verl's own counter
     (D, W read back from it); a run with a reference pass pays one forward more."""
-    from entropy_rl.paper.cost import speed
+    from entropy_rl.paper.cost import speed_report
 
-    laws = speed.laws(json.loads(speed_result(tmp_path).read_text()))
+    laws = speed_report.laws(json.loads(speed_result(tmp_path).read_text()))
     on_h200 = {**S["budget"], "gpu": "H200", "gpu_peak_tflops": 989, "rollout_mfu": float("inf"),
                "speed_laws": {"update": laws["update"].to_dict()}}  # fmt: skip
     dense, width = verl_dense_and_width("qwen2", PAPER["architectures"]["qwen2.5-0.5b"])

@@ -85,9 +85,9 @@ def speed_scope(S: dict, pilot: dict) -> dict:
 
 
 def report_scope(S: dict) -> dict:
-    """What the report's re-estimate of the study reads: the runs, their models and settings, the benchmarks' sizes
-    and the budget (config.yaml paper.budget)."""
-    keys = ("runs", "models", "train", "treatments", "recipes", "budget", "lr_reference_width")
+    """What the report's re-estimate of the study reads: the runs, their models, architectures and settings, the
+    benchmarks' sizes and the budget (config.yaml paper.budget)."""
+    keys = ("runs", "models", "architectures", "train", "treatments", "recipes", "budget", "lr_reference_width")
     return canonical({**{k: S[k] for k in keys if k in S}, "data": {"benchmarks": S["data"]["benchmarks"]}})
 
 

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import architectures, speed_law
+from . import architectures
 from .architectures import Architecture
 
 
@@ -123,27 +123,6 @@ def timed_on(result: dict, kind: str) -> dict | None:
             return {"gpu": probe["device_name"], "peak_tflops": probe.get("peak_tflops"), "path": path,
                     "lower_bound": bound}  # fmt: skip
     return None
-
-
-def points(result: dict) -> dict[str, list[speed_law.Point]]:
-    """Each timed architecture's FLOPs a token and the seconds a token cost one GPU, by kind (update, rollout)."""
-    out = {"update": [], "rollout": []}
-    for size in result["sizes"]:
-        arch = Architecture.of(size["arch"])
-        for kind, rate in (("update", update_rate(size["update"], arch)), ("rollout", rollout_rate(size.get("rollout", {}), arch))):
-            if rate:
-                out[kind].append(speed_law.Point(size["model"], arch, rate["flops"], rate["seconds_per_token"]))
-    return out
-
-
-def laws(result: dict) -> dict[str, speed_law.Law]:
-    """The laws fitted to the pilot's speed by size, for each kind with a timed size on a GPU whose peak is known."""
-    out = {}
-    for kind, pts in points(result).items():
-        gpu = timed_on(result, kind)
-        if pts and gpu and gpu["peak_tflops"]:
-            out[kind] = speed_law.fit(kind, pts, gpu["gpu"], gpu["peak_tflops"], gpu["path"], gpu["lower_bound"])
-    return out
 
 
 def reason(entry: dict) -> str | None:

@@ -16,7 +16,25 @@ RULE = (
     "GPU; a run at a larger size, and the communication between a run's GPUs, are in none of these points."
 )
 
-laws = speed.laws
+def points(result: dict) -> dict[str, list[speed_law.Point]]:
+    """Each timed architecture's FLOPs a token and the seconds a token cost one GPU, by kind (update, rollout)."""
+    out = {"update": [], "rollout": []}
+    for size in result["sizes"]:
+        arch = architectures.Architecture.of(size["arch"])
+        for kind, rate in (("update", speed.update_rate(size["update"], arch)), ("rollout", speed.rollout_rate(size.get("rollout", {}), arch))):
+            if rate:
+                out[kind].append(speed_law.Point(size["model"], arch, rate["flops"], rate["seconds_per_token"]))
+    return out
+
+
+def laws(result: dict) -> dict[str, speed_law.Law]:
+    """The laws fitted to the pilot's speed by size, for each kind with a timed size on a GPU whose peak is known."""
+    out = {}
+    for kind, pts in points(result).items():
+        gpu = speed.timed_on(result, kind)
+        if pts and gpu and gpu["peak_tflops"]:
+            out[kind] = speed_law.fit(kind, pts, gpu["gpu"], gpu["peak_tflops"], gpu["path"], gpu["lower_bound"])
+    return out
 
 
 def mfu_by_size(S: dict, laws: dict[str, speed_law.Law], node: dict | None = None) -> dict[str, dict]:

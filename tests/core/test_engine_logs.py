@@ -230,3 +230,35 @@ def test_a_vllm_engine_that_fails_to_load_ends_the_log(tmp_path):
     assert "Exception: WorkerProc initialization failed" in lines[core[-1]], log
     assert not any(line.startswith("(") for line in lines[core[-1] + 1 : -1]), log
     assert out == log and err == ""
+
+
+TEE_KILLED_JOB = """
+import os, signal, sys, time
+from entropy_rl.core import logs
+
+log = logs.setup(sys.argv[1], engines=True)
+log.info("job: before tee ends")
+while "before tee ends" not in open(sys.argv[1]).read():  # tee has written it
+    time.sleep(0.01)
+tee = logs.TEE[-1]
+os.kill(tee.pid, signal.SIGKILL)  # a signal tee does not ignore (an OOM kill, say)
+tee.wait()
+for k in range(3):
+    print(f"job: after tee ended, line {k}")
+sys.exit("job: the error this job ends with")
+"""
+
+
+def test_a_job_whose_tee_died_still_says_its_error(tmp_path):
+    """tee killed by a signal it does not ignore: the pipe has no reader, and the job's next print would raise
+    BrokenPipeError and end it with its error nowhere. Its writes go to its own output instead, which says the log
+    stopped; the job ends with its own error."""
+    (tmp_path / "job.py").write_text(TEE_KILLED_JOB)
+    log_path = tmp_path / "job.log"
+    proc = subprocess.run([sys.executable, "job.py", str(log_path)], cwd=tmp_path, env=job_env(), capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    out = proc.stdout + proc.stderr
+    assert "BrokenPipeError" not in out, out
+    assert "the log's tee has ended" in out and "job: after tee ended, line 2" in out, out
+    assert "job: the error this job ends with" in out and proc.returncode == 1, out
+    assert "job: before tee ends" in log_path.read_text() and "after tee ended" not in log_path.read_text()

@@ -242,3 +242,40 @@ def test_a_launch_without_the_paper_measures_trainer_is_refused():
     assert any("logs none of the paper's measures" in p for p in checks.trainer_problems(plain))
     unknown = checks.compose([*command[3:], "trainer.v1.trainer_mode=entropy_papr"])
     assert any("entropy_papr" in p for p in checks.trainer_problems(unknown))
+
+
+def _leaves(entry: dict, prefix=()):
+    for key, value in entry.items():
+        yield from _leaves(value, (*prefix, key)) if isinstance(value, dict) else [((*prefix, key), value)]
+
+
+def _perturbed(value):
+    return (not value) if isinstance(value, bool) else value + 1 if isinstance(value, (int, float)) else f"{value}-edited"
+
+
+def test_a_preflight_reads_only_the_model_fields_its_jobs_use():
+    """Every leaf of a model's entry edited in turn: the power study's preflight (whose rerun reruns every sampling job
+    after it) changes for the engine's fields only, and a placed run's preflight not for the model's own
+    tensor-parallel size, which the run's placement overrides (its training and evaluation read the placement)."""
+    from entropy_rl.pipeline import params, scope
+
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    paper = scope.resolve({**config, "scale": "paper"})
+    S, power_model = paper.S, paper.S["power_sampling"]["model"]
+    before = params.preflight_power_scope(S)
+    changed = set()
+    for path, value in _leaves(S["models"][power_model]):
+        edited = copy.deepcopy(S)
+        edited["models"][power_model][path[-1]] = _perturbed(value)
+        if params.preflight_power_scope(edited) != before:
+            changed.add(path[-1])
+    assert changed == {"tensor_parallel", "chat_template"}
+    pilot_run = paper.pilot_runs[0]
+    placed, model = S["runs"][pilot_run], S["runs"][pilot_run]["model"]
+    assert "placement" in placed
+    for kind in ("rollout", "evaluate"):
+        engine = preflight.run_engine(S, pilot_run, kind)
+        edited = copy.deepcopy(S)
+        edited["models"][model]["tensor_parallel"] = 4
+        assert preflight.run_engine(edited, pilot_run, kind) == engine, kind
+        assert engine["tensor_parallel"] == spec.run_model_entry(S, pilot_run)["tensor_parallel"] == 1

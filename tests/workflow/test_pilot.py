@@ -100,7 +100,7 @@ def test_the_pilots_jobs_run_in_the_studys_order(pilot_plan):
         ("preflight_eval", "evaluate_vllm"),
         ("pilot_benchmark", "evaluate_vllm"),
         ("train_verl", "power_sample_vllm"),
-        ("preflight", "power_sample_vllm"),
+        ("preflight_eval", "power_sample_vllm"),  # the pilot run's evaluation preflight, not its training's
         ("evaluate_vllm", "pilot_report"),
         ("power_sample_vllm", "pilot_report"),
         ("train_verl", "pilot_report"),

@@ -216,5 +216,6 @@ def power_policy(wildcards):
 
 
 def power_preflight(wildcards):
-    """The preflight a sampling job waits for: the study's, or for the pilot's jobs the pilot run's."""
-    return RUN_PREFLIGHT.format(run=PILOT_RUNS[0]) if wildcards.method in PILOT_METHODS else POWER_PREFLIGHT
+    """The preflight a sampling job waits for: the study's, or for the pilot's jobs the pilot run's evaluation
+    preflight (its model in vLLM), not its training's: a training setting must not rerun the pilot's samplers."""
+    return EVAL_PREFLIGHT.format(run=PILOT_RUNS[0]) if wildcards.method in PILOT_METHODS else POWER_PREFLIGHT

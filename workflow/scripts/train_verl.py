@@ -23,10 +23,13 @@ resuming = resume.claim(ckpt_dir, fingerprint, earlier=[earlier])
 prime = trainer == "prime"
 # A checkpoint saved but never logged (a pre-emption between verl's save and its log) is set aside: resumed from, its
 # step would never be logged.
-verl_log = verl_checkpoints.prepare_launch(ckpt_dir, tensorboard=prime)
-log.info(
-    "%s; this launch logs to %s", "resuming from the run's checkpoints" if resuming else "starting afresh", verl_log
-)
+try:
+    prepared = verl_checkpoints.prepare_launch(ckpt_dir, tensorboard=prime)
+except verl_checkpoints.RepeatedLoss as err:  # the same step lost again and again: stop, not retrain it once more
+    sys.exit(str(err))
+verl_log = prepared.log
+# What verl will load: the marker's step after the preparation, not whether checkpoints of this run were kept
+log.info("%s; this launch logs to %s", verl_checkpoints.launch_words(resuming, prepared.resume), verl_log)
 # verl's workers import entropy_rl (the covariance loss plugin, the reward): put the package on their path.
 pythonpath = os.pathsep.join(filter(None, [str(entropy_rl.WORKFLOW_DIR), os.environ.get("PYTHONPATH")]))
 env = {**os.environ, "TENSORBOARD_DIR" if prime else "VERL_FILE_LOGGER_PATH": str(verl_log), "PYTHONPATH": pythonpath}
@@ -44,10 +47,11 @@ if interrupt and len(nodes) == 1 and launch.saved_step(ckpt_dir) < interrupt:
     if launch.saved_step(ckpt_dir) < interrupt:
         sys.exit(f"verl exited with {code} before saving step {interrupt}; checkpoints in {ckpt_dir} are kept")
     saved = launch.saved_step(ckpt_dir)
-    verl_log = verl_checkpoints.prepare_launch(ckpt_dir, tensorboard=prime)
+    prepared = verl_checkpoints.prepare_launch(ckpt_dir, tensorboard=prime)
+    verl_log = prepared.log
     env["TENSORBOARD_DIR" if prime else "VERL_FILE_LOGGER_PATH"] = str(verl_log)
-    log.info("pre-emption: verl stopped by SIGTERM (exit %s) after saving step %d; relaunched, it resumes from"
-             " global_step_%d and logs to %s", code, saved, launch.saved_step(ckpt_dir), verl_log)  # fmt: skip
+    log.info("pre-emption: verl stopped by SIGTERM (exit %s) after saving step %d; relaunched, %s and logs to %s",
+             code, saved, verl_checkpoints.launch_words(True, prepared.resume), verl_log)  # fmt: skip
 code = launch.run(command, nodes, snakemake.params.gpus_per_node, env)
 if code != 0:
     sys.exit(f"verl exited with {code}; checkpoints in {ckpt_dir} are kept and a rerun resumes from the last")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import fcntl
+import io
 import json
 import logging
 import os
@@ -17,6 +18,7 @@ import warnings
 
 # The longest a job's exit waits for tee to take in what the job's processes wrote (tee_output).
 TEE_DRAIN_S = 10
+TEE: list = []  # the tee process tee_output started (its test ends it)
 
 
 def setup(log_path: str, threads: int = 1, engines: bool = False) -> logging.Logger:
@@ -44,11 +46,44 @@ def setup(log_path: str, threads: int = 1, engines: bool = False) -> logging.Log
     return logging.getLogger("entropy_rl")
 
 
+class _Fallback(io.TextIOWrapper):
+    """A line-buffered stream on descriptor 1 or 2 that, when tee is gone (killed by a signal other than the two it
+    ignores: the pipe has no reader), points descriptors 1 and 2 back at the job's own stdout and stderr and writes
+    there, so that the job's last words (an error, a traceback) reach its output rather than dying in BrokenPipeError."""
+
+    def __init__(self, fd: int, saved: tuple[int, int]):
+        super().__init__(io.FileIO(fd, "w", closefd=False), line_buffering=True, errors="backslashreplace")
+        self._saved = saved
+
+    def _fall_back(self) -> None:
+        if os.fstat(1).st_ino != os.fstat(self._saved[0]).st_ino:
+            os.dup2(self._saved[0], 1)
+            os.dup2(self._saved[1], 2)
+            os.write(2, b"[the log's tee has ended: what follows is on the job's output only, not in its log]\n")
+
+    def write(self, text: str) -> int:
+        try:
+            return super().write(text)
+        except BrokenPipeError:
+            self._fall_back()
+            return super().write(text)
+
+    def flush(self) -> None:
+        try:
+            super().flush()
+        except BrokenPipeError:
+            self._fall_back()
+            super().flush()
+
+
 def tee_output(log_path: str):
     """Point file descriptors 1 and 2 at a pipe into ``tee -a log_path``, which copies to the original stdout, and
     sys.stdout and sys.stderr at them (line-buffered); returns sys.stderr. Descriptors, not Python's streams: child
     processes inherit them and C code writes to them. One pipe and one writer of the file (tee): the log's order is
-    the order of the writes, and no process's line is cut by another's (a pipe takes a write of up to 4 KiB whole)."""
+    the order of the writes, and no process's line is cut by another's, for a write of up to the pipe's atomic size
+    (PIPE_BUF, 4 KiB on Linux): a longer write (a long traceback line, a dumped config) may interleave with another
+    process's. Should tee die (a signal other than SIGTERM and SIGINT, which it ignores), this process's own writes go
+    to the job's output instead (``_Fallback``); its children's, which hold the pipe, are lost."""
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     saved = os.dup(1), os.dup(2)  # the job's own stdout and stderr (children do not inherit these copies)
@@ -58,8 +93,8 @@ def tee_output(log_path: str):
     os.close(read)
     os.dup2(pipe, 1)
     os.dup2(pipe, 2)
-    sys.stdout = open(1, "w", buffering=1, closefd=False, errors="backslashreplace")
-    sys.stderr = open(2, "w", buffering=1, closefd=False, errors="backslashreplace")
+    sys.stdout, sys.stderr = _Fallback(1, saved), _Fallback(2, saved)
+    TEE.append(tee)
 
     def close() -> None:
         # Python prints sys.exit's message and an uncaught exception's traceback before atexit: they are in the pipe.

@@ -96,7 +96,7 @@ def run_engine(scale_cfg: dict, run: str, kind: str) -> dict:
     """The vLLM engine one of a run's jobs starts: its ``rollout`` in training, or its ``evaluate``."""
     spec = run_spec.resolve_run(scale_cfg, run)
     length = spec["max_response_length"] if kind == "rollout" else run_spec.eval_max_new_tokens(scale_cfg, run)
-    entry = scale_cfg["models"][spec["model"]]
+    entry = run_spec.run_model_entry(scale_cfg, run)  # the run's placement: what its jobs start their engines with
     return {"job": f"train {run} (rollout)" if kind == "rollout" else f"evaluate {run}", "tensor_parallel": entry["tensor_parallel"],
             "max_model_len": scale_cfg["data"]["max_prompt_length"] + length, "template": entry.get("chat_template", "tokenizer")}  # fmt: skip
 

@@ -130,12 +130,16 @@ def algorithm_settings(spec: dict, covariance_metrics: bool = False) -> list[Set
         *([Setting(f"trainer.save_freq={spec['save_every']}")] if "save_every" in spec else []),
         verl_only(f"data.seed={spec['seed']}", "not in verl 0.4.1's config; the PRIME trainer reads data.get('seed'), so "
                   "PRIME's settings append it (+data.seed)"),  # fmt: skip
-        # The engine's seed (verl's default is 42 for every run) and each request's (the plugin's agent loop): the
-        # same run draws the same rollouts again, whatever else its engine serves at the time.
+        # The engine's seed (verl's default is 42 for every run); each request's too where the run asks for it
+        # (rollout_seeds: per_request, the plugin's agent loop), so that the same run draws the same rollouts again
+        # whatever else its engine serves at the time. Off unless asked: on a GPU a seeded request's noise is drawn
+        # request by request, up to a third of a decode step at the study's batch (docs/reproducibility.md), for a
+        # repeat that continuous batching does not give to the token anyway.
         verl_only(f"actor_rollout_ref.rollout.seed={spec['seed']}", "not in verl 0.4.1's rollout config, whose vLLM "
                   "engine reads config.get('seed', 0): PRIME's settings append it (+actor_rollout_ref.rollout.seed)"),  # fmt: skip
-        verl_only(f"actor_rollout_ref.rollout.agent.default_agent_loop={AGENT_LOOP}", "verl 0.4.1's rollout is vLLM's "
-                  "SPMD engine without agent loops: PRIME's rollouts are seeded by the engine only"),  # fmt: skip
+        *([verl_only(f"actor_rollout_ref.rollout.agent.default_agent_loop={AGENT_LOOP}", "verl 0.4.1's rollout is "
+                     "vLLM's SPMD engine without agent loops: PRIME's rollouts are seeded by the engine only")]
+          if spec.get("rollout_seeds") == "per_request" else []),  # fmt: skip
         *([Setting(f"data.val_max_samples={spec['val_max_samples']}")] if "val_max_samples" in spec else []),  # the pilot's
     ]
 

@@ -10,6 +10,7 @@ Nothing downstream reads verl's logs: every stage reads this table.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 from pathlib import Path
@@ -18,6 +19,8 @@ import numpy as np
 import pandas as pd
 
 from ..core import metric_columns
+
+log = logging.getLogger(__name__)
 
 # verl's key -> column; where two keys feed one column, the later wins. verl 0.9.1 runs log the
 # paper's measures of each whole update batch as paper/* (verl_plugin.PaperMeasuresTrainer). PRIME
@@ -45,8 +48,20 @@ VALIDATION_KEY = re.compile(r"^val-core/(?P<source>.+)/(?P<var>acc|reward)/mean@
 
 
 def read_jsonl(path: str | Path) -> list[dict]:
-    with open(path) as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    """Every record of a verl file log. A last line cut short (a job killed mid-write, a disk full, a network filesystem)
+    is left out: its step was not logged whole, and the next launch repeats it; a bad line before the last is not a
+    write cut short and raises."""
+    lines = [line for line in Path(path).read_text().splitlines() if line.strip()]
+    records = []
+    for k, line in enumerate(lines):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            if k < len(lines) - 1:
+                raise ValueError(f"{path}: line {k + 1} of {len(lines)} is not JSON, and not the last") from None
+            log.warning("%s: its last line is cut short (%d characters, not JSON): left out, its step is not logged",
+                        path, len(line))  # fmt: skip
+    return records
 
 
 def logged_step(path: str | Path) -> int:

@@ -214,14 +214,26 @@ def request_seed(run_seed: int, step, index, prompt, sample: int, sampling: dict
     return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "little") & 0x7FFFFFFF
 
 
+# What the seed is made of, from each request verl's TransferQueue agent-loop worker sends (verl 0.9.1
+# trainer/ppo/v1/agent_loop_tq.py ``_run_prompt``: the prompt's fields, ``global_steps`` among them, and
+# ``session_id``, the answer's number in its group).
+SEED_FIELDS = ("raw_prompt", "global_steps", "index", "session_id")
+
+
 class SeededSingleTurnAgentLoop(SingleTurnAgentLoop):
     """verl's single-turn agent loop, each request seeded by ``request_seed``: verl's agent-loop worker passes every
-    prompt's dataset fields (``index``, ``raw_prompt``, ``global_steps``) and the answer's number (``session_id``)."""
+    prompt's dataset fields (``index``, ``raw_prompt``, ``global_steps``) and the answer's number (``session_id``).
+    A request without one of them is refused: a default would give a whole group one seed (verl's DataProto worker
+    passes no ``session_id``), its answers alike and GRPO's advantage zero, with nothing said."""
 
     async def run(self, sampling_params: dict, **kwargs):
+        missing = [field for field in SEED_FIELDS if field not in kwargs]
+        if missing:
+            raise KeyError(f"{AGENT_LOOP}: the request lacks {missing}, from which its seed is made (verl's "
+                           f"TransferQueue agent-loop worker passes them; this worker passed {sorted(kwargs)})")  # fmt: skip
         prompt = [dict(message) for message in kwargs["raw_prompt"]]
-        seed = request_seed(self.config.data.seed, kwargs.get("global_steps", -1), kwargs.get("index", -1), prompt,
-                            kwargs.get("session_id", 0), sampling_params)  # fmt: skip
+        seed = request_seed(self.config.data.seed, kwargs["global_steps"], kwargs["index"], prompt,
+                            kwargs["session_id"], sampling_params)  # fmt: skip
         return await super().run({**sampling_params, "seed": seed}, **kwargs)
 
 

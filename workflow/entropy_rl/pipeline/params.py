@@ -117,12 +117,19 @@ def lock_file(S: dict, repo_id: str) -> str:
     return os.path.join(S["hub"]["lock"], "--".join(Path(repo_id).parts) + ".yaml")
 
 
+# What the power study's preflight reads of its model's entry (paper.preflight.engines, kind power): the engine's
+# tensor-parallel size and prompt format. Training's fields (nodes, gpus_per_node, max_token_len_per_gpu, train_data)
+# are no part of it: their edits must not rerun the preflight, which reruns every sampling job after it.
+POWER_ENGINE_FIELDS = ("tensor_parallel", "chat_template")
+
+
 def preflight_power_scope(S: dict) -> dict:
-    """What the power study's preflight reads: its model, the prompt length and the answers' length."""
+    """What the power study's preflight reads: its model's engine fields, the prompt length and the answers' length."""
     power = S["power_sampling"]
+    entry = S["models"][power["model"]]
     return canonical({
         "runs": {},
-        "models": {power["model"]: S["models"][power["model"]]},
+        "models": {power["model"]: {k: entry[k] for k in POWER_ENGINE_FIELDS if k in entry}},
         "data": {"max_prompt_length": S["data"]["max_prompt_length"]},
         "power_sampling": {"model": power["model"], "max_new_tokens": power["max_new_tokens"]},
     })  # fmt: skip

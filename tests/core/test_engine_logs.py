@@ -233,15 +233,16 @@ def test_a_vllm_engine_that_fails_to_load_ends_the_log(tmp_path):
 
 
 TEE_KILLED_JOB = """
-import os, signal, sys, time
+import signal, sys, time
+import psutil
 from entropy_rl.core import logs
 
 log = logs.setup(sys.argv[1], engines=True)
 log.info("job: before tee ends")
 while "before tee ends" not in open(sys.argv[1]).read():  # tee has written it
     time.sleep(0.01)
-tee = logs.TEE[-1]
-os.kill(tee.pid, signal.SIGKILL)  # a signal tee does not ignore (an OOM kill, say)
+(tee,) = [p for p in psutil.Process().children() if p.name() == "tee"]
+tee.send_signal(signal.SIGKILL)  # a signal tee does not ignore (an OOM kill, say)
 tee.wait()
 for k in range(3):
     print(f"job: after tee ended, line {k}")

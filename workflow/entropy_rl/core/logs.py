@@ -18,7 +18,6 @@ import warnings
 
 # The longest a job's exit waits for tee to take in what the job's processes wrote (tee_output).
 TEE_DRAIN_S = 10
-TEE: list = []  # the tee process tee_output started (its test ends it)
 
 
 def setup(log_path: str, threads: int = 1, engines: bool = False) -> logging.Logger:
@@ -94,7 +93,6 @@ def tee_output(log_path: str):
     os.dup2(pipe, 1)
     os.dup2(pipe, 2)
     sys.stdout, sys.stderr = _Fallback(1, saved), _Fallback(2, saved)
-    TEE.append(tee)
 
     def close() -> None:
         # Python prints sys.exit's message and an uncaught exception's traceback before atexit: they are in the pipe.

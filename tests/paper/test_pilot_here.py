@@ -64,7 +64,7 @@ def test_the_speed_job_times_verls_worker_and_vllms_engine_at_each_size(pilot_he
     """pilot_speed (paper.cost.speed) on the CPU platform: verl's worker built from the speed run's composed command (its
     loss mode, token budget and the site's overrides) timed over a warm-up and the timed steps, vLLM's engine with the
     rollout settings verl gives it; then the report's speed table, laws and MFU by size, and estimate.json's."""
-    from entropy_rl.paper.cost import speed, speed_report
+    from entropy_rl.paper.cost import speed_report
 
     result = json.loads((pilot_here / "results" / "pilot" / "speed.json").read_text())
     (size,) = result["sizes"]  # tests/fixtures/pilot_cpu/paper.yaml: one size, in the mirror model's shape

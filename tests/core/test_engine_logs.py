@@ -233,13 +233,14 @@ def test_a_vllm_engine_that_fails_to_load_ends_the_log(tmp_path):
 
 
 TEE_KILLED_JOB = """
-import signal, sys, time
+import pathlib, signal, sys, time
 import psutil
 from entropy_rl.core import logs
 
 log = logs.setup(sys.argv[1], engines=True)
 log.info("job: before tee ends")
-while "before tee ends" not in open(sys.argv[1]).read():  # tee has written it
+log_file = pathlib.Path(sys.argv[1])
+while not log_file.exists() or "before tee ends" not in log_file.read_text():  # tee has written it
     time.sleep(0.01)
 (tee,) = [p for p in psutil.Process().children() if p.name() == "tee"]
 tee.send_signal(signal.SIGKILL)  # a signal tee does not ignore (an OOM kill, say)

@@ -5,6 +5,7 @@ from snakemake.utils import min_version
 from entropy_rl.pipeline import cluster
 from entropy_rl.pipeline import estimate
 from entropy_rl.pipeline import guard
+from entropy_rl.core import warm_start
 
 min_version("9.0")
 
@@ -37,6 +38,12 @@ onsuccess:
 onerror:
     cluster.remove_job_environment(SLURM_JOB_ENV)
     write_pilot_report()  # cluster.smk: a failed pilot still reports what ran (pilot.smk)
+
+
+# A local mini study's jobs start in a fork of a warm interpreter rather than each importing torch afresh
+# (entropy_rl.core.warm_start); an ENTROPY_RL_WARM_START already set wins. Never at paper scale or on a cluster.
+if MINI and workflow.local_exec and config.get("warm_start", True):
+    os.environ.setdefault(warm_start.ENABLE, "1")
 
 
 wildcard_constraints:

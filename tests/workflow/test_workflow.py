@@ -6,6 +6,7 @@ import base64
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -22,7 +23,9 @@ pytestmark = pytest.mark.costly  # minutes of a core: scheduled first (tests/con
 
 SMOKE = ROOT / "tests" / "smoke" / "config.yaml"
 SECRET = "hf_SENTINELsmokeDoNotLeak0123"  # a hub token the user has set in their shell
-TOKEN_ENV = {**os.environ, "HF_TOKEN": SECRET, "HUGGING_FACE_HUB_TOKEN": SECRET}
+# The study as `snakemake --cores all` runs it: jobs in forks of a warm interpreter (core.warm_start; the tests' own
+# snakemake runs are cold, tests/conftest.py).
+TOKEN_ENV = {**os.environ, "HF_TOKEN": SECRET, "HUGGING_FACE_HUB_TOKEN": SECRET, "ENTROPY_RL_WARM_START": "1"}
 
 
 def snakemake(workdir, *args, env=None):
@@ -158,6 +161,24 @@ def test_report_holds_every_artifact_and_the_audit(study, tmp_path):
     assert SECRET not in proc.stdout + proc.stderr
     assert not [form for form in [SECRET, *base64_forms(SECRET)] if form in text]
     assert files_holding(workdir, SECRET) == []
+
+
+def test_a_warm_job_computes_what_a_fresh_process_does(study, tmp_path):
+    workdir, _ = study
+    logs = sorted((workdir / "results" / "logs").rglob("*.log"))
+    warm = [p for p in logs if "job started in a fork of a warm interpreter" in p.read_text()]
+    assert len(warm) >= len(logs) - 2, [str(p) for p in set(logs) - set(warm)]  # all but the first jobs, at most
+    # One run trained and evaluated again, each in a process of its own (warm start off), in a copy of the study.
+    copy = tmp_path / "copy"
+    shutil.copytree(workdir, copy)
+    run = "llama-xs-grpo"
+    for target in (f"results/runs/{run}/metrics.parquet", f"results/eval/{run}/summary.parquet"):
+        proc = snakemake(copy, "-f", target, env={**os.environ, "ENTROPY_RL_WARM_START": "0"})
+        assert proc.returncode == 0, proc.stderr[-4000:]
+    started = [line for line in (copy / "results" / "logs" / "train" / f"{run}.log").read_text().splitlines() if "job started" in line]
+    assert started[-1].endswith("job started")  # the rerun: a process of its own
+    for path in [f"results/runs/{run}/metrics.parquet", *(p.relative_to(workdir) for p in (workdir / "results" / "eval" / run).glob("*.parquet"))]:
+        pd.testing.assert_frame_equal(pd.read_parquet(copy / path), pd.read_parquet(workdir / path), check_exact=True)
 
 
 def test_second_run_has_nothing_to_do(study):

@@ -1,8 +1,13 @@
-import json
-from pathlib import Path
+from entropy_rl.core import warm_start
 
-from entropy_rl.core import atomic, formats, logs, model_size
-from entropy_rl.mini import evaluate, models
+# A local study's job goes on in a warm interpreter that has already imported what follows (core.warm_start).
+warm_start.hand_over()
+
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from entropy_rl.core import atomic, formats, logs, model_size  # noqa: E402
+from entropy_rl.mini import evaluate, models  # noqa: E402
 
 log = logs.setup(snakemake.log[0], snakemake.threads)
 arch, settings = snakemake.params.arch, snakemake.params.pretrain

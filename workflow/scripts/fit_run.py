@@ -1,8 +1,13 @@
-import json
+from entropy_rl.core import warm_start
 
-import pandas as pd
-from entropy_rl.core import atomic, logs
-from entropy_rl.study import analysis
+# A local study's job goes on in a warm interpreter that has already imported what follows (core.warm_start).
+warm_start.hand_over()
+
+import json  # noqa: E402
+
+import pandas as pd  # noqa: E402
+from entropy_rl.core import atomic, logs  # noqa: E402
+from entropy_rl.study import analysis  # noqa: E402
 
 log = logs.setup(snakemake.log[0])
 metrics = pd.read_parquet(snakemake.input.metrics)

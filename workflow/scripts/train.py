@@ -1,8 +1,13 @@
-import json
-from pathlib import Path
+from entropy_rl.core import warm_start
 
-from entropy_rl.core import logs
-from entropy_rl.mini import trainer
+# A local study's job goes on in a warm interpreter that has already imported what follows (core.warm_start).
+warm_start.hand_over()
+
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from entropy_rl.core import logs  # noqa: E402
+from entropy_rl.mini import trainer  # noqa: E402
 
 log = logs.setup(snakemake.log[0], snakemake.threads)
 spec = snakemake.params.spec

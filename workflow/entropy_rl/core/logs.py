@@ -16,6 +16,8 @@ import termios
 import time
 import warnings
 
+from . import warm_start
+
 # The longest a job's exit waits for tee to take in what the job's processes wrote (tee_output).
 TEE_DRAIN_S = 10
 
@@ -27,7 +29,11 @@ def setup(log_path: str, threads: int = 1, engines: bool = False) -> logging.Log
     ``engines``: for a job that runs engines (verl's trainer, vLLM), whose output, from child processes and C code,
     bypasses sys.stdout: the process's stdout and stderr themselves go to the log through tee (tee_output), so the
     engines' output is in the log, in the order it was written, and still on the job's own stdout (a SLURM job's
-    output file, to watch it live)."""
+    output file, to watch it live).
+
+    A job of a local mini study first hands itself to a warm interpreter and goes on in a fork of it, this call
+    included, with the packages it imports already loaded (core.warm_start); its first log line says so."""
+    warm_start.hand_over()
     os.makedirs(os.path.dirname(log_path) or ".", exist_ok=True)
     if engines:
         stream = tee_output(log_path)
@@ -42,7 +48,10 @@ def setup(log_path: str, threads: int = 1, engines: bool = False) -> logging.Log
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(max(1, threads))
-    return logging.getLogger("entropy_rl")
+    log = logging.getLogger("entropy_rl")
+    # The job's first line: its start-up ends here (benchmarks/study_time.py --startup).
+    log.info("job started%s", " in a fork of a warm interpreter" if warm_start.in_child() else "")
+    return log
 
 
 class _Fallback(io.TextIOWrapper):

@@ -1,0 +1,144 @@
+"""A job handed to a warm interpreter (core.warm_start) behaves as the process Snakemake started: its output, exit
+status, signals, environment and fresh random state; an edited preloaded module retires the server; off, nothing
+changes. The servers here preload a small module of the test's own, not torch; each is ended by its pid."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from entropy_rl.core import warm_start
+from support import ROOT
+
+# What Snakemake's preamble leaves in a script's __main__ (the two names hand_over looks for), then the job.
+JOB = """
+__real_file__ = __file__
+snakemake = object()
+from entropy_rl.core import warm_start
+warm_start.hand_over()
+import json, os, sys, time, numpy, warmprobe
+print(json.dumps({"pid": os.getpid(), "server": os.getppid(), "child": os.environ.get(warm_start.CHILD),
+                  "threads": os.environ.get("OMP_NUM_THREADS"), "random": numpy.random.random(), "probe": warmprobe.VALUE}))
+sys.stdout.flush()
+what = os.environ.get("JOB_DOES", "")
+if what == "sleep":
+    time.sleep(60)
+elif what == "raise":
+    raise RuntimeError("the job failed")
+sys.exit(int(os.environ.get("JOB_EXIT", "0")))
+"""
+
+
+@pytest.fixture
+def job(tmp_path):
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "warmprobe.py").write_text("import numpy  # in the server, as torch imports it\n\nVALUE = 1\n")
+    script = tmp_path / "job.py"
+    script.write_text(JOB)
+    env = {**os.environ, warm_start.ENABLE: "1", warm_start.PRELOAD_ENV: "warmprobe", "TMPDIR": str(tmp_path),
+           "PYTHONPATH": os.pathsep.join([str(tmp_path / "lib"), str(ROOT / "workflow")])}  # fmt: skip
+    env.pop(warm_start.CHILD, None)
+    servers = set()
+
+    def run(**extra):
+        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, check=False,
+                              env={**env, **extra}, timeout=120)  # fmt: skip
+        out = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+        servers.update(o["server"] for o in out if o["child"])
+        return proc, (out[0] if out else None)
+
+    yield run, tmp_path
+    for pid in servers:  # the servers these jobs started
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+
+
+def test_jobs_run_in_forks_of_one_server_with_their_own_environment(job):
+    run, _ = job
+    first, a = run(OMP_NUM_THREADS="1")
+    second, b = run(OMP_NUM_THREADS="4")
+    assert first.returncode == second.returncode == 0, first.stderr + second.stderr
+    assert a["child"] == b["child"] == "1"  # both handed over: the first started the server and waited for it
+    assert a["server"] == b["server"]  # the per-job variables do not split the servers
+    assert (a["threads"], b["threads"]) == ("1", "4")  # each child has its own job's
+    assert a["random"] != b["random"]  # re-seeded as a fresh process is, not the server's state twice
+    assert a["probe"] == b["probe"] == 1
+
+
+def test_exit_status_output_and_failures_reach_the_caller(job):
+    run, _ = job
+    proc, out = run(JOB_EXIT="3")
+    assert proc.returncode == 3 and out["child"] == "1"  # the status, and the child's stdout through the job's own
+    proc, out = run(JOB_DOES="raise")
+    assert proc.returncode == 1 and out["child"] == "1"
+    assert "RuntimeError: the job failed" in proc.stderr  # the traceback on the job's stderr
+
+
+def test_a_signal_to_the_job_ends_its_child(job):
+    run, tmp_path = job
+    run()  # a server, warm
+    env = {**os.environ, warm_start.ENABLE: "1", warm_start.PRELOAD_ENV: "warmprobe", "TMPDIR": str(tmp_path),
+           "PYTHONPATH": os.pathsep.join([str(tmp_path / "lib"), str(ROOT / "workflow")]), "JOB_DOES": "sleep"}  # fmt: skip
+    proc = subprocess.Popen([sys.executable, str(tmp_path / "job.py")], stdout=subprocess.PIPE, text=True,
+                            cwd=tmp_path, env=env)  # fmt: skip
+    out = json.loads(proc.stdout.readline())
+    assert out["child"] == "1"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == -signal.SIGTERM  # the job ends as its child did: by the signal
+    deadline = time.monotonic() + 5
+    while _alive(out["pid"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(out["pid"])
+
+
+def test_a_job_killed_outright_takes_its_child_with_it(job):
+    run, tmp_path = job
+    run()
+    env = {**os.environ, warm_start.ENABLE: "1", warm_start.PRELOAD_ENV: "warmprobe", "TMPDIR": str(tmp_path),
+           "PYTHONPATH": os.pathsep.join([str(tmp_path / "lib"), str(ROOT / "workflow")]), "JOB_DOES": "sleep"}  # fmt: skip
+    proc = subprocess.Popen([sys.executable, str(tmp_path / "job.py")], stdout=subprocess.PIPE, text=True,
+                            cwd=tmp_path, env=env)  # fmt: skip
+    out = json.loads(proc.stdout.readline())
+    proc.kill()  # SIGKILL: nothing forwarded; the child sees its connection close
+    proc.wait()
+    deadline = time.monotonic() + 5
+    while _alive(out["pid"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(out["pid"])
+
+
+def test_an_edited_preloaded_module_retires_the_server(job):
+    run, tmp_path = job
+    _, before = run()
+    time.sleep(0.01)
+    (tmp_path / "lib" / "warmprobe.py").write_text("VALUE = 2  # edited\n")
+    proc, after = run()
+    assert proc.returncode == 0, proc.stderr
+    assert after["child"] == "1" and after["server"] != before["server"]  # a new server, started by this job
+    assert after["probe"] == 2  # which imported the module as it reads now
+
+
+def test_off_or_outside_snakemake_the_job_runs_in_its_own_process(job, tmp_path):
+    run, _ = job
+    proc, out = run(**{warm_start.ENABLE: "0"})
+    assert proc.returncode == 0 and out["child"] is None and out["server"] != out["pid"]
+    assert not list(tmp_path.glob(f"entropy-rl-warm-{os.getuid()}/*.sock"))  # and started no server
+    plain = tmp_path / "plain.py"  # no Snakemake preamble: a script of someone else's
+    plain.write_text(JOB.replace("__real_file__ = __file__\n", ""))
+    env = {**os.environ, warm_start.ENABLE: "1", "PYTHONPATH": os.pathsep.join([str(tmp_path / "lib"), str(ROOT / "workflow")])}
+    out = json.loads(subprocess.run([sys.executable, str(plain)], capture_output=True, text=True, env=env, check=False).stdout)
+    assert out["child"] is None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:  # a zombie (ended, not yet reaped by the server) is not running
+        return f.read().split(") ")[1][0] != "Z"

@@ -1,21 +1,26 @@
 """Where a Snakemake run's time went, read from its log: wall time, and job-seconds per rule.
 
     python benchmarks/study_time.py [.snakemake/log/<the run>.snakemake.log] [--before OTHER.snakemake.log] [--startup]
+                                    [--simulate 2 4 8 16]
 
 Without an argument it reads the newest log under .snakemake/log/. A job's seconds run from the
 timestamp before its ``rule``/``localrule`` header to the one before its ``Finished jobid`` line
 (whole seconds, as Snakemake logs them), so they include the job's start-up (the interpreter and
 its imports). With N cores, N jobs run at once: job-seconds / wall time is the cores kept busy.
 ``--before`` sets another run's log beside it, rule by rule; ``--startup`` prints each rule's start-up, from the
-job's start to the first line its own log stamps.
-"""
+job's start to the first line its own log stamps. ``--simulate`` schedules the run's jobs, with their measured
+seconds, on each number of cores: the DAG is the log's own (a job needs the jobs whose outputs are its inputs), and
+a free core takes the ready job Snakemake started first in the measured run. A job's seconds are taken as they were
+measured, whatever the cores: the cores do not share memory bandwidth or caches in the simulation."""
 
 from __future__ import annotations
 
 import argparse
 import collections
+import heapq
 import re
 import sys
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -23,45 +28,114 @@ STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
 HEADER = re.compile(r"^(?:local)?rule (\w+):$")
 JOBID = re.compile(r"^\s+jobid: (\d+)$")
 FINISHED = re.compile(r"^Finished jobid: (\d+)")
-
-
 LOG = re.compile(r"^\s+log: (\S+)$")
 LINE_STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d{3} ")  # a line of a job's own log (core.logs)
+INPUT = re.compile(r"^\s+input: (.+)$")
+OUTPUT = re.compile(r"^\s+output: (.+)$")
+THREADS = re.compile(r"^\s+threads: (\d+)$")
+CORES = re.compile(r"^Provided cores: (\d+)$")
 
 
-def job_times(lines) -> dict[int, tuple[str, datetime, datetime]]:
-    """jobid -> (rule, started, finished) for every job the log saw finish."""
-    return {j: (rule, t0, t1) for j, (rule, t0, t1, _) in jobs_with_logs(lines).items()}
+@dataclass
+class Job:
+    rule: str
+    started: datetime
+    finished: datetime | None = None
+    log: str | None = None
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    threads: int = 1
+
+    @property
+    def seconds(self) -> float:
+        return (self.finished - self.started).total_seconds()
 
 
-def jobs_with_logs(lines) -> dict[int, tuple[str, datetime, datetime, str | None]]:
-    """jobid -> (rule, started, finished, the job's log file) for every job the log saw finish."""
-    stamp = rule = log = None
-    started: dict[int, tuple[str, datetime]] = {}
-    logs: dict[int, str] = {}
-    done = {}
+def parse(lines) -> dict[int, Job]:
+    """jobid -> Job for every job the log saw finish: its rule, times, log file, files and threads (the header's
+    lines between ``rule`` and ``jobid``, and ``threads:`` after it)."""
+    stamp = header = None
+    jobs: dict[int, Job] = {}
+    current: Job | None = None
     for line in lines:
         if m := STAMP.match(line):
             stamp = datetime.strptime(" ".join(m.group(1).split()), "%a %b %d %H:%M:%S %Y")
         elif m := HEADER.match(line):
-            rule, log = m.group(1), None
-        elif m := LOG.match(line):
-            log = m.group(1)
-        elif (m := JOBID.match(line)) and rule:
-            started[int(m.group(1))] = (rule, stamp)
-            logs[int(m.group(1))] = log  # the header prints log: before jobid:
-            rule = None
-        elif (m := FINISHED.match(line)) and int(m.group(1)) in started:
-            name, t0 = started[int(m.group(1))]
-            done[int(m.group(1))] = (name, t0, stamp, logs[int(m.group(1))])
-    return done
+            header, current = Job(m.group(1), stamp), None
+        elif header and (m := LOG.match(line)):
+            header.log = m.group(1)
+        elif header and (m := INPUT.match(line)):
+            header.inputs = tuple(m.group(1).split(", "))
+        elif header and (m := OUTPUT.match(line)):
+            header.outputs = tuple(m.group(1).split(", "))
+        elif header and (m := JOBID.match(line)):
+            jobs[int(m.group(1))] = current = header
+            header = None
+        elif current and (m := THREADS.match(line)):
+            current.threads = int(m.group(1))
+        elif (m := FINISHED.match(line)) and int(m.group(1)) in jobs:
+            jobs[int(m.group(1))].finished = stamp
+            current = None
+    return {j: job for j, job in jobs.items() if job.finished}
+
+
+def simulate(jobs: dict[int, Job], cores: int) -> float:
+    """The wall seconds of ``jobs`` scheduled greedily on ``cores``: a job is ready once the jobs that wrote its
+    inputs have finished, and a free core takes the ready job that started first in the measured run."""
+    producer = {path: j for j, job in jobs.items() for path in job.outputs}
+    needs = {j: {producer[p] for p in job.inputs if producer.get(p, j) != j} for j, job in jobs.items()}
+    dependents = collections.defaultdict(list)
+    for j, before in needs.items():
+        for k in before:
+            dependents[k].append(j)
+    rank = {j: r for r, j in enumerate(sorted(jobs, key=lambda j: (jobs[j].started, j)))}
+    ready = [(rank[j], j) for j, before in needs.items() if not before]
+    heapq.heapify(ready)
+    running: list[tuple[float, int]] = []
+    now, free, left = 0.0, cores, {j: len(before) for j, before in needs.items()}
+    while ready or running:
+        waiting = []
+        while ready:  # each free core takes the first ready job that fits it
+            r, j = heapq.heappop(ready)
+            threads = min(jobs[j].threads, cores)
+            if threads <= free:
+                free -= threads
+                heapq.heappush(running, (now + jobs[j].seconds, j))
+            else:
+                waiting.append((r, j))
+        for item in waiting:
+            heapq.heappush(ready, item)
+        now, j = heapq.heappop(running)
+        free += min(jobs[j].threads, cores)
+        for k in dependents[j]:
+            left[k] -= 1
+            if not left[k]:
+                heapq.heappush(ready, (rank[k], k))
+    return now
+
+
+def schedules(path: Path, core_counts: list[int]) -> None:
+    lines = path.read_text().splitlines()
+    jobs = parse(lines)
+    if not jobs:
+        sys.exit(f"{path}: no finished job")
+    measured = (max(j.finished for j in jobs.values()) - min(j.started for j in jobs.values())).total_seconds()
+    ran_on = next((int(m.group(1)) for line in lines if (m := CORES.match(line))), None)
+    busy = sum(j.seconds for j in jobs.values())
+    print(f"{path}: {len(jobs)} jobs, {busy:.0f} job-seconds, measured on {ran_on} cores in {measured / 60:.1f} min")
+    print(f"{'cores':>5} {'simulated min':>13}  measured")
+    for cores in core_counts:
+        wall = simulate(jobs, cores)
+        note = f"{measured / 60:.1f} min ({100 * (wall - measured) / measured:+.1f}%)" if cores == ran_on else ""
+        print(f"{cores:5d} {wall / 60:13.1f}  {note}")
 
 
 def startup(path: Path, workdir: Path) -> None:
     """Per rule, the seconds from a job's start to the first line its script logs (the interpreter, the imports and
     the job's set-up, whole seconds as Snakemake stamps them), summed over its jobs: what fewer processes would save."""
     rows = collections.defaultdict(list)
-    for rule, t0, _, log in jobs_with_logs(path.read_text().splitlines()).values():
+    for job in parse(path.read_text().splitlines()).values():
+        rule, t0, log = job.rule, job.started, job.log
         first = next((m.group(1) for line in _lines(workdir / log) if (m := LINE_STAMP.match(line))), None) if log else None
         if first:
             rows[rule].append(max(0.0, (datetime.strptime(first, "%Y-%m-%d %H:%M:%S") - t0).total_seconds()))
@@ -77,13 +151,13 @@ def _lines(path: Path) -> list[str]:
 
 def by_rule(path: Path) -> tuple[dict[str, list[float]], float]:
     """Each rule's job seconds, and the wall time, of the Snakemake log at ``path``."""
-    jobs = job_times(path.read_text().splitlines())
+    jobs = parse(path.read_text().splitlines())
     if not jobs:
         sys.exit(f"{path}: no finished job")
     rules = collections.defaultdict(list)
-    for rule, t0, t1 in jobs.values():
-        rules[rule].append((t1 - t0).total_seconds())
-    return rules, (max(t1 for _, _, t1 in jobs.values()) - min(t0 for _, t0, _ in jobs.values())).total_seconds()
+    for job in jobs.values():
+        rules[job.rule].append(job.seconds)
+    return rules, (max(j.finished for j in jobs.values()) - min(j.started for j in jobs.values())).total_seconds()
 
 
 def summary(path: Path, rules: dict, wall: float) -> str:
@@ -97,8 +171,11 @@ def main() -> None:
     ap.add_argument("log", nargs="?", type=Path)
     ap.add_argument("--before", type=Path, help="another run's log, set beside it rule by rule")
     ap.add_argument("--startup", action="store_true", help="each rule's start-up: job start to the first line it logs")
+    ap.add_argument("--simulate", type=int, nargs="+", metavar="CORES", help="the run's jobs scheduled on these cores")
     args = ap.parse_args()
     path = args.log or max(Path(".snakemake/log").glob("*.snakemake.log"), key=lambda p: p.stat().st_mtime)
+    if args.simulate:
+        return schedules(path, args.simulate)
     if args.startup:  # the jobs' logs are relative to the working directory, two levels above .snakemake/log
         return startup(path, path.resolve().parents[2])
     rules, wall = by_rule(path)

@@ -140,7 +140,7 @@ def test_a_cancelled_jobs_lines_are_in_its_log(tmp_path):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == -signal.SIGTERM
-    expected = ["job: starting the engine", *(f"engine line {k:05d} ........" for k in range(LINES))]
+    expected = ["job started", "job: starting the engine", *(f"engine line {k:05d} ........" for k in range(LINES))]
     assert [line.split(" INFO ")[-1] for line in log_path.read_text().splitlines()] == expected
     assert out == log_path.read_text() and err == ""
 
@@ -172,7 +172,7 @@ def test_a_process_left_holding_the_pipe_does_not_hold_the_jobs_exit(tmp_path):
             lines = log_path.read_text().splitlines()
         finally:
             os.killpg(proc.pid, signal.SIGKILL)  # the sleep, and tee
-    assert [line.split(" INFO ")[-1] for line in lines] == [f"job line {k}" for k in range(2000)]
+    assert [line.split(" INFO ")[-1] for line in lines] == ["job started", *(f"job line {k}" for k in range(2000))]
     assert (tmp_path / "err").read_text() == ""  # no warning that tee runs on
 
 

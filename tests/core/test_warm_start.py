@@ -4,10 +4,13 @@ changes. The servers here preload a small module of the test's own, not torch; e
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 from entropy_rl.core import warm_start
@@ -34,11 +37,13 @@ sys.exit(int(os.environ.get("JOB_EXIT", "0")))
 
 @pytest.fixture
 def job(tmp_path):
+    # The servers' sockets under a short TMPDIR (pytest's own paths can pass a socket's 107 bytes).
+    short = Path(tempfile.mkdtemp(prefix="warm", dir="/tmp"))
     (tmp_path / "lib").mkdir()
     (tmp_path / "lib" / "warmprobe.py").write_text("import numpy  # in the server, as torch imports it\n\nVALUE = 1\n")
     script = tmp_path / "job.py"
     script.write_text(JOB)
-    env = {**os.environ, warm_start.ENABLE: "1", warm_start.PRELOAD_ENV: "warmprobe", "TMPDIR": str(tmp_path),
+    env = {**os.environ, warm_start.ENABLE: "1", warm_start.PRELOAD_ENV: "warmprobe", "TMPDIR": str(short),
            "PYTHONPATH": os.pathsep.join([str(tmp_path / "lib"), str(ROOT / "workflow")])}  # fmt: skip
     env.pop(warm_start.CHILD, None)
     servers = set()
@@ -50,16 +55,17 @@ def job(tmp_path):
         servers.update(o["server"] for o in out if o["child"])
         return proc, (out[0] if out else None)
 
-    yield run, tmp_path
+    yield run, tmp_path, short
     for pid in servers:  # the servers these jobs started
         try:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
+    shutil.rmtree(short, ignore_errors=True)
 
 
 def test_jobs_run_in_forks_of_one_server_with_their_own_environment(job):
-    run, _ = job
+    run, _, _ = job
     first, a = run(OMP_NUM_THREADS="1")
     second, b = run(OMP_NUM_THREADS="4")
     assert first.returncode == second.returncode == 0, first.stderr + second.stderr
@@ -71,7 +77,7 @@ def test_jobs_run_in_forks_of_one_server_with_their_own_environment(job):
 
 
 def test_exit_status_output_and_failures_reach_the_caller(job):
-    run, _ = job
+    run, _, _ = job
     proc, out = run(JOB_EXIT="3")
     assert proc.returncode == 3 and out["child"] == "1"  # the status, and the child's stdout through the job's own
     proc, out = run(JOB_DOES="raise")
@@ -80,9 +86,9 @@ def test_exit_status_output_and_failures_reach_the_caller(job):
 
 
 def test_a_signal_to_the_job_ends_its_child(job):
-    run, tmp_path = job
+    run, tmp_path, short = job
     run()  # a server, warm
-    env = {**os.environ, warm_start.ENABLE: "1", warm_start.PRELOAD_ENV: "warmprobe", "TMPDIR": str(tmp_path),
+    env = {**os.environ, warm_start.ENABLE: "1", warm_start.PRELOAD_ENV: "warmprobe", "TMPDIR": str(short),
            "PYTHONPATH": os.pathsep.join([str(tmp_path / "lib"), str(ROOT / "workflow")]), "JOB_DOES": "sleep"}  # fmt: skip
     proc = subprocess.Popen([sys.executable, str(tmp_path / "job.py")], stdout=subprocess.PIPE, text=True,
                             cwd=tmp_path, env=env)  # fmt: skip
@@ -97,9 +103,9 @@ def test_a_signal_to_the_job_ends_its_child(job):
 
 
 def test_a_job_killed_outright_takes_its_child_with_it(job):
-    run, tmp_path = job
+    run, tmp_path, short = job
     run()
-    env = {**os.environ, warm_start.ENABLE: "1", warm_start.PRELOAD_ENV: "warmprobe", "TMPDIR": str(tmp_path),
+    env = {**os.environ, warm_start.ENABLE: "1", warm_start.PRELOAD_ENV: "warmprobe", "TMPDIR": str(short),
            "PYTHONPATH": os.pathsep.join([str(tmp_path / "lib"), str(ROOT / "workflow")]), "JOB_DOES": "sleep"}  # fmt: skip
     proc = subprocess.Popen([sys.executable, str(tmp_path / "job.py")], stdout=subprocess.PIPE, text=True,
                             cwd=tmp_path, env=env)  # fmt: skip
@@ -113,7 +119,7 @@ def test_a_job_killed_outright_takes_its_child_with_it(job):
 
 
 def test_an_edited_preloaded_module_retires_the_server(job):
-    run, tmp_path = job
+    run, tmp_path, _ = job
     _, before = run()
     time.sleep(0.01)
     (tmp_path / "lib" / "warmprobe.py").write_text("VALUE = 2  # edited\n")
@@ -124,15 +130,29 @@ def test_an_edited_preloaded_module_retires_the_server(job):
 
 
 def test_off_or_outside_snakemake_the_job_runs_in_its_own_process(job, tmp_path):
-    run, _ = job
+    run, _, short = job
     proc, out = run(**{warm_start.ENABLE: "0"})
     assert proc.returncode == 0 and out["child"] is None and out["server"] != out["pid"]
-    assert not list(tmp_path.glob(f"entropy-rl-warm-{os.getuid()}/*.sock"))  # and started no server
+    assert not list(short.glob(f"entropy-rl-warm-{os.getuid()}/*.sock"))  # and started no server
     plain = tmp_path / "plain.py"  # no Snakemake preamble: a script of someone else's
     plain.write_text(JOB.replace("__real_file__ = __file__\n", ""))
-    env = {**os.environ, warm_start.ENABLE: "1", "PYTHONPATH": os.pathsep.join([str(tmp_path / "lib"), str(ROOT / "workflow")])}
+    env = {**os.environ, warm_start.ENABLE: "1", "TMPDIR": str(short),
+           "PYTHONPATH": os.pathsep.join([str(tmp_path / "lib"), str(ROOT / "workflow")])}  # fmt: skip
     out = json.loads(subprocess.run([sys.executable, str(plain)], capture_output=True, text=True, env=env, check=False).stdout)
     assert out["child"] is None
+
+
+def test_a_folder_another_user_could_hold_is_not_used(monkeypatch):
+    short = Path(tempfile.mkdtemp(prefix="warm", dir="/tmp"))
+    monkeypatch.setenv("TMPDIR", str(short))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir reads TMPDIR again
+    folder = short / f"entropy-rl-warm-{os.getuid()}"
+    folder.mkdir(mode=0o777)
+    folder.chmod(0o777)  # writable by anyone: a socket there could be anyone's
+    assert warm_start._address() is None
+    folder.chmod(0o700)
+    assert warm_start._address().parent == folder
+    shutil.rmtree(short)
 
 
 def _alive(pid: int) -> bool:

@@ -32,6 +32,8 @@ import runpy
 import select
 import signal
 import socket
+import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -43,6 +45,7 @@ from pathlib import Path
 ENABLE = "ENTROPY_RL_WARM_START"  # "1": jobs hand over to a warm server; the Snakefile sets it (config mini.warm_start)
 CHILD = "ENTROPY_RL_WARM_CHILD"  # set in a forked job's environment: it is the job, and hands over no further
 START_S = 120.0  # the longest a job waits for a server to import PRELOAD (about 6 s on 2 cores) before it runs alone
+SUN_PATH = 107  # the longest path a Unix socket binds to (sockaddr_un.sun_path, less its terminating NUL)
 IDLE_S = 120.0  # a server with no job for this long ends (a mini job runs up to about 80 s)
 # What a job imports before its work: the trainer's (torch, transformers, verl's losses, math-verify), the study's
 # (pandas, scipy, seaborn) and Snakemake's preamble. An import the child finds here costs it nothing.
@@ -84,6 +87,8 @@ def hand_over() -> None:
         return
     _tried = True  # once, at the script's first call: a job that went on here has done its imports by the next
     address = _address()
+    if address is None:
+        return
     request = json.dumps({"script": os.path.abspath(script), "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
     for attempt in range(2):  # no server, or one that refused (a loaded file changed): start one, and once only
         sock = _connect(address, _start_server(address) if attempt else None)
@@ -128,13 +133,20 @@ def _connect(address: Path, server: subprocess.Popen | None) -> socket.socket | 
         time.sleep(0.05)
 
 
-def _address() -> Path:
-    """The socket of the server for this interpreter, working directory and environment (less each job's own)."""
+def _address() -> Path | None:
+    """The socket of the server for this interpreter, working directory and environment (less each job's own), in a
+    folder of this user's alone; None where there is none (another user's folder, or no path short enough)."""
     env = sorted((k, v) for k, v in os.environ.items() if k not in PER_JOB)
     key = hashlib.sha256(json.dumps([sys.executable, os.getcwd(), env, preload()]).encode()).hexdigest()[:16]
-    folder = Path(tempfile.gettempdir()) / f"entropy-rl-warm-{os.getuid()}"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    return folder / f"{key}.sock"
+    for base in dict.fromkeys((tempfile.gettempdir(), "/tmp")):
+        folder = Path(base) / f"entropy-rl-warm-{os.getuid()}"
+        if len(str(folder / f"{key}.sock").encode()) > SUN_PATH:
+            continue  # a socket's path is at most 107 bytes: a long TMPDIR falls back to /tmp
+        folder.mkdir(mode=0o700, exist_ok=True)
+        st = folder.lstat()
+        private = stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+        return folder / f"{key}.sock" if private else None  # a server there could be anyone's: no warm start
+    return None
 
 
 def _start_server(address: Path) -> subprocess.Popen:
@@ -173,6 +185,9 @@ def serve(address: Path) -> None:
                 time.sleep(0.1)
             elif select.select([listener], [], [], 0.1)[0]:
                 conn, _ = listener.accept()
+                if _peer_uid(conn) != os.getuid():  # the folder is private; this is the second lock on the door
+                    conn.close()
+                    continue
                 if _loaded_files() != loaded:  # serve no more; the jobs running finish and get their status
                     print("a loaded module's file changed: serving no more", flush=True)
                     accepting = _retire(address, listener, lock)
@@ -273,6 +288,11 @@ def _reaped(children: dict[int, socket.socket]):
             return
         if pid in children:
             yield pid, ({"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status) else {"exit": os.WEXITSTATUS(status)})
+
+
+def _peer_uid(conn: socket.socket) -> int:
+    _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    return uid
 
 
 def _loaded_files() -> dict[str, tuple[int, int]]:

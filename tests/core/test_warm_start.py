@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from entropy_rl.core import warm_start
@@ -55,7 +56,15 @@ def job(tmp_path):
         servers.update(o["server"] for o in out if o["child"])
         return proc, (out[0] if out else None)
 
-    yield run, tmp_path, short
+    def spawn(**extra):
+        """A job left running (it sleeps), with its first line."""
+        proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=tmp_path,
+                                env={**env, "JOB_DOES": "sleep", **extra})  # fmt: skip
+        out = json.loads(proc.stdout.readline())
+        servers.add(out["server"])
+        return proc, out
+
+    yield SimpleNamespace(run=run, spawn=spawn, dir=tmp_path, tmp=short)
     for pid in servers:  # the servers these jobs started
         try:
             os.kill(pid, signal.SIGTERM)
@@ -65,7 +74,7 @@ def job(tmp_path):
 
 
 def test_jobs_run_in_forks_of_one_server_with_their_own_environment(job):
-    run, _, _ = job
+    run = job.run
     first, a = run(OMP_NUM_THREADS="1")
     second, b = run(OMP_NUM_THREADS="4")
     assert first.returncode == second.returncode == 0, first.stderr + second.stderr
@@ -77,7 +86,7 @@ def test_jobs_run_in_forks_of_one_server_with_their_own_environment(job):
 
 
 def test_exit_status_output_and_failures_reach_the_caller(job):
-    run, _, _ = job
+    run = job.run
     proc, out = run(JOB_EXIT="3")
     assert proc.returncode == 3 and out["child"] == "1"  # the status, and the child's stdout through the job's own
     proc, out = run(JOB_DOES="raise")
@@ -86,40 +95,23 @@ def test_exit_status_output_and_failures_reach_the_caller(job):
 
 
 def test_a_signal_to_the_job_ends_its_child(job):
-    run, tmp_path, short = job
-    run()  # a server, warm
-    env = {**os.environ, warm_start.ENABLE: "1", warm_start.PRELOAD_ENV: "warmprobe", "TMPDIR": str(short),
-           "PYTHONPATH": os.pathsep.join([str(tmp_path / "lib"), str(ROOT / "workflow")]), "JOB_DOES": "sleep"}  # fmt: skip
-    proc = subprocess.Popen([sys.executable, str(tmp_path / "job.py")], stdout=subprocess.PIPE, text=True,
-                            cwd=tmp_path, env=env)  # fmt: skip
-    out = json.loads(proc.stdout.readline())
+    proc, out = job.spawn()
     assert out["child"] == "1"
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=10) == -signal.SIGTERM  # the job ends as its child did: by the signal
-    deadline = time.monotonic() + 5
-    while _alive(out["pid"]) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(out["pid"])
+    assert _ends(out["pid"])
 
 
 def test_a_job_killed_outright_takes_its_child_with_it(job):
-    run, tmp_path, short = job
-    run()
-    env = {**os.environ, warm_start.ENABLE: "1", warm_start.PRELOAD_ENV: "warmprobe", "TMPDIR": str(short),
-           "PYTHONPATH": os.pathsep.join([str(tmp_path / "lib"), str(ROOT / "workflow")]), "JOB_DOES": "sleep"}  # fmt: skip
-    proc = subprocess.Popen([sys.executable, str(tmp_path / "job.py")], stdout=subprocess.PIPE, text=True,
-                            cwd=tmp_path, env=env)  # fmt: skip
-    out = json.loads(proc.stdout.readline())
+    proc, out = job.spawn()
+    assert out["child"] == "1"
     proc.kill()  # SIGKILL: nothing forwarded; the child sees its connection close
     proc.wait()
-    deadline = time.monotonic() + 5
-    while _alive(out["pid"]) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(out["pid"])
+    assert _ends(out["pid"])
 
 
 def test_an_edited_preloaded_module_retires_the_server(job):
-    run, tmp_path, _ = job
+    run, tmp_path = job.run, job.dir
     _, before = run()
     time.sleep(0.01)
     (tmp_path / "lib" / "warmprobe.py").write_text("VALUE = 2  # edited\n")
@@ -130,7 +122,7 @@ def test_an_edited_preloaded_module_retires_the_server(job):
 
 
 def test_off_or_outside_snakemake_the_job_runs_in_its_own_process(job, tmp_path):
-    run, _, short = job
+    run, short = job.run, job.tmp
     proc, out = run(**{warm_start.ENABLE: "0"})
     assert proc.returncode == 0 and out["child"] is None and out["server"] != out["pid"]
     assert not list(short.glob(f"entropy-rl-warm-{os.getuid()}/*.sock"))  # and started no server
@@ -153,6 +145,13 @@ def test_a_folder_another_user_could_hold_is_not_used(monkeypatch):
     folder.chmod(0o700)
     assert warm_start._address().parent == folder
     shutil.rmtree(short)
+
+
+def _ends(pid: int, within: float = 5) -> bool:
+    deadline = time.monotonic() + within
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _alive(pid)
 
 
 def _alive(pid: int) -> bool:

@@ -8,7 +8,7 @@ Five layers, each a subpackage; the import rule between them is a contract the t
   Snakemake's internals in ``pipeline.snakemake_api`` alone. It loads no torch, verl, vLLM or transformers.
 - ``core``: what both scales share: data formats, grading, the code sandbox, the reward, the run
   spec and config, the metrics contract and the measures, resume fingerprints, each rule's image
-  reference, job plumbing.
+  reference, job plumbing (logs, the warm start of a local study's jobs).
 - ``mini``: the CPU miniature: reasoning-gym tasks, the tokenizer and tiny models, generation,
   the paper's algorithms, the trainer, evaluation and the power-sampling proposal with transformers.
 - ``paper``: the GPU scale: hub downloads, paper datasets, verl launch, plugin and metrics, the

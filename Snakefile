@@ -1,5 +1,7 @@
 # Reproduces "The Entropy Mechanism of Reinforcement Learning for Reasoning Language Models"
 # (Cui et al., 2025). `snakemake --cores all` runs the mini scale; see README.md.
+import os
+
 from snakemake.utils import min_version
 
 from entropy_rl.pipeline import cluster

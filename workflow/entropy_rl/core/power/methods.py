@@ -33,6 +33,7 @@ class Study:
     labels: dict[str, str] = field(default_factory=dict)
     replicates: int = 1  # each method's seeds, replicate 0 (the plain name) first
     base_seed: int = 0  # the study's base seed (config ``seed``), added to the sampling seed as to every other
+    base_models: int = 1  # the base model's replicates: ``replicates``, or 1 where the replicates share it
 
     def register(self, name: str, settings: dict, label: str) -> None:
         if name in self.methods:
@@ -46,7 +47,7 @@ class Study:
 
     def model(self, name: str) -> str:
         """The base model a method's replicate samples, or scores an RL checkpoint's answers with."""
-        return spec.replicate_names(self.config["model"], self.replicates)[spec.replicate_of(name)[1]]
+        return spec.replicate_names(self.config["model"], self.base_models)[min(spec.replicate_of(name)[1], self.base_models - 1)]
 
     def seed(self, name: str) -> int:
         """The sampling seed of a method's replicate."""
@@ -143,10 +144,11 @@ def _later_label(settings: dict) -> str:
             f"M {settings['rollouts']}, H {settings['horizon']})")  # fmt: skip
 
 
-def build(power: dict, run_labels: dict[str, str], replicates: int = 1, base_seed: int = 0) -> Study:
+def build(power: dict, run_labels: dict[str, str], replicates: int = 1, base_seed: int = 0, base_models: int | None = None) -> Study:
     """Every method of the study ``power`` (a scale's ``power_sampling``), each ``replicates`` times; ``run_labels``
-    names each RL run it samples (run id -> display name)."""
-    study = Study(power, replicates=replicates, base_seed=base_seed)
+    names each RL run it samples (run id -> display name); ``base_models`` is how many replicates the base model has
+    (``replicates`` unless they share one, core.spec.with_replicates)."""
+    study = Study(power, replicates=replicates, base_seed=base_seed, base_models=base_models or replicates)
     alpha = power["alpha"]
     main = {"kind": "power", "alpha": alpha, "block_size": power["block_size"], "n_mcmc": power["n_mcmc"]}
     methods = [("base", {"kind": "sample", "temperature": 1.0}, "Base (T = 1)"),

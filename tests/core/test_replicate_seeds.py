@@ -20,7 +20,7 @@ def test_one_replicate_and_base_seed_zero_change_nothing(mini):
 
 
 def test_each_replicate_is_a_run_of_its_own_on_its_own_base_model(mini):
-    mini["replicates"] = 3
+    mini["replicates"], mini["replicate_base_models"] = 3, True
     s = spec.with_replicates(mini, 0)
     assert set(s["runs"]) == {r for run in mini["runs"] for r in (run, f"{run}@r1", f"{run}@r2")}
     assert set(s["models"]) == {m for model in mini["models"] for m in (model, f"{model}@r1", f"{model}@r2")}
@@ -76,7 +76,7 @@ def test_an_instruct_model_has_its_base_shape_and_tunes_the_same_replicate(mini)
     (name, entry), = [(m, e) for m, e in raw["models"].items() if "instruct_of" in e]
     base = entry["instruct_of"]
     assert mini["models"][name] == {**raw["models"][base], "instruct_of": base}
-    reps = spec.with_replicates({**mini, "replicates": 3})["models"]
+    reps = spec.with_replicates({**mini, "replicates": 3, "replicate_base_models": True})["models"]
     assert [reps[r]["instruct_of"] for r in spec.replicate_names(name, 3)] == spec.replicate_names(base, 3)
     with pytest.raises(ValueError, match="not a base model"):
         spec.with_instruct_models({**raw, "models": {**raw["models"], "twice": {"instruct_of": name}}})
@@ -103,7 +103,7 @@ def test_replicates_can_share_one_base_model_and_differ_in_rl_seed_alone(mini):
     study = power.study(shared, 3, 5)
     assert {study.model(m) for m in study.seeds("base")} == {"qwen2-m"}
     assert [study.seed(m) for m in study.seeds("base")] == [mini["power_sampling"]["seed"] + 5 + k for k in range(3)]
-    # the default: each replicate its own base model, as the power study's replicates
-    own = spec.with_replicates({**mini, "replicates": 3}, 5)
+    # replicate_base_models: true: each replicate its own base model, as the power study's replicates
+    own = spec.with_replicates({**mini, "replicates": 3, "replicate_base_models": True}, 5)
     assert [study_own.model(m) for study_own in [power.study(own, 3, 5)] for m in study_own.seeds("base")] == \
         spec.replicate_names("qwen2-m", 3)

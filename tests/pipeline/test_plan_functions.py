@@ -279,3 +279,22 @@ def test_the_pilots_run_on_a_node_is_the_study_run_cut_to_a_few_steps():
                                    node.S["budget"], 16)  # fmt: skip
     assert hours[f"train:{scope.NODE_RUN}"] == pytest.approx(three + 8 * node.pilot["startup_minutes"] / 60)
     assert f"eval:{scope.NODE_RUN}" not in hours
+
+
+def test_a_figure_caption_says_what_its_seeds_vary():
+    """At mini scale with several seeds, an artifact's caption says whether its runs' replicates share one base model
+    (RL's randomness alone) or pre-train their own (core.spec.with_replicates)."""
+    import yaml
+    from entropy_rl.pipeline import params as artifact_params
+    from entropy_rl.pipeline import scope as study_scope
+    from entropy_rl.study import artifacts as registry
+    from support import ROOT
+
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    captions = {}
+    for shared in (True, False):
+        cfg = {**config, "mini": {**config["mini"], "replicates": 3, "replicate_base_models": not shared}}
+        captions[shared] = artifact_params.artifact_params(study_scope.resolve(cfg), None, "fig01_entropy_collapse")["caption"]
+        assert captions[shared].endswith(registry.SEEDS[shared])
+    one = {**config, "mini": {**config["mini"], "replicates": 1}}
+    assert "Seeds:" not in artifact_params.artifact_params(study_scope.resolve(one), None, "fig01_entropy_collapse")["caption"]

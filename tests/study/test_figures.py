@@ -345,7 +345,7 @@ def test_fig07_over_seeds_draws_each_seed_and_fits_the_trend_to_all(tmp_path, dr
     markers = next(line for line in ax_a.lines if line.get_marker() == "o")
     assert list(markers.get_ydata()) == pytest.approx([np.mean(a[r]) for r in a])
     caption = " ".join(drawn[0].texts[-1].get_text().replace("-\n", "-").split())  # unwrapped
-    assert "Markers are means over 3 seeds (pre-training and RL); error bars ±1 standard error over them; small points are the seeds." in caption
+    assert "Markers are means over 3 seeds; error bars ±1 standard error over them; small points are the seeds." in caption
 
 
 @pytest.mark.parametrize("name", FIT_GRIDS)

@@ -117,3 +117,18 @@ def test_more_replicates_add_only_the_new_seeds(study):
     counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", jobs, re.MULTILINE)}
     assert counts["build_mini_model"] == 2 and counts["train"] == 2, counts  # replicate 2 of the base and the instruct model
     assert "model=qwen2-xs@r2" in out and "model=qwen2-xs-instruct@r2" in out and f"run={RUN}@r2" in out
+
+
+def test_replicates_sharing_one_base_model_retrain_on_it_and_pretrain_nothing(study):
+    """mini.replicate_base_models: false (core.spec.with_replicates): replicate 1 of each run moves onto replicate 0's
+    base model, so its RL job is stale and no base model is pre-trained again."""
+    workdir, _ = study
+    overlay = workdir / "shared-base.yaml"
+    overlay.write_text(yaml.safe_dump({"mini": {"replicate_base_models": False}}))
+    out = snakemake(workdir, "-n", *ARTIFACTS, "--configfile", str(workdir / "config.yaml"), str(overlay)).stdout
+    jobs = re.search(r"Job stats:\njob\s+count\n[-\s]+\n(.*?)\ntotal", out, re.DOTALL).group(1)
+    counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", jobs, re.MULTILINE)}
+    assert "build_mini_model" not in counts and counts["train"] == 2, counts
+    trained = re.findall(r"rule train:\n(?:    .*\n)*?    wildcards: run=(\S+)", out)
+    assert sorted(trained) == sorted([f"{RUN}@r1", f"{INSTRUCT_RUN}@r1"]), trained
+    assert "qwen2-xs@r1" not in " ".join(line for line in out.splitlines() if line.strip().startswith("input:"))

@@ -63,14 +63,18 @@ def artifact_params(scope: Scope, power_study, name: str) -> dict:
     runs = artifact_runs(S, name)
     specs = {r: run_spec.resolve_run(S, r) for r in runs}
     labels = {r: run_label(S, r) for r in runs}
+    replicates = {r: run_spec.replicates(S["runs"], r) for r in runs}
+    shared_base = None  # said only where a base model is pre-trained (mini) and a run has several seeds
+    if "pretrain" in S and any(len(reps) > 1 for reps in replicates.values()):
+        shared_base = all(len({S["runs"][rep]["model"] for rep in reps}) == 1 for reps in replicates.values())
     return {
         "runs": runs,
-        "replicates": {r: run_spec.replicates(S["runs"], r) for r in runs},
+        "replicates": replicates,
         "labels": labels,
         "specs": canonical(specs),
         "fit_steps": S["analysis"]["early_fit_steps"],
         "benchmark_names": benchmark_names(S),
-        "caption": artifacts.caption(name, scope.scale, specs, labels),
+        "caption": artifacts.caption(name, scope.scale, specs, labels, shared_base),
     }
 
 

@@ -69,12 +69,18 @@ def _setting(spec: dict) -> str:
     return ", ".join(parts)
 
 
-def caption(name: str, scale: str, specs: dict[str, dict], labels: dict[str, str]) -> str:
-    """Scale, what is shown, the shared training settings and what sets each run apart."""
+SEEDS = {True: " Seeds: RL's, every replicate of a run starting from its model's one base model.",
+         False: " Seeds: pre-training's and RL's, each replicate of a run on a base model pre-trained under its own seed."}
+
+
+def caption(name: str, scale: str, specs: dict[str, dict], labels: dict[str, str], shared_base: bool | None = None) -> str:
+    """Scale, what is shown, the shared training settings and what sets each run apart; where a run has several
+    seeds at mini scale, what they vary (``shared_base``: whether its replicates share one base model)."""
     first = next(iter(specs.values()))
     rates = sorted({s["lr"] for s in specs.values()})  # one each when learning rates scale with width
     lr = f"lr {rates[0]:g}" if len(rates) == 1 else f"lr {rates[0]:g}-{rates[-1]:g} (scaled with 1/width)"
     shared = (f"{first['steps']} steps of {first['prompts_per_step']} prompts x {first['rollout_n']} responses, "
               f"{lr}, temperature {first['temperature']:g}, validation every {first['val_every']} steps")  # fmt: skip
     per_run = "; ".join(f"{labels[r]}: {_setting(s)}" for r, s in specs.items())
-    return f"{scale.capitalize()} scale. {ARTIFACTS[name].what} ({ARTIFACTS[name].source}.) Settings: {shared}. Runs: {per_run}."
+    seeds = "" if shared_base is None else SEEDS[shared_base]
+    return f"{scale.capitalize()} scale. {ARTIFACTS[name].what} ({ARTIFACTS[name].source}.) Settings: {shared}. Runs: {per_run}.{seeds}"

@@ -53,7 +53,7 @@ def band_note(replicates: dict[str, list] | None, lead: str = "Lines are means o
     if not counts or counts == [1]:
         return ""
     seeds = "-".join(map(str, (counts[0], counts[-1]))) if len(counts) > 1 else str(counts[0])
-    return f" {lead} {seeds} seeds (pre-training and RL){tail}"
+    return f" {lead} {seeds} seeds{tail}"
 
 
 def mean_sd(values, digits: int = 2, unit: str = "") -> str:

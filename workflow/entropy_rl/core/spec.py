@@ -115,28 +115,24 @@ def with_replicates(scale_cfg: dict, base_seed: int = 0, count: int | None = Non
     and every rule, and ``resolve_run``, take it as they take a configured run; its entry names what it
     replicates (``replicate_of``) and its index (``replicate``). ``base_seed`` moves every seed at once:
     the same study under another draw of its randomness. ``count``, when given, replaces the scale's own
-    ``replicates``. With one replicate and base seed 0 the config comes back as it was.
-
-    Where the scale sets ``replicate_base_models: false``, the replicates share one base model (pre-trained from
-    seed ``pretrain.seed + base_seed``) and differ only in their RL seeds: the seed spread is then RL's alone."""
+    ``replicates``. With one replicate and base seed 0 the config comes back as it was."""
     count = count or scale_cfg.get("replicates", 1)
     out = copy.deepcopy(scale_cfg)
     if count == 1 and base_seed == 0:
         return out
     runs, models = {}, {}
-    model_count = count if scale_cfg.get("replicate_base_models", True) else 1
     for name, model in scale_cfg["models"].items():
-        for k, rep in enumerate(replicate_names(name, model_count)):
+        for k, rep in enumerate(replicate_names(name, count)):
             models[rep] = {**copy.deepcopy(model), "replicate_of": name, "replicate": k}
             if "instruct_of" in model:  # replicate k of an instruct model tunes replicate k of its base
-                models[rep]["instruct_of"] = replicate_names(model["instruct_of"], model_count)[k]
+                models[rep]["instruct_of"] = replicate_names(model["instruct_of"], count)[k]
             if "pretrain" in scale_cfg:
                 models[rep]["pretrain_seed"] = scale_cfg["pretrain"]["seed"] + base_seed + k
     rl_seed = scale_cfg["train"]["seed"] + base_seed
     for name, run in scale_cfg["runs"].items():
         for k, rep in enumerate(replicate_names(name, count)):
             entry = {**copy.deepcopy(run), "replicate_of": name, "replicate": k}
-            entry["model"] = replicate_names(run["model"], model_count)[min(k, model_count - 1)]
+            entry["model"] = replicate_names(run["model"], count)[k]
             entry["overrides"] = _merge(run.get("overrides", {}), {"seed": rl_seed + k})
             runs[rep] = entry
     out["runs"], out["models"] = runs, models

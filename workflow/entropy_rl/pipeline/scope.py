@@ -36,7 +36,8 @@ def resolve(config: dict) -> Scope:
     scale = config["scale"]
     seed = config.get("seed", 0)
     replicates = config.get("replicates") or config[scale].get("replicates", 1)
-    S = run_spec.with_pilot(run_spec.with_replicates(run_spec.with_instruct_models(config[scale]), seed, replicates))
+    S = run_spec.with_replicates(run_spec.with_instruct_models(config[scale]), seed, replicates)
+    S = run_spec.with_pilot(with_shared_base_models(S))
     pilot = S.get("pilot")
     node = pilot and pilot.get("speed", {}).get("node")
     if node:
@@ -100,6 +101,18 @@ def run_label(S: dict, run: str) -> str:
 
 def artifact_runs(S: dict, name: str) -> list[str]:
     return S["artifacts"][name]["runs"]
+
+
+def with_shared_base_models(S: dict) -> dict:
+    """Where the scale sets ``replicate_base_models: false``: every replicate of a run on replicate 0 of its base model
+    (pre-trained under the study's seed), and the models' other replicates dropped, so the replicates differ in their RL
+    seeds alone. ``S`` is a scale config with its replicates (core.spec.with_replicates), returned as it is otherwise.
+    (Here, not in core.spec: a paid GPU job's code stamp holds core.spec, and this never changes a paper-scale run.)"""
+    if S.get("replicate_base_models", True):
+        return S
+    models = {name: entry for name, entry in S["models"].items() if entry.get("replicate", 0) == 0}
+    runs = {name: {**entry, "model": run_spec.replicate_of(entry["model"])[0]} for name, entry in S["runs"].items()}
+    return {**S, "models": models, "runs": runs}
 
 
 def with_replicates(S: dict, runs: list[str]) -> list[str]:

@@ -147,7 +147,7 @@ def _later_label(settings: dict) -> str:
 def build(power: dict, run_labels: dict[str, str], replicates: int = 1, base_seed: int = 0, base_models: int | None = None) -> Study:
     """Every method of the study ``power`` (a scale's ``power_sampling``), each ``replicates`` times; ``run_labels``
     names each RL run it samples (run id -> display name); ``base_models`` is how many replicates the base model has
-    (``replicates`` unless they share one, core.spec.with_replicates)."""
+    (``replicates`` unless they share one, pipeline.scope.with_shared_base_models)."""
     study = Study(power, replicates=replicates, base_seed=base_seed, base_models=base_models or replicates)
     alpha = power["alpha"]
     main = {"kind": "power", "alpha": alpha, "block_size": power["block_size"], "n_mcmc": power["n_mcmc"]}

@@ -283,7 +283,7 @@ def test_the_pilots_run_on_a_node_is_the_study_run_cut_to_a_few_steps():
 
 def test_a_figure_caption_says_what_its_seeds_vary():
     """At mini scale with several seeds, an artifact's caption says whether its runs' replicates share one base model
-    (RL's randomness alone) or pre-train their own (core.spec.with_replicates)."""
+    (RL's randomness alone) or pre-train their own (pipeline.scope.with_shared_base_models)."""
     import yaml
     from entropy_rl.pipeline import params as artifact_params
     from entropy_rl.pipeline import scope as study_scope

@@ -13,7 +13,7 @@ def study(S: dict, replicates: int, seed: int):
     power = S.get("power_sampling")
     if not power:
         return None
-    base_models = replicates if S.get("replicate_base_models", True) else 1  # scope.with_shared_base_models
+    base_models = sum(run_spec.replicate_of(m)[0] == power["model"] for m in S["models"])  # 1 where shared (scope)
     return power_registry.build(power, {r: run_label(S, r) for r in power["runs"].values()}, replicates, seed, base_models)
 
 

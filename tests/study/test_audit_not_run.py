@@ -26,6 +26,8 @@ def test_claims_left_out_are_not_measured_and_say_what_they_would_cost(monkeypat
                 "tolerance": "",
                 "verdict": audit.REPRODUCED,
                 "why": "",
+                "p_reproduce": 0.01,
+                "p_contradict": 0.99,
             }
         ),
     )

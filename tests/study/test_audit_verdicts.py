@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import scipy.stats
 from entropy_rl.study import audit
-from entropy_rl.study.audit import compare, relations, seeds
+from entropy_rl.study.audit import compare, family, relations, seeds
 from entropy_rl.study.audit.registry import Measured, relation_of
 from entropy_rl.study.audit.relations import Effect, decide
 from test_audit import LEDGER, ledger_claim
@@ -71,12 +71,15 @@ def test_a_margined_relation_needs_its_margin_and_a_directional_one_takes_none()
 
 
 def test_seeds_needed_give_the_claimed_power():
-    """At the seeds returned the one-sided 5% t-test on the seed mean rejects 80% of the time, were the observed
-    mean and spread the truth (a simulation of 4,000 studies), and at one seed fewer less often."""
+    """At the seeds planned at the observed spread the one-sided 5% t-test on the seed mean rejects 80% of the time,
+    were the observed mean and spread the truth (a simulation of 4,000 studies), and at one seed fewer less often;
+    the plan is a range up to the spread's upper confidence limit (issue 66, defect 6)."""
     effect = over(0.30, -0.10, 0.50)  # mean 0.23, sd 0.31: inconclusive at three seeds
     d = decide({"d": effect}, "above")
     assert d.verdict == I and d.seeds_to_contradict is None and d.seeds_to_reproduce > 3
-    n, sd = d.seeds_to_reproduce, effect.se * math.sqrt(3)
+    low, high = d.plan.reproduce
+    assert low < high == d.seeds_to_reproduce and f"{low}–{high} seeds" in d.needs() and "new study" in d.needs()
+    n, sd = low, effect.se * math.sqrt(3)
     rng = np.random.default_rng(0)
 
     def power(k):
@@ -96,8 +99,8 @@ def test_seeds_needed_for_an_equivalence_and_its_contradiction():
     assert d.verdict == I and d.seeds_to_reproduce > 3 and d.seeds_to_contradict is None
     far = over(-0.12, -0.20, -0.31)  # a fall beyond the margin, not yet shown
     d = decide({"d": far}, "within", 0.05)
-    assert d.verdict == I and d.seeds_to_reproduce is None and 3 < d.seeds_to_contradict < 10
-    assert "contradicted at" in d.needs() and "reproduced: not at the observed effect" in d.needs()
+    assert d.verdict == I and 3 < d.plan.contradict[0] < 10
+    assert "contradicted at" in d.needs() and "reproduced at" in d.needs()  # equivalence planned at no difference
 
 
 def test_every_claim_of_no_difference_in_the_ledger_states_its_margin_and_why():
@@ -115,23 +118,30 @@ def test_the_ledger_check_refuses_a_claim_without_its_margin_or_with_one_it_cann
     without = {**LEDGER, "claims": [{k: v for k, v in c.items() if k != "margin"}]}
     with pytest.raises(ValueError, match="needs a margin"):
         audit.check_ledger(without)
-    directional = {**ledger_claim("power/accuracy-ordering"), "margin": {"value": 1, "why": "w"}}
+    directional = {**ledger_claim("power/accuracy-ordering"), "margin": {"value": 1, "why": "w", "set": "s"}}
     with pytest.raises(ValueError, match="takes no margin"):
         audit.check_ledger({**LEDGER, "claims": [directional]})
-    number = {**ledger_claim("cov-methods/gain-7b"), "margin": {"value": 1, "why": "w"}}
-    with pytest.raises(ValueError, match="acceptance interval"):
+    number = {**ledger_claim("cov-methods/gain-7b"), "margin": {"value": 1, "why": "w", "set": "s"}}
+    with pytest.raises(ValueError, match="tolerance.band"):
         audit.check_ledger({**LEDGER, "claims": [number]})
+    no_band = {**ledger_claim("cov-methods/gain-7b"), "tolerance": {"why": "w"}}
+    with pytest.raises(ValueError, match="needs tolerance.band"):
+        audit.check_ledger({**LEDGER, "claims": [no_band]})
     contrast = {**ledger_claim("power/accuracy-ordering"), "contrast": {"value": 0, "why": "w"}}
     with pytest.raises(ValueError, match="contrast applies to number claims only"):
         audit.check_ledger({**LEDGER, "claims": [contrast]})
 
 
-def test_a_number_whose_interval_holds_its_contrast_too_decides_nothing():
+def test_a_number_is_judged_by_equivalence_to_the_papers_value_within_its_band():
     c = {**ledger_claim("cov-methods/gain-7b")}
-    assert c["contrast"]["value"] == 0 and c["paper"] == 2.0
-    assert audit.verdicts.number_verdict(c, (-1.0, 5.0))["verdict"] == I  # both 2.0 and 0 pass
-    assert audit.verdicts.number_verdict(c, (1.0, 5.0))["verdict"] == R
-    assert audit.verdicts.number_verdict(c, (2.5, 5.0))["verdict"] == C
+    assert c["contrast"]["value"] == 0 and c["paper"] == 2.0 and c["tolerance"]["band"] == 1.0
+    verdict = lambda est, se, band=1.0: audit.verdicts.number_verdict(c, Effect(est, se), band)["verdict"]
+    assert verdict(2.1, 0.2) == R  # one-sided bounds [1.77, 2.43] inside [1, 3]
+    assert verdict(4.5, 0.3) == C  # surely beyond 3
+    assert verdict(2.0, 3.0) == I  # a noisy study: never reproduced (issue 66, defect 2)
+    assert verdict(2.0, 1.3, band=3.0) == I  # inside the wide band, but so is the 0 it is set against
+    assert verdict(math.nan, 0.2) == I and verdict(2.0, math.inf) == I  # no finite value or interval: no verdict
+    assert audit.verdicts.number_verdict(c, Effect(2.0, 0.2, between_runs=True), 1.0)["verdict"] == I  # one seed
 
 
 def test_table2_cells_of_a_method_are_contrasted_with_grpos():
@@ -147,26 +157,41 @@ def audit_table(verdicts: dict[str, str]) -> pd.DataFrame:
 
 
 def test_compare_counts_decisive_flips_apart_from_moves_to_or_from_inconclusive(tmp_path, capsys):
-    a = audit_table({"x": R, "y": R, "z": I, "w": C, "v": audit.NOT_COMPARABLE, "u": R, "old": "not reproduced"})
-    b = audit_table({"x": C, "y": I, "z": R, "w": C, "v": audit.NOT_COMPARABLE, "u": R, "old": R})
+    a = audit_table({"x": R, "y": R, "z": I, "w": C, "v": audit.NOT_COMPARABLE, "u": R, "old": "not reproduced",
+                     "n": audit.NOT_RUN})  # fmt: skip
+    b = audit_table({"x": C, "y": I, "z": R, "w": C, "v": audit.NOT_COMPARABLE, "u": R, "old": R, "n": audit.NOT_RUN})
     table = compare.compare(a, b)
     assert compare.moves(table) == {compare.AGREE: 2, compare.FLIP: 1, compare.INCONCLUSIVE_MOVE: 2, compare.OTHER: 1}
-    assert compare.agreement(table) == (2, 6)
-    a.to_csv(tmp_path / "a.csv", index=False), b.to_csv(tmp_path / "b.csv", index=False)
+    assert compare.agreement(table) == (2, 6)  # "not run" in both is not judged (issue 66, defect 10)
+    a.assign(ledger="abc").to_csv(tmp_path / "a.csv", index=False), b.assign(ledger="abc").to_csv(tmp_path / "b.csv", index=False)
     compare.main([str(tmp_path / "a.csv"), str(tmp_path / "b.csv")])
     out = capsys.readouterr().out
     assert "decisive flips (reproduced <-> contradicted): 1; moves to or from inconclusive: 2; other moves: 1" in out
     assert out.index("!! x") < out.index("~  y")  # flips listed first
 
 
+def test_compare_refuses_audits_judged_against_different_ledgers(tmp_path, capsys):
+    a, b = audit_table({"x": R}).assign(ledger="abc"), audit_table({"x": R}).assign(ledger="def")
+    a.to_csv(tmp_path / "a.csv", index=False), b.to_csv(tmp_path / "b.csv", index=False)
+    assert compare.main([str(tmp_path / "a.csv"), str(tmp_path / "b.csv")]) == 2
+    assert "different ledgers (abc against def)" in capsys.readouterr().err
+    assert compare.main([str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "--different-ledgers"]) == 0
+    assert "WARNING" in capsys.readouterr().out
+
+
 def test_the_report_explains_the_verdicts_states_the_family_and_lists_what_would_settle(tmp_path):
-    rows = [{"id": "a", "verdict": R}, {"id": "b", "verdict": I, "seeds_to_reproduce": 7, "seeds_to_contradict": None,
-             "needs": "reproduced at 7 seeds"}, {"id": "c", "verdict": audit.NOT_COMPARABLE}]  # fmt: skip
-    table = pd.DataFrame([{**dict.fromkeys(audit.verdicts.COLUMNS, ""), **r} for r in rows])
-    md = audit.to_markdown(table, "mini")
+    rows = [{"id": "a", "verdict": R, "p_reproduce": 0.001, "p_contradict": 0.999},
+            {"id": "b", "verdict": I, "seeds_to_reproduce": 7, "seeds_to_contradict": None, "seeds_range_reproduce": "4–7",
+             "needs": "reproduced at 4–7 seeds", "p_reproduce": 0.2, "p_contradict": 0.8},
+            {"id": "c", "verdict": audit.NOT_COMPARABLE}]  # fmt: skip
+    table = family.with_family(pd.DataFrame([{**dict.fromkeys(audit.verdicts.COLUMNS, ""), **r} for r in rows]))
+    table = table.assign(ledger="0123456789ab")
+    md = audit.to_markdown(table, "mini", 3, True)
     assert "**inconclusive**: neither" in md and "a wide interval is not evidence of no difference" in md
-    assert "2 claims were judged" in md and "about 0.1 of them" in md
+    assert "2 claims were judged" in md and "about 0.2 of them" in md and "(2 × 5% × 2)" in md  # 2α each (defect 3)
+    assert "1 survive Holm's procedure" in md and "sha256 0123456789ab" in md
+    assert "3 seeds per run, varying RL's randomness only" in md  # the population the intervals cover (defect 8)
     settle = md.split("## What would settle the inconclusive claims")[1].split("## Every claim")[0]
-    assert "| b | 7 | – |" in settle and "| a |" not in settle and "replicates=N" in settle
-    html = audit.to_html(table, "mini")
-    assert "<b>inconclusive</b>" in html and "<td>b</td><td>7</td>" in html
+    assert "| b | 4–7 | – |" in settle and "| a |" not in settle and "spends the 5% again" in settle
+    html = audit.to_html(table, "mini", 1, None)
+    assert "<b>inconclusive</b>" in html and "<td>b</td><td>4–7</td>" in html and "One seed per run" in html

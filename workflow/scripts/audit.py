@@ -33,6 +33,6 @@ study = audit.Study(
 )
 table = audit.run_audit(ledger, study, p.not_run)
 atomic.write_text(snakemake.output.csv, table.to_csv(index=False))
-atomic.write_text(snakemake.output.md, audit.to_markdown(table, p.scale))
-atomic.write_text(snakemake.output.html, audit.to_html(table, p.scale))
+atomic.write_text(snakemake.output.md, audit.to_markdown(table, p.scale, study.replicates, study.shared_base_models))
+atomic.write_text(snakemake.output.html, audit.to_html(table, p.scale, study.replicates, study.shared_base_models))
 log.info("verdicts %s", audit.verdict_counts(table))

@@ -7,10 +7,16 @@ runs it reads, so the audit measures exactly the runs a figure or table draws. T
 * ``registry``: the measurements by name, one registry refusing a name registered twice;
 * ``entropy_law``, ``covariance``, ``control``, ``accuracy``, ``power``: the measurements, by the
   part of the paper (or of the power-sampling study) they check; ``stats``: the statistics they share;
-* ``relations``: what a claim says of its effects, and the three verdicts (reproduced, contradicted,
-  inconclusive) with the seeds an inconclusive claim needs; ``verdicts``: a claim judged by its
-  relation and margin, or a number by its tolerance; ``ledger``: claims.yaml checked and unfolded,
-  and the audit table; ``render``: that table as Markdown and HTML; ``compare``: two audits side by side.
+* ``effects``: an effect with its noise and one-sided p-values (Student's t, or the exact χ² of a variance
+  ratio); ``relations``: what a claim says of its effects, and the three verdicts (reproduced, contradicted,
+  inconclusive) with their p-values; ``planning``: the seeds a new study would need to settle an inconclusive
+  claim, by the exact power of the test the audit runs; ``verdicts``: a claim judged by its relation and
+  margin, or a number by equivalence to the paper's value within its band; ``family``: Holm's procedure over
+  the claims and the ledger's fingerprint; ``ledger``: claims.yaml checked and unfolded, and the audit table;
+  ``render``: that table as Markdown and HTML; ``compare``: two audits side by side.
+
+How often each verdict is wrong is measured, not argued: ``benchmarks/audit_calibration.py`` simulates studies
+with a known truth through these functions (docs/audit.md).
 """
 
 from .data import NotComparable, Study, method

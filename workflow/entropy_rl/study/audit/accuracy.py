@@ -39,7 +39,7 @@ def accuracy_vs_baseline(study: Study, artifact: str, methods: list[str], relati
         se = math.hypot(_avg_se(study, r), _avg_se(study, base))
         parts.append(f"{r} {diff:+.1f} ± {Z95 * se:.1f}")
         holds &= {"above": diff > 0, "below": diff < 0}.get(relation, diff <= 0)
-        effects[f"{study.name(r)} - GRPO"] = Effect(diff, se)
+        effects[f"{study.name(r)} - GRPO"] = Effect(diff, se, between_runs=True)
     if not parts:
         raise NotComparable(f"{artifact} has no {methods} runs")
     return Measured(
@@ -72,16 +72,20 @@ def benchmark_cell(study: Study, artifact: str, model: str, method: str, benchma
         raise NotComparable(f"no benchmark plays {benchmark} at this scale")
     s = study.summary(run).set_index("benchmark")
     value = 100 * float(s.loc[bench, "avg_at_n"])
-    half = Z95 * math.sqrt(2) * binomial_se(value, study.bench_sizes[bench])
-    return Measured(value, f"avg@n of {run} on {bench}", interval=(value - half, value + half))
+    return _against_paper(value, math.sqrt(2) * binomial_se(value, study.bench_sizes[bench]), f"avg@n of {run} on {bench}")
+
+
+def _against_paper(value: float, se: float, how: str) -> Measured:
+    """A trained run's number beside the paper's: its 95% interval, and its noise as a difference between two
+    trained runs (this one and the paper's), which one seed cannot judge (relations.Effect.between_runs)."""
+    half = Z95 * se
+    return Measured(value, how, interval=(value - half, value + half), spread=Effect(value, se, between_runs=True))
 
 
 @measurement
 def benchmark_average(study: Study, artifact: str, model: str, method: str) -> Measured:
     run = _table2_run(study, artifact, model, method)
-    value = study.test_average(run)
-    half = Z95 * math.sqrt(2) * _avg_se(study, run)
-    return Measured(value, f"mean over benchmarks of {run}", interval=(value - half, value + half))
+    return _against_paper(study.test_average(run), math.sqrt(2) * _avg_se(study, run), f"mean over benchmarks of {run}")
 
 
 @measurement
@@ -102,9 +106,4 @@ def best_gain_over_grpo(study: Study, artifact: str, model: str, benchmark: str 
     else:
         n = study.bench_sizes[study.bench_roles[benchmark]]
         se = math.hypot(binomial_se(score(best), n), binomial_se(score(base), n))
-    half = Z95 * math.sqrt(2) * se
-    return Measured(
-        value,
-        f"{best} minus {base} ({'mean over benchmarks' if benchmark is None else benchmark})",
-        interval=(value - half, value + half),
-    )
+    return _against_paper(value, math.sqrt(2) * se, f"{best} minus {base} ({'mean over benchmarks' if benchmark is None else benchmark})")

@@ -4,12 +4,16 @@
 
 For two studies that differ only in a seed (or in code that should not change the science), each claim's
 verdict in both and its measured value. A claim judged in at least one audit (reproduced, contradicted or
-inconclusive) counts; "not comparable at this scale" in both says nothing about stability. Of the claims that
-moved, a **decisive flip** goes from reproduced to contradicted or back: the two studies' data support opposite
-answers, which at the one-sided 5% level should be rare (about one claim in twenty at most, were each exactly on
-its line). A **move to or from inconclusive** is one study deciding where the other's interval straddles the
-line: what a noisier or smaller study is expected to do. An audit written before the three verdicts (issue 55)
-says "not reproduced"; a move from or to it is counted apart, as neither.
+inconclusive) counts; "not comparable at this scale" or "not run" in both says nothing about stability. Of the
+claims that moved, a **decisive flip** goes from reproduced to contradicted or back: the two studies' data
+support opposite answers. For a claim exactly on its line that happens with probability 2α² = 0.5% between two
+independent studies, and less off it, so "no flips" is weak evidence of stability: the moves to or from
+inconclusive say more. A **move to or from inconclusive** is one study deciding where the other's interval
+straddles the line: what a noisier or smaller study is expected to do.
+
+Two audits judged against different ledgers (their ``ledger`` fingerprints differ: other claims, margins or
+bands) are not comparable verdict by verdict: ``compare`` refuses them unless told ``--different-ledgers``, and
+then says so first. An audit from before the fingerprint has none and is flagged.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import sys
 import pandas as pd
 
 from .relations import CONTRADICTED, INCONCLUSIVE, REPRODUCED
-from .verdicts import NOT_COMPARABLE
+from .verdicts import JUDGED, NOT_COMPARABLE
 
 DECISIVE = {REPRODUCED, CONTRADICTED}
 AGREE, FLIP, INCONCLUSIVE_MOVE, OTHER = "agree", "decisive flip", "to or from inconclusive", "other move"
@@ -46,7 +50,7 @@ def compare(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     va, vb = both["verdict_a"].fillna(NOT_COMPARABLE), both["verdict_b"].fillna(NOT_COMPARABLE)
     both["agree"] = both["verdict_a"] == both["verdict_b"]
     both["move"] = [kind_of_move(x, y) for x, y in zip(va, vb)]
-    both["judged"] = (va != NOT_COMPARABLE) | (vb != NOT_COMPARABLE)
+    both["judged"] = va.isin(JUDGED) | vb.isin(JUDGED)
     return both.reset_index()
 
 
@@ -66,8 +70,18 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("a", help="the first audit.csv")
     ap.add_argument("b", help="the second audit.csv")
+    ap.add_argument("--different-ledgers", action="store_true", help="compare audits judged against different ledgers")
     args = ap.parse_args(argv)
-    table = compare(pd.read_csv(args.a), pd.read_csv(args.b))
+    a, b = pd.read_csv(args.a), pd.read_csv(args.b)
+    ledgers = [str(t["ledger"].iloc[0]) if "ledger" in t and len(t) else None for t in (a, b)]
+    if None in ledgers or ledgers[0] != ledgers[1]:
+        what = (f"judged against different ledgers ({ledgers[0] or 'no fingerprint'} against {ledgers[1] or 'no fingerprint'}): "
+                "other claims, margins or bands")  # fmt: skip
+        if not args.different_ledgers:
+            print(f"refused: the two audits were {what}; --different-ledgers compares them anyway", file=sys.stderr)
+            return 2
+        print(f"WARNING: the two audits were {what}, so a moved verdict may be the ledger's doing, not the data's")
+    table = compare(a, b)
     same, judged = agreement(table)
     for side, path in (("a", args.a), ("b", args.b)):
         counts = table[f"verdict_{side}"].value_counts().to_dict()

@@ -102,7 +102,11 @@ def entropy_loss_sensitivity(
              f"largest {c_large:g} {h_large_start:.3g} → {h_large:.3g} (explodes above max(start, {explode:g}× GRPO's end = "
              f"{explode * h0_end:.3g}): {'yes' if explodes else 'no'}); all: "
              + ", ".join(f"{c:g}: {_final_entropy(study, r):.3g}" for c, r in treated))  # fmt: skip
-    effects = {"band - |smallest's end - GRPO's end|": width - abs(h_small - h0_end),
+    # |d| <= band as two signed effects, band - d and band + d: each is linear in the seeds' values, so its mean over
+    # seeds is unbiased, where the mean of band - |d| drifts below zero with noise alone (E|d| > |E d|).
+    drop = band * (h0_start - h0_end)  # signed: the band is a share of the entropy GRPO consumed
+    effects = {"band - (smallest's end - GRPO's end)": drop - (h_small - h0_end),
+               "band + (smallest's end - GRPO's end)": drop + (h_small - h0_end),
                "largest's end - its start": h_large - h_large_start,
                f"largest's end - {explode:g}x GRPO's end": h_large - explode * h0_end}  # fmt: skip
     return Measured(value, f"entropy, means over the first and last 10% of steps, {method_name} runs of {artifact} by rank of {parameter}, against its GRPO run",

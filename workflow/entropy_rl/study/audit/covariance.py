@@ -6,12 +6,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 
 from ...core import metric_columns
 from .. import analysis
 from .data import NotComparable, Study
 from .registry import Measured, measurement
 from .relations import Effect
+from .stats import effective_n, effective_n_correlation
 
 
 def _quantity(column: str) -> str:
@@ -21,9 +23,21 @@ def _quantity(column: str) -> str:
     }.get(column, column)
 
 
-def _fisher_z(r: float, n: int) -> Effect:
-    """A Pearson correlation over ``n`` steps on Fisher's z scale, where its standard error is 1/√(n − 3)."""
-    return Effect(math.atanh(max(min(r, 1 - 1e-12), -1 + 1e-12)), 1 / math.sqrt(n - 3) if n > 3 else None)
+def correlation_effect(x, y) -> tuple[Effect, float]:
+    """The Pearson correlation of two step series on Fisher's z scale, its standard error 1/√(n_eff − 3) with
+    n_eff the pairs the autocorrelated series are worth (stats.effective_n_correlation), and n_eff."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    r = float(np.corrcoef(x, y)[0, 1]) if len(x) > 2 and np.std(x) > 0 and np.std(y) > 0 else math.nan
+    n_eff = effective_n_correlation(x, y)
+    z = math.atanh(max(min(r, 1 - 1e-12), -1 + 1e-12)) if math.isfinite(r) else math.nan
+    return Effect(z, 1 / math.sqrt(n_eff - 3) if n_eff > 3 else None), n_eff
+
+
+def _dynamics_series(metrics, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """The covariance at step t and −(H[t+1] − H[t]), over the steps with both (analysis.covariance_dynamics')."""
+    m = metrics.sort_values("step")
+    both = pd.DataFrame({"cov": m[column], "neg_dH": analysis.entropy_decrease(m)}).dropna()
+    return both["cov"].to_numpy(), both["neg_dH"].to_numpy()
 
 
 @measurement
@@ -32,32 +46,49 @@ def covariance_tracks_entropy(study: Study, artifact: str, column: str = metric_
     paper's Figure 8 quantity, the bandit covariance) at step t and −(H[t+1] − H[t])."""
     run = study.runs(artifact)[0]
     d = analysis.covariance_dynamics(study.metrics(run), column)
-    return Measured(f"r = {d['pearson_r']:.2f} (p = {d['p_value']:.3g}, {d['n_steps']} steps)",
-                    f"analysis.covariance_dynamics on {run}: Pearson correlation of {column}, the {_quantity(column)}, at step t with -(H[t+1] - H[t])",
-                    holds=bool(d["pearson_r"] > 0 and d["p_value"] < 0.05), effects={"Fisher z of r": _fisher_z(d["pearson_r"], d["n_steps"])})  # fmt: skip
+    effect, n_eff = correlation_effect(*_dynamics_series(study.metrics(run), column))
+    return Measured(f"r = {d['pearson_r']:.2f} (p = {d['p_value']:.3g} as if independent, {d['n_steps']} steps worth {n_eff:.1f} independent pairs)",
+                    f"analysis.covariance_dynamics on {run}: Pearson correlation of {column}, the {_quantity(column)}, at step t with -(H[t+1] - H[t]), "
+                    "Fisher's z with the steps' autocorrelation counted (effective pairs)",
+                    holds=bool(d["pearson_r"] > 0 and d["p_value"] < 0.05), effects={"Fisher z of r": effect})  # fmt: skip
 
 
-def _share_se(p: float, n: int) -> float:
-    """Binomial standard error of a share of ``n`` steps, floored so 0% and 100% keep some."""
-    return math.sqrt(max(p * (1 - p), 1 / n) / n)
+def share_effect(positive, share: float) -> Effect:
+    """The share of steps where a series is positive, minus ``share``: its standard error binomial over the
+    steps' effective count (stats.effective_n of the 0/1 series), floored so 0% and 100% keep some."""
+    flags = np.asarray(positive, dtype=float)
+    n_eff = max(effective_n(flags), 1.0)
+    p = float(flags.mean())
+    return Effect(p - share, math.sqrt(max(p * (1 - p), 1 / n_eff) / n_eff))
 
 
 @measurement
 def covariance_positive(study: Study, artifact: str, share: float, column: str = metric_columns.BANDIT_COV) -> Measured:
     run = study.runs(artifact)[0]
     d = analysis.covariance_dynamics(study.metrics(run), column)
+    cov = study.metrics(run).sort_values("step")[column].dropna().to_numpy()
     return Measured(f"{100 * d['positive_share']:.0f}% of steps (mean {d['mean_cov']:.3g})",
-                    f"share of the steps of {run} with {column} > 0, the {_quantity(column)}",
-                    holds=bool(d["positive_share"] >= share),
-                    effects={f"share of steps - {share:g}": Effect(d["positive_share"] - share, _share_se(d["positive_share"], d["n_steps"]))})  # fmt: skip
+                    f"share of the steps of {run} with {column} > 0, the {_quantity(column)}, its noise over the steps' effective count",
+                    holds=bool(d["positive_share"] >= share), effects={f"share of steps - {share:g}": share_effect(cov > 0, share)})  # fmt: skip
+
+
+def series_mean(d) -> Effect:
+    """The mean of a step series, its standard error over the steps' effective count (stats.effective_n): steps
+    of one run are autocorrelated, so they are worth fewer independent points than their number."""
+    d = np.asarray(d, dtype=float)
+    n = len(d)
+    n_eff = min(max(effective_n(d), 2.0), n)
+    # The sample variance of autocorrelated steps runs low: E[s²] = σ²·n(1 − 1/n_eff)/(n − 1); undone here.
+    var = float(d.var(ddof=1)) * (n - 1) / (n - n / n_eff) if n_eff > 1 else math.nan
+    return Effect(float(d.mean()), math.sqrt(var / n_eff), n_eff - 1)
 
 
 def _paired_steps(metrics) -> Effect:
     """The easiest prompts' bandit covariance minus the hardest's, paired over the steps with both, its standard
-    error over those steps (the Wilcoxon test beside it assumes no normality; this gives the interval)."""
-    paired = metrics[[analysis.HARDEST, analysis.EASIEST]].dropna()
-    d = (paired[analysis.EASIEST] - paired[analysis.HARDEST]).to_numpy()
-    return Effect(float(d.mean()), float(d.std(ddof=1) / math.sqrt(len(d))), len(d) - 1)
+    error over those steps' effective count (the Wilcoxon test beside it assumes no normality; this gives the
+    interval)."""
+    paired = metrics.sort_values("step")[[analysis.HARDEST, analysis.EASIEST]].dropna()
+    return series_mean((paired[analysis.EASIEST] - paired[analysis.HARDEST]).to_numpy())
 
 
 @measurement

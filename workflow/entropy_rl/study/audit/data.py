@@ -52,11 +52,19 @@ class Study:
             raise ValueError(f"runs have different numbers of replicates: {sorted(counts)}")
         return counts.pop() if counts else 1
 
+    @property
+    def shared_base_models(self) -> bool | None:
+        """Whether every replicate of a run starts from replicate 0's base model (None with one seed)."""
+        if self.replicates < 2:
+            return None
+        return all(self.specs[s]["model"] == self.specs[r]["model"] for r in self.specs if self.name(r) == r
+                   for s in self.seeds(r))  # fmt: skip
+
     def name(self, run: str) -> str:
         """The configured run a replicate repeats (the run itself when it is one)."""
         return self.specs[run].get("replicate_of", run)
 
-    def at_seed(self, k: int) -> "Study":
+    def at_seed(self, k: int) -> Study:
         """The study as seed ``k`` ran it: every artifact's runs are their replicate k, and every power-sampling
         method (by its plain name) is its replicate k's answers (core.power.methods). Same cache."""
         artifacts = {a: [self.seeds(r)[k] for r in runs] for a, runs in self.artifacts.items()}

@@ -12,7 +12,7 @@ import scipy.stats
 from .. import analysis
 from .data import NotComparable, Study
 from .registry import Measured, measurement
-from .relations import Effect
+from .relations import Effect, variance_ratio
 from .stats import bootstrap
 
 
@@ -54,29 +54,37 @@ def _val_noise(study: Study, metrics: pd.DataFrame) -> np.ndarray:
     return np.sqrt(var) / len(benches)
 
 
+def law_chi_square(study: Study, metrics: pd.DataFrame) -> tuple[float, int, float]:
+    """One run's fit of R = -a exp(H) + b to its validation points: (χ² of its residuals against the binomial
+    validation noise, its degrees of freedom n − 2, its R²)."""
+    pts = analysis.validation_points(metrics)
+    fit = analysis.fit_entropy_law(pts["entropy"], pts["R"])
+    resid = pts["R"] - analysis.entropy_law(pts["entropy"], fit["a"], fit["b"])
+    se = np.maximum(_val_noise(study, metrics), 1e-6)
+    return float(np.sum((resid.to_numpy() / se) ** 2)), len(pts) - 2, float(fit["r2"])
+
+
 @measurement(pools_seeds=True, relation="not_above")
 def law_fits_within_noise(study: Study, artifact: str) -> Measured:
     """Every run's residuals from R = -a exp(H) + b are as small as validation sampling noise allows, up to the
-    claim's margin: the effect per run is the residuals' variance over the binomial noise's, minus 1 (chi-square
-    over its degrees of freedom, n − 2 per fit), whose standard error is √(2 / dof) of the ratio (the normal
-    approximation to a chi-square); a law that fits exactly leaves 0, a misfit as large as the noise 1. A run
-    with several seeds sums its seeds' chi-squares and degrees of freedom (each seed has its own fit)."""
+    claim's margin: the effect per run is ρ − 1, ρ the residuals' variance over the binomial noise's, observed as
+    χ² on n − 2 degrees of freedom per fit and judged by the exact χ² distribution (relations.VarianceRatio); a
+    law that fits exactly leaves 0, a misfit as large as the noise 1. A run with several seeds sums its seeds'
+    chi-squares and degrees of freedom (each seed has its own fit).
+
+    The noise is binomial over every validation answer. Validation answers the same problems at every step,
+    so the step-to-step noise is the answers' within-problem variance, which is smaller: the noise is
+    overstated, and the test leans towards a fit. The metrics do not record per-problem outcomes to do better."""
     runs = study.runs(artifact)
     effects, parts, r2 = {}, [], []
     for run in runs:
         chi2, dof = 0.0, 0
         for seed_run in study.seeds(run):
-            m = study.metrics(seed_run)
-            pts = analysis.validation_points(m)
-            fit = analysis.fit_entropy_law(pts["entropy"], pts["R"])
-            resid = pts["R"] - analysis.entropy_law(pts["entropy"], fit["a"], fit["b"])
-            se = np.maximum(_val_noise(study, m), 1e-6)
-            chi2 += float(np.sum((resid.to_numpy() / se) ** 2))
-            dof += len(pts) - 2
-            r2.append(fit["r2"])
-        ratio = chi2 / dof
-        effects[f"{run}: misfit over noise"] = Effect(ratio - 1, ratio * math.sqrt(2 / dof), seeds=study.replicates)
-        parts.append(f"{run} {ratio:.2f} (chi-square {chi2:.1f} on {dof}, p {scipy.stats.chi2.sf(chi2, dof):.3g})")
+            c, d, r = law_chi_square(study, study.metrics(seed_run))
+            chi2, dof = chi2 + c, dof + d
+            r2.append(r)
+        effects[f"{run}: misfit over noise"] = variance_ratio(chi2, dof, study.replicates)
+        parts.append(f"{run} {chi2 / dof:.2f} (chi-square {chi2:.1f} on {dof}, p {scipy.stats.chi2.sf(chi2, dof):.3g})")
     seeds = study.replicates
     return Measured(f"residual variance over noise: {'; '.join(parts)}; R² {min(r2):.2f}–{max(r2):.2f}",
                     f"chi-square of each fit's residuals against binomial validation noise, over its degrees of freedom, {len(runs)} runs of {artifact}"
@@ -105,70 +113,92 @@ def early_prediction_error(study: Study, artifact: str, quantity: str, task: str
     runs = _select(study, artifact, task)
     table = analysis.early_prediction_summary({r: study.metrics(r) for r in runs}, study.fit_steps)
     values = table[{"rmse": "rmse_pct", "final": "final_error_pct"}[quantity]].dropna().to_numpy()
-    mean = float(values.mean())
-    half = (
-        float(scipy.stats.t.ppf(0.975, len(values) - 1) * values.std(ddof=1) / math.sqrt(len(values)))
-        if len(values) > 1
-        else math.inf
-    )
+    mean = float(values.mean()) if len(values) else math.nan
+    if len(values) > 1:  # the runs' spread: different models and data, so it holds the seed's variation too
+        se = float(values.std(ddof=1) / math.sqrt(len(values)))
+        spread, half = Effect(mean, se, len(values) - 1, len(values)), float(scipy.stats.t.ppf(0.975, len(values) - 1) * se)
+    else:  # one run: no spread to judge by
+        spread, half = Effect(mean), math.inf
     return Measured(mean, f"analysis.early_prediction fitted on steps <= {study.fit_steps}, mean over {len(values)} runs of {artifact}",
-                    interval=(mean - half, mean + half))  # fmt: skip
+                    interval=(mean - half, mean + half), spread=spread)  # fmt: skip
 
 
 def _difference(a: list[float], b: list[float]) -> Effect:
-    """The difference of two runs' mean coefficient over their seeds, Welch's standard error and degrees of freedom
-    (its error shrinks as 1/√seeds: relations.seeds_needed scales it so)."""
+    """The difference of two runs' means over their seeds, Welch's standard error and degrees of freedom."""
     va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
     se = math.sqrt(va + vb)
     df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if va + vb > 0 else math.inf
     return Effect(float(np.mean(a) - np.mean(b)), se, df, min(len(a), len(b)))
 
 
+def _curve(fit: dict, h: float) -> float:
+    return fit["b"] - fit["a"] * math.exp(h)
+
+
 @measurement(pools_seeds=True, relation=lambda spec: {"shared": "within", "different": "differs"}[spec.get("expect", "shared")])
 def shared_coefficients(study: Study, artifact: str, expect: str = "shared") -> Measured:
-    """Do the runs share one (a, b)? Each run's a and b against the artifact's first run's: ``expect`` "shared"
-    claims every difference lies within the claim's margin (equivalence), "different" that one differs from zero
-    (its opposite: all within the margin).
+    """Do the runs share one law? Each run's fitted curve R = -a exp(H) + b against the artifact's first run's, at
+    both ends of the entropy range the runs observed: the curves differ by a line in exp(H), so the largest gap over
+    that range is at one of its ends. ``expect`` "shared" claims every gap lies within the claim's margin
+    (accuracy, equivalence); "different" that one lies beyond it (its opposite: all within).
 
-    One seed: each difference's standard error from the two fits' (analysis.fit_run), with the pooled F-test
-    (analysis.shared_coefficients_test) shown beside it. Several seeds: each seed's run fitted on its own, and a
-    difference of the two runs' means over seeds, Welch's standard error, so it counts only beyond seed-to-seed
-    variation; the one-way ANOVA per coefficient is shown beside it.
+    a and b are nearly collinear over the observed range, so each alone is poorly determined while the curve
+    is not: the claim is judged on the curve, in the accuracy units its margin is set in.
+
+    Several seeds: each seed's run fitted on its own, and the two runs' mean gap over seeds, Welch's standard
+    error, so it counts only beyond seed-to-seed variation; the one-way ANOVA per coefficient is shown beside it.
+    One seed: a gap between two trained runs, which one seed cannot judge (relations.Effect.between_runs); the
+    pooled F-test (analysis.shared_coefficients_test) is shown beside it.
     """
     runs = study.runs(artifact)
     if len(runs) < 2:
         raise NotComparable(f"{artifact} has fewer than 2 runs at this scale")
     fits = {r: [analysis.fit_run(study.metrics(s)) for s in study.seeds(r)] for r in runs}
+    entropies = np.concatenate([analysis.validation_points(study.metrics(s))["entropy"].to_numpy()
+                                for r in runs for s in study.seeds(r)])  # fmt: skip
+    ends = (float(entropies.min()), float(entropies.max()))
     ref, effects = runs[0], {}
     for r in runs[1:]:
-        for c in ("a", "b"):
+        for h in ends:
             if study.replicates < 2:
                 (f,), (f0,) = fits[r], fits[ref]
-                diff = Effect(f[c] - f0[c], math.hypot(f[f"{c}_stderr"], f0[f"{c}_stderr"]), f["n"] + f0["n"] - 4)
+                se = math.hypot(*(g["b_stderr"] + math.exp(h) * g["a_stderr"] for g in (f, f0)))  # a bound: no covariance
+                gap = Effect(_curve(f, h) - _curve(f0, h), se, f["n"] + f0["n"] - 4, between_runs=True)
             else:
-                diff = _difference([f[c] for f in fits[r]], [f[c] for f in fits[ref]])
-            effects[f"{c}({study.name(r)}) - {c}({study.name(ref)})"] = diff
+                gap = _difference([_curve(f, h) for f in fits[r]], [_curve(f, h) for f in fits[ref]])
+            effects[f"R({study.name(r)}) - R({study.name(ref)}) at H {h:.3g}"] = gap
     if study.replicates < 2:
         test = analysis.shared_coefficients_test({r: study.metrics(r) for r in runs})
         coefs = ", ".join(f"{r} a={f['a']:.2f} b={f['b']:.2f}" for r, f in test["per_run"].items())
         value = f"F-test p = {test['p_value']:.3g}; largest curve gap {test['max_curve_gap_pct']:.1f} points ({coefs})"
-        how = f"differences of each run's fitted a and b from {ref}'s, standard errors from the fits, {len(runs)} runs of {artifact}"
+        how = (f"gaps between each run's fitted curve and {ref}'s at both ends of the observed entropy range "
+               f"[{ends[0]:.3g}, {ends[1]:.3g}], {len(runs)} runs of {artifact}")  # fmt: skip
     else:
         test = analysis.coefficients_anova(fits)
         parts = [f"{c}: ANOVA p = {test[c]['p_value']:.3g} ("
                  + ", ".join(f"{r} {test[c]['mean'][r]:.3g} ± {test[c]['sd'][r]:.2g}" for r in runs) + ")" for c in ("a", "b")]
         value = "; ".join(parts)
-        how = (f"differences of each run's mean a and b over its {study.replicates} seeds from {ref}'s (mean ± s.d. over seeds), "
-               f"Welch's standard error, {len(runs)} runs of {artifact}")  # fmt: skip
+        how = (f"gaps between each run's fitted curve and {ref}'s at both ends of the observed entropy range "
+               f"[{ends[0]:.3g}, {ends[1]:.3g}], means over {study.replicates} seeds, Welch's standard error, "
+               f"{len(runs)} runs of {artifact}")  # fmt: skip
     return Measured(value, how, effects=effects)
+
+
+def size_trend(sizes: list[int], per_seed: list[list[float]]) -> Effect:
+    """The least-squares slope per decade of size of each size's mean over its seeds, its standard error from the
+    scatter of those means about the line (sizes − 2 degrees of freedom). The seeds of one size share its base
+    model, so they are not independent points: the per-size mean is the unit, and its scatter holds both the
+    base models' and the seeds' variation."""
+    means = [float(np.mean(v)) for v in per_seed]
+    reg = scipy.stats.linregress(np.log10(sizes), means)
+    return Effect(float(reg.slope), float(reg.stderr), len(sizes) - 2)
 
 
 @measurement(pools_seeds=True, relation="differs")
 def log_linear_in_size(study: Study, artifact: str, coefficient: str) -> Measured:
-    """The coefficient's least-squares slope in log10(non-embedding parameters) differs from zero, in a training
-    set of the artifact with 3 or more sizes (its opposite: every slope within the claim's margin). Every seed's
-    run is a point of its own (same size, its own fit), so the slope's standard error carries the seed-to-seed
-    spread."""
+    """The coefficient's least-squares slope in log10(non-embedding parameters) lies beyond the claim's margin,
+    in a training set of the artifact with 3 or more sizes (its opposite: every slope within the margin). The
+    slope is fitted to each size's mean over its seeds (``size_trend``): more sizes, not more seeds, narrow it."""
     runs = study.runs(artifact)
     series: dict[str, list[str]] = {}
     for r in runs:
@@ -177,16 +207,15 @@ def log_linear_in_size(study: Study, artifact: str, coefficient: str) -> Measure
     for data, members in series.items():
         if len(members) < 3:
             continue
-        x, y, per_size = [], [], []
+        sizes, values, per_size = [], [], []
         for r in members:
-            values = [analysis.fit_run(study.metrics(s))[coefficient] for s in study.seeds(r)]
-            x += [study.size(s) for s in study.seeds(r)]
-            y += values
-            spread = f" ± {np.std(values, ddof=1):.2g}" if len(values) > 1 else ""
-            per_size.append(f"{study.size(r):,}: {np.mean(values):.3g}{spread}")
-        fit = analysis.log_linear_fit(x, y)
-        reg = scipy.stats.linregress(np.log10(x), y)  # the slope's standard error, n - 2 degrees of freedom
-        effects[f"{data}: slope per decade"] = Effect(fit["slope"], float(reg.stderr), len(x) - 2, study.replicates)
+            v = [analysis.fit_run(study.metrics(s))[coefficient] for s in study.seeds(r)]
+            sizes.append(study.size(r))
+            values.append(v)
+            spread = f" ± {np.std(v, ddof=1):.2g}" if len(v) > 1 else ""
+            per_size.append(f"{study.size(r):,}: {np.mean(v):.3g}{spread}")
+        fit = analysis.log_linear_fit(sizes, [float(np.mean(v)) for v in values])
+        effects[f"{data}: slope per decade"] = size_trend(sizes, values)
         parts.append(f"{data}: slope {fit['slope']:+.3f} per decade, R² {fit['r2']:.2f}, p {fit['p_value']:.3g} "
                      f"({'; '.join(per_size)})")  # fmt: skip
     if not parts:
@@ -195,6 +224,6 @@ def log_linear_in_size(study: Study, artifact: str, coefficient: str) -> Measure
     return Measured(
         "; ".join(parts),
         f"analysis.log_linear_fit of {coefficient} against non-embedding parameters, runs of {artifact}"
-        + (f", {seeds} seeds a size (mean ± s.d. per size)" if seeds > 1 else ""),
+        + (f", fitted to each size's mean over its {seeds} seeds (mean ± s.d. per size)" if seeds > 1 else ""),
         effects=effects,
     )

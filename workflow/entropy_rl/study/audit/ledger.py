@@ -11,6 +11,7 @@ from ..artifacts import ARTIFACTS
 from ..artifacts import POWER as POWER_ARTIFACTS  # noqa: F401  (the power-sampling study's, for the audit's callers)
 from . import verdicts
 from .data import Study
+from .family import ledger_hash, with_family
 from .registry import MEASUREMENTS, relation_of
 from .relations import CONTRADICTED, MARGINED, REPRODUCED
 from .verdicts import COLUMNS, judge
@@ -65,7 +66,11 @@ def check_ledger(ledger: dict) -> None:
             raise ValueError(f"{where}: tolerance.factor applies to number claims only")
         if claim["kind"] == "number":
             if "margin" in claim:
-                raise ValueError(f"{where}: a number is judged by its acceptance interval; a margin is for qualitative claims")
+                raise ValueError(f"{where}: a number is judged against the paper's value within its tolerance.band; a "
+                                 "margin is for qualitative claims")  # fmt: skip
+            if claim.get("paper") is not None and not {"band", "factor"} & claim.get("tolerance", {}).keys():
+                raise ValueError(f"{where}: a number needs tolerance.band (equivalence to the paper's value, in its unit) "
+                                 "or tolerance.factor (a point reading), each with its reason")  # fmt: skip
             continue
         if "contrast" in claim:
             raise ValueError(f"{where}: contrast applies to number claims only")
@@ -77,6 +82,8 @@ def check_ledger(ledger: dict) -> None:
             )
         if relation not in MARGINED and "margin" in claim:
             raise ValueError(f"{where}: relation {relation!r} tests against zero and takes no margin")
+    if "band" not in ledger["table2"]["tolerance"]:
+        raise ValueError("claims.yaml table2: its tolerance needs a band (points), each cell judged against the paper's within it")
     widths = {len(cells) for rows in ledger["table2"]["rows"].values() for cells in rows.values()}
     if widths != {len(ledger["table2"]["columns"])}:
         raise ValueError(
@@ -107,4 +114,4 @@ def run_audit(ledger: dict, study: Study, not_run: dict[str, float] | None = Non
     rows = [verdicts.not_run(c, not_run[c["id"]], study.scale) if c["id"] in not_run else judge(c, study)
             for c in with_contrasts(ledger, expand_ledger(ledger))]  # fmt: skip
     rows += [{**dict.fromkeys(COLUMNS, ""), **r} for r in consistency_rows(ledger)]
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return with_family(pd.DataFrame(rows, columns=COLUMNS)).assign(ledger=ledger_hash(ledger))

@@ -208,6 +208,7 @@ def power_accuracy_cell(study: Study, artifact: str, model: str, method: str, be
     bench = _power_bench(study, benchmark)
     value = 100 * float(power_study.accuracy_table({m: study.samples(m)}, reference=m).loc[m, bench])
     problems = study.power["problems"][bench]
-    half = Z95 * math.sqrt(2) * binomial_se(value, problems)
+    se = math.sqrt(2) * binomial_se(value, problems)
+    trained = m in study.power["runs"]  # an RL checkpoint's answers: a trained run beside the paper's
     return Measured(value, f"mean correctness of {m}'s {study.power['n']} answers to each of {problems} problems of {bench}",
-                    interval=(value - half, value + half))  # fmt: skip
+                    interval=(value - Z95 * se, value + Z95 * se), spread=Effect(value, se, between_runs=trained))  # fmt: skip

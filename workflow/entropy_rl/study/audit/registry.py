@@ -28,7 +28,10 @@ class Measured:
     value: float | str
     how: str  # exactly what was computed, on which runs
     holds: bool | None = None  # a qualitative test's outcome
-    interval: tuple[float, float] | None = None  # a number's acceptance interval, when it comes from the data
+    interval: tuple[float, float] | None = None  # a number's 95% interval, when it comes from the data
+    # A number's estimate with its noise (an Effect: standard error and degrees of freedom), judged against the
+    # paper's value within the ledger's band; without it the interval stands in (verdicts.number_effect).
+    spread: Effect | None = None
     # A qualitative test's signed quantities (named by configured run, never by replicate): a point reading
     # (float) or an Effect with the standard error the data give it; judged by the claim's relation
     # (relations.decide), which the measurement's registration names.

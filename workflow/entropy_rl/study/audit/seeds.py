@@ -36,7 +36,8 @@ def over_seeds(values) -> Effect:
 def combine(per_seed: list[Measured]) -> Measured:
     """The measurements of one claim on each seed (replicate 0 first), as one.
 
-    A number: its mean over seeds, with the 95% t-interval of that mean. A test: each effect's mean over the
+    A number: its mean over seeds, with the 95% t-interval of that mean and, as its ``spread``, the mean's
+    standard error over the seeds. A test: each effect's mean over the
     seeds with its standard error, to be judged by the claim's relation. A test that names no effects cannot be
     combined: ValueError.
     """
@@ -49,7 +50,7 @@ def combine(per_seed: list[Measured]) -> Measured:
         mean, se = mean_se(values)
         half = t_quantile(0.975, k - 1) * se
         return Measured(mean, f"{first.how}; mean over {k} seeds ({', '.join(f'{v:.3g}' for v in values)})",
-                        interval=(mean - half, mean + half))  # fmt: skip
+                        interval=(mean - half, mean + half), spread=over_seeds(values))  # fmt: skip
     if first.effects is None:
         raise ValueError(f"a test made per seed names no effects to combine: {first.how}")
     if any(m.effects is None or m.effects.keys() != first.effects.keys() for m in per_seed):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -604,8 +606,15 @@ def test_ledger_power_claims_flip_with_the_answers(tmp_path, holds):
     # Where the answers sit on a claim's line the data decide nothing: power 3.75 points below GRPO, ± 8 over 80
     # problems, against a 3.4-point margin; and power drawing exactly base's tokens when every claim fails.
     on_the_line = "power/matches-grpo" if holds else "power/inference-cost"
+    # A comparison with an RL checkpoint (GRPO) on one seed is not judged: its RL seed's variation is unknown
+    trained = {c["id"] for c in LEDGER["claims"] if "GRPO" in c["measure"].get("order", ())}
+    assert {"power/matches-grpo", "power/pass-at-k-vs-grpo", "power/likelihood-ordering"} <= trained
+    # ... though the likelihood ordering's other effect, power over the base model, samples no checkpoint and can
+    # contradict the claim by itself
+    judged_alone = set() if holds else {"power/likelihood-ordering"}
     for i in qualitative:
-        expected = audit.INCONCLUSIVE if i == on_the_line else audit.REPRODUCED if holds else audit.CONTRADICTED
+        on_line_or_trained = i == on_the_line or (i in trained and i not in judged_alone)
+        expected = audit.INCONCLUSIVE if on_line_or_trained else audit.REPRODUCED if holds else audit.CONTRADICTED
         assert rows[i]["verdict"] == expected, (i, rows[i])
     assert rows[on_the_line]["needs"], rows[on_the_line]
     for i in POWER_IDS:
@@ -692,11 +701,20 @@ def test_power_match_uses_the_standard_error_over_problems(tmp_path):
     c = next(c for c in LEDGER["claims"] if c["id"] == "power/matches-grpo")
     row = audit.judge(c, make_power_study(tmp_path, frames))
     assert row["measured"].startswith("power 50, GRPO 60; power − GRPO -10 ± 20 (± 5.4 if answers were independent)")
-    assert row["verdict"] == audit.INCONCLUSIVE and "contradicted at" in row["needs"]
+    # one seed of a GRPO checkpoint: not judged (its RL seed's variation is unknown); judged on the problems' noise
+    # alone, as a study of several seeds judges each seed's share of it, it would not decide either
+    assert row["verdict"] == audit.INCONCLUSIVE and "RL seed" in row["needs"]
+
+    def on_problems(frames):
+        m = audit.verdicts.measure(c["measure"], make_power_study(tmp_path, frames))
+        effects = {k: replace(e, between_runs=False) for k, e in m.effects.items()}
+        return audit.decide(effects, "not_below", c["margin"]["value"]).verdict
+
+    assert on_problems(frames) == audit.INCONCLUSIVE
     frames["power"] = answers(np.where(np.arange(80) < 48, 4, 0))  # 20 points below on every problem GRPO solves
-    assert audit.judge(c, make_power_study(tmp_path, frames))["verdict"] == audit.CONTRADICTED
+    assert on_problems(frames) == audit.CONTRADICTED
     frames["power"] = answers(np.where(np.arange(80) < 48, 8, 0))  # GRPO's own answers: a match to the point
-    assert audit.judge(c, make_power_study(tmp_path, frames))["verdict"] == audit.REPRODUCED
+    assert on_problems(frames) == audit.REPRODUCED
 
 
 def test_table1_cells_judged_at_paper_scale_only_for_the_right_model(tmp_path):

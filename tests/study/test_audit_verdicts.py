@@ -1,5 +1,5 @@
 """The three verdicts (issue 55): reproduced, contradicted or inconclusive, each claim of no difference held to a
-margin the ledger sets before any result, what would settle an inconclusive claim, and two audits compared."""
+margin the ledger states with its reason and date, what would settle an inconclusive claim, and two audits compared."""
 
 from __future__ import annotations
 

@@ -78,7 +78,7 @@ def check_ledger(ledger: dict) -> None:
         if relation in MARGINED and "margin" not in claim:
             raise ValueError(
                 f"{where}: a claim of {relation.replace('_', ' ')} is an equivalence or non-inferiority test and needs a "
-                "margin: {value, why}, stated before any result (what difference the claim would call a difference)"
+                "margin: {value, why, set}: what difference the claim would call none, why, and when it was set"
             )
         if relation not in MARGINED and "margin" in claim:
             raise ValueError(f"{where}: relation {relation!r} tests against zero and takes no margin")

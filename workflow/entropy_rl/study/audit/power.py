@@ -86,9 +86,10 @@ def _paired(a: pd.Series, b: pd.Series) -> tuple[float, float, int]:
     return float(d.mean()), float(d.std(ddof=1) / math.sqrt(len(d))), len(d)
 
 
-def _paired_effect(d: float, se: float, problems: int) -> Effect:
-    """A difference paired over problems, its error over those problems (one seed)."""
-    return Effect(d, se, problems - 1)
+def _paired_effect(d: float, se: float, problems: int, trained: bool = False) -> Effect:
+    """A difference paired over problems, its error over those problems (one seed). ``trained``: one side samples
+    an RL checkpoint, whose variation with its RL seed the problems' noise leaves out (Effect.between_runs)."""
+    return Effect(d, se, problems - 1, between_runs=trained)
 
 
 @measurement(relation=lambda spec: spec["relation"])
@@ -104,7 +105,7 @@ def power_compare(
     parts, effects = [], {}
     for (ra, a), (rb, b) in itertools.pairwise(zip(order, methods)):
         d, se, problems = _paired(values[a], values[b])
-        effects[f"{ra} − {rb}"] = _paired_effect(d, se, problems)
+        effects[f"{ra} − {rb}"] = _paired_effect(d, se, problems, trained=bool({a, b} & set(study.power["runs"])))
         part = f"{ra} − {rb} {d:+.3g} ± {Z95 * se:.2g}"
         if quantity == "accuracy":  # what treating every answer as independent would claim
             naive = math.hypot(*(binomial_se(values[m].mean(), len(_answers(study, m, bench))) for m in (a, b)))

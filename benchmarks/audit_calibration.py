@@ -197,12 +197,12 @@ VAL_STEPS = tuple(range(0, 31, 5))  # the mini study's validation points: 30 ste
 DENSE_STEPS = (*range(10), *range(10, 31, 5))  # every step for the first 10, then every 5
 
 
-def _law_study(curves: list[pd.DataFrame], n_val: int) -> Study:
+def _law_study(curves: list[pd.DataFrame], n_val: int, benches: tuple[str, ...] = ("x", "y")) -> Study:
     names = ["r", *(f"r@r{k}" for k in range(1, len(curves)))]
     specs = {n: {"model": "m", **({"replicate_of": "r", "replicate": k} if k else {})} for k, n in enumerate(names)}
     cache = {("metrics", n): c for n, c in zip(names, curves)}
     return Study(scale="mini", artifacts={"fig": ["r"]}, specs=specs, metrics_paths={}, summary_paths={}, model_paths={},
-                 val_samples={"x": n_val, "y": n_val}, bench_sizes={}, bench_roles={}, model_roles={}, fit_steps=10,
+                 val_samples=dict.fromkeys(benches, n_val), bench_sizes={}, bench_roles={}, model_roles={}, fit_steps=10,
                  _cache=cache)  # fmt: skip
 
 
@@ -248,6 +248,34 @@ def law_case(k: int, margin: float = 1.0) -> Case:
     truths = (Truth("line (ρ = 2)", 1 + margin, (R, C)), Truth("inside (ρ = 1)", 1.0, (C,), R),
               Truth("outside (ρ = 6)", 6.0, (R,), C))  # fmt: skip
     return Case("law fit: χ² of the residuals", "not_above", k, 1, truths, judge)
+
+
+def law_fixed_problems_case(problems: int = 32, answers: int = 4, spread: float = 0.3) -> Case:
+    """The lean the audit states for the law fit, measured: validation answers the same ``problems`` at every step
+    (the mini default: 32 a benchmark, 4 answers each), each problem's accuracy offset from the curve by a fixed
+    amount (uniform within ±``spread``), so the step-to-step noise is the answers' within-problem variance, smaller
+    than the binomial noise the audit assumes. The truth is on the line against that true noise (a misfit adding as
+    much variance again); the row reports how often the law is nonetheless reproduced. No nominal level: the lean
+    is stated (docs/audit.md), not corrected."""
+
+    def curve(rng, offsets):
+        t = np.asarray(VAL_STEPS, dtype=float)
+        h = 0.05 + 0.2 * np.exp(-t / 1.5)
+        r = _shape("law", h, t)
+        p = np.clip(r[:, None] + offsets[None, :], 0.02, 0.98)  # steps × problems
+        acc = rng.binomial(answers, p).mean(axis=1) / answers
+        true_var = (p * (1 - p)).sum(axis=1) / (problems**2 * answers)
+        acc = acc + rng.normal(0, np.sqrt(true_var))  # the misfit: as much variance again as the true noise
+        return pd.DataFrame({"step": t.astype(int), "entropy": h, "val_acc": acc, "val_acc/x": acc})
+
+    def judge(rng, _):
+        offsets = rng.uniform(-spread, spread, problems)  # the same problems at every step and seed
+        curves = [curve(rng, offsets) for _ in range(3)]
+        m = entropy_law.law_fits_within_noise(_law_study(curves, problems * answers, ("x",)), "fig")
+        return _verdict(m.effects, "not_above", 1.0)
+
+    truth = Truth("line against the true noise (ρ = 2)", 2.0, (R,), C, nominal=math.nan)
+    return Case("law fit, validation on fixed problems (the stated lean)", "not_above", 3, 1, (truth,), judge)
 
 
 def law_shape_case(shape: str, steps, tau: float, label: str) -> Case:
@@ -327,7 +355,7 @@ def cases() -> list[Case]:
         intersection_worst_case(3), over_seeds_case("within", 3, 1, 1.0), over_seeds_case("not_below", 3, 1, 1.0),
         over_seeds_case("differs", 3, 1, 1.0), over_seeds_case("differs", 3, 3, 1.0), over_seeds_case("above", 10, 1),
         binomial_case(1), binomial_case(3), paired_problems_case(), correlation_case(), series_mean_case(),
-        law_case(1), law_case(3),
+        law_case(1), law_case(3), law_fixed_problems_case(),
         *(law_shape_case(shape, VAL_STEPS, 1.5, "validation every 5 steps, collapse in 2 (the mini study)")
           for shape in ("line", "exp(-H)", "step")),
         *(law_shape_case(shape, DENSE_STEPS, 4.0, "every step to 10 then every 5, collapse over 4")

@@ -155,6 +155,9 @@ def test_the_size_trend_is_fitted_to_each_sizes_mean():
     sizes = [1e5, 1e6, 1e7, 1e8, 1e9]
     effect = entropy_law.size_trend(sizes, [[0.1 * i + e for e in (-0.01, 0.0, 0.01)] for i in range(5)])
     assert effect.df == 3 and effect.estimate == pytest.approx(0.1)  # 5 sizes, not 15 points
+    noisy = entropy_law.size_trend(sizes, [[0.1, 0.2], [0.3, 0.1], [0.5, 0.2], [0.2, 0.4], [0.6, 0.5]])
+    d = decide({"slope": noisy}, "differs", 0.05)
+    assert d.verdict == INCONCLUSIVE and "more model sizes, not more seeds" in d.needs()  # seeds do not narrow it
 
 
 # ---- defect 9: the law's shape ------------------------------------------------------------------------------------

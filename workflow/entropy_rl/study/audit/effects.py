@@ -30,6 +30,9 @@ class Effect:
     df: float = math.inf
     seeds: int = 1
     between_runs: bool = False
+    # What the spread is over: "seeds" (or noise within a run, which seeds average down), or another unit that more
+    # seeds do not add (the size trend's sizes): a new study's seeds are then not planned (planning.plan).
+    spread_over: str = "seeds"
 
     @property
     def over_seeds(self) -> bool:

@@ -191,7 +191,7 @@ def size_trend(sizes: list[int], per_seed: list[list[float]]) -> Effect:
     base models' and the seeds' variation."""
     means = [float(np.mean(v)) for v in per_seed]
     reg = scipy.stats.linregress(np.log10(sizes), means)
-    return Effect(float(reg.slope), float(reg.stderr), len(sizes) - 2)
+    return Effect(float(reg.slope), float(reg.stderr), len(sizes) - 2, spread_over="model sizes")
 
 
 @measurement(pools_seeds=True, relation="differs")

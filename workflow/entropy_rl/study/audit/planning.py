@@ -38,8 +38,11 @@ class Plan:
     reproduce: tuple[int, int] | None  # (seeds at the observed spread, at its upper confidence limit)
     contradict: tuple[int, int] | None
     at_least: bool = False  # the spread is within-run noise standing in for the seeds'
+    instead: str = ""  # why seeds are not planned, and what would narrow the interval instead
 
     def text(self) -> str:
+        if self.instead:
+            return self.instead
         def side(r, what):
             if r is None:
                 return f"{what}: not at the observed effect"
@@ -143,6 +146,10 @@ def plan(effects: dict[str, Effect], reproduce: tuple[Condition, ...], contradic
          union_to_reproduce: bool, margin: float, level: float = LEVEL) -> Plan:  # fmt: skip
     """The seeds each side of a claim would need in a new study (relations.REPRODUCE / CONTRADICT conditions)."""
     es = list(effects.values())
+    other = sorted({e.spread_over for e in es if e.spread_over != "seeds"})
+    if other:
+        units = " and ".join(other)
+        return Plan(None, None, instead=f"more {units}, not more seeds: the spread is over the {units}")
     if union_to_reproduce:  # differs: one effect beyond the margin (Bonferroni), or every effect within it
         each = level / (len(es) * len(reproduce))
         rep = _fewest([_one(e, c, margin, each) for e in es for c in reproduce])

@@ -725,7 +725,7 @@ def test_table1_cells_judged_at_paper_scale_only_for_the_right_model(tmp_path):
     row = audit.judge(cells["power"], paper)
     half = 1.96 * np.sqrt(2) * 100 * np.sqrt(0.5625 * 0.4375 / 80)  # 56.25% on 80 problems: ± 15.4 points
     assert row["measured"] == pytest.approx(56.25) and row["tolerance"].startswith(
-        f"measured 95% interval [{56.25 - half:.3g}, {56.25 + half:.3g}]; paper ± 3.4%"
+        f"measured 95% interval [{56.25 - half:.3g}, {56.25 + half:.3g}]; paper ± 3.4 points"
     )
     # 80 problems give an interval far wider than the ±3.4-point band: neither inside nor surely beyond it
     assert row["verdict"] == audit.INCONCLUSIVE

@@ -83,7 +83,8 @@ def judge(claim: dict, study: Study) -> dict:
                             f"same sign; a point reading with no error rate): {tol.get('why', '')}")  # fmt: skip
     else:
         interval = f"measured 95% interval [{m.interval[0]:.3g}, {m.interval[1]:.3g}]" if m.interval is not None else ""
-        band = f"paper ± {tol['band']:g}{claim.get('unit', '')}" if "band" in tol else ""
+        unit = " points" if claim.get("unit", "") == "%" else claim.get("unit", "")  # a band in % is in points
+        band = f"paper ± {tol['band']:g}{unit}" if "band" in tol else ""
         row["tolerance"] = f"{'; '.join(t for t in (interval, band) if t)}: {tol.get('why', '')}"
     if claim.get("paper") is None:
         return {

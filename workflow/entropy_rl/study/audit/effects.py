@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import scipy.special
 import scipy.stats
 
 LEVEL = 0.05  # one-sided, each way
@@ -54,16 +53,16 @@ class Effect:
         return "no spread"
 
     def _cdf(self, x: float) -> float:
-        """Student's t (normal at infinite df) distribution function, by scipy.special: the frozen distributions
-        of scipy.stats cost a millisecond a call, and the calibration harness makes millions."""
-        return float(scipy.special.stdtr(self.df, x)) if math.isfinite(self.df) else float(scipy.special.ndtr(x))
+        """Student's t (normal at infinite df) distribution function, called on the distribution rather than on a
+        frozen one, which costs ten times as much a call (the calibration harness makes millions)."""
+        return float(scipy.stats.t.cdf(x, self.df)) if math.isfinite(self.df) else float(scipy.stats.norm.cdf(x))
 
     def quantile(self, level: float = LEVEL) -> float:
         """The (1 − level) quantile of the effect's t (or normal) distribution."""
         return (
-            float(scipy.special.stdtrit(self.df, 1 - level))
+            float(scipy.stats.t.ppf(1 - level, self.df))
             if math.isfinite(self.df)
-            else float(scipy.special.ndtri(1 - level))
+            else float(scipy.stats.norm.ppf(1 - level))
         )
 
     def p_above(self, c: float) -> float:

@@ -50,7 +50,7 @@ class Effect:
             return "undefined"
         if self.between_runs and not self.over_seeds and self.se is not None:
             return "a difference between trained runs read on one seed: its spread leaves out the RL seed's"
-        return "no spread"
+        return "one seed reads this effect without noise of its own"
 
     def _cdf(self, x: float) -> float:
         """Student's t (normal at infinite df) distribution function, called on the distribution rather than on a

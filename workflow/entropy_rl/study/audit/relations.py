@@ -63,10 +63,6 @@ def p_value(effect: Effect, cond: Condition, margin: float) -> float:
     return effect.p_above(factor * margin) if sign > 0 else effect.p_below(factor * margin)
 
 
-def supported(effect: Effect, cond: Condition, margin: float, level: float = LEVEL) -> bool:
-    return p_value(effect, cond, margin) < level
-
-
 def claim_p_values(effects: dict[str, Effect], relation: str, margin: float) -> tuple[float, float]:
     """(p_reproduce, p_contradict) of a claim: the intersection–union test's largest p-value on the side that
     needs every condition, the Bonferroni-corrected smallest on the side any one condition decides."""
@@ -129,7 +125,5 @@ def decide(effects: dict[str, float | Effect], relation: str, margin: float | No
     if p_rep < level:
         return Decision(REPRODUCED, detail, p_rep, p_con)
     unjudged = next((e.why_not for e in effects.values() if not e.judgeable and math.isfinite(e.estimate)), "")
-    if unjudged == "no spread":
-        unjudged = "one seed reads this effect without noise of its own"
     conditions = (REPRODUCE[relation], CONTRADICT[relation], relation in UNION_TO_REPRODUCE)
     return Decision(INCONCLUSIVE, detail, p_rep, p_con, make_plan(effects, *conditions, m, level) if plan else None, unjudged)

@@ -34,7 +34,7 @@ def _fmt(value) -> str:
     return str(value)
 
 
-def population(audit: pd.DataFrame, seeds: int | None, shared_base: bool | None) -> str:
+def population(seeds: int | None, shared_base: bool | None) -> str:
     """What the intervals cover: what the study's seeds vary."""
     if not seeds or seeds < 2:
         return ("One seed per run: differences between trained runs, and trained runs beside the paper's, are not "
@@ -59,7 +59,7 @@ def family_note(audit: pd.DataFrame) -> str:
 
 def header_lines(audit: pd.DataFrame, seeds: int | None, shared_base: bool | None) -> list[str]:
     ledger = audit["ledger"].iloc[0] if "ledger" in audit and len(audit) else "unknown"
-    return [MEANING, f"Population: {population(audit, seeds, shared_base)}", family_note(audit),
+    return [MEANING, f"Population: {population(seeds, shared_base)}", family_note(audit),
             f"Ledger: claims.yaml, sha256 {ledger} (margins and bands as judged; compare refuses audits of different ledgers)."]  # fmt: skip
 
 

@@ -1,7 +1,5 @@
 # Reproduces "The Entropy Mechanism of Reinforcement Learning for Reasoning Language Models"
 # (Cui et al., 2025). `snakemake --cores all` runs the mini scale; see README.md.
-import os
-
 from snakemake.utils import min_version
 
 from entropy_rl.pipeline import cluster
@@ -27,25 +25,26 @@ include: "workflow/rules/cluster.smk"
 # Before any job is submitted, at paper scale: no finished GPU job runs again unless asked (entropy_rl.pipeline.guard),
 # a finished run trained again has its launch checked with the code it will run, and the SLURM jobs' environment is
 # written without the hub token (cluster.smk); it is removed when the run ends, and a failed pilot still reports.
+# A local mini study's jobs start in a fork of a warm interpreter rather than each importing torch afresh
+# (entropy_rl.core.warm_start), decided here, once Snakemake has chosen its executor: never at paper scale or under a
+# cluster executor; ENTROPY_RL_WARM_START=0 or --config warm_start=false starts every job cold. The run's warm server
+# stops when it ends.
 onstart:
     guard.paid_work_guard(PLAN, MINI, JOB_HOURS, config)
     estimate.check_retrained_launches(PLAN, S, MINI)
     cluster.write_job_environment(PLAN, SLURM_JOB_ENV)
+    warm_start.begin(MINI and workflow.local_exec and config.get("warm_start", True))
 
 
 onsuccess:
+    warm_start.end()
     cluster.remove_job_environment(SLURM_JOB_ENV)
 
 
 onerror:
+    warm_start.end()
     cluster.remove_job_environment(SLURM_JOB_ENV)
     write_pilot_report()  # cluster.smk: a failed pilot still reports what ran (pilot.smk)
-
-
-# A local mini study's jobs start in a fork of a warm interpreter rather than each importing torch afresh
-# (entropy_rl.core.warm_start); an ENTROPY_RL_WARM_START already set wins. Never at paper scale or on a cluster.
-if MINI and workflow.local_exec and config.get("warm_start", True):
-    os.environ.setdefault(warm_start.ENABLE, "1")
 
 
 wildcard_constraints:

@@ -7,9 +7,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
 import pytest  # noqa: E402
 
-# The tests' snakemake runs start each job in a process of its own: a warm server (core.warm_start) per test's working
-# directory would cost more than it saves on a few jobs. tests/workflow/test_workflow.py's study runs warm.
-os.environ.setdefault("ENTROPY_RL_WARM_START", "0")
 
 
 @pytest.fixture(scope="session")

@@ -87,6 +87,10 @@ def test_a_smoke_run_goes_through_the_slurm_profile(slurm_cluster, tmp_path):
         assert files_holding(state, secret) == []
     assert list(state.rglob("script"))
     assert not (workdir / ".snakemake" / "slurm_job_environment").exists()  # removed once the run ends
+    # No job went warm (core.warm_start): a cluster executor's jobs each run in a process of their own, as the user's
+    # environment leaves them here (tests/conftest.py sets nothing).
+    logs = sorted((workdir / "results" / "logs").rglob("*.log"))
+    assert logs and not [str(p) for p in logs if "warm interpreter" in p.read_text() or "started cold" in p.read_text()]
     planned = int(next(line.split()[1] for line in proc.stderr.splitlines() if line.startswith("total ")))
     assert len(ours) == planned  # every job went through sbatch (there is no local `all` here)
     cfg = yaml.safe_load(SMOKE.read_text())["mini"]

@@ -23,9 +23,8 @@ pytestmark = pytest.mark.costly  # minutes of a core: scheduled first (tests/con
 
 SMOKE = ROOT / "tests" / "smoke" / "config.yaml"
 SECRET = "hf_SENTINELsmokeDoNotLeak0123"  # a hub token the user has set in their shell
-# The study as `snakemake --cores all` runs it: jobs in forks of a warm interpreter (core.warm_start; the tests' own
-# snakemake runs are cold, tests/conftest.py).
-TOKEN_ENV = {**os.environ, "HF_TOKEN": SECRET, "HUGGING_FACE_HUB_TOKEN": SECRET, "ENTROPY_RL_WARM_START": "1"}
+# The study as `snakemake --cores all` runs it: jobs in forks of a warm interpreter (core.warm_start).
+TOKEN_ENV = {**os.environ, "HF_TOKEN": SECRET, "HUGGING_FACE_HUB_TOKEN": SECRET}
 
 
 def snakemake(workdir, *args, env=None):

@@ -32,7 +32,8 @@ def setup(log_path: str, threads: int = 1, engines: bool = False) -> logging.Log
     output file, to watch it live).
 
     A job of a local mini study first hands itself to a warm interpreter and goes on in a fork of it, this call
-    included, with the packages it imports already loaded (core.warm_start); its first log line says so."""
+    included, with the packages it imports already loaded (core.warm_start); its first log line says so, or why a
+    job of such a run went on in its own process."""
     warm_start.hand_over()
     os.makedirs(os.path.dirname(log_path) or ".", exist_ok=True)
     if engines:
@@ -50,7 +51,8 @@ def setup(log_path: str, threads: int = 1, engines: bool = False) -> logging.Log
         torch.set_num_threads(max(1, threads))
     log = logging.getLogger("entropy_rl")
     # The job's first line: its start-up ends here (benchmarks/study_time.py --startup).
-    log.info("job started%s", " in a fork of a warm interpreter" if warm_start.in_child() else "")
+    log.info("job started%s", " in a fork of a warm interpreter" if warm_start.in_child()
+             else f" cold: {warm_start.cold_reason}" if warm_start.cold_reason else "")  # fmt: skip
     return log
 
 

@@ -24,7 +24,8 @@ PACKAGE = "entropy_rl"
 # Plumbing that cannot change an output's content: left out of closures, so editing it reruns nothing.
 PLUMBING = frozenset(
     f"{PACKAGE}.{m}"
-    for m in ("core.atomic", "core.logs", "core.modules", "core.resume", "core.warm_start", "mini.checkpoints")
+    for m in ("core.atomic", "core.logs", "core.modules", "core.resume", "core.warm_start", "core.warm_server",
+              "mini.checkpoints")
 )
 
 

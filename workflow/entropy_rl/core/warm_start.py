@@ -1,23 +1,22 @@
 """A local job's start-up without its imports: the job goes on in a fork of a warm interpreter.
 
 A mini study is some 340 short jobs, each a fresh Python that imports torch, transformers, verl and math-verify (about
-5 s on 2 cores) before its first line of work: a fifth of the study's job-seconds (issue 59). Where Snakemake runs the
-jobs on this machine (the Snakefile sets ``ENABLE`` at mini scale with the local executor; never at paper scale), the
-first job starts a server that imports those packages once (``PRELOAD``) and then forks a child for each job. A job's
-own process, the one Snakemake started, hands its script (Snakemake's copy with the preamble), working directory,
-environment and standard streams to a child, forwards the signals it gets, waits, and ends with the child's status:
-to Snakemake it is the job, one process per job as before.
+5 s on 2 cores) before its first line of work: a fifth of the study's job-seconds (issue 59). Where a run's jobs run on
+this machine, the first job starts a server (``core.warm_server``) that imports those packages once (``PRELOAD``) and
+forks for each job. The job's own process, the one Snakemake started, hands its script, working directory,
+environment, umask, signal dispositions and standard streams to the fork, forwards the signals it gets, and ends as
+the fork ended (its exit status, or killed by the same signal): to Snakemake it is the job, one process per job.
 
-What keeps a forked job the same as a fresh one:
-- only third-party packages are preloaded: the workflow's own modules are imported afresh in each child (those
-  imported by this module itself aside), so an edited module is what the next job runs;
-- a server serves one interpreter, working directory and environment (less each job's thread and temporary directory
-  variables, which the child takes from its job);
-- Python and NumPy re-seed their global generators at a fork, from the OS as a fresh process seeds them; torch has
-  drawn nothing and run no operation in the server, so its generator is as a fresh process's and no thread pool is
-  forked; the child takes its job's torch threads in ``logs.setup`` and the variables the preload's imports set;
-- the server ends, serving nothing more, when a file of a module it loaded has changed since (an upgrade);
-- a child ends when its job's process does (the connection closes), and the server ends after ``IDLE_S`` without one.
+Where it runs, decided once Snakemake has chosen its executor (``begin``, from the Snakefile's ``onstart``): a local
+run at mini scale, unless ``ENTROPY_RL_WARM_START=0`` or ``--config warm_start=false``; the run's token
+(``ENTROPY_RL_WARM_RUN``) marks its jobs and names its server, which ``end`` stops when the run ends. A job still runs
+cold, whatever its environment says, under SLURM, inside a container, at any scale but mini, or where its BLAS or
+OpenMP threads are not 1 (the server's are 1, and a forked interpreter keeps its pools); and wherever handing over
+fails before the fork has started its work. Its log's first line says which (``logs.setup``).
+
+Nothing of a job's outcome depends on the server once its fork runs: a waiter forked for that job alone is the fork's
+parent and reports its status, and the fork reports its own exit as well, so a server killed mid-job changes nothing.
+What else keeps a fork the same as a fresh process is the server's to do; its docstring lists it. Linux only (pidfds).
 """
 
 from __future__ import annotations
@@ -25,28 +24,28 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import importlib
 import json
 import os
-import runpy
+import resource
+import secrets
 import select
 import signal
 import socket
 import stat
-import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
-ENABLE = "ENTROPY_RL_WARM_START"  # "1": jobs hand over to a warm server; the Snakefile sets it (config mini.warm_start)
+ENABLE = "ENTROPY_RL_WARM_START"  # "0": every job cold (the user's switch; no value turns warm start on anywhere)
+RUN = "ENTROPY_RL_WARM_RUN"  # set by begin() for a run whose jobs go warm: its token, in every job's environment
 CHILD = "ENTROPY_RL_WARM_CHILD"  # set in a forked job's environment: it is the job, and hands over no further
 START_S = 120.0  # the longest a job waits for a server to import PRELOAD (about 6 s on 2 cores) before it runs alone
+STOP_S = 10.0  # the longest end() waits for a server to go
 SUN_PATH = 107  # the longest path a Unix socket binds to (sockaddr_un.sun_path, less its terminating NUL)
-IDLE_S = 120.0  # a server with no job for this long ends (a mini job runs up to about 80 s)
+KEEP_LOGS_S = 7 * 86400  # a server's log is kept this long after its run (a failed run's evidence), then pruned
 # What a job imports before its work: the trainer's (torch, transformers, verl's losses, math-verify), the study's
 # (pandas, scipy, seaborn) and Snakemake's preamble. An import the child finds here costs it nothing.
 PRELOAD = (
@@ -55,66 +54,260 @@ PRELOAD = (
     "snakemake.iocontainers", "snakemake.logging",
 )  # fmt: skip
 PRELOAD_ENV = "ENTROPY_RL_WARM_PRELOAD"  # a comma-separated list in its place (the tests' servers import less)
+# Thread pools sized at import from these (Snakemake sets each to the job's threads): the server's are 1.
+THREADS = ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
+           "NUMEXPR_NUM_THREADS")  # fmt: skip
+# Set by Snakemake for each job (its threads and temporary directory): a child takes them from its own job.
+PER_JOB = frozenset({*THREADS, "TMPDIR", "TMP", "TEMP", CHILD})
+# Forwarded to the fork as they come (a job not ignoring them would end or stop by them); SIGCONT resumes it.
+FORWARDED = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2,
+             signal.SIGALRM)  # fmt: skip
+STOPPING = (signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU)
+
+_tried = False
+cold_reason: str | None = None  # why this job, handed over where its run goes warm, runs in its own process
 
 
 def preload() -> tuple[str, ...]:
     return tuple(filter(None, os.environ[PRELOAD_ENV].split(","))) if PRELOAD_ENV in os.environ else PRELOAD
 
 
-# Set by Snakemake for each job (its threads and temporary directory): a child takes them from its own job.
-PER_JOB = frozenset(
-    {"OMP_NUM_THREADS", "GOTO_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
-     "NUMEXPR_NUM_THREADS", "TMPDIR", "TMP", "TEMP", CHILD}
-)  # fmt: skip
-
-
-_tried = False
-
-
 def in_child() -> bool:
     return os.environ.get(CHILD) == "1"
 
 
+def begin(local_mini: bool) -> bool:
+    """At a run's start, once Snakemake has chosen its executor: its jobs go warm where they run here at mini scale
+    (``local_mini``) and the user has not set ENTROPY_RL_WARM_START=0. An inherited token is dropped either way."""
+    os.environ.pop(RUN, None)
+    if not local_mini or os.environ.get(ENABLE) == "0":
+        return False
+    _prune()
+    os.environ[RUN] = secrets.token_hex(6)
+    return True
+
+
+def end() -> None:
+    """At a run's end (success or error): its servers stop, and their lock files go; their logs stay a week."""
+    token = os.environ.pop(RUN, None)
+    if token:
+        stop(token)
+
+
+def stop(token: str) -> None:
+    """The run's servers asked to stop; once each has let go of its lock, its lock and socket files go."""
+    for folder in _folders():
+        for address in folder.glob(f"{token}.*.sock"):
+            with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.connect(str(address))
+                _send(sock, {"stop": True}, fds=[])
+                sock.settimeout(STOP_S)
+                while sock.recv(4096):  # the server closes it as it goes
+                    pass
+        deadline = time.monotonic() + STOP_S
+        for lock in folder.glob(f"{token}.*.lock"):
+            while not _remove_if_free(lock) and time.monotonic() < deadline:
+                time.sleep(0.05)
+
+
+def _remove_if_free(lock: Path) -> bool:
+    """Remove a server's lock file and socket if no server holds the lock; whether it did."""
+    try:
+        with open(lock, "a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            lock.with_suffix(".sock").unlink(missing_ok=True)
+            lock.unlink(missing_ok=True)
+            return True
+    except BlockingIOError:
+        return False
+
+
 def hand_over() -> None:
-    """In a job that Snakemake started (its script's ``__main__`` has the preamble's ``__real_file__``), with warm
-    start enabled: run the job in a fork of the warm server and exit with its status; never returns then. Returns at
-    once in the forked child, where warm start is off, or outside a Snakemake script. With no server yet, the job
-    starts one and waits for its imports (those it would have done itself); where none starts, it runs here."""
-    global _tried
+    """In a job that Snakemake started (its script's ``__main__`` has the preamble's ``__real_file__``) of a run that
+    goes warm: run the job in a fork of the run's warm server and end as it ended; never returns then. Returns at once
+    in the fork itself, outside a Snakemake script, or where the run is cold; returns after setting ``cold_reason``
+    where this job may not or could not be handed over, having started nothing of its work elsewhere."""
+    global _tried, cold_reason
     main = sys.modules.get("__main__")
     script = getattr(main, "__real_file__", None)
-    if _tried or in_child() or os.environ.get(ENABLE) != "1" or script is None or not hasattr(main, "snakemake"):
+    if _tried or in_child() or script is None or not hasattr(main, "snakemake") or not os.environ.get(RUN):
         return
     _tried = True  # once, at the script's first call: a job that went on here has done its imports by the next
+    cold_reason = _refusal(main.snakemake)
+    if cold_reason:
+        return
+    try:
+        handed = _hand_over(os.path.abspath(script))
+    except Exception as error:  # noqa: BLE001 (before the fork is released, any failure runs the job here)
+        handed = f"handing over failed ({type(error).__name__}: {error})"
+    if isinstance(handed, str):
+        cold_reason = handed
+        return
+    handed.wait_and_end()
+
+
+def _refusal(smk) -> str | None:
+    if "SLURM_JOB_ID" in os.environ:
+        return "a SLURM job"
+    if {"APPTAINER_CONTAINER", "SINGULARITY_CONTAINER"} & set(os.environ):
+        return "inside a container"
+    scale = (getattr(smk, "config", None) or {}).get("scale", "mini")
+    if scale != "mini":
+        return f"scale {scale}"
+    threads = {k: os.environ.get(k) for k in THREADS}
+    if threads["OMP_NUM_THREADS"] != "1" or set(threads.values()) - {None, "1"}:
+        wanted = ", ".join(f"{k}={v}" for k, v in threads.items() if v not in (None, "1")) or "OMP_NUM_THREADS unset"
+        return f"its thread pools are not 1 thread ({wanted}), the warm server's are"
+    return None
+
+
+def _hand_over(script: str) -> Handed | str:
     address = _address()
     if address is None:
-        return
-    request = json.dumps({"script": os.path.abspath(script), "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
-    for attempt in range(2):  # no server, or one that refused (a loaded file changed): start one, and once only
+        return "no folder of this user's alone for the warm server's socket"
+    ignored = [s for s in _catchable() if signal.getsignal(s) is signal.SIG_IGN]
+    request = {"script": script, "cwd": os.getcwd(), "env": dict(os.environ), "umask": _umask(), "ignored": ignored,
+               "blocked": sorted(signal.pthread_sigmask(signal.SIG_BLOCK, []))}  # fmt: skip
+    why = "no warm server started"
+    for attempt in range(2):  # no server, or one that retired (a loaded file changed): start one, and once only
         sock = _connect(address, _start_server(address) if attempt else None)
         if sock is None:
+            why = f"the warm server ended before serving (its log: {address.with_suffix('.log')})" if attempt else why
             continue
         try:
             _send(sock, request, fds=[0, 1, 2])
-            reply = _replies(sock)
-            child = json.loads(next(reply))["pid"]
-            break
-        except (OSError, StopIteration, KeyError, ValueError):
+            replies = _Replies(sock)
+            first = replies.next_line(block=True)
+            if first is None or "refused" in first or len(replies.fds) != 2:
+                why = (first or {}).get("refused", "the warm server closed the connection")
+                sock.close()
+                if first and first.get("retired"):
+                    continue  # the next attempt starts a server that imports the module as it now reads
+                break
+            handed = Handed(sock, replies, first["pid"], *replies.fds)
+            sock.sendall(b"g")  # the fork starts the job's work: from here on, the job's outcome is the fork's
+            return handed
+        except (OSError, ValueError, KeyError) as error:
+            why = f"{type(error).__name__}: {error}"
             sock.close()
-    else:
-        return  # no server would take the job: it runs here, as it would have
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # Snakemake stops a job by signalling its process
-        signal.signal(sig, lambda signum, _frame: os.kill(child, signum))
-    try:
-        status = json.loads(next(reply))
-    except StopIteration:  # the server died with the child still running: the job's outcome is unknown
-        status = {"exit": 1}
-    sys.stdout.flush()
-    sys.stderr.flush()
-    if "signal" in status:  # end as the child ended: killed by the same signal
-        signal.signal(status["signal"], signal.SIG_DFL)
-        os.kill(os.getpid(), status["signal"])
+    return f"no warm server took the job: {why}"
+
+
+@dataclass
+class Handed:
+    """A job handed over: the connection its waiter and fork report on, and the two processes' pidfds."""
+
+    sock: socket.socket
+    replies: _Replies
+    pid: int  # the fork's
+    child: int  # pidfd of the fork running the job
+    waiter: int  # pidfd of its waiter (the fork's parent, which reports its wait status)
+
+    def wait_and_end(self) -> None:
+        global cold_reason
+        before = {sig: signal.getsignal(sig) for sig in FORWARDED + STOPPING + (signal.SIGCONT,)}
+        for sig, handler in before.items():
+            if handler is not signal.SIG_IGN:  # a signal the job ignores, its fork ignores too
+                signal.signal(sig, self._forward)
+        status = self._wait()
+        if status is None:
+            print("warm start: the job's fork and its waiter ended without a status (killed): failing the job",
+                  file=sys.stderr)  # fmt: skip
+            status = {"exit": 1}
+        elif status.get("unstarted"):  # its waiter died before the fork began the job: nothing ran; run it here
+            for sig, handler in before.items():
+                signal.signal(sig, handler)
+            self.sock.close()
+            cold_reason = "the warm server's waiter ended before the job began"
+            return
+        _end_as(status)
+
+    def _forward(self, signum: int, _frame) -> None:
+        with contextlib.suppress(ProcessLookupError, OSError):
+            signal.pidfd_send_signal(self.child, signum)
+        if signum in STOPPING:  # stop as a cold job would, after its fork; SIGCONT resumes this process, then it
+            os.kill(os.getpid(), signal.SIGSTOP)
+
+    def _wait(self) -> dict | None:
+        """The waiter's report of the fork's wait status; where the waiter died without one, the fork's own report
+        once the fork has ended (None if it died unreported too)."""
+        open_, waiter_gone = True, False
+        while True:
+            watch = ([self.sock] if open_ else []) + ([] if waiter_gone else [self.waiter])
+            ready = select.select(watch, [], [], 0.1 if waiter_gone else None)[0]
+            if self.sock in ready:
+                open_ = self.replies.read()
+            if self.waiter in ready:  # it wrote its status, if it did, before it ended: take all that has arrived
+                waiter_gone = True
+                while open_ and select.select([self.sock], [], [], 0)[0]:
+                    open_ = self.replies.read()
+            if self.replies.status is not None:
+                return self.replies.status
+            if waiter_gone and (self.replies.own is not None or _ended(self.child)):
+                while open_ and select.select([self.sock], [], [], 0)[0]:
+                    open_ = self.replies.read()
+                return self.replies.own  # the waiter was killed: the fork's own word is all there is
+
+
+class _Replies:
+    """Lines of JSON on the job's connection: the server's or the waiter's first (with two pidfds), the fork's own
+    report of its end (``own``), the waiter's of its wait status (``status``)."""
+
+    def __init__(self, sock: socket.socket):
+        self.sock, self.buffer, self.fds = sock, b"", []
+        self.lines: list[dict] = []
+        self.own: dict | None = None
+        self.status: dict | None = None
+
+    def read(self) -> bool:
+        """Take what has arrived; False at the end of the connection."""
+        data, fds, _, _ = socket.recv_fds(self.sock, 1 << 12, 4)
+        self.fds += fds
+        self.buffer += data
+        while b"\n" in self.buffer:
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            message = json.loads(line)
+            self.own = message.get("own", self.own)
+            self.status = message.get("status", self.status)
+            self.lines.append(message)
+        return bool(data)
+
+    def next_line(self, block: bool) -> dict | None:
+        while not self.lines:
+            if not block or not self.read():
+                return None
+        return self.lines.pop(0)
+
+
+def _end_as(status: dict) -> None:
+    """End as the fork ended: by the same signal (a death by SIGKILL too), or with its exit status."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    sig = status.get("signal")
+    if sig:
+        if sig != signal.SIGKILL:
+            signal.signal(sig, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
+        _soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, hard))  # the fork dumped its core, if it did
+        os.kill(os.getpid(), sig)
+        os._exit(128 + sig)  # not reached: its default action ends a process
     os._exit(status.get("exit", 1))
+
+
+def _ended(pidfd: int) -> bool:
+    return bool(select.select([pidfd], [], [], 0)[0])
+
+
+def _catchable() -> list[int]:
+    return [s for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP)]
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _connect(address: Path, server: subprocess.Popen | None) -> socket.socket | None:
@@ -133,209 +326,61 @@ def _connect(address: Path, server: subprocess.Popen | None) -> socket.socket | 
         time.sleep(0.05)
 
 
+def _folders() -> list[Path]:
+    return [Path(base) / f"entropy-rl-warm-{os.getuid()}" for base in dict.fromkeys((tempfile.gettempdir(), "/tmp"))]
+
+
 def _address() -> Path | None:
-    """The socket of the server for this interpreter, working directory and environment (less each job's own), in a
-    folder of this user's alone; None where there is none (another user's folder, or no path short enough)."""
+    """The socket of the run's server for this interpreter, working directory, environment (less each job's own) and
+    resource limits, in a folder of this user's alone; None where there is none (another user's folder, or no path
+    short enough)."""
     env = sorted((k, v) for k, v in os.environ.items() if k not in PER_JOB)
-    key = hashlib.sha256(json.dumps([sys.executable, os.getcwd(), env, preload()]).encode()).hexdigest()[:16]
-    for base in dict.fromkeys((tempfile.gettempdir(), "/tmp")):
-        folder = Path(base) / f"entropy-rl-warm-{os.getuid()}"
-        if len(str(folder / f"{key}.sock").encode()) > SUN_PATH:
+    limits = [resource.getrlimit(getattr(resource, n)) for n in sorted(dir(resource)) if n.startswith("RLIMIT_")]
+    key = hashlib.sha256(json.dumps([sys.executable, os.getcwd(), env, preload(), limits]).encode()).hexdigest()[:16]
+    for folder in _folders():
+        path = folder / f"{os.environ[RUN]}.{key}.sock"
+        if len(str(path).encode()) > SUN_PATH:
             continue  # a socket's path is at most 107 bytes: a long TMPDIR falls back to /tmp
         folder.mkdir(mode=0o700, exist_ok=True)
         st = folder.lstat()
         private = stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
-        return folder / f"{key}.sock" if private else None  # a server there could be anyone's: no warm start
+        return path if private else None  # a server there could be anyone's: no warm start
     return None
 
 
 def _start_server(address: Path) -> subprocess.Popen:
     log = open(address.with_suffix(".log"), "a")  # noqa: SIM115 (the server's, held open by it)
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}  # a forked job sets its own torch threads (logs.setup)
-    server = subprocess.Popen([sys.executable, "-m", __name__, str(address)], stdin=subprocess.DEVNULL, stdout=log,
-                              stderr=subprocess.STDOUT, env=env, start_new_session=True, close_fds=True)  # fmt: skip
+    # One thread: every pool its imports size from these at 1 (a fork takes its job's torch threads in logs.setup),
+    # and pyarrow's jemalloc without its purging thread.
+    malloc = ",".join(filter(None, [os.environ.get("JE_ARROW_MALLOC_CONF"), "background_thread:false"]))
+    env = {**os.environ, **dict.fromkeys(THREADS, "1"), "JE_ARROW_MALLOC_CONF": malloc}
+    server = subprocess.Popen([sys.executable, "-m", "entropy_rl.core.warm_server", str(address)], env=env,
+                              stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                              close_fds=True)  # fmt: skip
     log.close()
     return server
 
 
-def serve(address: Path) -> None:
-    """The server: one per address (a lock), PRELOAD imported, then a fork for each request until IDLE_S pass with
-    no job, or a loaded module's file changes. Single-threaded, so that no other thread's lock is forked."""
-    lock = open(address.with_suffix(".lock"), "w")  # noqa: SIM115 (held for the server's life)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:  # another job started one first
-        return
-    started, before = time.monotonic(), dict(os.environ)
-    for name in preload():
-        importlib.import_module(name)
-    # What the imports set in the environment (verl's Ray settings, say): a fresh process that imports them has it too.
-    imports_set = {k: v for k, v in os.environ.items() if before.get(k) != v}
-    loaded = _loaded_files()
-    print(f"pid {os.getpid()}: {len(sys.modules)} modules loaded in {time.monotonic() - started:.1f} s", flush=True)
-    address.unlink(missing_ok=True)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(address))
-    listener.listen(64)
-    children: dict[int, socket.socket] = {}
-    last, accepting = time.monotonic(), True
-    try:
-        while children or (accepting and time.monotonic() - last < IDLE_S):
-            if not accepting:
-                time.sleep(0.1)
-            elif select.select([listener], [], [], 0.1)[0]:
-                conn, _ = listener.accept()
-                if _peer_uid(conn) != os.getuid():  # the folder is private; this is the second lock on the door
-                    conn.close()
-                    continue
-                if _loaded_files() != loaded:  # serve no more; the jobs running finish and get their status
-                    print("a loaded module's file changed: serving no more", flush=True)
-                    accepting = _retire(address, listener, lock)
-                    conn.close()  # after the lock is free: the job starts the next server
-                    continue
-                pid = _fork_job(conn, listener, lock, imports_set)
-                if pid:
-                    children[pid] = conn
-            for pid, status in _reaped(children):
-                with contextlib.suppress(OSError):
-                    children[pid].sendall(json.dumps(status).encode() + b"\n")
-                children.pop(pid).close()
-                last = time.monotonic()
-    finally:
-        if accepting:
-            _retire(address, listener, lock)
-
-
-def _retire(address: Path, listener: socket.socket, lock) -> bool:
-    """Stop taking jobs: the socket removed (if it is still this server's), the lock released. Returns False."""
-    with contextlib.suppress(FileNotFoundError):
-        if address.stat().st_ino == os.fstat(listener.fileno()).st_ino:
-            address.unlink()
-    listener.close()
-    lock.close()
-    return False
-
-
-def _fork_job(conn: socket.socket, listener: socket.socket, lock, imports_set: dict[str, str]) -> int | None:
-    try:
-        request, fds = _receive(conn)
-    except (OSError, ValueError):
-        conn.close()
-        return None
-    pid = os.fork()
-    if pid == 0:
-        listener.close()
-        lock.close()  # the lock is the server's alone: a child must not hold it after the server ends
-        _run_job(request, fds, conn, imports_set)
-    for fd in fds:
-        os.close(fd)
-    conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
-    return pid
-
-
-def _run_job(request: dict, fds: list[int], conn: socket.socket, imports_set: dict[str, str]) -> None:
-    """In the child: become the job (its streams, directory, environment, arguments), run its script, and exit."""
-    code = 1
-    try:
-        for target, fd in zip((0, 1, 2), fds):
-            os.dup2(fd, target)
-            os.close(fd)
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
-        os.chdir(request["cwd"])
-        os.environ.clear()
-        os.environ.update({**imports_set, **request["env"], CHILD: "1"})
-        sys.argv = [request["script"]]
-        sys.path[0] = os.path.dirname(request["script"])
-        threading.Thread(target=_end_with_job, args=(conn,), daemon=True).start()
-        try:
-            runpy.run_path(request["script"], run_name="__main__")
-            code = 0
-        except SystemExit as stop:
-            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
-            if not isinstance(stop.code, int | None):
-                print(stop.code, file=sys.stderr)
-        except BaseException:  # noqa: BLE001 (as a fresh interpreter: any exception's traceback, status 1)
-            traceback.print_exc()
-        for thread in threading.enumerate():  # as a fresh process's exit waits for its threads
-            if thread is not threading.main_thread() and not thread.daemon:
-                thread.join()
-        import atexit
-
-        atexit._run_exitfuncs()
-    finally:
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os._exit(code)
-
-
-def _end_with_job(conn: socket.socket) -> None:
-    """The child's watch on its job: the connection's end of file is the job's process gone (killed outright)."""
-    with contextlib.suppress(OSError):
-        while conn.recv(1):
-            pass
-    os.kill(os.getpid(), signal.SIGTERM)
-
-
-def _reaped(children: dict[int, socket.socket]):
-    while children:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        if pid in children:
-            yield pid, ({"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status) else {"exit": os.WEXITSTATUS(status)})
-
-
-def _peer_uid(conn: socket.socket) -> int:
-    _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
-    return uid
-
-
-def _loaded_files() -> dict[str, tuple[int, int]]:
-    """Each loaded module's file, with its modification time and size."""
-    out = {}
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None)
-        if path:
+def _prune() -> None:
+    """Week-old files of servers gone without ``end`` (their runs killed): logs, and locks no server holds with their
+    sockets."""
+    now = time.time()
+    for folder in _folders():
+        for path in folder.glob("*") if folder.is_dir() else ():
             with contextlib.suppress(OSError):
-                st = os.stat(path)
-                out[path] = (st.st_mtime_ns, st.st_size)
-    return out
+                if now - path.stat().st_mtime < KEEP_LOGS_S:
+                    continue
+                if path.suffix == ".lock":
+                    _remove_if_free(path)
+                elif path.suffix == ".log":
+                    path.unlink()
 
 
-def _send(sock: socket.socket, payload: bytes, fds: list[int]) -> None:
-    socket.send_fds(sock, [len(payload).to_bytes(4, "big") + payload], fds)
+def _send(sock: socket.socket, message: dict, fds: list[int]) -> None:
+    payload = json.dumps(message).encode()
+    data = len(payload).to_bytes(4, "big") + payload
+    socket.send_fds(sock, [data], fds) if fds else sock.sendall(data)
 
 
-def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
-    data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
-    if len(fds) != 3 or len(data) < 4:
-        raise ValueError("a request carries its length, its payload and three descriptors")
-    size = int.from_bytes(data[:4], "big")
-    while len(data) - 4 < size:
-        chunk = conn.recv(size + 4 - len(data))
-        if not chunk:
-            raise ValueError("the request was cut short")
-        data += chunk
-    return json.loads(data[4:]), fds
-
-
-def _replies(sock: socket.socket):
-    """The server's lines to a job: its child's pid, then its status."""
-    buffer = b""
-    while True:
-        while b"\n" not in buffer:
-            chunk = sock.recv(4096)
-            if not chunk:
-                return
-            buffer += chunk
-        line, buffer = buffer.split(b"\n", 1)
-        yield line
-
-
-if __name__ == "__main__":
-    serve(Path(sys.argv[1]))
+def line(message: dict) -> bytes:
+    return json.dumps(message).encode() + b"\n"

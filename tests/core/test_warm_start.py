@@ -35,7 +35,7 @@ __real_file__ = __file__
 snakemake = types.SimpleNamespace(config={"scale": os.environ.get("JOB_SCALE", "mini")})
 from entropy_rl.core import warm_start
 warm_start.hand_over()
-import atexit, concurrent.futures, gc, json, sys, tempfile, time, numpy, warmprobe
+import atexit, gc, json, sys, tempfile, time, numpy, warmprobe
 mask = os.umask(0); os.umask(mask)
 with open(f"/proc/{os.getppid()}/stat") as f:  # a child's parent is its waiter, whose parent is the server
     grandparent = int(f.read().rsplit(") ", 1)[1].split()[1])
@@ -50,8 +50,9 @@ if what == "sleep":
     time.sleep(float(os.environ.get("JOB_SLEEP", "60")))
 elif what == "raise":
     raise RuntimeError("the job failed")
-elif what == "executor":  # left running: an interpreter's end stops it, then exits
-    concurrent.futures.ThreadPoolExecutor(1).submit(time.sleep, 0.5)
+elif what == "executor":  # a module's, left running (as core.grading's pool): an interpreter's end stops it
+    import warmpool
+    warmpool.EXECUTOR.submit(time.sleep, 0.5)
 sys.exit(int(os.environ.get("JOB_EXIT", "0")))
 """
 # The preload: numpy's global generator loaded (as scipy.stats loads it), an exit handler with no arguments (a
@@ -77,6 +78,9 @@ def job(tmp_path):
     short = Path(tempfile.mkdtemp(prefix="warm", dir="/tmp"))
     (tmp_path / "lib").mkdir()
     (tmp_path / "lib" / "warmprobe.py").write_text(PROBE)
+    (tmp_path / "lib" / "warmpool.py").write_text(
+        "import concurrent.futures\n\nEXECUTOR = concurrent.futures.ThreadPoolExecutor(1)\n"
+    )
     script = tmp_path / "job.py"
     script.write_text(JOB)
     token = f"t{os.getpid()}{time.monotonic_ns() % 10**6}"

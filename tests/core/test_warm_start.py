@@ -50,6 +50,9 @@ if what == "sleep":
     time.sleep(float(os.environ.get("JOB_SLEEP", "60")))
 elif what == "raise":
     raise RuntimeError("the job failed")
+elif what == "torch":
+    import torch
+    print(json.dumps({"torch": torch.rand(1).item()}))
 elif what == "executor":  # a module's, left running (as core.grading's pool): an interpreter's end stops it
     import warmpool
     warmpool.EXECUTOR.submit(time.sleep, 0.5)
@@ -138,6 +141,15 @@ def test_jobs_run_in_forks_of_one_server_with_their_own_environment(job):
     assert a["random"] != b["random"]  # NumPy re-seeded as a fresh process seeds it, not the server's state twice
     assert a["probe"] == b["probe"] == 1
     assert a["threads"] == 1 and a["frozen"] > 0  # one thread, as a fresh process; the preload's objects frozen
+
+
+def test_torchs_generator_is_seeded_afresh_in_each_child_as_in_a_fresh_process(job):
+    draws = []
+    for _ in range(2):
+        proc, out = job.run(JOB_DOES="torch", **{warm_start.PRELOAD_ENV: "warmprobe,torch"})
+        assert proc.returncode == 0 and out["child"] == "1", proc.stderr
+        draws.append(json.loads(proc.stdout.splitlines()[1])["torch"])
+    assert draws[0] != draws[1]  # one server's children, each drawing as a fresh process (torch seeds it randomly)
 
 
 def test_the_umask_and_exit_handlers_are_a_fresh_processs(job):

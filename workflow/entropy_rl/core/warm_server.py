@@ -17,10 +17,10 @@ What keeps a child the same as a fresh process running the job:
   limits per server; the child takes its job's environment, umask, working directory, standard streams (buffered as
   a fresh process buffers them), ignored signals and signal mask, and ``tempfile``'s folder from its job's TMPDIR;
 - a process group of its own, so that a signal to the server's group or the waiter's reaches no job;
-- Python and NumPy's global generators seeded afresh from the OS (CPython re-seeds ``random`` at a fork; NumPy's is
-  re-seeded here); torch has drawn nothing and run no operation in the server, so its generator is a fresh
-  process's; the job's torch threads are set in ``logs.setup``; the BLAS and OpenMP pools are 1 thread, as a job's
-  (warm_start refuses any other count);
+- Python's, NumPy's and torch's global generators seeded afresh from the OS, as each seeds them in a fresh process
+  (CPython re-seeds ``random`` at a fork; NumPy's and torch's are re-seeded here: children of one server would
+  otherwise draw the same numbers); the job's torch threads are set in ``logs.setup``; the BLAS and OpenMP pools
+  are 1 thread, as a job's (warm_start refuses any other count);
 - its end is an interpreter's: threading's shutdown (its exit hooks, which stop executors, then a join of the
   non-daemon threads), then the exit handlers, latest first. Of those the server's imports registered, those with no
   arguments are per-process clean-ups (logging's flush, weakref's and multiprocessing's finalizers, ...) and run in
@@ -235,6 +235,9 @@ def _fresh_state(handlers: list) -> None:
     numpy_random = sys.modules.get("numpy.random")
     if numpy_random is not None:
         numpy_random.seed()  # from the OS, as NumPy seeds its global generator at import
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.seed()  # from the OS, as torch (2.13) seeds its default generator in every process
     atexit._clear()
     for func in handlers:
         atexit.register(func)

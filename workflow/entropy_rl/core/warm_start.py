@@ -169,7 +169,7 @@ def _hand_over(script: str) -> Handed | str:
     request = {"script": script, "cwd": os.getcwd(), "env": dict(os.environ), "umask": _umask(), "ignored": ignored,
                "blocked": sorted(signal.pthread_sigmask(signal.SIG_BLOCK, []))}  # fmt: skip
     why = "no warm server started"
-    for attempt in range(2):  # no server, or one that retired (a loaded file changed): start one, and once only
+    for attempt in range(2):  # no server, one ending or retired (a loaded file changed): start one, and once only
         sock = _connect(address, _start_server(address) if attempt else None)
         if sock is None:
             why = f"the warm server ended before serving (its log: {address.with_suffix('.log')})" if attempt else why
@@ -181,8 +181,8 @@ def _hand_over(script: str) -> Handed | str:
             if first is None or "refused" in first or len(replies.fds) != 2:
                 why = (first or {}).get("refused", "the warm server closed the connection")
                 sock.close()
-                if first and first.get("retired"):
-                    continue  # the next attempt starts a server that imports the module as it now reads
+                if first is None or first.get("retired"):  # closed unserved (it was ending), or retired: the
+                    continue  # next attempt starts a server, one that imports the modules as they now read
                 break
             handed = Handed(sock, replies, first["pid"], *replies.fds)
             sock.sendall(b"g")  # the fork starts the job's work: from here on, the job's outcome is the fork's
@@ -286,7 +286,7 @@ def _end_as(status: dict) -> None:
         sys.stderr.flush()
     sig = status.get("signal")
     if sig:
-        if sig != signal.SIGKILL:
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):  # neither can be caught, blocked or ignored
             signal.signal(sig, signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
         _soft, hard = resource.getrlimit(resource.RLIMIT_CORE)

@@ -258,11 +258,10 @@ def test_a_server_that_is_not_single_threaded_refuses_every_job(job):
     proc, out = job.run(PROBE_THREAD="1")
     assert proc.returncode == 0 and out["child"] is None
     assert out["cold"] == "no warm server took the job: the warm server has 2 threads after its imports, not 1"
-    started = time.monotonic()
     proc, again = job.run(PROBE_THREAD="1")
-    assert again["cold"] == out["cold"] and time.monotonic() - started < 5  # refused at once, nothing imported
+    assert again["cold"] == out["cold"]  # the same server refused it: a refusal that is not a retirement
     servers = {int(p.read_text().split()[1].rstrip(":")) for p in job.tmp.glob("entropy-rl-warm-*/*.log")}
-    assert len(servers) == 1
+    assert len(servers) == 1  # starts no second server, which would import everything again
     os.kill(servers.pop(), signal.SIGTERM)
 
 

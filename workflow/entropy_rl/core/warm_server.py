@@ -39,6 +39,7 @@ import contextlib
 import fcntl
 import gc
 import importlib
+import json
 import os
 import runpy
 import select
@@ -327,8 +328,6 @@ def _loaded_files() -> dict[str, tuple[int, int]]:
 
 
 def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
-    import json
-
     data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
     try:
         size = int.from_bytes(data[:4], "big")

@@ -184,7 +184,7 @@ def _hand_over(script: str) -> Handed | str:
                 if first is None or first.get("retired"):  # closed unserved (it was ending), or retired: the
                     continue  # next attempt starts a server, one that imports the modules as they now read
                 break
-            handed = Handed(sock, replies, first["pid"], *replies.fds)
+            handed = Handed(sock, replies, *replies.fds)
             sock.sendall(b"g")  # the fork starts the job's work: from here on, the job's outcome is the fork's
             return handed
         except (OSError, ValueError, KeyError) as error:
@@ -199,7 +199,6 @@ class Handed:
 
     sock: socket.socket
     replies: _Replies
-    pid: int  # the fork's
     child: int  # pidfd of the fork running the job
     waiter: int  # pidfd of its waiter (the fork's parent, which reports its wait status)
 

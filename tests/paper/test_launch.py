@@ -9,7 +9,7 @@ import time
 import psutil
 import yaml
 from entropy_rl.core import modules, resume, spec
-from entropy_rl.paper import launch, reward_launch
+from entropy_rl.paper import launch, reward_launch, saves
 from entropy_rl.paper.cost import architectures, budget
 from support import ROOT
 
@@ -120,7 +120,11 @@ def stop(signum, frame):
     sys.exit(143)
 signal.signal(signal.SIGTERM, stop)
 for step in range(1, 50):
-    os.makedirs(os.path.join(ckpt, f"global_step_{step}"))
+    save = os.path.join(ckpt, f"global_step_{step}")
+    os.makedirs(os.path.join(save, "actor"))
+    for name in ("actor/model_world_size_1_rank_0.pt", "actor/optim_world_size_1_rank_0.pt",
+                 "actor/extra_state_world_size_1_rank_0.pt", "data.pt"):  # a whole save (paper.saves)
+        open(os.path.join(save, name), "w").write(str(step))
     open(os.path.join(ckpt, "latest_checkpointed_iteration.txt"), "w").write(str(step))
     time.sleep(0.2)
 """
@@ -132,7 +136,7 @@ def test_the_pilots_preemption_stops_verl_once_the_step_is_saved_as_slurm_would(
     cmd = [sys.executable, "-c", SAVING_DRIVER, str(tmp_path)]
     code = launch.run_until_saved(cmd, dict(os.environ), tmp_path, step=3, poll_s=0.05)
     assert code == 143 and (tmp_path / "sigterm").read_text() == str(int(signal.SIGTERM))
-    assert 3 <= launch.saved_step(tmp_path) <= 4  # stopped at the step, not run to the end (49)
+    assert 3 <= saves.completed_step(tmp_path) <= 4  # stopped at the step, not run to the end (49)
     child = int((tmp_path / "child.pid").read_text())
     time.sleep(0.2)
     assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE  # its group went too
@@ -140,4 +144,4 @@ def test_the_pilots_preemption_stops_verl_once_the_step_is_saved_as_slurm_would(
 
 def test_a_driver_that_ends_before_the_step_returns_its_own_exit_code(tmp_path):
     code = launch.run_until_saved([sys.executable, "-c", "raise SystemExit(7)"], dict(os.environ), tmp_path, step=2, poll_s=0.05)
-    assert code == 7 and launch.saved_step(tmp_path) == 0
+    assert code == 7 and saves.completed_step(tmp_path) == 0

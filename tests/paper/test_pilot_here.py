@@ -123,7 +123,8 @@ def test_the_resumed_attempt_starts_at_the_saved_step_with_the_saved_weights(pil
     # the same values, whatever they are (greedy answers of a 2-step model: all wrong is as valid as any), of every benchmark
     assert saved == loaded and {k.split("/")[1] for k in saved} == set(PAPER["data"]["benchmarks"])
     log = (pilot_here / "results" / "logs" / "train" / f"{RUN}.log").read_text()
-    assert "relaunched, resuming from global_step_2" in log  # what verl loads, said as it is
+    relaunch = log[log.index("pre-emption: verl stopped by SIGTERM") :]
+    assert "relaunched (below)" in relaunch and "resuming from global_step_2; this launch logs to" in relaunch  # what verl loads
     # Hydra's record of the launches in the run's directory, none under the working directory (outputs/).
     assert (pilot_here / "results" / "runs" / RUN / "hydra" / ".hydra" / "overrides.yaml").exists()
     assert not (pilot_here / "outputs").exists()

@@ -244,3 +244,116 @@ def test_the_settings_the_preflight_refuses_are_ones_verl_ignores(transfer_queue
     assert [p.split(" is ignored")[0] for p in refused] == [
         "algorithm.filter_groups.max_num_gen_batches=10", "algorithm.filter_groups.max_inflight_gen_batches=10"
     ]  # fmt: skip
+
+
+class SavingWorkers:
+    """The actor worker group's save as verl's FSDP checkpoint manager makes it (one rank's model, optimizer and extra
+    state, then its own retention of the saves of this process only); the GPU workers are what this machine lacks."""
+
+    def __init__(self):
+        self.saved = []
+
+    def save_checkpoint(self, local_path, hdfs_path, global_step, max_ckpt_to_keep=None):
+        import os
+        import shutil
+
+        if max_ckpt_to_keep and len(self.saved) >= max_ckpt_to_keep:  # ensure_checkpoint_capacity, as verl's
+            for old in self.saved[: len(self.saved) - max_ckpt_to_keep + 1]:
+                shutil.rmtree(old, ignore_errors=True)
+            self.saved = self.saved[len(self.saved) - max_ckpt_to_keep + 1 :]
+        os.makedirs(local_path, exist_ok=True)
+        for kind in ("model", "optim", "extra_state"):
+            torch.save({"step": global_step}, os.path.join(local_path, f"{kind}_world_size_1_rank_0.pt"))
+        self.saved.append(local_path)
+
+
+def test_the_trainers_own_save_leaves_only_the_saves_a_relaunch_needs(transfer_queue, tmp_path):
+    """verl 0.9.1's own ``_save_checkpoint`` (the dataloader's state, the TransferQueue's, the marker) on a folder
+    that holds two earlier launches' saves, which verl's retention never learns of: after each save the plugin's
+    trainer keeps the newest ``max_actor_ckpt_to_keep`` whole saves, and removes the hollow ones verl's retention
+    leaves. Before (c27f923) the earlier launches' saves stayed for good."""
+    import copy
+
+    from entropy_rl.paper import saves, verl_plugin
+    from omegaconf import open_dict
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    tq, cfg = transfer_queue
+    cfg = copy.deepcopy(cfg)
+    with open_dict(cfg):
+        cfg.trainer.default_local_dir = str(tmp_path)
+    trainer = verl_plugin.PaperMeasuresTrainer(cfg)
+    trainer.actor_rollout_wg, trainer.train_dataloader = SavingWorkers(), StatefulDataLoader(list(range(8)), batch_size=2)
+    for step in (1, 2):  # an earlier launch's saves, then its marker
+        trainer.global_steps = step
+        verl_plugin.PPOTrainerSync._save_checkpoint(trainer)  # verl's own save alone: no pruning
+    trainer.actor_rollout_wg = SavingWorkers()  # a relaunch: a new process, whose retention knows none of them
+    held = []
+    for step in (3, 4, 5):
+        trainer.global_steps = step
+        trainer._save_checkpoint()
+        held.append(saves.saved_steps(tmp_path))
+    print("saves held after each save:", held)
+    assert cfg.trainer.max_actor_ckpt_to_keep == 2
+    assert held == [[2, 3], [3, 4], [4, 5]]
+    assert saves.trusted_step(tmp_path) == 5 and saves.whole_steps(tmp_path) == [4, 5]
+
+
+def test_an_asynchronous_save_is_refused_before_any_step(transfer_queue):
+    import copy
+
+    from entropy_rl.paper import verl_plugin
+    from entropy_rl.paper.run_command import resolve
+    from omegaconf import open_dict
+
+    _, cfg = transfer_queue
+    cfg = copy.deepcopy(cfg)
+    with open_dict(cfg):
+        cfg.actor_rollout_ref.actor.checkpoint.async_save = True
+    with pytest.raises(ValueError, match="writes no latest_checkpointed_iteration.txt"):
+        verl_plugin.PaperMeasuresTrainer(cfg)
+    site = copy.deepcopy(PAPER)
+    site.setdefault("launch", {})["verl_overrides"] = ["actor_rollout_ref.actor.checkpoint.async_save=True"]
+    with pytest.raises(ValueError, match="launch.verl_overrides: .*async_save=true writes no"):
+        resolve(site, "qwen2.5-7b-grpo")  # refused when the workflow plans the run, before any job
+
+
+class NoReplicas:
+    """The rollout replicas verl's sync trainer updates after each step (vLLM servers this machine does not start)."""
+
+    def update_weights(self, step):
+        return None
+
+
+def test_near_the_jobs_time_limit_the_trainer_saves_the_step_and_ends_the_run_there(transfer_queue, tmp_path, monkeypatch):
+    """verl 0.9.1's V1 trainer has no time limit of its own (its ESI save is the legacy trainer's): the plugin's
+    trainer, at the end of a step, once another step and a save would not fit before the job's end, saves that step
+    and sets the run's last step to it, so verl validates and logs it and ends its loop; with time to spare it does
+    nothing."""
+    import copy
+
+    from entropy_rl.paper import job_time, saves, verl_plugin
+    from omegaconf import open_dict
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    tq, cfg = transfer_queue
+    cfg = copy.deepcopy(cfg)
+    with open_dict(cfg):
+        cfg.trainer.default_local_dir = str(tmp_path)
+    trainer = verl_plugin.PaperMeasuresTrainer(cfg)
+    trainer.actor_rollout_wg, trainer.train_dataloader = SavingWorkers(), StatefulDataLoader(list(range(8)), batch_size=2)
+    trainer.checkpoint_manager, trainer.timing_raw, trainer.total_training_steps = NoReplicas(), {}, 1200
+    monkeypatch.setenv(job_time.END_ENV, repr(time.time() + 10 * 24 * 3600))  # days left
+    for step in (5, 6):
+        trainer.global_steps = step
+        trainer.on_step_begin()
+        trainer.on_step_end()
+    assert saves.saved_steps(tmp_path) == [] and trainer.total_training_steps == 1200
+    trainer._longest_step = 60.0  # as if a step took a minute: two of them and the margin no longer fit in 400 s
+    monkeypatch.setenv(job_time.END_ENV, repr(time.time() + job_time.MARGIN_S + 100))
+    trainer.global_steps = 7
+    trainer.on_step_begin()
+    trainer.on_step_end()
+    assert saves.trusted_step(tmp_path) == 7 and trainer.total_training_steps == 7  # saved, and the loop's last step
+    trainer.on_step_end()  # a second call saves nothing more
+    assert saves.saved_steps(tmp_path) == [7]

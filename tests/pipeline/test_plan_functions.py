@@ -128,10 +128,11 @@ def test_no_gpu_hours_at_mini_scale():
 
 
 def test_a_runs_slurm_resources():
-    res = resources.train_resources({"nodes": 2, "gpus_per_node": 4}, 80.0, 1.5, "--export-file=env")
+    res = resources.train_resources({"nodes": 2, "gpus_per_node": 4}, 80.0, 1.5, "--export-file=env", 2880)
     assert res == {"nodes": 2, "gpu": 8, "cpus_per_task": 32, "mem_mb_per_cpu": 8000,
                    "slurm_extra": "--requeue --export-file=env", "runtime": 900}  # fmt: skip
-    assert resources.train_resources({"nodes": 1, "gpus_per_node": 8}, 1.0, 1.5, "x")["runtime"] == 60  # the floor
+    assert resources.train_resources({"nodes": 1, "gpus_per_node": 8}, 1.0, 1.5, "x", 2880)["runtime"] == 60  # the floor
+    assert resources.train_resources({"nodes": 1, "gpus_per_node": 8}, 1e4, 1.5, "x", 2880)["runtime"] == 2880  # the site's
     engine = resources.engine_resources(lambda wc: 2, lambda wc: 10.0, 1.2)
     assert engine["gpu"](None) == 2 and engine["cpus_per_task"](None) == 16 and engine["runtime"](None) == 360
     hours = {"train:a": 1.0, "eval:a": 2.0, "power:p": 3.0, "speed:pilot": 0.1}

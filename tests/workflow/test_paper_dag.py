@@ -144,7 +144,9 @@ def test_resources_scale_with_model_size(workdir):
     big, small = by_run["qwen2.5-32b-grpo"], by_run["qwen2.5-0.5b-grpo"]
     assert "nodes=4" in big and "gpu=32" in big and "nodes=1" in small and "gpu=8" in small
     runtime = lambda block: int(re.search(r"runtime=(\d+)", block).group(1))  # noqa: E731
-    assert runtime(big) > runtime(small)
+    # every run asks for at most the site's longest job (config.yaml paper.launch.max_job_minutes, 48 h): a longer one
+    # is trained by several jobs (paper.job_time)
+    assert runtime(big) == 2880 >= runtime(small)
 
 
 def test_a_gated_model_without_a_token_stops_the_plan_naming_what_to_set(workdir):

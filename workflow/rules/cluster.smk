@@ -47,7 +47,12 @@ def power_hours(method):
 @functools.cache
 def train_resources(run):
     """One dict per run, cached: six resource lambdas read it (pipeline.resources.train_resources)."""
-    return resources.train_resources(run_model_spec(run), train_hours(run), BUDGET["walltime_margin"], SLURM_JOB_ENV_FLAG)
+    return resources.train_resources(run_model_spec(run), train_hours(run), BUDGET["walltime_margin"], SLURM_JOB_ENV_FLAG,
+                                     resources.max_job_minutes(S))
+
+
+# A run longer than the site's longest job is trained by several, each submitted again by Snakemake (paper.job_time).
+TRAIN_RETRIES = 0 if MINI else resources.train_retries(S, BUDGET)
 
 
 def engine_resources(gpus, hours):
@@ -73,6 +78,9 @@ def print_gpu_budget():
     if message is None:
         return
     print(message, file=sys.stderr)
+    jobs_and_disk = estimate.jobs_and_disk_message(S, runs, BUDGET)
+    if jobs_and_disk:
+        print(jobs_and_disk, file=sys.stderr)
     if SELECTING:
         print(f"judging {len(SELECTION.claims)} of {len(CLAIMS)} claims ({SELECTION.rule}); the audit lists the other"
               f" {len(NOT_RUN)} as not run", file=sys.stderr)  # fmt: skip

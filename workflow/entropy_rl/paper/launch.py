@@ -17,6 +17,8 @@ import subprocess
 import sys
 import time
 
+from . import saves
+
 # The names verl, the job and the command share, defined where the command is built (run_command).
 from .run_command import AGENT_LOOP, GEN_BATCHES_KEY, PLUGIN_MODULE, PRIME_MAIN_MODULE, REWARD_MODULE  # noqa: F401
 from .run_command import RESULTS, TRAINER_MODE  # noqa: F401 (launch's names for them)
@@ -106,26 +108,14 @@ def wait_for_ray(address: str, nodes: int, timeout_s: float, env: dict) -> None:
     raise TimeoutError(f"Ray at {address} did not report {nodes} live node(s) within {timeout_s:.0f} s")
 
 
-def saved_step(checkpoints: str | os.PathLike) -> int:
-    """The last step verl has finished saving in ``checkpoints`` (its ``latest_checkpointed_iteration.txt``), or 0."""
-    marker = os.path.join(checkpoints, "latest_checkpointed_iteration.txt")
-    try:
-        with open(marker) as fh:
-            return int(fh.read().strip() or 0)
-    except (FileNotFoundError, ValueError):
-        return 0
-
-
-def run_until_saved(command: list[str], env: dict, checkpoints: str | os.PathLike, step: int, grace_s: float = 120,
-                    poll_s: float = 5, logged=lambda: True) -> int:  # fmt: skip
-    """Run verl's driver (one node) and, once it has saved ``step``, stop it as a pre-emption does: SIGTERM to its
-    process group, SIGKILL after ``grace_s``. Returns the driver's exit code (negative: the signal that ended it); a
-    driver that ends by itself first returns its own."""
-    proc = subprocess.Popen(command, env=env, start_new_session=True)  # its own group: verl's Ray children too
+def drive(command: list[str], env: dict, stop, grace_s: float = 120, poll_s: float = 5) -> int:
+    """Run verl's driver in a process group of its own and, once ``stop()`` says so, stop it as a pre-emption does:
+    SIGTERM to the group (verl's Ray children too), SIGKILL after ``grace_s``. Returns the driver's exit code
+    (negative: the signal that ended it); a driver that ends by itself first returns its own."""
+    proc = subprocess.Popen(command, env=env, start_new_session=True)
     try:
         while proc.poll() is None:
-            # ``logged``: verl saves a step before it logs it; stopped between the two, the step's metrics are lost.
-            if saved_step(checkpoints) >= step and logged():
+            if stop():
                 os.killpg(proc.pid, signal.SIGTERM)
                 try:
                     proc.wait(timeout=grace_s)
@@ -139,10 +129,19 @@ def run_until_saved(command: list[str], env: dict, checkpoints: str | os.PathLik
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-def run(command: list[str], nodes: list[str], gpus_per_node: int, env: dict, port: int = 6379, ray_timeout_s: float = 600) -> int:
-    """Run verl's driver; on more than one node, inside a Ray cluster started across the allocation."""
+def run_until_saved(command: list[str], env: dict, checkpoints: str | os.PathLike, step: int, grace_s: float = 120,
+                    poll_s: float = 5, logged=lambda: True, trainer: str = "verl") -> int:  # fmt: skip
+    """Run verl's driver (one node) and stop it once it has saved ``step`` whole and ``logged()`` (verl saves a step
+    before it logs it; stopped between the two, the step's metrics are lost): the pilot's pre-emption."""
+    return drive(command, env, lambda: saves.completed_step(checkpoints, trainer) >= step and logged(), grace_s, poll_s)
+
+
+def run(command: list[str], nodes: list[str], gpus_per_node: int, env: dict, port: int = 6379, ray_timeout_s: float = 600,
+        stop=None, poll_s: float = 5) -> int:  # fmt: skip
+    """Run verl's driver; on more than one node, inside a Ray cluster started across the allocation. ``stop``: polled
+    while the driver runs, which is stopped once it says so (``drive``; ``job_time.StopBeforeEnd``)."""
     if len(nodes) == 1:
-        return subprocess.run(command, env=env).returncode
+        return drive(command, env, stop, poll_s=poll_s) if stop else subprocess.run(command, env=env).returncode
     head_cmd, worker_cmd = ray_commands(nodes, gpus_per_node, port)
     started = [subprocess.Popen(head_cmd, env=env, start_new_session=True)]
     try:
@@ -150,7 +149,8 @@ def run(command: list[str], nodes: list[str], gpus_per_node: int, env: dict, por
         started.append(subprocess.Popen(worker_cmd, env=env, start_new_session=True))
         address = f"{nodes[0]}:{port}"
         wait_for_ray(address, len(nodes), ray_timeout_s, env)
-        return subprocess.run(command, env={**env, "RAY_ADDRESS": address}).returncode
+        driver_env = {**env, "RAY_ADDRESS": address}
+        return drive(command, driver_env, stop, poll_s=poll_s) if stop else subprocess.run(command, env=driver_env).returncode
     finally:
         for proc in reversed(started):  # only the processes started here, by their process group
             if proc.poll() is None:

@@ -8,6 +8,10 @@ the reward every other run of the study uses. The recipe's entry passes none, an
 which knows none of this workflow's ``data_source`` names, raises, and the manager scores the
 response 0 -- every PRIME step would train on zero rewards without an error.
 
+The recipe's ``main_task``, the Ray task that builds and fits the trainer, is run as ``prime_checkpoints.run_main_task``:
+its trainer loads its own pickled dataloader on the image's torch, so that a relaunch resumes, and removes the saves
+no relaunch needs after each save (the recipe keeps all of them).
+
 Runs in the prime image (containers/prime.def), where the recipe is importable as ``recipe``.
 """
 
@@ -19,11 +23,13 @@ import hydra
 from recipe.prime import main_prime
 
 from ..core import reward
+from . import prime_checkpoints
 
 CONFIG_DIR = os.path.join(os.path.dirname(os.path.abspath(main_prime.__file__)), "config")
 
 
 def run(config) -> None:
+    prime_checkpoints.install(main_prime)
     main_prime.run_prime(config, compute_score=reward.compute_score)
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..core import spec as run_spec
 from . import prompt_format
+from .saves import ASYNC_SAVE_REFUSED, asks_async_save
 
 # What verl imports by name in its workers: the covariance loss plugin and the reward function.
 PLUGIN_MODULE = "entropy_rl.paper.verl_plugin"
@@ -52,8 +53,11 @@ class Run:
 
 
 def resolve(scale_cfg: dict, run_id: str) -> Run:
+    overrides = tuple(scale_cfg.get("launch", {}).get("verl_overrides", []))
+    if asks_async_save(overrides):
+        raise ValueError(f"launch.verl_overrides: {ASYNC_SAVE_REFUSED}")
     return Run(run_id, run_spec.resolve_run(scale_cfg, run_id), run_spec.run_model_entry(scale_cfg, run_id),
-               scale_cfg["data"]["max_prompt_length"], tuple(scale_cfg.get("launch", {}).get("verl_overrides", [])))  # fmt: skip
+               scale_cfg["data"]["max_prompt_length"], overrides)  # fmt: skip
 
 
 @dataclass(frozen=True)

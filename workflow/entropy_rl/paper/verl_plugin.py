@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import time
 
 import numpy as np
 import ray
@@ -40,6 +42,7 @@ from verl.utils.metric import AggregationType, Metric
 from verl.workers.engine_workers import ActorRolloutRefWorker
 
 from ..core import metrics as measures  # `metrics` is verl's name for a step's metric dict
+from . import job_time, saves
 from .launch import AGENT_LOOP, GEN_BATCHES_KEY, TRAINER_MODE
 
 WRAPPED_MODES = ("vanilla", "clip_cov", "kl_cov")
@@ -186,9 +189,60 @@ class GenerationBound:
         )
 
 
-class PaperMeasuresTrainer(GenerationBound, PPOTrainerSync):
+class BoundedSaves:
+    """Saves that a relaunch can always load, never more of them than the run keeps, and one more before the job's
+    time limit; mixed into ``PaperMeasuresTrainer``.
+
+    - verl's retention (``max_actor_ckpt_to_keep``) knows only the saves of its own process (``checkpoint_manager``'s
+      ``previous_saved_paths``), so each relaunch would leave up to ``keep`` more whole saves behind: after each save
+      the saves no relaunch needs are removed (``saves.prune``).
+    - An asynchronous save writes no marker (``trainer_base._save_checkpoint``), so no launch could tell a whole save
+      from one cut short: it is refused before any step.
+    - Where the job has a time limit (``job_time.END_ENV``), once another step and a save would not fit before it
+      (the longest of each seen, twice over, and ``job_time.MARGIN_S``), the step just trained is saved, validated
+      and logged as verl does any step, and the run ends there: verl's loop ends after a step beyond
+      ``total_training_steps``. The next job resumes from that save, so a time limit costs at most a step's time."""
+
+    _began = _longest_step = _longest_save = 0.0
+
+    def __init__(self, config, *args, **kwargs):
+        if OmegaConf.select(config, saves.ASYNC_SAVE, default=False):
+            raise ValueError(saves.ASYNC_SAVE_REFUSED)
+        super().__init__(config, *args, **kwargs)
+
+    def _save_checkpoint(self):
+        began = time.time()
+        super()._save_checkpoint()
+        self._longest_save = max(self._longest_save, time.time() - began)
+        keep = int(self.config.trainer.get("max_actor_ckpt_to_keep") or 0)
+        for path in saves.prune(self.config.trainer.default_local_dir, keep):
+            print(f"removed {path}: a save no relaunch needs (the newest {keep} whole saves are kept)")
+
+    def on_step_begin(self):
+        now = time.time()
+        if self._began:  # the whole of the last step: rollout, update, save, validation, log
+            self._longest_step = max(self._longest_step, now - self._began)
+        self._began = now
+        super().on_step_begin()
+
+    def on_step_end(self):
+        super().on_step_end()
+        end = os.environ.get(job_time.END_ENV)
+        if not end or self.global_steps >= self.total_training_steps:
+            return
+        step = max(self._longest_step, time.time() - self._began)
+        if float(end) - time.time() > 2 * (step + self._longest_save) + job_time.MARGIN_S:
+            return
+        if saves.completed_step(self.config.trainer.default_local_dir) != self.global_steps:
+            self._save_checkpoint()
+        print(f"step {self.global_steps} saved before the job's time limit: the run ends here, the next job resumes")
+        self.total_training_steps = self.global_steps  # verl's loop ends once this step is validated and logged
+
+
+class PaperMeasuresTrainer(BoundedSaves, GenerationBound, PPOTrainerSync):
     """verl's synchronous trainer, logging the paper's measures of each update batch, its actor
-    workers ``SummedCountsWorker``, its group filter bounded as the released scripts bound it."""
+    workers ``SummedCountsWorker``, its group filter bounded as the released scripts bound it, its saves bounded and
+    each one whole (``BoundedSaves``)."""
 
     def _init_resource_pool_mgr(self):
         super()._init_resource_pool_mgr()

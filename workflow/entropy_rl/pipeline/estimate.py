@@ -61,6 +61,12 @@ def budget_message(runs: list[str], methods: list[str], job_hours: dict, every: 
     return text
 
 
+def jobs_and_disk_message(S: dict, runs: list[str], assumptions: dict) -> str | None:
+    """The SLURM jobs the runs to train need and the disk they hold at most (paper.cost.budget's messages)."""
+    lines = [budget.jobs_message(S, runs, assumptions), budget.disk_message(S, runs)]
+    return "\n".join(line for line in lines if line) or None
+
+
 def check_launches(S: dict, runs: list[str]) -> None:
     """Before any job: every run of ``runs``, its exact verl command through verl's own validation, reward loader
     and loss plugin (the part of the preflight that needs no download)."""

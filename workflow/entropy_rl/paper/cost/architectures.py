@@ -48,6 +48,15 @@ class Architecture:
         return self.layers * per_layer + 2 * self.vocab * self.hidden
 
     @property
+    def parameters(self) -> int:
+        """The weights a save holds: the layers' matmuls and the embedding, the output head apart unless tied (the
+        norms, a few thousand, left out)."""
+        q = o = self.heads * self.head_dim
+        kv = self.kv_heads * self.head_dim
+        per_layer = 3 * self.hidden * self.intermediate + self.hidden * (q + 2 * kv + o)
+        return self.layers * per_layer + (1 if self.tied else 2) * self.vocab * self.hidden
+
+    @property
     def attention_width(self) -> int:
         """head_dim·heads·layers: what attention costs per key a query reads, over 2 (QKᵀ and AV, 2 FLOPs a MAC)."""
         return self.head_dim * self.heads * self.layers

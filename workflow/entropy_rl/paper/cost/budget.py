@@ -17,8 +17,10 @@ architecture its own, converted to the budget's GPU (``gpus``).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ...core import spec as run_spec
+from .. import job_time, run_command, saves
 from . import architectures, gpus, speed_law
 from .architectures import Architecture
 
@@ -67,7 +69,48 @@ def train_passes(spec: dict) -> int:
     return passes
 
 
-def train_gpu_hours(spec: dict, model: dict, arch: Architecture, budget: dict, val_questions: int) -> float:
+@dataclass(frozen=True)
+class TrainTime:
+    """One run's wall time by this estimate: a step's, a validation's, how many of each, and its save interval."""
+
+    gpus: int
+    step_s: float
+    validation_s: float
+    steps: int
+    validations: int
+    save_every: int
+    val_every: int
+    prime: bool  # PRIME's recipe is stopped after a save (job_time.StopBeforeEnd); verl's trainer saves before the end
+
+    @property
+    def wall_s(self) -> float:
+        return self.steps * self.step_s + self.validations * self.validation_s
+
+    @property
+    def lost_s(self) -> float:
+        """What a job may leave unused at its time limit: the two steps' time verl's trainer keeps free
+        (verl_plugin.BoundedSaves); for PRIME, which near the end saves at each validation
+        (prime_checkpoints.save_at_each_validation_near_end), two validation intervals."""
+        if self.prime:
+            return 2 * (min(self.val_every, self.save_every) * self.step_s + self.validation_s)
+        return 2 * self.step_s + self.validation_s
+
+    def jobs(self, max_job_minutes: float, startup_minutes: float) -> int | None:
+        """The SLURM jobs the run needs when none may last longer than ``max_job_minutes`` (job_time.jobs_needed);
+        None when one job cannot hold its start-up and the time it may leave unused."""
+        start_h = startup_minutes / 60 + self.validation_s / 3600  # model load, vLLM and Ray; val_before_train
+        return job_time.jobs_needed(self.wall_s / 3600, max_job_minutes / 60, start_h, self.lost_s / 3600)
+
+    def launches_gpu_hours(self, max_job_minutes: float, startup_minutes: float) -> float:
+        """GPU-hours the jobs add to the training itself: each one's start-up, and each relaunch's validation before
+        training and the time the job before it left unused."""
+        # where no job holds a save interval (the runs would not get far), at least one job per max_job_minutes
+        jobs = self.jobs(max_job_minutes, startup_minutes) or math.ceil(self.wall_s / 60 / max_job_minutes)
+        seconds = jobs * startup_minutes * 60 + (jobs - 1) * (self.validation_s + self.lost_s)
+        return seconds * self.gpus / 3600
+
+
+def train_time(spec: dict, model: dict, arch: Architecture, budget: dict, val_questions: int) -> TrainTime:
     gpus_ = model["nodes"] * model["gpus_per_node"]
     prompt, response = budget["mean_prompt_tokens"], budget["mean_response_tokens"]
     responses = spec["prompts_per_step"] * spec["rollout_n"]
@@ -77,9 +120,21 @@ def train_gpu_hours(spec: dict, model: dict, arch: Architecture, budget: dict, v
     step = _seconds(decode * generated, gpus_, rollout, budget)
     step += _seconds(train_passes(spec) * arch.forward(prompt + response) * tokens, gpus_, train, budget)
     validations = spec["steps"] // spec["val_every"] + 1
-    val_tokens = validations * val_questions * spec["val_protocol"]["n"] * response
-    seconds = spec["steps"] * step + _seconds(decode * val_tokens, gpus_, rollout, budget)
-    return seconds * gpus_ / 3600
+    validation = _seconds(decode * val_questions * spec["val_protocol"]["n"] * response, gpus_, rollout, budget)
+    return TrainTime(gpus_, step, validation, spec["steps"], validations, spec.get("save_every", spec["steps"]),
+                     spec["val_every"], spec["algorithm"] == "prime")  # fmt: skip
+
+
+def train_gpu_hours(spec: dict, model: dict, arch: Architecture, budget: dict, val_questions: int) -> float:
+    """The training's own GPU-hours: its steps and validations, in one job (``job_hours`` adds the jobs')."""
+    time_ = train_time(spec, model, arch, budget, val_questions)
+    return time_.wall_s * time_.gpus / 3600
+
+
+def save_bytes(arch: Architecture, spec: dict) -> float:
+    """Bytes of one whole save: each trained model's fp32 weights and AdamW's two fp32 moments (12 bytes a parameter,
+    verl's FSDP checkpoint manager's shards), the actor's and, for PRIME, its implicit PRM's."""
+    return 12 * arch.parameters * (2 if spec["algorithm"] == "prime" else 1)
 
 
 def eval_gpu_hours(benchmark_sizes: dict[str, int], protocols: dict, model: dict, arch: Architecture,
@@ -171,18 +226,23 @@ def estimate_message(runs: int, train: float, evaluation: float, methods: int, p
 
 def job_hours(scale_cfg: dict, power_study=None, budget: dict | None = None) -> dict[str, float]:
     """Every GPU job of the paper scale with its estimated GPU-hours, by the names of core.claim_plan:
-    ``train:<run>``, ``eval:<run>`` (every benchmark, the paper's protocol) and ``power:<method>``; under ``budget``
-    (the config's, or one the pilot measured: ``measured_budget``) if given."""
+    ``train:<run>`` (its steps and validations, and the start-up of each of the jobs it needs within the site's
+    ``launch.max_job_minutes``: ``TrainTime.launches_gpu_hours``), ``eval:<run>`` (every benchmark, the paper's
+    protocol) and ``power:<method>``; under ``budget`` (the config's, or one the pilot measured:
+    ``measured_budget``) if given."""
     budget = budget or scale_cfg["budget"]
     bench = scale_cfg["data"]["benchmarks"]
     sizes = {b: spec["size"] for b, spec in bench.items()}
     protocols = {b: spec["protocol"] for b, spec in bench.items()}
+    startup = scale_cfg.get("pilot", {}).get("startup_minutes", 0)  # the assumed start-up of a GPU job
     hours = {}
     for run in scale_cfg["runs"]:
         model = run_spec.run_model_entry(scale_cfg, run)
         spec = run_spec.resolve_run(scale_cfg, run)
         arch = architectures.of_model(scale_cfg, spec["model"])
-        hours[f"train:{run}"] = train_gpu_hours(spec, model, arch, budget, sum(sizes.values()))
+        time_ = train_time(spec, model, arch, budget, sum(sizes.values()))
+        launches = time_.launches_gpu_hours(job_time.max_job_minutes(scale_cfg), startup)
+        hours[f"train:{run}"] = time_.wall_s * time_.gpus / 3600 + launches
         hours[f"eval:{run}"] = eval_gpu_hours(sizes, protocols, model, arch, budget)
     if power_study is not None:
         power = scale_cfg["power_sampling"]
@@ -191,6 +251,61 @@ def job_hours(scale_cfg: dict, power_study=None, budget: dict | None = None) -> 
             answers = power_study.answers(bench, name)
             hours[f"power:{name}"] = power_gpu_hours(method, answers, model, arch, budget, power["max_new_tokens"])
     return hours
+
+
+def peak_disk_bytes(scale_cfg: dict, runs: list[str]) -> dict[str, float]:
+    """Each run's largest hold on disk: the saves it keeps at most (``saves.peak_saves`` of the launch's
+    ``KEEP_CHECKPOINTS``), each ``save_bytes`` by its model's architecture."""
+    held = saves.peak_saves(run_command.KEEP_CHECKPOINTS)
+    out = {}
+    for run in runs:
+        spec = run_spec.resolve_run(scale_cfg, run)
+        out[run] = held * save_bytes(architectures.of_model(scale_cfg, spec["model"]), spec)
+    return out
+
+
+def disk_message(scale_cfg: dict, runs: list[str]) -> str | None:
+    """The disk the runs still to train hold at most, printed with the GPU-hours estimate (None without runs)."""
+    if not runs:
+        return None
+    disk = peak_disk_bytes(scale_cfg, runs)
+    largest = max(disk, key=disk.get)
+    return (f"disk for checkpoints: at most {saves.peak_saves(run_command.KEEP_CHECKPOINTS)} saves a run (the "
+            f"{run_command.KEEP_CHECKPOINTS} kept, one being written, one set aside), 12 bytes a trained parameter: "
+            f"{disk[largest] / 1e12:.2f} TB for {largest}, the largest; {sum(disk.values()) / 1e12:.1f} TB if all "
+            f"{len(runs)} train at once")  # fmt: skip
+
+
+def jobs_message(scale_cfg: dict, runs: list[str], budget: dict | None = None) -> str | None:
+    """How many jobs the runs still to train need within the site's longest job, and which cannot save within one."""
+    if not runs:
+        return None
+    jobs = {run: n for run, n in train_jobs(scale_cfg, budget).items() if run in runs}
+    longest = job_time.max_job_minutes(scale_cfg)
+    fit = {run: n for run, n in jobs.items() if n is not None}
+    text = f"training jobs of at most {longest / 60:g} h (paper.launch.max_job_minutes)"
+    if fit:
+        most = max(fit, key=fit.get)
+        text += f": {sum(fit.values())} for {len(fit)} run(s), {fit[most]} for {most}, the most"
+    unfit = sorted(set(jobs) - set(fit))
+    if unfit:
+        text += (f"; by this estimate one job cannot hold the start-up and a save interval of {len(unfit)} run(s) "
+                 f"({', '.join(unfit[:4])}{', ...' if len(unfit) > 4 else ''}): each job of theirs would end without "
+                 "a save; raise launch.max_job_minutes")  # fmt: skip
+    return text
+
+
+def train_jobs(scale_cfg: dict, budget: dict | None = None) -> dict[str, int | None]:
+    """The SLURM jobs each run's training needs within the site's ``launch.max_job_minutes`` by this estimate (None:
+    one job cannot hold its start-up and a save interval)."""
+    budget = budget or scale_cfg["budget"]
+    questions = sum(b["size"] for b in scale_cfg["data"]["benchmarks"].values())
+    startup, longest = scale_cfg.get("pilot", {}).get("startup_minutes", 0), job_time.max_job_minutes(scale_cfg)
+    jobs = {}
+    for run in scale_cfg["runs"]:
+        spec, model = run_spec.resolve_run(scale_cfg, run), run_spec.run_model_entry(scale_cfg, run)
+        jobs[run] = train_time(spec, model, architectures.of_model(scale_cfg, spec["model"]), budget, questions).jobs(longest, startup)
+    return jobs
 
 
 def pilot_hours(scale_cfg: dict, budget: dict | None = None, node_runs: list[str] = ()) -> dict[str, float]:

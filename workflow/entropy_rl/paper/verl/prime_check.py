@@ -25,7 +25,8 @@ Hydra, OmegaConf and Ray (envs/install-prime-check.sh). In the child:
   that holds ``recipe/prime``): the launch's own entry, ``entropy_rl.paper.prime_main``, is run as the
   command runs it (Hydra's command line, the recipe's ``prime_trainer`` config, in a working
   directory without a ``verl/`` folder), and the recipe's ``main_task`` builds its worker mapping,
-  reward managers and ``RayPRIMETrainer``, whose ``__init__`` runs verl's ``_validate_config``;
+  reward managers and the trainer (``RayPRIMETrainer`` as ``prime_checkpoints`` extends it), whose ``__init__``
+  runs verl's ``_validate_config``;
   it stops where the data would be loaded (no tokenizer, data or GPU here);
 * without it (CI: the recipe is not on PyPI): the command's overrides are composed against verl
   0.4.1's own ``ppo_trainer`` config, the one the recipe's config extends, with the keys only the
@@ -156,7 +157,8 @@ def _through_recipe(overrides: list[str], scratch: str) -> tuple[list[str], dict
     trainer_cls = prime_ray_trainer.RayPRIMETrainer
 
     def stop_at_data(self, *args, **kwargs):  # RayPRIMETrainer.__init__ has validated by now
-        seen.update(config=self.config, compute_score=self.reward_fn.compute_score, use_rm=self.use_rm)
+        seen.update(config=self.config, compute_score=self.reward_fn.compute_score, use_rm=self.use_rm,
+                    resumable=getattr(type(self), "resumable", False))  # fmt: skip
 
     def in_process(config, compute_score=None):  # run_prime without Ray: its main_task, here
         main_prime.main_task._function(config, compute_score)
@@ -189,6 +191,8 @@ def _through_recipe(overrides: list[str], scratch: str) -> tuple[list[str], dict
         out.append(f"PRIME's reward managers score with {seen['compute_score']!r}, not entropy_rl.core.reward.compute_score")
     if not seen["use_rm"]:
         out.append("PRIME's implicit PRM is not enabled (reward_model.enable)")
+    if not seen["resumable"]:
+        out.append("PRIME's trainer is the recipe's own: on torch >= 2.6 it cannot load its own save (prime_checkpoints)")
     for key in RECIPE_KEYS:  # keeps RECIPE_KEYS true to the recipe
         if OmegaConf.select(cfg, key) is None:
             out.append(f"{key} is in RECIPE_KEYS but the recipe's config has no such key")

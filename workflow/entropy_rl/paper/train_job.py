@@ -1,0 +1,141 @@
+"""One training job of a paper-scale run: its saves prepared, its trainer launched within the job's time limit, and
+what the job then tells Snakemake (train_verl.py runs it; tests/workflow/test_slurm_time_limit.py runs it through a
+real SLURM cluster).
+
+``launch`` prepares the run's checkpoint folder (``verl_checkpoints.prepare_launch``), learns when the job must end
+(``job_time.job_end``), runs the trainer with that end in its environment and a stop before it
+(``job_time.StopBeforeEnd``), and returns an ``Ended``. ``Ended.verdict`` is then one of: the run is done; the job
+reached its time limit after saving and logging a later step, so the next job goes on (``job_time.CONTINUE``); or
+the job failed, and why.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import job_time, saves, verl_checkpoints, verl_metrics
+from . import launch as launcher
+
+log = logging.getLogger(__name__)
+LEDGER = "jobs.jsonl"  # in the run's checkpoint folder: one line per job, what it resumed from and reached
+# Jobs in a row that may fail without a new save before the run is not launched again: a failure that repeats would
+# otherwise cost a launch (its start-up on every GPU) for each of the rule's retries.
+MAX_FAILURES_WITHOUT_PROGRESS = 2
+
+
+@dataclass(frozen=True)
+class Ended:
+    """A launch, ended: the driver's exit code, the whole save it resumed from and the one it left, the run's steps,
+    and whether the job had a time limit (``end``) and stopped the driver before it."""
+
+    code: int
+    resumed: int
+    reached: int
+    steps: int
+    end: float | None
+    stopped: bool
+
+    def verdict(self) -> tuple[int, str]:
+        """The job's exit status and what to say: 0 (done), ``job_time.CONTINUE`` or 1, each with its reason."""
+        if self.reached >= self.steps and self.code == 0:
+            return 0, f"all {self.steps} steps trained"
+        ended_by_limit = self.end is not None and (self.stopped or self.code == 0)
+        if ended_by_limit and self.reached > self.resumed:
+            left = max(0.0, self.end - time.time()) / 60
+            return job_time.CONTINUE, (f"the job's time limit is {left:.0f} min away: step {self.reached} of "
+                                       f"{self.steps} is saved and logged, and the next job resumes from it")  # fmt: skip
+        if ended_by_limit:
+            return 1, (f"the job saved no step after global_step_{self.resumed} before its time limit: a save interval "
+                       "and the start-up do not fit in one job; raise launch.max_job_minutes (config.yaml)")  # fmt: skip
+        if self.code != 0:
+            return 1, f"the trainer exited with {self.code}; its saves are kept and a rerun resumes from the last"
+        return 1, f"the trainer ended at step {self.reached} of {self.steps} with no time limit to stop it"
+
+
+def record(checkpoints: str | Path, ended: Ended, status: int, why: str) -> None:
+    """Append this job's line to the run's ledger."""
+    line = {"job": os.environ.get("SLURM_JOB_ID", "local"), "at": time.time(), "resumed": ended.resumed,
+            "reached": ended.reached, "code": ended.code, "status": status, "why": why}  # fmt: skip
+    Path(checkpoints).mkdir(parents=True, exist_ok=True)
+    with open(Path(checkpoints) / LEDGER, "a") as fh:
+        fh.write(json.dumps(line) + "\n")
+
+
+def _ledger(checkpoints: str | Path) -> list[dict]:
+    path = Path(checkpoints) / LEDGER
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.is_file() else []
+
+
+def refusal(checkpoints: str | Path) -> tuple[int, str] | None:
+    """Why this job must not launch, as an exit status and a reason; None when it may.
+
+    - This SLURM job already reached its time limit (``job_time.CONTINUE``): Snakemake retries a failed job inside its
+      SLURM job too (a rule's ``retries`` reach the job's own Snakemake), and a launch there has no time left.
+    - The run's last ``MAX_FAILURES_WITHOUT_PROGRESS`` jobs each failed without a new save (1): a failure that repeats
+      would cost a launch, its start-up on every GPU, for each of the rule's retries."""
+    lines = _ledger(checkpoints)
+    job = os.environ.get("SLURM_JOB_ID")
+    if job and lines and lines[-1]["job"] == job and lines[-1]["status"] == job_time.CONTINUE:
+        return job_time.CONTINUE, f"SLURM job {job} has reached its time limit: the next job goes on"
+    last = lines[-MAX_FAILURES_WITHOUT_PROGRESS:]
+    if len(last) < MAX_FAILURES_WITHOUT_PROGRESS or any(x["status"] != 1 or x["reached"] > x["resumed"] for x in last):
+        return None
+    return 1, (f"the last {len(last)} jobs of this run failed without a new save ({'; '.join(x['why'] for x in last)}):"
+               f" not launched again. Read the job logs; once the cause is fixed, remove those lines from "
+               f"{Path(checkpoints) / LEDGER}")  # fmt: skip
+
+
+def launch(command: list[str], env: dict, checkpoints: str | Path, *, trainer: str, keep: int, steps: int,
+           log_env: str, tensorboard: bool, nodes: list[str], gpus_per_node: int,
+           runtime_minutes: float | None = None, kept: bool = True, after_save: bool | None = None,
+           margin_s: float = job_time.MARGIN_S, poll_s: float = 5) -> Ended:  # fmt: skip
+    """Prepare ``checkpoints``, then run ``command`` until it ends or the job's time limit is near. ``log_env``: the
+    variable that tells the trainer its log file (verl's file logger, PRIME's TensorBoard); ``kept``: whether the
+    run's checkpoints were kept for it (core.resume.claim), for the log's words; ``after_save``: stop the trainer
+    after a save when the next would not fit (PRIME's, by default: verl 0.9.1's saves before the end itself)."""
+    checkpoints = Path(checkpoints)
+    prepared = verl_checkpoints.prepare_launch(checkpoints, trainer, keep, tensorboard=tensorboard)
+    end, how = job_time.job_end(runtime_minutes)
+    env = {**env, log_env: str(prepared.log)}
+    stop = None
+    if end is not None:
+        env[job_time.END_ENV] = repr(end)
+        # verl's trainer saves before the end itself (verl_plugin.BoundedSaves): stopped from here at the margin only.
+        logged = (
+            TensorBoardLogged(prepared.log)
+            if tensorboard
+            else (lambda step: verl_metrics.logged_step(prepared.log) >= step)
+        )
+        after_save = trainer == "prime" if after_save is None else after_save
+        stop = job_time.StopBeforeEnd(checkpoints, end, trainer, logged, after_save=after_save, margin_s=margin_s)
+    limit = f"the job ends in {(end - time.time()) / 60:.0f} min ({how})" if end else "the job has no time limit"
+    log.info("%s; this launch logs to %s; %s", verl_checkpoints.launch_words(kept, prepared.resume), prepared.log, limit)
+    code = launcher.run(command, nodes, gpus_per_node, env, stop=stop, poll_s=poll_s)
+    reached = saves.completed_step(checkpoints, trainer)
+    return Ended(code, prepared.resume, reached, steps, end, bool(stop and stop.fired))
+
+
+# How long TensorBoard's writer may hold a logged step before it writes it (torch's SummaryWriter: flush_secs=120).
+TENSORBOARD_FLUSH_S = 130.0
+
+
+class TensorBoardLogged:
+    """Whether PRIME's TensorBoard log holds ``step``: a record of it on disk, first seen ``TENSORBOARD_FLUSH_S``
+    ago, so that every scalar of its step has been written (the writer flushes in batches, and a stopped driver
+    writes nothing more)."""
+
+    def __init__(self, directory: Path, flush_s: float = TENSORBOARD_FLUSH_S):
+        self.directory, self.flush_s, self.seen = Path(directory), flush_s, {}
+
+    def __call__(self, step: int) -> bool:
+        if step not in self.seen:
+            records = verl_metrics.read_tensorboard(self.directory) if self.directory.is_dir() else []
+            if max((r["step"] for r in records), default=-1) < step:
+                return False
+            self.seen[step] = time.time()
+        return time.time() - self.seen[step] >= self.flush_s

@@ -24,7 +24,8 @@ include: "workflow/rules/cluster.smk"
 
 # Before any job is submitted, at paper scale: no finished GPU job runs again unless asked (entropy_rl.pipeline.guard),
 # a finished run trained again has its launch checked with the code it will run, and the SLURM jobs' environment is
-# written without the hub token (cluster.smk); it is removed when the run ends, and a failed pilot still reports.
+# written without the hub token (cluster.smk); it is removed when the run ends, and a failed pilot still reports. A run
+# longer than the site's longest job may be submitted again (cluster.smk continue_long_runs).
 # A local mini study's jobs start in a fork of a warm interpreter rather than each importing torch afresh
 # (entropy_rl.core.warm_start), decided here, once Snakemake has chosen its executor: never at paper scale or under a
 # cluster executor; ENTROPY_RL_WARM_START=0 or --config warm_start=false starts every job cold. The run's warm server
@@ -33,6 +34,7 @@ onstart:
     guard.paid_work_guard(PLAN, MINI, JOB_HOURS, config)
     estimate.check_retrained_launches(PLAN, S, MINI)
     cluster.write_job_environment(PLAN, SLURM_JOB_ENV)
+    continue_long_runs()  # cluster.smk: train_verl's retries, under a cluster executor
     warm_start.begin(MINI and workflow.local_exec and config.get("warm_start", True))
 
 

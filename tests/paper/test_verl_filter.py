@@ -267,23 +267,30 @@ class SavingWorkers:
         self.saved.append(local_path)
 
 
+def saving_trainer(transfer_queue, checkpoints):
+    """``PaperMeasuresTrainer`` from a paper run's config, saving into ``checkpoints`` through ``SavingWorkers``."""
+    import copy
+
+    from entropy_rl.paper import verl_plugin
+    from omegaconf import open_dict
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    cfg = copy.deepcopy(transfer_queue[1])
+    with open_dict(cfg):
+        cfg.trainer.default_local_dir = str(checkpoints)
+    trainer = verl_plugin.PaperMeasuresTrainer(cfg)
+    trainer.actor_rollout_wg, trainer.train_dataloader = SavingWorkers(), StatefulDataLoader(list(range(8)), batch_size=2)
+    return trainer
+
+
 def test_the_trainers_own_save_leaves_only_the_saves_a_relaunch_needs(transfer_queue, tmp_path):
     """verl 0.9.1's own ``_save_checkpoint`` (the dataloader's state, the TransferQueue's, the marker) on a folder
     that holds two earlier launches' saves, which verl's retention never learns of: after each save the plugin's
     trainer keeps the newest ``max_actor_ckpt_to_keep`` whole saves, and removes the hollow ones verl's retention
     leaves. Before (c27f923) the earlier launches' saves stayed for good."""
-    import copy
-
     from entropy_rl.paper import saves, verl_plugin
-    from omegaconf import open_dict
-    from torchdata.stateful_dataloader import StatefulDataLoader
 
-    tq, cfg = transfer_queue
-    cfg = copy.deepcopy(cfg)
-    with open_dict(cfg):
-        cfg.trainer.default_local_dir = str(tmp_path)
-    trainer = verl_plugin.PaperMeasuresTrainer(cfg)
-    trainer.actor_rollout_wg, trainer.train_dataloader = SavingWorkers(), StatefulDataLoader(list(range(8)), batch_size=2)
+    trainer = saving_trainer(transfer_queue, tmp_path)
     for step in (1, 2):  # an earlier launch's saves, then its marker
         trainer.global_steps = step
         verl_plugin.PPOTrainerSync._save_checkpoint(trainer)  # verl's own save alone: no pruning
@@ -294,7 +301,7 @@ def test_the_trainers_own_save_leaves_only_the_saves_a_relaunch_needs(transfer_q
         trainer._save_checkpoint()
         held.append(saves.saved_steps(tmp_path))
     print("saves held after each save:", held)
-    assert cfg.trainer.max_actor_ckpt_to_keep == 2
+    assert trainer.config.trainer.max_actor_ckpt_to_keep == 2
     assert held == [[2, 3], [3, 4], [4, 5]]
     assert saves.trusted_step(tmp_path) == 5 and saves.whole_steps(tmp_path) == [4, 5]
 
@@ -330,18 +337,9 @@ def test_near_the_jobs_time_limit_the_trainer_saves_the_step_and_ends_the_run_th
     trainer, at the end of a step, once another step and a save would not fit before the job's end, saves that step
     and sets the run's last step to it, so verl validates and logs it and ends its loop; with time to spare it does
     nothing."""
-    import copy
+    from entropy_rl.paper import job_time, saves
 
-    from entropy_rl.paper import job_time, saves, verl_plugin
-    from omegaconf import open_dict
-    from torchdata.stateful_dataloader import StatefulDataLoader
-
-    tq, cfg = transfer_queue
-    cfg = copy.deepcopy(cfg)
-    with open_dict(cfg):
-        cfg.trainer.default_local_dir = str(tmp_path)
-    trainer = verl_plugin.PaperMeasuresTrainer(cfg)
-    trainer.actor_rollout_wg, trainer.train_dataloader = SavingWorkers(), StatefulDataLoader(list(range(8)), batch_size=2)
+    trainer = saving_trainer(transfer_queue, tmp_path)
     trainer.checkpoint_manager, trainer.timing_raw, trainer.total_training_steps = NoReplicas(), {}, 1200
     monkeypatch.setenv(job_time.END_ENV, repr(time.time() + 10 * 24 * 3600))  # days left
     for step in (5, 6):

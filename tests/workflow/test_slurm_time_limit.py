@@ -1,6 +1,7 @@
 """A run longer than the site's longest job, through a real SLURM cluster: each job is killed by SLURM at its time
 limit unless it stops first, and the run is trained by several jobs that Snakemake submits one after another (the
-rule's retries), each resuming from the last whole save (paper.train_job, paper.job_time).
+retries set from onstart, as the workflow sets train_verl's), each resuming from the last whole save (paper.train_job,
+paper.job_time).
 
 The trainer is a stand-in with verl's save and log order (tests/paper/test_job_time.py's TRAINER: whole saves, the
 marker, then the step's record): verl itself trains on this machine in the pilot's tests, not under SLURM here. What
@@ -30,11 +31,14 @@ import os, sys
 sys.path.insert(0, {workflow!r})
 from entropy_rl.paper import job_time, train_job, verl_metrics
 
+onstart:  # as the workflow's Snakefile sets train_verl's (rules/cluster.smk continue_long_runs)
+    if not workflow.local_exec:
+        workflow.get_rule("train").restart_times = 5
+
 rule train:
     output: "runs/r/metrics.parquet"
     log: "logs/train.log"
     resources: runtime=1
-    retries: 5
     run:
         ckpt = "runs/r/checkpoints"
         os.makedirs(ckpt, exist_ok=True)
@@ -75,6 +79,8 @@ def test_a_run_three_times_longer_than_a_job_is_trained_by_three_jobs_with_every
     jobs = slurm_cluster.run("squeue", "--states=all", "--noheader", "--format=%i %T %l %M").stdout.splitlines()
     ours = sorted((line.split() for line in jobs if line.split()[0] not in before), key=lambda x: int(x[0]))
     ledger = [json.loads(x) for x in (work / "runs" / "r" / "checkpoints" / "jobs.jsonl").read_text().splitlines()]
+    inside = [p.read_text() for p in (work / ".snakemake" / "slurm_logs").rglob("*.log")]
+    assert inside and not [text for text in inside if "Trying to restart" in text]  # no retry inside a SLURM job
     print(f"{wall:.0f} s; SLURM jobs (id, state, limit, time used): {ours}")
     print("each job's steps:", [(x["job"], x["resumed"], x["reached"], x["status"]) for x in ledger])
     assert [x[2] for x in ours] == ["1:00"] * len(ours)  # every job under SLURM's one-minute limit

@@ -55,6 +55,15 @@ def train_resources(run):
 TRAIN_RETRIES = 0 if MINI else resources.train_retries(S, BUDGET)
 
 
+def continue_long_runs():
+    """Under a cluster executor, train_verl is submitted again up to TRAIN_RETRIES times: each further job of a run
+    longer than the site's longest. Set from the Snakefile's onstart, once the executor is known, not as the rule's
+    ``retries``, which would reach the SLURM job's own Snakemake too (it would retry inside the job, with no time
+    left; its hooks do not run) and local runs (no time limit to go past)."""
+    if not MINI and not workflow.local_exec:
+        workflow.get_rule("train_verl").restart_times = TRAIN_RETRIES
+
+
 def engine_resources(gpus, hours):
     return resources.engine_resources(gpus, hours, BUDGET["walltime_margin"])
 

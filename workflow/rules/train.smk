@@ -51,7 +51,6 @@ else:
             mem_mb_per_cpu=lambda wc: train_resources(wc.run)["mem_mb_per_cpu"],
             runtime=lambda wc: train_resources(wc.run)["runtime"],
             slurm_extra=lambda wc: train_resources(wc.run)["slurm_extra"],
-        retries: TRAIN_RETRIES  # each further job of a run longer than the site's longest (paper.job_time)
         log:
             TRAIN_LOG,
         container:

@@ -74,8 +74,9 @@ def _ledger(checkpoints: str | Path) -> list[dict]:
 def refusal(checkpoints: str | Path) -> tuple[int, str] | None:
     """Why this job must not launch, as an exit status and a reason; None when it may.
 
-    - This SLURM job already reached its time limit (``job_time.CONTINUE``): Snakemake retries a failed job inside its
-      SLURM job too (a rule's ``retries`` reach the job's own Snakemake), and a launch there has no time left.
+    - This SLURM job already reached its time limit (``job_time.CONTINUE``): were the job retried inside its SLURM job
+      (a rule's own ``retries`` reach the job's Snakemake; the workflow sets train_verl's from onstart, which that
+      Snakemake does not run), a launch there would have no time left.
     - The run's last ``MAX_FAILURES_WITHOUT_PROGRESS`` jobs each failed without a new save (1): a failure that repeats
       would cost a launch, its start-up on every GPU, for each of the rule's retries."""
     lines = _ledger(checkpoints)

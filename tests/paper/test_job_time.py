@@ -46,9 +46,10 @@ def test_outside_slurm_a_job_has_no_limit_and_inside_it_counts_what_it_asked_for
     assert abs(end - time.time() - 3600) < 5 and "60 minutes" in how
 
 
-def launched(ckpt, end_in_s, steps=40, trainer="prime"):
-    """One job of the fake trainer under a time limit ``end_in_s`` from now, stopped after a save (PRIME's way)."""
-    env = {**os.environ, "STEP_S": "0.3"}
+def launched(ckpt, end_in_s, steps=40, step_s=0.5):
+    """One job of the fake trainer (a step every ``step_s``) under a time limit ``end_in_s`` from now, with a 1-s
+    margin, stopped after a save (PRIME's way)."""
+    env = {**os.environ, "STEP_S": str(step_s)}
     os.environ.pop("SLURM_JOB_ID", None)
     original = job_time.job_end
     job_time.job_end = lambda runtime_minutes=None, env=os.environ: (time.time() + end_in_s, "the test's limit")
@@ -66,8 +67,8 @@ def test_a_run_longer_than_a_job_goes_on_job_after_job_with_every_step_once(tmp_
     ckpt = tmp_path / "checkpoints"
     ckpt.mkdir()
     verdicts = []
-    for _ in range(6):
-        ended = launched(ckpt, end_in_s=4.0, steps=20)
+    for _ in range(12):  # 16 steps of 0.5 s cannot fit in one job's 5 s, however fast this machine is
+        ended = launched(ckpt, end_in_s=6.0, steps=16)
         status, why = ended.verdict()
         train_job.record(ckpt, ended, status, why)
         verdicts.append((status, ended.resumed, ended.reached))
@@ -75,17 +76,17 @@ def test_a_run_longer_than_a_job_goes_on_job_after_job_with_every_step_once(tmp_
             break
     print(verdicts)
     assert [v[0] for v in verdicts[:-1]] == [job_time.CONTINUE] * (len(verdicts) - 1) and verdicts[-1][0] == 0
-    assert len(verdicts) >= 3 and all(b[1] == a[2] for a, b in zip(verdicts, verdicts[1:]))  # each from the last save
+    assert len(verdicts) >= 2 and all(b[1] == a[2] for a, b in zip(verdicts, verdicts[1:]))  # each from the last save
     table = verl_metrics.to_metrics_table(verl_metrics.read_attempts(ckpt), ["aime"])
-    assert list(table["step"]) == list(range(21))  # every step once
+    assert list(table["step"]) == list(range(17))  # every step once
     resumed = verdicts[-1][1]  # the last job kept the newest 2 saves it found and added its own (this trainer keeps all)
-    assert saves.saved_steps(ckpt) == list(range(resumed - 1, 21))
+    assert saves.saved_steps(ckpt) == list(range(resumed - 1, 17))
 
 
 def test_a_job_that_saves_nothing_before_its_limit_fails_and_a_repeated_failure_stops_the_run(tmp_path):
     ckpt = tmp_path / "checkpoints"
     ckpt.mkdir()
-    ended = launched(ckpt, end_in_s=1.2, steps=20)  # the first save comes after 0.3 s; the margin is 1 s
+    ended = launched(ckpt, end_in_s=3.0, steps=20, step_s=60)  # a step longer than the job
     status, why = ended.verdict()
     assert (status, ended.reached) == (1, 0) and "saved no step" in why and "max_job_minutes" in why
     train_job.record(ckpt, ended, status, why)
@@ -93,6 +94,9 @@ def test_a_job_that_saves_nothing_before_its_limit_fails_and_a_repeated_failure_
     train_job.record(ckpt, ended, status, why)
     status, why = train_job.refusal(ckpt)
     assert status == 1 and "failed without a new save" in why
+    with open(ckpt / train_job.LEDGER, "a") as fh:
+        fh.write('{"job": "local", "at": 1')  # a job killed while appending its line: the line is left out
+    assert train_job.refusal(ckpt)[0] == 1
 
 
 def test_a_job_at_its_time_limit_does_not_launch_again_when_snakemake_retries_it_inside(tmp_path, monkeypatch):

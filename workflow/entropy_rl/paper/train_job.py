@@ -67,8 +67,17 @@ def record(checkpoints: str | Path, ended: Ended, status: int, why: str) -> None
 
 
 def _ledger(checkpoints: str | Path) -> list[dict]:
+    """The ledger's lines; a last line cut short (the job killed while appending it) is left out."""
     path = Path(checkpoints) / LEDGER
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.is_file() else []
+    lines = [x for x in path.read_text().splitlines() if x.strip()] if path.is_file() else []
+    out = []
+    for k, line in enumerate(lines):
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            if k < len(lines) - 1:
+                raise
+    return out
 
 
 def refusal(checkpoints: str | Path) -> tuple[int, str] | None:

@@ -81,9 +81,7 @@ def resumable(trainer_cls: type) -> type:
 
         def _save_checkpoint(self):
             super()._save_checkpoint()
-            keep = int(self.config.trainer.get("max_actor_ckpt_to_keep") or 0)
-            for path in saves.prune(self.config.trainer.default_local_dir, keep, "prime"):
-                print(f"removed {path}: a save no relaunch needs (the newest {keep} whole saves are kept)")
+            saves.prune_as_configured(self.config.trainer, "prime")
 
         def _validate(self):
             save_at_each_validation_near_end(self)

@@ -115,3 +115,13 @@ def prune(checkpoints: str | Path, keep: int, trainer: str = "verl") -> list[Pat
     for path in gone:
         shutil.rmtree(path, ignore_errors=True)
     return gone
+
+
+def prune_as_configured(trainer_config, trainer: str = "verl") -> list[Path]:
+    """``prune`` after a trainer's save: its folder (``default_local_dir``) and ``keep`` (``max_actor_ckpt_to_keep``)
+    from the trainer's own config, what was removed said in the trainer's output."""
+    keep = int(trainer_config.get("max_actor_ckpt_to_keep") or 0)
+    removed = prune(trainer_config.default_local_dir, keep, trainer)
+    for path in removed:
+        print(f"removed {path}: a save no relaunch needs (the newest {keep} whole saves are kept)")
+    return removed

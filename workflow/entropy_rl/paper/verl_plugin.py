@@ -214,9 +214,7 @@ class BoundedSaves:
         began = time.time()
         super()._save_checkpoint()
         self._longest_save = max(self._longest_save, time.time() - began)
-        keep = int(self.config.trainer.get("max_actor_ckpt_to_keep") or 0)
-        for path in saves.prune(self.config.trainer.default_local_dir, keep):
-            print(f"removed {path}: a save no relaunch needs (the newest {keep} whole saves are kept)")
+        saves.prune_as_configured(self.config.trainer)
 
     def on_step_begin(self):
         now = time.time()

@@ -1,6 +1,6 @@
 """What the GPU-hours estimate charges each model of the paper study: its FLOPs a token by architecture (update and
 rollout, at the budget's mean lengths), its KV cache, the MFU it gets and the source of that MFU, and its training and
-evaluation GPU-hours, under config.yaml's budget and, given a speed measurement (the pilot's speed.json, or
+evaluation GPU-hours with their range and largest term (paper.cost.ranges), under config.yaml's budget or, given a speed measurement (the pilot's speed.json, or
 gpu_update.py's --json), under the speed laws fitted to it, priced on the GPU it was timed on unless --gpu-conversion
 states another. From the repository root:
 
@@ -19,16 +19,16 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "workflow")]
 
-from entropy_rl.paper.cost import architectures, budget, gpus, speed, speed_report  # noqa: E402
+from entropy_rl.paper.cost import architectures, decode, efficiency, gpus, ranges, speed, speed_report  # noqa: E402
 from entropy_rl.pipeline import power, scope  # noqa: E402
 
 
-def hours_by_model(S: dict, study, priced: dict) -> dict[str, float]:
-    out = collections.Counter()
-    for job, value in budget.job_hours(S, study, priced).items():
+def spread_by_model(S: dict, study, priced: dict) -> dict[str, ranges.Spread]:
+    out = collections.defaultdict(lambda: ranges.NONE)
+    for job, spread in ranges.job_spread(S, study, priced).items():
         kind, name = job.split(":", 1)
         if not name.startswith("pilot-"):
-            out[S["power_sampling"]["model"] if kind == "power" else S["runs"][name]["model"]] += value
+            out[S["power_sampling"]["model"] if kind == "power" else S["runs"][name]["model"]] += spread
     return out
 
 
@@ -51,23 +51,30 @@ def main() -> None:
                   "speed_laws": {k: law.to_dict() for k, law in laws.items()}}  # fmt: skip
         for law in laws.values():
             print(law.describe())
-    before, after = hours_by_model(S, study, assumed), hours_by_model(S, study, priced)
+    by_model = spread_by_model(S, study, priced)
     prompt, response = assumed["mean_prompt_tokens"], assumed["mean_response_tokens"]
-    print(f"| model | update GFLOPs a token | rollout GFLOPs a token | KV cache KiB a token | train MFU, source "
-          f"| rollout MFU, source | GPU-hours, {assumed['gpu']} at config.yaml's MFUs | GPU-hours, {priced['gpu']} priced |")
-    print("|---|---|---|---|---|---|---|---|")
-    for model in sorted(after, key=lambda m: (S["models"][m]["params_b"], m)):
+    print(f"| model | update GFLOPs a token | rollout GFLOPs a token | KV cache KiB a token | rollout roofline "
+          f"(sequences held, bound, × its FLOPs' time) | train MFU, source [range] | rollout efficiency, source [range] "
+          f"| GPU-hours, {priced['gpu']}, charged | low – high | largest term |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for model in sorted(by_model, key=lambda m: (S["models"][m]["params_b"], m)):
         arch = architectures.of_model(S, model)
+        engine = decode.ROLLOUT_ENGINE.at(S["models"][model]["tensor_parallel"])
+        roof = decode.roofline(arch, prompt, response, engine, priced["gpu"], priced["gpu_peak_tflops"])
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            mfus = [budget.law_mfu(priced, key, arch) for key in ("train_mfu", "rollout_mfu")]
-        shown = [f"{value:.3f}, {source}" for value, source in mfus]
+            effs = [efficiency.of(priced, key, arch, prompt, response, engine) for key in ("train_mfu", "rollout_mfu")]
+        shown = [f"{e.value:.3f}, {e.source}" + (f" [{e.low:.3f}–{e.high:.3f}]" if e.spread else "") for e in effs]
+        total = by_model[model]
         print(f"| {model} | {architectures.update_flops(arch, prompt, response) / 1e9:.3g} "
               f"| {architectures.rollout_flops(arch, prompt, response) / 1e9:.3g} | {arch.kv_cache_bytes() / 1024:.0f} "
-              f"| {shown[0]} | {shown[1]} | {before[model]:,.0f} | {after[model]:,.0f} |"
-              + (" capped" if caught else ""))  # fmt: skip
-    print(f"total: {sum(before.values()):,.0f} {assumed['gpu']} GPU-hours at config.yaml's MFUs; "
-          f"{sum(after.values()):,.0f} {priced['gpu']} GPU-hours priced")
+              f"| {roof.sequences}, {roof.bound}, {roof.seconds / roof.compute_s:.2f} | {shown[0]} | {shown[1]} "
+              f"| {total.value:,.0f} | {total.low:,.0f} – {total.high:,.0f} "
+              f"| {total.largest} ({total.terms[total.largest] / total.value:.0%}) |" + (" capped" if caught else ""))  # fmt: skip
+    whole = sum(by_model.values(), ranges.NONE)
+    print(f"total: {whole.value:,.0f} {priced['gpu']} GPU-hours charged, {whole.low:,.0f} – {whole.high:,.0f}; "
+          f"{whole.worst:,.0f} with every step's refills at max_num_gen_batches; by term: "
+          + ", ".join(f"{k} {v:,.0f}" for k, v in sorted(whole.terms.items(), key=lambda kv: -kv[1])))
 
 
 if __name__ == "__main__":

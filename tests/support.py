@@ -186,7 +186,7 @@ def speed_result(tmp_path, gpu: str = "NVIDIA H200", peak: float = 989.0, lower_
                  for k in range(3)]  # fmt: skip
         rollout = {"model": model, "tokens_per_s": SPEED_ROLLOUT[model], "generated_tokens": 256 * 1500,
                    "device_name": gpu, "peak_tflops": peak, "tensor_parallel": 1, "prompt_tokens": 300,
-                   "response_tokens": 1500}  # fmt: skip
+                   "response_tokens": 1500, "engine": {"gpu_memory_utilization": 0.5, "max_num_seqs": 256}}  # fmt: skip
         sizes.append({"model": model, "params_b": n, "arch": paper["architectures"][model], "rollout": rollout,
                       "update": {"model": model, "params": n * 1e9, "attention": "sdpa", "steps": steps,
                                  "peak_memory_gb": 30 * n, "device_name": gpu, "peak_tflops": peak, "ppo_epochs": 1,

@@ -55,9 +55,10 @@ def test_gpu_hours_grow_with_model_size_and_prime_costs_more():
              for run in runs}  # fmt: skip
     assert hours["qwen2.5-0.5b-grpo"] < hours["qwen2.5-7b-grpo"] < hours["qwen2.5-32b-grpo"]
     assert hours["qwen2.5-7b-prime"] > hours["qwen2.5-7b-grpo"]
-    # 7B GRPO, Section 2's 1,200 steps of 512 x 8 responses: FLOPs / (8 GPUs at the configured utilisation) -- thousands
-    # of GPU-hours (about 4,000), not tens of thousands.
-    assert 100 < hours["qwen2.5-7b-grpo"] < 5000
+    # 7B GRPO, Section 2's 1,200 steps of 512 x 8 responses: FLOPs and decoding rooflines / (8 GPUs at the configured
+    # efficiencies) -- thousands of GPU-hours (about 6,800 with the group filter's expected refills), not tens of
+    # thousands.
+    assert 100 < hours["qwen2.5-7b-grpo"] < 10_000
     assert budget.runtime_minutes(hours["qwen2.5-7b-grpo"], 8, 1.5) == int(-(-hours["qwen2.5-7b-grpo"] / 8 * 60 * 1.5 // 1))
     assert budget.runtime_minutes(0.01, 8, 1.5) == 60  # the floor
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 from entropy_rl.core import spec as run_spec
-from entropy_rl.paper.cost import architectures, budget, pilot_measures, pilot_report
+from entropy_rl.paper.cost import architectures, budget, efficiency, pilot_measures, pilot_report, shapes
 from support import FIXTURES, ROOT, verl_dense_and_width
 
 # The fixture's numbers, copied by hand from its verl logs (steps 1-4), for the arithmetic checks.
@@ -24,6 +24,21 @@ MFU_ACTOR = [0.1408, 0.1405, 0.1322, 0.1321]
 RESPONSES = 16 * 8  # the pilot run below: prompts_per_step × rollout_n
 PEAK = 312e12  # config.yaml paper.budget: the A100 the fixture's pilot ran on
 PROMPT, RESPONSE = 300, 1500  # config.yaml paper.budget's mean lengths
+
+
+def roofline_s(model: str, tensor_parallel: int) -> float:
+    """One A100's seconds a generated token of ``model`` takes at its roofline, by physics: the larger of its FLOPs
+    (verl's count, after the prompt and half the answer) at the 312 TFLOPS peak and its bytes at 2.039 TB/s, the engine
+    (verl's: half of each GPU's 80 GB, at most 256 sequences) holding what its room allows past the bf16 weights."""
+    paper = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
+    entry, family = paper["architectures"][model], paper["models"][model]["family"]
+    dense, width = verl_counts(model)
+    context = PROMPT + RESPONSE / 2
+    weights = 2 * shapes.params(family, entry)
+    head_dim = entry.get("head_dim", entry["hidden_size"] // entry["num_heads"])
+    kv = 2 * entry["num_layers"] * entry["num_kv_heads"] * head_dim * 2
+    held = min(256, (tensor_parallel * 80e9 * 0.5 - weights) // (kv * context))
+    return max((2 * dense + 4 * context * width) / PEAK, (weights / held + kv * context) / 2.039e12)
 
 
 def verl_counts(model: str = "qwen2.5-0.5b") -> tuple[float, float]:
@@ -147,11 +162,12 @@ def test_the_resume_shows_in_the_attempts(pilot, tmp_path):
 def test_measured_mfus_are_the_hand_computed_ones(pilot, tmp_path):
     _, stages = pilot
     _, _, summary = build(tmp_path, stages)
-    dense, width = verl_counts()
-    decode = 2 * dense + 4 * (PROMPT + RESPONSE / 2) * width  # a generated token after the prompt and half the answer
-    rollout_mfu = decode * (RESPONSES * sum(RESPONSE_MEAN) / sum(GEN_S)) / PEAK
-    assert summary["rollout_mfu"] == pytest.approx(rollout_mfu, rel=1e-12)
-    assert 0.025 < rollout_mfu < 0.035  # the fixture's A100 decoding of a 0.5B model
+    # the rollout's efficiency: its generated tokens a second over the seconds a token's roofline allows. On the A100
+    # (80 GB, 2.039 TB/s: its data sheet), in verl's engine (half the memory, 256 sequences), 0.5B decoding is
+    # memory-bound: its bf16 weights shared by 256 answers, and 12 KiB of K and V for each of the 1,050 tokens read.
+    rollout_mfu = roofline_s("qwen2.5-0.5b", 1) * RESPONSES * sum(RESPONSE_MEAN) / sum(GEN_S)
+    assert summary["rollout_mfu"] == pytest.approx(rollout_mfu, rel=1e-4)  # the norms' weights aside
+    assert 0.05 < rollout_mfu < 0.06  # the fixture's A100 decoding of a 0.5B model
     assert summary["train_mfu"] == pytest.approx(sum(MFU_ACTOR) / 4, rel=1e-12)  # verl's perf/mfu/actor
     sources = summary["sources"]
     assert set(sources) == set(study()["budget"])
@@ -163,9 +179,24 @@ def test_measured_mfus_are_the_hand_computed_ones(pilot, tmp_path):
         "mean_prompt_tokens": "assumed",
         "mean_response_tokens": "assumed",
         "walltime_margin": "assumed",
+        "ranges": "assumed",
+        "gen_batches": "assumed",  # these logs carry no paper/gen_batches (below, they do)
+        "lengths": "assumed",
     }
     assert "not a trained run's" in sources["mean_response_tokens"]["reason"]
     assert sources["mean_response_tokens"]["value"] == 1500
+
+    # The group filter's batches as verl_plugin.GenerationBound logs them: their mean is charged for the refills
+    batches = iter([1.0, 1.5, 2.5, 1.0] * 2)  # steps 1-4 (step 2 logged again by the second launch's records aside)
+    for path in sorted(stages[0].verl_logs_dir.glob("verl_log.*.jsonl")):
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        for r in records:
+            if "perf/time_per_step" in r["data"]:
+                r["data"]["paper/gen_batches"] = next(batches)
+        path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    _, _, summary = build(tmp_path, stages)
+    assert summary["gen_batches"]["expected"] == pytest.approx(1.5)
+    assert summary["sources"]["gen_batches"]["source"] == "measured"
 
     # Without perf/mfu/actor, train MFU comes from the timings and budget.train_gpu_hours' (2 + 6·epochs)·N per token
     for path in stages[0].verl_logs_dir.glob("verl_log.*.jsonl"):
@@ -174,11 +205,12 @@ def test_measured_mfus_are_the_hand_computed_ones(pilot, tmp_path):
             r["data"].pop("perf/mfu/actor", None)
         path.write_text("".join(json.dumps(r) + "\n" for r in records))
     _, _, summary = build(tmp_path, stages)
+    dense, width = verl_counts()
     forward = 2 * dense + 2 * (PROMPT + RESPONSE) * width  # a forward pass's FLOPs a token, verl's count
     by_timings = 4 * forward * sum(TOKENS) / (sum(OLD_LOG_PROB_S) + sum(UPDATE_S)) / PEAK  # log-probs + one epoch
     assert summary["train_mfu"] == pytest.approx(by_timings, rel=1e-12)
     assert summary["sources"]["train_mfu"]["source"] == "measured"
-    assert summary["rollout_mfu"] == pytest.approx(rollout_mfu, rel=1e-12)
+    assert summary["rollout_mfu"] == pytest.approx(rollout_mfu, rel=1e-4)
 
 
 def test_the_reestimate_moves_each_term_by_its_mfu_ratio(pilot):
@@ -193,7 +225,7 @@ def test_the_reestimate_moves_each_term_by_its_mfu_ratio(pilot):
     assert assumed["runs"].sum() == len(S["runs"]) - 1  # every run but the pilot's
     train_ratio = S["budget"]["train_mfu"] / measured_budget["train_mfu"]
     rollout_ratio = S["budget"]["rollout_mfu"] / measured_budget["rollout_mfu"]
-    assert train_ratio > 1.5 and rollout_ratio > 1.5  # the fixture's pilot is slower than the configured guesses
+    assert train_ratio > 1.5 and abs(rollout_ratio - 1) > 0.05  # the fixture's pilot is not the configured guess
     for col, ratio in [
         ("update_gpu_hours", train_ratio),
         ("rollout_gpu_hours", rollout_ratio),
@@ -219,11 +251,14 @@ def test_the_reestimate_moves_each_term_by_its_mfu_ratio(pilot):
         # a forward pass a token by verl's counter; passes: log-probs, the reference where a KL loss needs it, three
         # an epoch, and PRIME's reward model (its scores, its reference, its update)
         dense, width = verl_counts(row["model"])
-        forward = 2 * dense + 2 * (cfg["mean_prompt_tokens"] + cfg["mean_response_tokens"]) * width
-        tokens = cfg["mean_prompt_tokens"] + cfg["mean_response_tokens"]
+        def tokens(s):  # the train set's mean lengths where the budget gives them, the answer at most the run's cap
+            own = cfg.get("lengths", {}).get(s["train_data"], {})
+            response = min(own.get("response_tokens", cfg["mean_response_tokens"]), s["max_response_length"])
+            return own.get("prompt_tokens", cfg["mean_prompt_tokens"]) + response
+
         update = sum(
-            s["steps"] * s["prompts_per_step"] * s["rollout_n"] * tokens * forward
-            * (1 + (s["loss"]["kl_loss_coef"] > 0) + 3 * s["ppo_epochs"] + (5 if s["algorithm"] == "prime" else 0))
+            s["steps"] * s["prompts_per_step"] * s["rollout_n"] * tokens(s) * (2 * dense + 2 * tokens(s) * width)
+            * (1 + (s["loss"]["kl_loss_coef"] > 0) + 3 * s["ppo_epochs"] + (6 if s["algorithm"] == "prime" else 0))
             for s in specs
         )  # fmt: skip
         update /= cfg["gpu_peak_tflops"] * 1e12 * cfg["train_mfu"] * 3600
@@ -329,17 +364,18 @@ def test_the_run_on_a_node_prices_its_own_architecture(pilot, tmp_path):
     point = summary["speed_laws"]["node"]
     assert (point["model"], point["gpus"], point["tensor_parallel"], point["steps"]) == ("qwen2.5-7b", 8, 2, 4)
     assert point["train_mfu"] == pytest.approx(sum(MFU_ACTOR) / 4)
-    dense, width = verl_counts("qwen2.5-7b")
     rate = 256 * 8 * sum(RESPONSE_MEAN) / sum(GEN_S)  # the 7B run's responses a step, the fixture's lengths and times
-    assert point["rollout_mfu"] == pytest.approx((2 * dense + 4 * (PROMPT + RESPONSE / 2) * width) * rate / (8 * PEAK))
+    assert point["rollout_mfu"] == pytest.approx(roofline_s("qwen2.5-7b", 2) * rate / 8, rel=1e-4)
     by_size = summary["mfu_by_size"]
     for model in ("qwen2.5-7b", "qwen2.5-7b-instruct"):
         assert by_size[model]["train_mfu"] == {"value": pytest.approx(point["train_mfu"]),
                                                "source": "measured on a node (8 GPUs, TP 2)"}  # fmt: skip
     assert "train_mfu" not in by_size["mistral-7b"]  # no speed law here: the configured MFU
     priced = {**S["budget"], "speed_laws": summary["speed_laws"]}
-    assert budget.law_mfu(priced, "rollout_mfu", architectures.of_model(S, "qwen2.5-7b"))[0] == pytest.approx(point["rollout_mfu"])
-    assert budget.law_mfu(priced, "rollout_mfu", architectures.of_model(S, "mistral-7b")) == (S["budget"]["rollout_mfu"], "budget")
+    on_node = efficiency.of(priced, "rollout_mfu", architectures.of_model(S, "qwen2.5-7b"), PROMPT, RESPONSE)
+    assert (on_node.value, on_node.source) == (pytest.approx(point["rollout_mfu"]), "measured on a node (8 GPUs, TP 2)")
+    assumed = efficiency.of(priced, "rollout_mfu", architectures.of_model(S, "mistral-7b"), PROMPT, RESPONSE)
+    assert (assumed.value, assumed.source) == (S["budget"]["rollout_mfu"], "budget")
     assert "## qwen2.5-7b on a node" in out[0].read_text()
     # the pilot's own training is still the one training stage it reports the budget from
     assert summary["train_mfu"] == pytest.approx(sum(MFU_ACTOR) / 4)

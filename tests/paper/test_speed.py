@@ -70,9 +70,19 @@ def test_the_timed_points_are_verls_flops_over_the_measured_seconds(tmp_path):
         mfu = flops / (sum(SPEED_SECONDS[model]) * H200)
         assert points[model].mfu(989) == pytest.approx(mfu, rel=1e-9)
         assert points[model].mfu(989) == pytest.approx(expected, abs=5e-4)
+    # the rollout's point: the fraction of its decoding roofline achieved, here memory-bound. By the H200's data sheet
+    # (141 GB, 4.8 TB/s) and the probe's engine (half the memory, 256 sequences): 0.5B's bf16 weights shared by the
+    # 256 answers it holds, and each token's 12 KiB of K and V (24 layers x 2 heads x 64 x 2 x 2 bytes) for the
+    # 1,050 tokens it reads; its FLOPs at the peak take less than half that time.
     rollout = {p.model: p for p in speed_report.points(result)["rollout"]}
     dense, width = verl_dense_and_width("qwen2", PAPER["architectures"]["qwen2.5-0.5b"])
-    assert rollout["qwen2.5-0.5b"].mfu(989) == pytest.approx((2 * dense + 4 * (300 + 750) * width) * SPEED_ROLLOUT["qwen2.5-0.5b"] / H200)
+    weights = 2 * shapes.params("qwen2", PAPER["architectures"]["qwen2.5-0.5b"])
+    kv = 24 * 2 * 64 * 2 * 2
+    held = min(256, (141e9 * 0.5 - weights) // (kv * 1050))
+    memory_s = (weights / held + kv * 1050) / 4.8e12
+    compute_s = (2 * dense + 4 * (300 + 750) * width) / H200
+    assert held == 256 and memory_s > 2 * compute_s
+    assert rollout["qwen2.5-0.5b"].mfu(989) == pytest.approx(memory_s * SPEED_ROLLOUT["qwen2.5-0.5b"], rel=1e-4)  # norms aside
     rows = {r[0]: r for r in speed.table(result)}
     assert rows["qwen2.5-3b"][4] == "needs 113 GiB" and rows["qwen2.5-3b"][10] == "failed: exit 1 after 30 s"
     assert rows["qwen2.5-0.5b"][2] == "NVIDIA H200" and rows["qwen2.5-0.5b"][6] == "≥ 0.017"  # a lower bound
@@ -178,7 +188,7 @@ def test_the_pilot_report_prices_each_architecture_on_the_gpu_it_was_timed_on(tm
     assert by_size["mistral-7b"]["train_mfu"]["source"] == "extrapolated"
     assert by_size["deepseek-math-7b"]["note"].startswith("KV cache 17.1×")  # over the largest timed, 1.5B's 28 KiB
     rows = fixture.table_rows(md, "study model")
-    assert rows[("qwen2.5-32b", "32")][5] == "8 (timed at 1)"
+    assert rows[("qwen2.5-32b", "32")][5] == "8 (its room priced; timed at 1)"
     # stated: priced in A100 hours, each measured MFU carried over by the conversion
     study["budget"]["gpu_conversion"] = {"H200": {"factor": 2.5, "source": "a test"}}
     summary = pilot_report.write(stages, study, *out, speed=path)
@@ -208,3 +218,27 @@ def test_each_anchor_is_counted_with_the_passes_its_system_runs():
     assert anchors.LLAMA31_8B == arch("llama3.1-8b")  # the study's own Llama-3.1-8B shape
     lines = anchors.lines(S["budget"])
     assert len(lines) == 1 + len(anchors.ANCHORS) and all("the step would take" in line for line in lines[1:])
+
+
+def test_the_published_steps_bound_the_rollouts_efficiency():
+    """Each anchor on its own GPU (H100: 989 TFLOPS, 3.35 TB/s, 80 GB): its passes at the budget's update MFU leave its
+    generation a fraction of its decoding roofline, at the anchor's generation TP. That fraction lies inside the
+    configured range of the rollout's efficiency (config.yaml paper.budget.ranges), whose high end it sets."""
+    from entropy_rl.paper.cost import decode
+
+    budget_ = PAPER["budget"]
+    low, high = budget_["ranges"]["rollout_mfu"]
+    implied = {}
+    for a in anchors.ANCHORS:
+        context = a.mean_prompt + a.mean_response / 2
+        kv, weights = a.arch.kv_cache_bytes() * context, 2 * a.arch.parameters
+        held = min(256, (a.generation_tp * 80e9 * 0.5 - weights) // kv)
+        roofline = max(a.arch.decode(context) / 989e12, (weights / held + kv) / 3.35e12)
+        left = a.step_s * a.gpus - a.step_flops()[1] / (989e12 * budget_["train_mfu"])
+        implied[a.model, a.step_s] = a.samples * a.mean_response * roofline / left
+        assert a.implied_rollout(budget_) == pytest.approx(implied[a.model, a.step_s], rel=1e-9)
+        budget_s = (a.samples * a.mean_response * roofline / budget_["rollout_mfu"]
+                    + a.step_flops()[1] / (989e12 * budget_["train_mfu"])) / a.gpus  # fmt: skip
+        assert a.budget_step_s(budget_) == pytest.approx(budget_s, rel=1e-9)
+    assert all(low < v < high for v in implied.values()) and max(implied.values()) > 0.75 * high
+    assert decode.ROLLOUT_ENGINE.max_num_seqs == 256

@@ -8,7 +8,7 @@ import warnings
 import pytest
 import yaml
 from entropy_rl.core import spec as run_spec
-from entropy_rl.paper.cost import architectures, budget, gpus, speed_law
+from entropy_rl.paper.cost import architectures, budget, efficiency, gpus, speed_law, step
 from support import ROOT, SPEED_SECONDS, SPEED_STEP, speed_result, verl_dense_and_width
 
 PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
@@ -70,16 +70,16 @@ def test_a_speed_timed_on_one_gpu_is_priced_on_another_only_by_a_stated_conversi
     laws = speed_report.laws(json.loads(speed_result(tmp_path).read_text()))
     priced = {**S["budget"], "speed_laws": {k: law.to_dict() for k, law in laws.items()}}
     with pytest.raises(gpus.GpuMismatch, match="gpu_conversion.H200"):
-        budget.mfu(priced, "train_mfu", arch("qwen2.5-0.5b"))
+        efficiency.mfu(priced, "train_mfu", arch("qwen2.5-0.5b"))
     measured = SPEED_STEP["tokens"] / sum(SPEED_SECONDS["qwen2.5-0.5b"])  # tokens a second on the H200
     converted = {**priced, "gpu_conversion": {"H200": {"factor": 2.5, "source": "a test"}}}
     h200 = laws["update"].points[0].mfu(989)
-    assert budget.mfu(converted, "train_mfu", arch("qwen2.5-0.5b")) == pytest.approx(h200 * 989 / (312 * 2.5))
+    assert efficiency.mfu(converted, "train_mfu", arch("qwen2.5-0.5b")) == pytest.approx(h200 * 989 / (312 * 2.5))
     # the same seconds a token: an A100 takes 2.5 × the H200's time for this architecture's tokens
-    seconds = budget._seconds(laws["update"].points[0].flops, 1, budget.mfu(converted, "train_mfu", arch("qwen2.5-0.5b")), converted)
+    seconds = budget._seconds(laws["update"].points[0].flops, 1, efficiency.mfu(converted, "train_mfu", arch("qwen2.5-0.5b")), converted)
     assert seconds == pytest.approx(2.5 / measured)
     on_h200 = {**priced, "gpu": "H200", "gpu_peak_tflops": 989}
-    assert budget.mfu(on_h200, "train_mfu", arch("qwen2.5-0.5b")) == pytest.approx(h200)
+    assert efficiency.mfu(on_h200, "train_mfu", arch("qwen2.5-0.5b")) == pytest.approx(h200)
 
 
 def test_a_timed_architecture_is_priced_at_its_measured_seconds_per_flop(tmp_path):
@@ -105,15 +105,22 @@ def test_a_timed_architecture_is_priced_at_its_measured_seconds_per_flop(tmp_pat
         assert hours == pytest.approx(expected, rel=1e-9)
 
 
-def test_every_pass_of_a_run_is_charged():
-    """At fixed MFUs, the update terms of a run in passes of a forward: 4 for GRPO (log-probs, one epoch), 5 with a
-    KL loss to the reference (the 7B ref_kl runs), 9 for PRIME (its implicit PRM scores, its reference, its update)."""
-    no_rollout = {**S["budget"], "rollout_mfu": float("inf")}
-    update = {}
+def test_every_pass_and_every_generated_answer_of_a_step_is_charged():
+    """A step's update terms in passes of a forward over its trained tokens, as the trainers' own code runs them: 4 for
+    GRPO (verl 0.9.1 ``_step_once``: old log-probs, one epoch of forward and backward), 5 with a KL loss to the
+    reference (the 7B ref_kl runs: ``_compute_ref_log_prob``), 10 for PRIME (verl 0.4.1's recipe with update "before":
+    ``update_rm``, the PRM's forward and backward and its reference, then ``compute_rm_score``, the PRM and its
+    reference again). Its rollout: the answers of the prompts it trains on, and beyond them PRIME's ``oversample_factor``
+    (4: 3 more) or the group filter's refills (the budget's expected 2 batches: 1 more)."""
+    update, beyond = {}, {}
     for run in ("qwen2.5-7b-grpo", "qwen2.5-7b-grpo-refkl0.01", "qwen2.5-7b-prime"):
         spec = run_spec.resolve_run(S, run)
         per_pass = spec["steps"] * spec["prompts_per_step"] * spec["rollout_n"] * 1800 * arch("qwen2.5-7b").forward(1800)
-        hours = budget.train_gpu_hours(spec, S["models"]["qwen2.5-7b"], arch("qwen2.5-7b"), no_rollout, 0)
-        update[run] = hours * 3600 * 312e12 * S["budget"]["train_mfu"] / per_pass
+        terms = budget.train_time(spec, S["models"]["qwen2.5-7b"], arch("qwen2.5-7b"), S["budget"], 0).terms()
+        update[run] = terms["update"] * 3600 * 312e12 * S["budget"]["train_mfu"] / per_pass
+        beyond[run] = terms["refills"] / terms["rollout"]
     assert update == {"qwen2.5-7b-grpo": pytest.approx(4), "qwen2.5-7b-grpo-refkl0.01": pytest.approx(5),
-                      "qwen2.5-7b-prime": pytest.approx(9)}  # fmt: skip
+                      "qwen2.5-7b-prime": pytest.approx(10)}  # fmt: skip
+    assert beyond == {"qwen2.5-7b-grpo": pytest.approx(1), "qwen2.5-7b-grpo-refkl0.01": pytest.approx(1),
+                      "qwen2.5-7b-prime": pytest.approx(3)}  # fmt: skip
+    assert step.generation_factor(run_spec.resolve_run(S, "qwen2.5-7b-grpo"), S["budget"], "bound") == 10

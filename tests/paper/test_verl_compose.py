@@ -108,3 +108,20 @@ def test_loss_plugin_keeps_verls_loss_and_adds_token_counts():
         stats = verl_plugin.measures.loss_token_stats(cfg, log_prob, old, adv, mask, logged)
         assert {f"actor/{k}": v for k, v in stats.items()}.items() <= logged.items()
         assert ("actor/cov_touched_tokens" in logged) == (mode != "vanilla")
+
+
+def test_the_rollout_engine_the_estimate_prices_is_the_one_every_command_asks_for():
+    """The engine's room (paper.cost.decode.ROLLOUT_ENGINE: its memory share and most concurrent answers) is verl 0.9.1's
+    own default and what every run's composed command holds, PRIME's included (verl 0.4.1 would hold 1,024)."""
+    from entropy_rl.paper import reward_launch
+    from entropy_rl.paper.cost import decode
+
+    with initialize_config_dir(config_dir=VERL_CONFIG_DIR, version_base=None):
+        default = compose(config_name="ppo_trainer").actor_rollout_ref.rollout
+    engine = decode.ROLLOUT_ENGINE
+    assert (default.gpu_memory_utilization, default.max_num_seqs) == (engine.gpu_memory_utilization, engine.max_num_seqs)
+    paper = CONFIG["paper"]
+    for run in paper["runs"]:
+        command = reward_launch.verl_command(paper, run)
+        assert f"actor_rollout_ref.rollout.gpu_memory_utilization={engine.gpu_memory_utilization}" in command, run
+        assert f"actor_rollout_ref.rollout.max_num_seqs={engine.max_num_seqs}" in command, run

@@ -303,7 +303,7 @@ def test_an_evaluation_setting_outdates_the_evaluations_and_no_training_run(stud
 def test_a_default_that_only_one_run_reads_outdates_that_run_alone(study):
     """train.prime.beta is read by the PRIME run only: no other run's preflight sees it, so no other run is outdated."""
     _wf, work = study
-    undo = edited(work / "config.yaml", "prime: {beta: 0.05, lr: 1.0e-6}", "prime: {beta: 0.06, lr: 1.0e-6}")
+    undo = edited(work / "config.yaml", "prime: {beta: 0.05, lr: 1.0e-6,", "prime: {beta: 0.06, lr: 1.0e-6,")
     try:
         proc = run_all(study)
         assert proc.returncode != 0, proc.stderr[-3000:]

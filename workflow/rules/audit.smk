@@ -39,6 +39,8 @@ rule claims_budget:
         scale=SCALE,
         jobs=canonical({c: sorted(js) for c, js in CLAIM_JOBS.items()}),
         hours=canonical({j: round(h, 2) for j, h in JOB_HOURS.items()}),
+        # each job's range and what pays for it: computed when the rule runs, not at every plan
+        spread=lambda wildcards: job_spread(),
         artifacts={c["id"]: c["measure"]["artifact"] for c in CLAIMS},
         budgets=[500, 5000, 50000],
         how=budget_source(),

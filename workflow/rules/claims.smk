@@ -27,6 +27,12 @@ def budget_source():
     return claim_choice.budget_source(S, MINI, BUDGET, PILOT_ESTIMATE)
 
 
+def job_spread():
+    """Every job's GPU-hours with its range and terms (paper.cost.ranges), computed when called: by claims_budget and
+    the estimate printed before submission, not at every plan."""
+    return claim_choice.job_spread(SCOPE, POWER_STUDY, BUDGET)
+
+
 SELECTION = claim_plan.select(CLAIM_JOBS, JOB_HOURS, config.get("claims"), config.get("budget_gpu_hours"))
 NOT_RUN = claim_plan.not_run(CLAIM_JOBS, SELECTION, JOB_HOURS)
 # What the study builds: every artifact and run, or those of the claims chosen.

@@ -9,6 +9,7 @@ from entropy_rl.pipeline import cluster
 from entropy_rl.pipeline import estimate
 from entropy_rl.pipeline import pilot
 from entropy_rl.pipeline import resources
+from entropy_rl.paper.cost import ranges
 
 # ---- SLURM jobs never see the hub token -----------------------------------------------------
 # snakemake-executor-plugin-slurm submits every job with `sbatch --export=ALL` and refuses
@@ -83,7 +84,9 @@ def print_gpu_budget():
     methods = estimate.requested_power_methods(targets, POWER, STUDY_POWER_METHODS, POWER_SAMPLES)
     every = "evaluations" in (targets or ())  # else only the runs the study reads on the test sets
     measured = PILOT_ESTIMATE if BUDGET is not S["budget"] else None
-    message = estimate.budget_message(runs, methods, JOB_HOURS, every, EVALUATED_RUNS, BUDGET, measured)
+    spread = job_spread()
+    message = estimate.budget_message(runs, methods, JOB_HOURS, every, EVALUATED_RUNS, BUDGET, measured,
+                                      ranges.from_params(spread))
     if message is None:
         return
     print(message, file=sys.stderr)

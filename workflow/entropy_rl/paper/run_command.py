@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..core import spec as run_spec
 from . import prompt_format
+from .cost.decode import ROLLOUT_ENGINE
 from .saves import ASYNC_SAVE_REFUSED, asks_async_save
 
 # What verl imports by name in its workers: the covariance loss plugin and the reward function.
@@ -177,6 +178,11 @@ def placement_settings(run: Run, reward: Reward, root: str) -> list[Setting]:
         verl_only("actor_rollout_ref.ref.strategy=fsdp2", FSDP),
         Setting("actor_rollout_ref.rollout.name=vllm"),
         Setting(f"actor_rollout_ref.rollout.tensor_model_parallel_size={model['tensor_parallel']}"),
+        # The engine's room, which decides how many answers it decodes at once and so what a token costs
+        # (paper.cost.decode prices it): verl 0.9.1's defaults, explicit so that PRIME's verl 0.4.1 (1,024 sequences
+        # by default) holds the same.
+        Setting(f"actor_rollout_ref.rollout.gpu_memory_utilization={ROLLOUT_ENGINE.gpu_memory_utilization}"),
+        Setting(f"actor_rollout_ref.rollout.max_num_seqs={ROLLOUT_ENGINE.max_num_seqs}"),
         # Explicit, so verl's vLLM server refuses a model whose context is shorter than prompt + response
         # instead of silently capping the responses at the model's max_position_embeddings.
         Setting(f"actor_rollout_ref.rollout.max_model_len={prompt_len + spec['max_response_length']}"),
@@ -228,6 +234,8 @@ def prime_settings(run: Run, root: str) -> list[str]:
         f"reward_model.model.path={root}/models/{spec['model']}",
         f"reward_model.model.beta_train={spec['prime']['beta']}",
         f"reward_model.model.optim.lr={spec['prime']['lr']}",
+        # The recipe's own 4.0 (prime_trainer.yaml), explicit: the estimate charges the answers it generates.
+        f"data.oversample_factor={spec['prime']['oversample_factor']}",
         # The PRM's forward and update micro-batches packed by tokens like the actor's; its update reads
         # ppo_max_token_len_per_gpu, which neither verl's nor the recipe's config defines.
         "reward_model.use_dynamic_bsz=true",

@@ -42,7 +42,7 @@ from verl.utils.metric import AggregationType, Metric
 from verl.workers.engine_workers import ActorRolloutRefWorker
 
 from ..core import metrics as measures  # `metrics` is verl's name for a step's metric dict
-from . import job_time, saves
+from . import job_time, pass_counts, saves
 from .launch import AGENT_LOOP, GEN_BATCHES_KEY, TRAINER_MODE
 
 WRAPPED_MODES = ("vanilla", "clip_cov", "kl_cov")
@@ -106,7 +106,8 @@ def summing_loss_sums(loss_fn):
 
 
 class SummedCountsWorker(ActorRolloutRefWorker):
-    """verl's actor worker, its loss wrapped by ``summing_loss_sums`` once verl has built it."""
+    """verl's actor worker, its loss wrapped by ``summing_loss_sums`` once verl has built it, and the tokens of each
+    pass its models run counted (``paper.pass_counts``; ``passes_counted`` reads them)."""
 
     @register(dispatch_mode=Dispatch.ONE_TO_ALL)
     def init_model(self):
@@ -114,6 +115,17 @@ class SummedCountsWorker(ActorRolloutRefWorker):
         if getattr(self, "loss_fn", None) is not None:  # roles that train (not a reference alone)
             self.loss_fn = summing_loss_sums(self.loss_fn)
             self.actor.set_loss_fn(self.loss_fn)
+        self._passes = {}
+        for role in ("actor", "ref"):
+            worker = getattr(self, role, None)
+            if worker is not None and getattr(worker, "engine", None) is not None:
+                self._passes[role] = pass_counts.counter()
+                pass_counts.count_passes(worker.engine.module, self._passes[role])
+
+    @register(dispatch_mode=Dispatch.ONE_TO_ALL)
+    def passes_counted(self) -> dict:
+        """Tokens through each pass of each model since the worker started, this rank's."""
+        return {role: dict(counts) for role, counts in getattr(self, "_passes", {}).items()}
 
 
 class GenerationBoundReached(RuntimeError):
@@ -162,6 +174,7 @@ class GenerationBound:
         batch = super().step(metrics, timing_raw)
         # The step's prompts in batches of train_batch_size, as the released trainer logs num_gen_batches.
         metrics["paper/gen_batches"] = self.step_prompts / self.config.data.train_batch_size
+        metrics["paper/gen_prompts"] = self.step_prompts
         return batch
 
     def _add_prompts_to_generate(self, num_prompts: int) -> int:
@@ -247,6 +260,24 @@ class PaperMeasuresTrainer(BoundedSaves, GenerationBound, PPOTrainerSync):
         for role in ACTOR_ROLES:
             if role in self.role_worker_mapping:
                 self.role_worker_mapping[role] = ray.remote(SummedCountsWorker)
+
+    _passes_seen: dict = {}
+
+    def step(self, metrics: dict, timing_raw: dict):
+        """verl's step, then the tokens each of its models' passes read during it, summed over ranks, as
+        ``paper/passes/<role>/<pass>`` (``paper.pass_counts``)."""
+        batch = super().step(metrics, timing_raw)
+        groups = {id(g): g for g in (self.actor_rollout_wg, getattr(self, "ref_policy_wg", None)) if hasattr(g, "passes_counted")}
+        totals: dict = {}
+        for group in groups.values():  # the reference's worker group is the actor's where verl colocates them
+            for rank in group.passes_counted():
+                for role, counts in rank.items():
+                    for kind, tokens in counts.items():
+                        totals[f"paper/passes/{role}/{kind}"] = totals.get(f"paper/passes/{role}/{kind}", 0) + tokens
+        for key, total in totals.items():
+            metrics[key] = total - self._passes_seen.get(key, 0)
+        self._passes_seen = totals
+        return batch
 
     def _compute_advantage(self, batch, metrics: dict):
         batch = super()._compute_advantage(batch, metrics=metrics)

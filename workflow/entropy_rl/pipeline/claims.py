@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from ..paper.cost import architectures, budget, gpus
+from ..paper.cost import architectures, budget, gpus, ranges
 from ..study import artifacts
 from . import claim_plan
 from .scope import Scope, artifact_runs, run_model, with_replicates
@@ -39,6 +39,8 @@ def budget_assumptions(S: dict, mini: bool, estimate: str) -> dict | None:
         timed = {key: measured[key] for key in ("gpu", "gpu_peak_tflops")}
         out = {**S["budget"], **{k: gpus.convert(measured[k], timed["gpu"], timed["gpu_peak_tflops"], S["budget"])
                                  for k in ("rollout_mfu", "train_mfu")}}  # fmt: skip
+        if measured.get("gen_batches", {}).get("source", "").startswith("measured"):  # the filter's refills as logged
+            out["gen_batches"] = measured["gen_batches"]
         if measured.get("speed_laws"):  # the MFU by architecture (paper.cost.speed_law), where the pilot timed sizes
             out["speed_laws"] = measured["speed_laws"]
         return out
@@ -67,6 +69,14 @@ def job_hours(scope: Scope, power_study, pilot_jobs: dict, assumptions: dict, cl
     return hours
 
 
+def job_spread(scope: Scope, power_study, assumptions: dict) -> dict[str, dict]:
+    """Every study job's GPU-hours with its range, worst case and terms (paper.cost.ranges), as a rule's params; none at
+    mini scale."""
+    if scope.mini:
+        return {}
+    return ranges.as_params(ranges.job_spread(scope.S, power_study, assumptions))
+
+
 def budget_source(S: dict, mini: bool, assumptions: dict, estimate: str) -> str:
     """Where the GPU-hours' MFUs come from, in words."""
     if mini:
@@ -76,7 +86,8 @@ def budget_source(S: dict, mini: bool, assumptions: dict, estimate: str) -> str:
         return f"each architecture's FLOPs at its MFU by the GPU pilot's speed laws ({estimate}), {gpu}"
     if assumptions is not S["budget"]:
         return f"each architecture's FLOPs at the MFUs the GPU pilot measured at its one model size ({estimate}), {gpu}"
-    return f"each architecture's FLOPs at the MFUs of config.yaml paper.budget, assumed, {gpu}"
+    return (f"each architecture's update FLOPs and decoding roofline at the efficiencies of config.yaml paper.budget, "
+            f"assumed, {gpu}")
 
 
 def built_artifacts(claims: list[dict], selection, chosen: bool, buildable: list[str]) -> list[str]:

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from ..paper import preflight
-from ..paper.cost import budget
+from ..paper.cost import budget, ranges
 from .resources import eval_hours, power_hours, train_hours
 from .snakemake_api import WorkflowError, rule_name
 
@@ -47,15 +47,24 @@ def requested_power_methods(targets, power: dict | None, methods: list[str], sam
 
 
 def budget_message(runs: list[str], methods: list[str], job_hours: dict, every: bool, evaluated: list[str],
-                   assumptions: dict, measured_from: str | None) -> str | None:
+                   assumptions: dict, measured_from: str | None, spread: dict | None = None) -> str | None:  # fmt: skip
     """The estimate of ``runs`` to train (and evaluate: all with ``every``, else those in ``evaluated``) and
-    ``methods`` to sample, or None when there are none; ``measured_from``: the pilot's estimate the MFUs are from."""
+    ``methods`` to sample, or None when there are none; ``measured_from``: the pilot's estimate the MFUs are from;
+    ``spread``: every job's range (paper.cost.ranges.job_spread), printed beside it."""
     if not runs and not methods:
         return None
     train = sum(train_hours(job_hours, r) for r in runs)
     evaluation = sum(eval_hours(job_hours, r) for r in runs if every or r in evaluated)
     power = sum(power_hours(job_hours, m) for m in methods)
     text = budget.estimate_message(len(runs), train, evaluation, len(methods), power, assumptions)
+    if spread:
+        jobs = [f"train:{r}" for r in runs] + [f"eval:{r}" for r in runs if every or r in evaluated]
+        jobs += [f"power:{m}" for m in methods]
+        whole = sum((spread[j] for j in jobs if j in spread), ranges.NONE)
+        text += (f"\n  as a range: {whole.low:,.0f} to {whole.high:,.0f} GPU-hours, every efficiency and the group "
+                 f"filter's refills at their ends (paper.budget ranges, gen_batches); {whole.worst:,.0f} if every step "
+                 f"refilled to its max_num_gen_batches; the largest term {whole.largest} "
+                 f"({whole.terms.get(whole.largest, 0):,.0f}); by claim: `snakemake claims_budget`")  # fmt: skip
     if measured_from:
         text += f"\n  the MFUs are those the GPU pilot measured on this cluster ({measured_from}), not config.yaml's"
     return text

@@ -88,20 +88,12 @@ def of_model(scale_cfg: dict, model: str) -> Architecture:
     return Architecture.of(shapes[name])
 
 
-# The FLOPs a token of each timed kind costs, at the budget's mean lengths: what the speed laws fit an efficiency to
-# (paper.cost.speed_law) and the estimate charges (paper.cost.budget). The update: the old log-prob pass and one PPO
-# epoch over whole sequences; the rollout: a generated token, reading the prompt and half the response on average.
+# The FLOPs a token of each timed kind costs at the budget's mean lengths. The update: the old log-prob pass and one
+# PPO epoch over whole sequences; the rollout: a generated token, reading the prompt and half the response on average
+# (what its roofline charges, paper.cost.decode, is ``efficiency.kind_flops``).
 def update_flops(arch: Architecture, prompt: float, response: float, epochs: int = 1) -> float:
     return arch.forward(prompt + response) + epochs * arch.train(prompt + response)
 
 
 def rollout_flops(arch: Architecture, prompt: float, response: float) -> float:
     return arch.decode(prompt + response / 2)
-
-
-KINDS = {"update": update_flops, "rollout": rollout_flops}
-
-
-def kind_flops(kind: str, arch: Architecture, prompt: float, response: float) -> float:
-    """FLOPs a token of ``kind`` (update, rollout) costs ``arch`` at these mean lengths."""
-    return KINDS[kind](arch, prompt, response)

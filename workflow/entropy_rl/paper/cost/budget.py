@@ -1,17 +1,15 @@
-"""GPU-hours of the paper-scale jobs, estimated from FLOPs before anything is submitted.
+"""GPU-hours of the paper-scale jobs, estimated from FLOPs and bytes before anything is submitted.
 
 A token's FLOPs are its model's architecture's (``architectures``: verl's own count of the matmuls, the embedding
-and causal attention at the token's position), not 2·N. A training step generates ``prompts × n`` responses (decoding,
-at ``rollout_mfu``), re-scores them for the old log-probabilities (a forward pass), scores them under the reference
-policy where the run has one (a KL loss: verl's ``need_reference_policy``; a forward pass) and trains on them once per
-PPO epoch (a forward and a backward pass, three forwards), all but the decoding at ``train_mfu``. PRIME's implicit
-PRM adds its own scoring, its reference and its update on the same tokens. An evaluation generates every benchmark's
-samples once. The token counts are the configured mean lengths, not the caps. The same estimate, times a margin, is
-the SLURM runtime each job asks for.
-
-The MFUs are the budget's (``train_mfu``, ``rollout_mfu``: assumed in config.yaml, or one size's as the pilot measured
-it) unless the budget carries the pilot's speed laws (``speed_laws``: ``paper.cost.speed_law``), which give each
-architecture its own, converted to the budget's GPU (``gpus``).
+and causal attention at the token's position), not 2·N. A training step (``step``) answers its prompts and, where its
+trainer generates more than it trains on (PRIME's oversampling, the group filter's refills), those too; each generated
+token costs its decoding roofline (``decode``: its FLOPs or the bytes it reads, by the engine's room) at the rollout's
+efficiency. It then passes over every trained token as its trainer does (the old log-probabilities, the reference
+where a KL loss needs it, each PPO epoch, PRIME's implicit PRM) at the update's MFU. An evaluation generates every
+benchmark's samples once. The token counts are the mean lengths of the run's train set (``step.lengths``), not the
+caps. The efficiencies (``efficiency``) are measured, fitted, or assumed, each with its range where the data cannot
+say more; every estimate here is at one end of them (``end``: the charged value, "low" at the cheap end, "high" at the
+costly one). The same estimate, times a margin, is the SLURM runtime each job asks for.
 """
 
 from __future__ import annotations
@@ -21,60 +19,40 @@ from dataclasses import dataclass
 
 from ...core import spec as run_spec
 from .. import job_time, run_command, saves
-from . import architectures, gpus, speed_law
+from . import architectures, decode, efficiency, step
 from .architectures import Architecture
 
-# The budget's MFU keys and the speed law that replaces each.
-LAWS = {"train_mfu": "update", "rollout_mfu": "rollout"}
-
-
-def law_mfu(budget: dict, key: str, arch: Architecture) -> tuple[float, str]:
-    """The MFU of ``key`` (train_mfu or rollout_mfu) for ``arch``, as a fraction of the budget's GPU peak, and its
-    source: the pilot's speed law where the budget has one (measured, fitted, extrapolated or capped; converted from
-    the GPU it was timed on), else the budget's one value (``budget``)."""
-    laws = budget.get("speed_laws", {})
-    node = laws.get("node")
-    on_node = speed_law.node_mfu(node, key, arch)
-    if on_node is not None:
-        return gpus.convert(on_node[0], node["gpu"], node["peak_tflops"], budget), on_node[1]
-    law = laws.get(LAWS[key])
-    if law is None:
-        return budget[key], "budget"
-    law = speed_law.Law.from_dict(law)
-    flops = architectures.kind_flops(law.kind, arch, budget["mean_prompt_tokens"], budget["mean_response_tokens"])
-    value, source = law.mfu(arch, flops)
-    return gpus.convert(value, law.gpu, law.peak_tflops, budget), source
-
-
-def mfu(budget: dict, key: str, arch: Architecture) -> float:
-    return law_mfu(budget, key, arch)[0]
+# Where in their ranges the efficiencies and the refills are taken: the value charged, the cheap end, the costly end,
+# and the charged efficiencies with every step's refills at its max_num_gen_batches (the worst case).
+ENDS = ("expected", "low", "high", "bound")
 
 
 def _seconds(flops: float, gpus_: int, mfu_: float, budget: dict) -> float:
     return flops / (gpus_ * budget["gpu_peak_tflops"] * 1e12 * mfu_)
 
 
-def has_reference(spec: dict) -> bool:
-    """Whether verl computes the reference policy's log-probs each step: a KL loss to it (verl 0.9.1
-    ``need_reference_policy``: use_kl_loss or use_kl_in_reward; the runs here set the loss only)."""
-    return spec["loss"]["kl_loss_coef"] > 0
+def _pick(eff: efficiency.Efficiency, end: str) -> float:
+    """The efficiency at ``end`` of its range: the cheap end is the high efficiency."""
+    return {"expected": eff.value, "bound": eff.value, "low": eff.high, "high": eff.low}[end]
 
 
-def train_passes(spec: dict) -> int:
-    """Forward passes' worth of FLOPs each trained token costs a step, at train_mfu: the old log-probs, the reference
-    (where the run has one), three a PPO epoch; PRIME's implicit PRM adds its scoring, its reference and its update."""
-    passes = 1 + has_reference(spec) + 3 * spec["ppo_epochs"]
-    if spec["algorithm"] == "prime":
-        passes += 1 + 1 + 3
-    return passes
+def decode_s(arch: Architecture, prompt: float, response: float, budget: dict, engine: decode.Engine,
+             end: str = "expected") -> float:  # fmt: skip
+    """One GPU's seconds a generated token costs: its roofline on the budget's GPU over the rollout's efficiency."""
+    roof = decode.roofline(arch, prompt, response, engine, budget["gpu"], budget["gpu_peak_tflops"])
+    eff = efficiency.of(budget, "rollout_mfu", arch, prompt, response, engine)
+    return roof.seconds / _pick(eff, end)
 
 
 @dataclass(frozen=True)
 class TrainTime:
-    """One run's wall time by this estimate: a step's, a validation's, how many of each, and its save interval."""
+    """One run's wall time by this estimate: a step's (its update, the rollout of what it trains on, the refills or
+    oversampling beyond it), a validation's, how many of each, and its save interval."""
 
     gpus: int
-    step_s: float
+    update_s: float
+    rollout_s: float
+    refill_s: float
     validation_s: float
     steps: int
     validations: int
@@ -83,8 +61,19 @@ class TrainTime:
     prime: bool  # PRIME's recipe is stopped after a save (job_time.StopBeforeEnd); verl's trainer saves before the end
 
     @property
+    def step_s(self) -> float:
+        return self.update_s + self.rollout_s + self.refill_s
+
+    @property
     def wall_s(self) -> float:
         return self.steps * self.step_s + self.validations * self.validation_s
+
+    def terms(self) -> dict[str, float]:
+        """GPU-hours by what they pay for (the jobs' start-ups apart)."""
+        hours = lambda seconds: seconds * self.gpus / 3600  # noqa: E731
+        return {"update": hours(self.steps * self.update_s), "rollout": hours(self.steps * self.rollout_s),
+                "refills": hours(self.steps * self.refill_s),
+                "validation": hours(self.validations * self.validation_s)}  # fmt: skip
 
     @property
     def lost_s(self) -> float:
@@ -110,19 +99,25 @@ class TrainTime:
         return seconds * self.gpus / 3600
 
 
-def train_time(spec: dict, model: dict, arch: Architecture, budget: dict, val_questions: int) -> TrainTime:
+def train_time(spec: dict, model: dict, arch: Architecture, budget: dict, val_questions: int,
+               end: str = "expected") -> TrainTime:  # fmt: skip
     gpus_ = model["nodes"] * model["gpus_per_node"]
-    prompt, response = budget["mean_prompt_tokens"], budget["mean_response_tokens"]
+    length = step.lengths(spec, budget)
+    sequence = length.prompt + length.response
     responses = spec["prompts_per_step"] * spec["rollout_n"]
-    tokens, generated = responses * (prompt + response), responses * response
-    rollout, train = mfu(budget, "rollout_mfu", arch), mfu(budget, "train_mfu", arch)
-    decode = arch.decode(prompt + response / 2)
-    step = _seconds(decode * generated, gpus_, rollout, budget)
-    step += _seconds(train_passes(spec) * arch.forward(prompt + response) * tokens, gpus_, train, budget)
+    engine = decode.ROLLOUT_ENGINE.at(model["tensor_parallel"])
+    token_s = decode_s(arch, length.prompt, length.response, budget, engine, end)
+    rollout = token_s * responses * length.response / gpus_
+    refill = (step.generation_factor(spec, budget, end) - 1) * rollout
+    train = _pick(efficiency.of(budget, "train_mfu", arch, length.prompt, length.response), end)
+    update = _seconds(step.train_passes(spec) * arch.forward(sequence) * responses * sequence, gpus_, train, budget)
     validations = spec["steps"] // spec["val_every"] + 1
-    validation = _seconds(decode * val_questions * spec["val_protocol"]["n"] * response, gpus_, rollout, budget)
-    return TrainTime(gpus_, step, validation, spec["steps"], validations, spec.get("save_every", spec["steps"]),
-                     spec["val_every"], spec["algorithm"] == "prime")  # fmt: skip
+    # validation answers the benchmarks: the budget's mean lengths, at most the run's cap
+    val_response = min(budget["mean_response_tokens"], spec["max_response_length"])
+    val_token_s = decode_s(arch, budget["mean_prompt_tokens"], val_response, budget, engine, end)
+    validation = val_token_s * val_questions * spec["val_protocol"]["n"] * val_response / gpus_
+    return TrainTime(gpus_, update, rollout, refill, validation, spec["steps"], validations,
+                     spec.get("save_every", spec["steps"]), spec["val_every"], step.is_prime(spec))  # fmt: skip
 
 
 def train_gpu_hours(spec: dict, model: dict, arch: Architecture, budget: dict, val_questions: int) -> float:
@@ -138,12 +133,12 @@ def save_bytes(arch: Architecture, spec: dict) -> float:
 
 
 def eval_gpu_hours(benchmark_sizes: dict[str, int], protocols: dict, model: dict, arch: Architecture,
-                   budget: dict) -> float:  # fmt: skip
-    gpus_ = model["gpus_per_node"]
+                   budget: dict, end: str = "expected") -> float:  # fmt: skip
+    """Every benchmark's samples, each token at its roofline in the evaluation's engine (vLLM's defaults)."""
     response = budget["mean_response_tokens"]
     generated = sum(size * protocols[b]["n"] for b, size in benchmark_sizes.items()) * response
-    decode = arch.decode(budget["mean_prompt_tokens"] + response / 2)
-    return _seconds(decode * generated, gpus_, mfu(budget, "rollout_mfu", arch), budget) * gpus_ / 3600
+    engine = decode.eval_engine(budget["gpu"]).at(model["tensor_parallel"])
+    return decode_s(arch, budget["mean_prompt_tokens"], response, budget, engine, end) * generated / 3600
 
 
 def power_sampling_tokens(length: int, block_size: int, n_mcmc: int, prompt: int) -> tuple[float, float]:
@@ -197,10 +192,11 @@ def power_gpu_hours(method: dict, answers: int, model: dict, arch: Architecture,
         drawn, scored = sps_tokens(length, method["block_size"], method["candidates"], method["rollouts"],
                                    method["horizon"], prompt)  # fmt: skip
     scored += prompt + length
-    decode, forward = arch.decode(prompt + length / 2), arch.forward(prompt + length)
-    seconds = _seconds(decode * drawn * answers, gpus_, mfu(budget, "rollout_mfu", arch), budget)
-    seconds += _seconds(forward * scored * answers, gpus_, mfu(budget, "train_mfu", arch), budget)
-    return seconds * gpus_ / 3600
+    engine = decode.Engine(decode.SAMPLER_MEMORY, decode.eval_engine(budget["gpu"]).max_num_seqs, model["tensor_parallel"])
+    seconds = decode_s(arch, prompt, length, budget, engine) * drawn * answers
+    train = efficiency.mfu(budget, "train_mfu", arch)
+    seconds += _seconds(arch.forward(prompt + length) * scored * answers, gpus_, train, budget) * gpus_
+    return seconds / 3600
 
 
 def runtime_minutes(gpu_hours: float, gpus: int, margin: float, floor: int = 60) -> int:
@@ -216,7 +212,8 @@ def estimate_message(runs: int, train: float, evaluation: float, methods: int, p
         how = (f"each architecture's FLOPs at its MFU by the pilot's speed laws, of {budget['gpu']}'s {peak}"
                " (results/pilot/report.md)")
     else:
-        how = f"each architecture's FLOPs at {budget['train_mfu']:.0%}/{budget['rollout_mfu']:.0%} of {budget['gpu']}'s {peak}"
+        how = (f"each architecture's update FLOPs at {budget['train_mfu']:.0%} of {budget['gpu']}'s {peak}, its decoding at "
+               f"{budget['rollout_mfu']:.0%} of its roofline")  # fmt: skip
     return (
         f"GPU-hours estimate for {runs} run(s) still to train: {train:,.0f} training + {evaluation:,.0f} evaluation"
         f" = {train + evaluation:,.0f}; {methods} power-sampling job(s): {power:,.0f}"
@@ -224,12 +221,12 @@ def estimate_message(runs: int, train: float, evaluation: float, methods: int, p
     )
 
 
-def job_hours(scale_cfg: dict, power_study=None, budget: dict | None = None) -> dict[str, float]:
+def job_hours(scale_cfg: dict, power_study=None, budget: dict | None = None, end: str = "expected") -> dict[str, float]:
     """Every GPU job of the paper scale with its estimated GPU-hours, by the names of core.claim_plan:
     ``train:<run>`` (its steps and validations, and the start-up of each of the jobs it needs within the site's
     ``launch.max_job_minutes``: ``TrainTime.launches_gpu_hours``), ``eval:<run>`` (every benchmark, the paper's
     protocol) and ``power:<method>``; under ``budget`` (the config's, or one the pilot measured:
-    ``measured_budget``) if given."""
+    ``measured_budget``) if given; at ``end`` of the efficiencies' and refills' ranges (``ENDS``)."""
     budget = budget or scale_cfg["budget"]
     bench = scale_cfg["data"]["benchmarks"]
     sizes = {b: spec["size"] for b, spec in bench.items()}
@@ -240,10 +237,10 @@ def job_hours(scale_cfg: dict, power_study=None, budget: dict | None = None) -> 
         model = run_spec.run_model_entry(scale_cfg, run)
         spec = run_spec.resolve_run(scale_cfg, run)
         arch = architectures.of_model(scale_cfg, spec["model"])
-        time_ = train_time(spec, model, arch, budget, sum(sizes.values()))
+        time_ = train_time(spec, model, arch, budget, sum(sizes.values()), end)
         launches = time_.launches_gpu_hours(job_time.max_job_minutes(scale_cfg), startup)
         hours[f"train:{run}"] = time_.wall_s * time_.gpus / 3600 + launches
-        hours[f"eval:{run}"] = eval_gpu_hours(sizes, protocols, model, arch, budget)
+        hours[f"eval:{run}"] = eval_gpu_hours(sizes, protocols, model, arch, budget, end)
     if power_study is not None:
         power = scale_cfg["power_sampling"]
         model, arch = scale_cfg["models"][power["model"]], architectures.of_model(scale_cfg, power["model"])
@@ -357,7 +354,7 @@ def pilot_speed_hours(scale_cfg: dict, budget: dict | None = None) -> float:
     for model in speed["sizes"]:
         arch = architectures.of_model(scale_cfg, model)
         update = architectures.update_flops(arch, prompt, response) * tokens
-        seconds = _seconds(update, 1, mfu(budget, "train_mfu", arch), budget)
-        seconds += _seconds(arch.decode(prompt + response / 2) * generated, 1, mfu(budget, "rollout_mfu", arch), budget)
+        seconds = _seconds(update, 1, efficiency.mfu(budget, "train_mfu", arch), budget)
+        seconds += decode_s(arch, prompt, response, budget, decode.ROLLOUT_ENGINE) * generated
         hours += seconds / 3600 + pilot["startup_minutes"] / 60
     return hours

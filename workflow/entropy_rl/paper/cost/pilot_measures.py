@@ -17,7 +17,7 @@ import pandas as pd
 
 from ...core import spec as run_spec
 from .. import verl_metrics
-from . import architectures
+from . import architectures, decode
 from . import budget as gpu_budget
 from .architectures import Architecture
 
@@ -39,6 +39,7 @@ MEMORY = ("actor/perf/max_memory_allocated_gb", "actor/perf/max_memory_reserved_
 MFU = "perf/mfu/actor"  # trainer_base._update_actor: the update's FLOPs (verl's FlopsCounter) over verl's device peak
 GEN, OLD_LOG_PROB, UPDATE = "timing_s/gen", "timing_s/old_log_prob", "timing_s/update_actor"  # compute_timing_metrics
 RESPONSE, PROMPT = "response_length/mean", "prompt_length/mean"  # compute_data_metrics, over the update batch
+GEN_BATCHES = "paper/gen_batches"  # verl_plugin.GenerationBound: the step's prompts answered over its batch's
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,7 @@ def _training(directory: Path, responses_per_step: int | None, ppo_epochs: int |
         mean_prompt_length=_mean([float(d[PROMPT]) for d in steps if _has(d, PROMPT)]),
         mfu_actor=_mean(mfu),
         mfu_actor_steps=len(mfu),
+        gen_batches=_mean([float(d[GEN_BATCHES]) for d in steps if _has(d, GEN_BATCHES)]),
         train_tokens=sum(float(d[TOKENS]) for d in timed),
         update_s=sum(d[OLD_LOG_PROB] + d[UPDATE] for d in timed),
     )
@@ -132,7 +134,8 @@ def _training(directory: Path, responses_per_step: int | None, ppo_epochs: int |
     return out
 
 
-def measured_budget(budget: dict, train_measure: dict, arch: Architecture, gpus: int, timed: dict) -> tuple[dict, dict]:
+def measured_budget(budget: dict, train_measure: dict, arch: Architecture, gpus: int, timed: dict,
+                    tensor_parallel: int = 1) -> tuple[dict, dict]:  # fmt: skip
     """The budget with rollout and train MFU measured by the pilot's training (where it logged them), and for
     every key whether its value is measured or assumed, and why. The MFUs are fractions of the peak of the GPU the
     pilot ran on (``timed``: its ``gpu`` type and ``gpu_peak_tflops``, which the returned budget names), of FLOPs
@@ -161,14 +164,21 @@ def measured_budget(budget: dict, train_measure: dict, arch: Architecture, gpus:
     prompt, response = budget["mean_prompt_tokens"], budget["mean_response_tokens"]
     why["rollout_mfu"] = ("assumed", "the pilot's training logged no rollout")
     if m.get("rollout_tokens_per_s"):
-        out["rollout_mfu"] = architectures.rollout_flops(arch, prompt, response) * m["rollout_tokens_per_s"] / peak
+        engine = decode.ROLLOUT_ENGINE.at(tensor_parallel)
+        roof = decode.roofline(arch, prompt, response, engine, timed["gpu"], timed["gpu_peak_tflops"])
+        out["rollout_mfu"] = roof.seconds * timed["gpu_peak_tflops"] * 1e12 * m["rollout_tokens_per_s"] / peak
         why["rollout_mfu"] = (
             "measured",
             (
-                f"the architecture's FLOPs a generated token × generated tokens/s / (GPUs × peak), "
-                f"response_length/mean × {m['responses_per_step']} responses over timing_s/gen, {steps} steps"
+                f"the fraction of its decoding roofline (paper.cost.decode, {roof.bound}-bound at TP {tensor_parallel}) "
+                f"achieved: generated tokens/s / GPUs × a token's roofline seconds, response_length/mean × "
+                f"{m['responses_per_step']} responses over timing_s/gen, {steps} steps"
             ),
         )
+    if m.get("gen_batches"):
+        out["gen_batches"] = {**budget["gen_batches"], "expected": max(1.0, m["gen_batches"]),
+                              "source": f"measured: paper/gen_batches, mean of {steps} pilot steps"}  # fmt: skip
+        why["gen_batches"] = ("measured", out["gen_batches"]["source"])
     why["train_mfu"] = ("assumed", "the pilot's training logged no update")
     if m.get("mfu_actor"):
         out["train_mfu"] = m["mfu_actor"]
@@ -198,31 +208,26 @@ def measured_budget(budget: dict, train_measure: dict, arch: Architecture, gpus:
 
 
 def reestimate(S: dict, budget: dict) -> pd.DataFrame:
-    """The study's GPU-hours by model: training split into its rollout terms (generation and validation, at
-    rollout_mfu) and its update terms (log-probs and PPO epochs, at train_mfu), and evaluation if every run
-    is evaluated. The pilot's own runs are not the study's."""
+    """The study's GPU-hours by model: training split into its rollout terms (generation, refills and validation, at
+    the rollout's efficiency) and its update terms (the passes over trained tokens, at train_mfu), and evaluation if
+    every run is evaluated. The pilot's own runs are not the study's."""
     val_questions = sum(b["size"] for b in S["data"]["benchmarks"].values())
     sizes = {b: spec["size"] for b, spec in S["data"]["benchmarks"].items()}
     protocols = {b: spec["protocol"] for b, spec in S["data"]["benchmarks"].items()}
-    # budget.train_gpu_hours with an infinite train MFU is its rollout terms alone (their FLOPs take no time):
-    # the split reuses the one formula rather than restating it.
-    laws = {kind: law for kind, law in budget.get("speed_laws", {}).items() if kind != "update"}  # no update law either
-    rollout_only = {**budget, "train_mfu": math.inf, "speed_laws": laws}
     rows = []
     for run in sorted(r for r in S["runs"] if not r.startswith("pilot-")):
         spec = run_spec.resolve_run(S, run)
         model, arch = S["models"][spec["model"]], architectures.of_model(S, spec["model"])
-        total = gpu_budget.train_gpu_hours(spec, model, arch, budget, val_questions)
-        rollout = gpu_budget.train_gpu_hours(spec, model, arch, rollout_only, val_questions)
+        terms = gpu_budget.train_time(spec, model, arch, budget, val_questions).terms()
         rows.append(
             {
                 "model": spec["model"],
                 "params_b": model["params_b"],
                 "runs": 1,
                 "gpus": model["nodes"] * model["gpus_per_node"],
-                "rollout_gpu_hours": rollout,
-                "update_gpu_hours": total - rollout,
-                "train_gpu_hours": total,
+                "rollout_gpu_hours": terms["rollout"] + terms["refills"] + terms["validation"],
+                "update_gpu_hours": terms["update"],
+                "train_gpu_hours": sum(terms.values()),
                 "eval_gpu_hours": gpu_budget.eval_gpu_hours(sizes, protocols, model, arch, budget),
             }
         )

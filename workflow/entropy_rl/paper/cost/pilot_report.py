@@ -62,6 +62,19 @@ def _num(value, spec: str = ",.0f", unit: str = "") -> str:
     return "–" if value is None else f"{value:{spec}}{unit}"
 
 
+def _setting(value, spec: str) -> str:
+    """A budget setting in a cell: a number, a range's ends, an expected figure, or a table's keys."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        if "expected" in value:
+            return f"{_num(value['expected'], spec)} ({_num(value['range'][0], 'g')}–{_num(value['range'][1], 'g')})"
+        return "; ".join(f"{k}: {_setting(v, spec)}" for k, v in value.items() if k != "source")
+    if isinstance(value, (list, tuple)):
+        return "–".join(_num(v, "g") for v in value)
+    return _num(value, spec)
+
+
 def _hours(value: float) -> str:
     return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"  # a small model's evaluation is under a GPU-hour
 
@@ -179,8 +192,7 @@ def _blocks(stages_measured, estimate_assumed, estimate_measured, sources, scali
             ("pre", "\n".join(m["tail"])),
         ]
     budget_rows = [
-        [key, *(v if isinstance(v, str) else _num(v, spec) for v, spec in ((s["configured"], "g"), (s["value"], ".4g"))),
-         s["source"], s["reason"]]
+        [key, *(_setting(v, spec) for v, spec in ((s["configured"], "g"), (s["value"], ".4g"))), s["source"], s["reason"]]
         for key, s in sources.items()
     ]
     blocks += list(speed)
@@ -275,7 +287,8 @@ def node_point(S: dict, stage: Stage, m: dict, timed: dict) -> dict | None:
         return None
     spec = run_spec.resolve_run(S, stage.job)
     arch = architectures.of_model(S, spec["model"])
-    node_budget, sources = measured_budget(S["budget"], m, arch, stage.gpus, timed)
+    tensor_parallel = run_spec.run_model_entry(S, stage.job)["tensor_parallel"]
+    node_budget, sources = measured_budget(S["budget"], m, arch, stage.gpus, timed, tensor_parallel)
     point = {"model": spec["model"], "arch": dataclasses.asdict(arch), "gpus": stage.gpus, "steps": m["steps"],
              "tensor_parallel": run_spec.run_model_entry(S, stage.job)["tensor_parallel"], "gpu": timed["gpu"],
              "peak_tflops": timed["gpu_peak_tflops"]}  # fmt: skip
@@ -311,7 +324,7 @@ def write(stages: list[Stage], S: dict, out_md, out_html, out_json, gpu: str | N
     result = json.loads(Path(speed).read_text()) if speed is not None and Path(speed).is_file() else None
     timed = timed_gpu(result, gpu, S["budget"])
     budget_m, sources = measured_budget(S["budget"], train_measure, architectures.of_model(S, spec["model"]),
-                                        train[0].gpus, timed)  # fmt: skip
+                                        train[0].gpus, timed, run_spec.run_model_entry(S, train[0].job)["tensor_parallel"])  # fmt: skip
     laws, by_size, blocks, rule = {}, {}, [], SCALING_RULE
     if result is not None:
         laws = speed_report.laws(result)
@@ -341,6 +354,7 @@ def write(stages: list[Stage], S: dict, out_md, out_html, out_json, gpu: str | N
     summary = {
         "rollout_mfu": budget_m["rollout_mfu"],
         "train_mfu": budget_m["train_mfu"],
+        "gen_batches": budget_m["gen_batches"],
         "speed_laws": budget_m.get("speed_laws", {}),
         "mfu_by_size": by_size,
         "sources": sources,

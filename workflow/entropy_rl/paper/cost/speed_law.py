@@ -13,8 +13,11 @@ Each point weighs by ``1/t``, so a small model's time counts as much as a large 
 timed (the same shape, not merely the same N) the measurement itself is used (``measured``); between the timed FLOPs
 the fit (``fitted``); beyond them the fit carried past the data (``extrapolated``). No MFU leaves physics: one above
 ``MFU_CAP`` (a larger size timed faster than a smaller, say, which leaves ``a = 0``) is held at the cap (``capped``),
-with a warning. The MFUs are fractions of the peak of the GPU the pilot timed on (verl's table of peaks), which the law
-names; ``budget`` converts them to the budget's GPU.
+with a warning. The rollout's law is placed by each token's roofline FLOPs (``decode``: where memory binds, the FLOPs
+its bytes' time is worth), so its "MFU" is the fraction of the roofline achieved; its cap is the best fraction the
+probe measured (``cap``): the probe, a full wave of fixed-length answers, is a rollout's best case, and a fit never
+leaves it. The MFUs are fractions of the peak of the GPU the pilot timed on (verl's table of peaks), which the law
+names; ``efficiency`` converts them to the budget's GPU.
 """
 
 from __future__ import annotations
@@ -72,17 +75,33 @@ class Law:
         value = flops / (seconds * self.peak_tflops * 1e12) if seconds > 0 else float("inf")
         return value, "fitted" if min(timed) <= flops <= max(timed) else "extrapolated"
 
+    @property
+    def cap(self) -> float:
+        """The most the law gives: MFU_CAP for the update; for the rollout, the best fraction of its roofline the probe
+        measured (its best case)."""
+        if self.kind == "rollout":
+            return max(p.mfu(self.peak_tflops) for p in self.points)
+        return MFU_CAP
+
     def mfu(self, arch: Architecture, flops: float) -> tuple[float, str]:
-        """The MFU of the timed GPU that the law gives ``arch``, at most MFU_CAP, and its source (measured, fitted,
+        """The MFU of the timed GPU that the law gives ``arch``, at most its cap, and its source (measured, fitted,
         extrapolated, capped)."""
         value, source = self.efficiency(arch, flops)
-        if value > MFU_CAP:
-            if flops not in self.warned:
+        if value > self.cap * (1 + 1e-9):
+            if flops not in self.warned and self.kind == "update":
                 self.warned.append(flops)
                 warnings.warn(f"speed law ({self.kind}): MFU {value:.3g} at {flops:.3g} FLOPs a token is above "
-                              f"{MFU_CAP}; held at the cap ({self.describe()})", stacklevel=2)  # fmt: skip
-            return MFU_CAP, "capped"
+                              f"{self.cap}; held at the cap ({self.describe()})", stacklevel=2)  # fmt: skip
+            return self.cap, "capped"
         return value, source
+
+    def other_forms(self) -> list[Law]:
+        """The same points in the form(s) this law is not: one efficiency beside a fixed cost, and a fixed cost (from
+        two points, through both) beside one efficiency. Their spread is what the points cannot decide."""
+        if len(self.points) < 2:
+            return []
+        other = "efficiency" if self.form == "efficiency+fixed" else "efficiency+fixed"
+        return [fit(self.kind, list(self.points), self.gpu, self.peak_tflops, self.path, self.lower_bound, form=other)]
 
     def to_dict(self) -> dict:
         out = {k: v for k, v in asdict(self).items() if k != "warned"}
@@ -107,8 +126,10 @@ class Law:
                 f"({self.peak_tflops:g} TFLOPS){f', {self.path}' if self.path else ''}{bound}")  # fmt: skip
 
 
-def fit(kind: str, points: list[Point], gpu: str, peak_tflops: float, path: str = "", lower_bound: bool = False) -> Law:
-    """The law through ``points`` (one per timed architecture), in the form their number allows."""
+def fit(kind: str, points: list[Point], gpu: str, peak_tflops: float, path: str = "", lower_bound: bool = False,
+        form: str | None = None) -> Law:  # fmt: skip
+    """The law through ``points`` (one per timed architecture), in the form their number allows (or ``form``: the
+    fixed cost needs two points at least)."""
     if kind not in KINDS:
         raise ValueError(f"speed law: kind {kind!r}, not one of {list(KINDS)}")
     if not points:
@@ -117,7 +138,8 @@ def fit(kind: str, points: list[Point], gpu: str, peak_tflops: float, path: str 
         raise ValueError(f"speed law ({kind}): one point per architecture, got {[p.model for p in points]}")
     points = tuple(sorted(points, key=lambda p: p.flops))
     ratios = [p.flops / p.seconds for p in points]  # FLOPs a second: each point's speed
-    if len(points) < FIXED_COST_FROM:
+    form = form or ("efficiency" if len(points) < FIXED_COST_FROM else "efficiency+fixed")
+    if form == "efficiency":
         # min Σ (a·F/t − 1)²: a = Σ(F/t) / Σ(F/t)²
         a = sum(ratios) / sum(r * r for r in ratios)
         return Law(kind, "efficiency", a, 0.0, points, gpu, peak_tflops, path, lower_bound)

@@ -5,15 +5,17 @@ section. Read by the pilot's report (the analysis image); the measurement itself
 
 from __future__ import annotations
 
-from . import architectures, speed, speed_law
+from . import architectures, decode, efficiency, gpus, speed, speed_law
 
 RULE = (
     "The MFU of each model comes from the speed laws fitted to the architectures the pilot timed (paper.cost.speed_law): "
     "an efficiency against each architecture's FLOPs a token, counted as verl counts them (its matmuls, the embedding, "
     "causal attention at the budget's lengths), with a fixed cost per token beside it once three sizes are timed. At an "
     "architecture the pilot timed (the same shape, not only the same N) it is measured, between the timed FLOPs fitted, "
-    "beyond them extrapolated, and never above the cap (capped). The rollout was timed at tensor-parallel size 1, one "
-    "GPU; a run at a larger size, and the communication between a run's GPUs, are in none of these points."
+    "beyond them extrapolated, and never above the cap (capped). The rollout's is an efficiency against each token's "
+    "decoding roofline (paper.cost.decode: its FLOPs at the peak or its bytes at the memory bandwidth, by the "
+    "engine's room at the run's own tensor-parallel size), never above the best the probe measured; the probe is "
+    f"{speed.BEST_CASE}. The communication between a run's GPUs is in none of these points."
 )
 
 def points(result: dict) -> dict[str, list[speed_law.Point]]:
@@ -37,6 +39,14 @@ def laws(result: dict) -> dict[str, speed_law.Law]:
     return out
 
 
+def _flops(kind: str, arch, prompt: float, response: float, engine: decode.Engine, law) -> float:
+    """A token's FLOPs as ``kind``'s law places it: for the rollout, its roofline on the law's GPU; without a law, its
+    own FLOPs."""
+    if law is None:
+        return architectures.update_flops(arch, prompt, response) if kind == "update" else architectures.rollout_flops(arch, prompt, response)
+    return efficiency.kind_flops(kind, arch, prompt, response, engine, gpus.gpu_type(law.gpu) or law.gpu, law.peak_tflops)
+
+
 def mfu_by_size(S: dict, laws: dict[str, speed_law.Law], node: dict | None = None) -> dict[str, dict]:
     """Every study model's FLOPs a token (update, rollout) and its MFUs under the laws (or the pilot's run on a node,
     ``node``, for its architecture), as fractions of the timed GPU's peak, each with its source (measured, fitted,
@@ -51,8 +61,9 @@ def mfu_by_size(S: dict, laws: dict[str, speed_law.Law], node: dict | None = Non
         arch = architectures.of_model(S, model)
         entry = {"params_b": S["models"][model]["params_b"], "tensor_parallel": S["models"][model]["tensor_parallel"],
                  "kv_cache_kib": arch.kv_cache_bytes() / 1024}  # fmt: skip
+        engine = decode.ROLLOUT_ENGINE.at(S["models"][model]["tensor_parallel"])
         for kind, key in (("update", "train_mfu"), ("rollout", "rollout_mfu")):
-            flops = architectures.kind_flops(kind, arch, prompt, response)
+            flops = _flops(kind, arch, prompt, response, engine, laws.get(kind))
             entry[f"{kind}_gflops"] = flops / 1e9
             on_node = speed_law.node_mfu(node, key, arch)
             if on_node is not None:
@@ -76,10 +87,10 @@ def report_blocks(result: dict, laws: dict, by_size: dict) -> list[tuple]:
     ]  # fmt: skip
     if by_size:
         head = ["study model", "params (B)", "update GFLOPs a token", "rollout GFLOPs a token", "KV cache (KiB a token)",
-                "rollout TP", "train MFU, source", "rollout MFU, source", "note"]  # fmt: skip
+                "rollout TP", "train MFU, source", "rollout efficiency (of its roofline), source", "note"]  # fmt: skip
         cell = lambda v, k: f"{v[k]['value']:.3f}, {v[k]['source']}" if k in v else "as configured"  # noqa: E731
         rows = [[m, f"{v['params_b']:g}", f"{v['update_gflops']:.3g}", f"{v['rollout_gflops']:.3g}",
-                 f"{v['kv_cache_kib']:.0f}", f"{v['tensor_parallel']} (timed at 1)" if v["tensor_parallel"] > 1 else "1",
+                 f"{v['kv_cache_kib']:.0f}", f"{v['tensor_parallel']} (its room priced; timed at 1)" if v["tensor_parallel"] > 1 else "1",
                  cell(v, "train_mfu"), cell(v, "rollout_mfu"), v.get("note", "")] for m, v in by_size.items()]  # fmt: skip
         blocks += [("p", "Each model of the study, the FLOPs it is charged and the MFU it gets in the estimate below:"),
                    ("table", (head, rows))]  # fmt: skip
@@ -97,7 +108,8 @@ def node_blocks(S: dict, node: dict, laws: dict[str, speed_law.Law]) -> list[tup
             continue
         text = f"{kind}: MFU {node[key]:.3f} on {node['gpus']} GPUs (TP {node['tensor_parallel']}), {node['steps']} steps"
         if kind in laws:
-            flops = architectures.kind_flops(kind, arch, budget["mean_prompt_tokens"], budget["mean_response_tokens"])
+            engine = decode.ROLLOUT_ENGINE.at(node["tensor_parallel"])
+            flops = _flops(kind, arch, budget["mean_prompt_tokens"], budget["mean_response_tokens"], engine, laws[kind])
             law, source = laws[kind].mfu(arch, flops)
             text += f"; the one-GPU law gives {law:.3f} ({source}), {node[key] / law:.2f}× it"
         lines.append(text)

@@ -60,6 +60,7 @@ RECIPE_KEYS = (
     "data.filter_accuracy",
     "data.accuracy_lower_bound",
     "data.accuracy_upper_bound",
+    "data.oversample_factor",
 )
 # The recipe enables its implicit PRM by default; verl's base config does not.
 RECIPE_DEFAULTS = ("reward_model.enable=true",)

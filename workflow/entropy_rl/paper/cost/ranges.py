@@ -31,10 +31,12 @@ class Spread:
     @property
     def largest(self) -> str:
         """What pays for most of it ("none" for no GPU job)."""
-        return max(self.terms, key=self.terms.get) if self.terms else "none"
+        order = sorted(self.terms, key=lambda t: TERMS.index(t) if t in TERMS else len(TERMS))  # ties: TERMS' order
+        return max(order, key=self.terms.get) if order else "none"
 
 
 NONE = Spread(0.0, 0.0, 0.0, 0.0, {})
+# What pays for a job's GPU-hours; "refills" is also PRIME's oversampling (answers generated beyond those trained on).
 TERMS = ("update", "rollout", "refills", "validation", "launches", "evaluation", "sampling")
 
 

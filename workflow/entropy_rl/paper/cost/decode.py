@@ -45,7 +45,7 @@ class Engine:
 
 # The rollout engine of every training run: verl 0.9.1's own defaults (verl/trainer/config/rollout/rollout.yaml:
 # gpu_memory_utilization 0.5, max_num_seqs 256), which paper.run_command sets explicitly for both trainers (PRIME's
-# verl 0.4.1 defaults to 1,024 sequences); tests/paper/test_vllm_engine.py holds them equal to the composed command's.
+# verl 0.4.1 defaults to 1,024 sequences); tests/paper/test_verl_compose.py holds them equal to verl's composed default.
 ROLLOUT_ENGINE = Engine(gpu_memory_utilization=0.5, max_num_seqs=256)
 
 

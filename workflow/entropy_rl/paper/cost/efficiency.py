@@ -50,10 +50,6 @@ def kind_flops(kind: str, arch: Architecture, prompt: float, response: float, en
     return decode.roofline_flops(arch, prompt, response, engine, gpu, peak_tflops)
 
 
-def _convert(value: float, law_gpu: str, law_peak: float, budget: dict) -> float:
-    return gpus.convert(value, law_gpu, law_peak, budget)
-
-
 def of(budget: dict, key: str, arch: Architecture, prompt: float, response: float,
        engine: decode.Engine = decode.ROLLOUT_ENGINE) -> Efficiency:  # fmt: skip
     """``key``'s efficiency for ``arch`` at these mean lengths (and, for the rollout, this engine), as a fraction of
@@ -62,7 +58,7 @@ def of(budget: dict, key: str, arch: Architecture, prompt: float, response: floa
     node = laws.get("node")
     on_node = speed_law.node_mfu(node, key, arch)
     if on_node is not None:
-        value = _convert(on_node[0], node["gpu"], node["peak_tflops"], budget)
+        value = gpus.convert(on_node[0], node["gpu"], node["peak_tflops"], budget)
         return Efficiency(value, value, value, on_node[1])
     law = laws.get(LAWS[key])
     if law is None:
@@ -72,13 +68,13 @@ def of(budget: dict, key: str, arch: Architecture, prompt: float, response: floa
     timed_on = gpus.gpu_type(law.gpu) or law.gpu
     flops = kind_flops(law.kind, arch, prompt, response, engine, timed_on, law.peak_tflops)
     raw, source = law.mfu(arch, flops)
-    value = _convert(raw, law.gpu, law.peak_tflops, budget)
+    value = gpus.convert(raw, law.gpu, law.peak_tflops, budget)
     if source == "measured" or flops <= BEYOND * max(p.flops for p in law.points):
         return Efficiency(value, value, value, source)
     ends = [
         value,
         budget[key],
-        *(_convert(f.mfu(arch, flops)[0], law.gpu, law.peak_tflops, budget) for f in law.other_forms()),
+        *(gpus.convert(f.mfu(arch, flops)[0], law.gpu, law.peak_tflops, budget) for f in law.other_forms()),
     ]
     return Efficiency(value, min(ends), max(ends), source)
 

@@ -183,6 +183,9 @@ def test_a_signal_to_the_job_ends_its_child_as_it_would_end_a_fresh_process(job)
     assert proc.wait(timeout=10) == -signal.SIGTERM  # the job ends as its child did: by the signal
     assert _ends(out["pid"])
     proc, out = job.spawn()
+    # Once the child sleeps: a SIGINT between its last bytecode and time.sleep's system call runs Python's handler
+    # only when the sleep ends (60 s), in any CPython process, handed over or not.
+    assert _asleep(out["pid"])
     proc.send_signal(signal.SIGINT)  # a KeyboardInterrupt, uncaught: CPython then ends by SIGINT
     assert proc.wait(timeout=10) == -signal.SIGINT
     assert "KeyboardInterrupt" in proc.stderr.read()
@@ -323,6 +326,17 @@ def _state(pid: int, want: str, within: float = 5) -> bool:
             if f.read().rsplit(") ", 1)[1][0] == want:
                 return True
         time.sleep(0.05)
+    return False
+
+
+def _asleep(pid: int, within: float = 5) -> bool:
+    """Whether the process is in time.sleep's system call (its kernel wait channel), within ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/wchan") as f:
+            if "nanosleep" in f.read():
+                return True
+        time.sleep(0.01)
     return False
 
 

@@ -182,12 +182,18 @@ def test_a_signal_to_the_job_ends_its_child_as_it_would_end_a_fresh_process(job)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=10) == -signal.SIGTERM  # the job ends as its child did: by the signal
     assert _ends(out["pid"])
-    proc, out = job.spawn()
+    # SIGINT neither ignored nor blocked, as from a terminal: a test before this one in the same worker may leave either
+    # to the processes the worker starts, and a fresh process would then not end by it either.
+    proc, out = job.spawn(preexec=_interruptible)
+    assert out["child"] == "1"
     # Once the child sleeps: a SIGINT between its last bytecode and time.sleep's system call runs Python's handler
     # only when the sleep ends (60 s), in any CPython process, handed over or not.
     assert _asleep(out["pid"])
     proc.send_signal(signal.SIGINT)  # a KeyboardInterrupt, uncaught: CPython then ends by SIGINT
-    assert proc.wait(timeout=10) == -signal.SIGINT
+    try:
+        assert proc.wait(timeout=10) == -signal.SIGINT
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"SIGINT did not end the job: job {_signals(proc.pid)}, child {_signals(out['pid'])}")
     assert "KeyboardInterrupt" in proc.stderr.read()
 
 
@@ -327,6 +333,19 @@ def _state(pid: int, want: str, within: float = 5) -> bool:
                 return True
         time.sleep(0.05)
     return False
+
+
+def _interruptible() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+
+
+def _signals(pid: int) -> str:
+    """A process's signal masks and kernel wait channel, for a failure's message."""
+    with open(f"/proc/{pid}/status") as f:
+        masks = [line for line in f.read().splitlines() if line.startswith(("Sig", "ShdPnd"))]
+    with open(f"/proc/{pid}/wchan") as f:
+        return f"{'; '.join(masks)}; wchan {f.read()}"
 
 
 def _asleep(pid: int, within: float = 5) -> bool:

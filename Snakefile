@@ -2,10 +2,12 @@
 # (Cui et al., 2025). `snakemake --cores all` runs the mini scale; see README.md.
 from snakemake.utils import min_version
 
+from entropy_rl.core import paths
+from entropy_rl.core import warm_start
 from entropy_rl.pipeline import cluster
 from entropy_rl.pipeline import estimate
 from entropy_rl.pipeline import guard
-from entropy_rl.core import warm_start
+from entropy_rl.pipeline import pilot
 
 min_version("9.0")
 
@@ -16,46 +18,43 @@ configfile: "config.yaml"
 report: "workflow/report/workflow.rst"
 
 
-include: "workflow/rules/paths.smk"
 include: "workflow/rules/common.smk"
-include: "workflow/rules/claims.smk"
-include: "workflow/rules/cluster.smk"
+
+
+# Once the DAG is built, at paper scale, in a dry run too: the hub token where a gated download needs it, the GPU-hours
+# of what the targets need, and every run still to train through verl's launch validation (pipeline.cluster).
+PLAN.workflow.after_dag(lambda: cluster.before_jobs(PLAN))
 
 
 # Before any job is submitted, at paper scale: no finished GPU job runs again unless asked (entropy_rl.pipeline.guard),
 # a finished run trained again has its launch checked with the code it will run, and the SLURM jobs' environment is
-# written without the hub token (cluster.smk); it is removed when the run ends, and a failed pilot still reports. A run
-# longer than the site's longest job may be submitted again (cluster.smk continue_long_runs).
+# written without the hub token (pipeline.cluster); it is removed when the run ends, and a failed pilot still reports.
+# A run longer than the site's longest job may be submitted again (pipeline.cluster.continue_long_runs).
 # A local mini study's jobs start in a fork of a warm interpreter rather than each importing torch afresh
 # (entropy_rl.core.warm_start), decided here, once Snakemake has chosen its executor: never at paper scale or under a
 # cluster executor; ENTROPY_RL_WARM_START=0 or --config warm_start=false starts every job cold. The run's warm server
 # stops when it ends.
 onstart:
-    guard.paid_work_guard(PLAN, MINI, JOB_HOURS, config)
-    estimate.check_retrained_launches(PLAN, S, MINI)
-    cluster.write_job_environment(PLAN, SLURM_JOB_ENV)
-    continue_long_runs()  # cluster.smk: train_verl's retries, under a cluster executor
-    warm_start.begin(MINI and workflow.local_exec and config.get("warm_start", True))
+    guard.paid_work_guard(PLAN.workflow, PLAN.mini, PLAN.job_hours, config)
+    estimate.check_retrained_launches(PLAN.workflow, PLAN.S, PLAN.mini)
+    cluster.write_job_environment(PLAN.workflow, paths.SLURM_JOB_ENV)
+    cluster.continue_long_runs(PLAN)
+    warm_start.begin(PLAN.mini and PLAN.workflow.local_exec and config.get("warm_start", True))
 
 
 onsuccess:
     warm_start.end()
-    cluster.remove_job_environment(SLURM_JOB_ENV)
+    cluster.remove_job_environment(paths.SLURM_JOB_ENV)
 
 
 onerror:
     warm_start.end()
-    cluster.remove_job_environment(SLURM_JOB_ENV)
-    write_pilot_report()  # cluster.smk: a failed pilot still reports what ran (pilot.smk)
+    cluster.remove_job_environment(paths.SLURM_JOB_ENV)
+    pilot.write_failed_report(PLAN)  # a failed pilot still reports what ran (pilot.smk)
 
 
 wildcard_constraints:
-    run="|".join(map(re.escape, RUNS + PILOT_RUNS)),
-    model="|".join(map(re.escape, MODELS)),
-    benchmark="|".join(map(re.escape, BENCHMARKS)),
-    source="|".join(map(re.escape, [] if MINI else S["data"]["sources"])) or "^$",
-    train_set="|".join(map(re.escape, S["data"].get("train_sets", {}))) or "^$",
-    method="|".join(map(re.escape, [*power_methods(), *PILOT_METHODS])) or "^$",
+    **PLAN.wildcard_constraints(),
 
 
 include: "workflow/rules/data.smk"
@@ -72,5 +71,5 @@ include: "workflow/rules/pilot.smk"
 
 rule all:
     input:
-        all_targets(),
+        PLAN.all_targets(),
     default_target: True

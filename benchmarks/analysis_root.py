@@ -12,15 +12,15 @@
 
 What only Apptainer adds is not here: the SIF file, `--nv`, user namespaces, its own environment handling beyond
 sourcing the image's scripts. The result goes to benchmarks/analysis_root.json, keyed by the image's digest
-(core.images.digest: the definition and its lock) and this script's: tests/paper/test_analysis_root.py rebuilds
-when that key changes. Run as root from the repository root (about 5 minutes):
+(core.images.digest: the definition and its lock) and this script's (tests/support/analysis_record.py):
+tests/paper/test_analysis_root.py rebuilds when that key changes. Run as root from the repository root (about 5
+minutes):
 
     python benchmarks/analysis_root.py [--root /tmp/analysis-root] [--keep] [--record PATH]
 """
 
 import argparse
 import ast
-import hashlib
 import json
 import os
 import shutil
@@ -33,31 +33,23 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "workflow"))
-from entropy_rl.core import images
+sys.path[:0] = [str(ROOT / "workflow"), str(ROOT / "tests")]
+from entropy_rl.core import images, paths
 from entropy_rl.study import artifacts
+from support.analysis_record import RECORD, key  # the record's key, which its test reads too
 
-DEFINITION = ROOT / "containers" / "analysis.def"
-RECORD = ROOT / "benchmarks" / "analysis_root.json"
 STAND_IN = ROOT / "benchmarks" / "apptainer_chroot"
 SMOKE = ROOT / "tests" / "smoke" / "config.yaml"
 DEBIAN = "http://deb.debian.org/debian"
 BASE = ["python3.11", "python3.11-dev", "python3.11-venv", "python-is-python3", "ca-certificates"]  # the base image's
 RUN = "qwen2-xs-grpo"  # the smoke study's run; the rules below need no other
 # In the image: the run's fit and the smoke study's figures and tables that draw that run alone.
-IN_IMAGE = ["fit_run", *(name for name, entry in yaml.safe_load(SMOKE.read_text())["mini"]["artifacts"].items()
-                         if entry["runs"] == [RUN])]  # fmt: skip
-TARGETS = [f"results/analysis/fits/{RUN}.json", *IN_IMAGE[1:]]
+IN_IMAGE = [
+    "fit_run",
+    *(name for name, entry in yaml.safe_load(SMOKE.read_text())["mini"]["artifacts"].items() if entry["runs"] == [RUN]),
+]
+TARGETS = [paths.RUN_FIT.format(run=RUN), *IN_IMAGE[1:]]
 PROBED = ["pandas", "scipy", "seaborn", "matplotlib", "pyarrow", "numpy", "torch", "entropy_rl"]
-
-
-def key() -> str:
-    """What the record stands for: the image (its definition, %test included, and lock) and how this script builds
-    and uses it."""
-    h = hashlib.sha256(images.digest("analysis", ROOT).encode())
-    for path in (DEFINITION, Path(__file__), STAND_IN / "apptainer"):
-        h.update(path.read_bytes())
-    return h.hexdigest()
 
 
 def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
@@ -68,8 +60,11 @@ def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
 def remove(root: Path) -> None:
     """The root, unless something is still mounted inside it (a run killed before its clean-up): removing it then
     would reach into the host's /dev, /proc, /sys or wheel folder."""
-    mounted = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()
-               if line.split()[1].startswith(str(root.resolve()) + "/")]  # fmt: skip
+    mounted = [
+        line.split()[1]
+        for line in Path("/proc/mounts").read_text().splitlines()
+        if line.split()[1].startswith(str(root.resolve()) + "/")
+    ]
     if mounted:
         sys.exit(f"{root} still has mounts inside it ({', '.join(mounted)}): umount them first")
     shutil.rmtree(root, ignore_errors=True)
@@ -88,8 +83,13 @@ def build(root: Path, recipe: dict[str, str], times: dict) -> str:
             shutil.copy(ROOT / src, root / dest.lstrip("/"))
     # This machine reaches PyPI and Debian, not PyTorch's index: torch 2.13.0+cpu comes from the local wheel folder
     # pip is pointed at here (PIP_FIND_LINKS), the lock's hash deciding as it does on a build node.
-    env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", "PIP_RETRIES": "0",
-           "ROOT": str(root), "POST": recipe["%post"]}  # fmt: skip
+    env = {
+        "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "HOME": "/root",
+        "PIP_RETRIES": "0",
+        "ROOT": str(root),
+        "POST": recipe["%post"],
+    }
     binds = [f'mount --rbind /{d} "$ROOT/{d}"' for d in ("proc", "dev", "sys")]
     links = [p for p in os.environ.get("PIP_FIND_LINKS", "").split() if Path(p).is_dir()]
     for i, folder in enumerate(links):
@@ -103,16 +103,32 @@ def build(root: Path, recipe: dict[str, str], times: dict) -> str:
     # %post as Apptainer runs it (/bin/sh -e), in a mount namespace of its own: its mounts end with it, however it
     # ends, and none is left inside the root.
     began = time.perf_counter()
-    run(["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-ec",
-         "; ".join(binds) + '; exec chroot "$ROOT" /bin/sh -ec "$POST"'], env=env)  # fmt: skip
+    run(
+        [
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "--",
+            "/bin/sh",
+            "-ec",
+            "; ".join(binds) + '; exec chroot "$ROOT" /bin/sh -ec "$POST"',
+        ],
+        env=env,
+    )
     times["%post"] = time.perf_counter() - began
     # As `apptainer build` stores it; the stand-in's exec sources it, as Apptainer's does.
     env_dir = root / ".singularity.d" / "env"
     env_dir.mkdir(parents=True, exist_ok=True)
     (env_dir / "90-environment.sh").write_text(recipe["%environment"])
     began = time.perf_counter()  # %test as `apptainer test` runs it: in the image, after its environment
-    test = subprocess.run([str(STAND_IN / "apptainer"), "exec", str(root), "/bin/sh", "-ec", recipe["%test"]],
-                          capture_output=True, text=True, cwd=tempfile.gettempdir(), check=False)  # fmt: skip
+    test = subprocess.run(
+        [str(STAND_IN / "apptainer"), "exec", str(root), "/bin/sh", "-ec", recipe["%test"]],
+        capture_output=True,
+        text=True,
+        cwd=tempfile.gettempdir(),
+        check=False,
+    )
     times["%test"] = time.perf_counter() - began
     print(test.stdout + test.stderr, flush=True)
     if test.returncode:
@@ -139,8 +155,21 @@ def rules_in_image(root: Path, times: dict) -> tuple[list[dict], dict]:
         began = time.perf_counter()
         # The upstream ran outside any container: its jobs' recorded software environment differs, which must not
         # rerun them here (software-env is left out of the triggers); the jobs in IN_IMAGE have never run.
-        run([*snakemake, "--cores", "1", "--software-deployment-method", "apptainer",
-             "--rerun-triggers", "mtime", "input", "params", "code"], env=env)  # fmt: skip
+        run(
+            [
+                *snakemake,
+                "--cores",
+                "1",
+                "--software-deployment-method",
+                "apptainer",
+                "--rerun-triggers",
+                "mtime",
+                "input",
+                "params",
+                "code",
+            ],
+            env=env,
+        )
         times["fit and figure rules (image)"] = time.perf_counter() - began
         jobs = [json.loads(line) for line in execs.read_text().splitlines()]
         origin = provenance(jobs[-1], work, env)
@@ -149,8 +178,15 @@ def rules_in_image(root: Path, times: dict) -> tuple[list[dict], dict]:
     wanted = [TARGETS[0], *(path for name in IN_IMAGE[1:] for path in artifacts.ARTIFACTS[name].outputs.values())]
     made = {path: (work / path).stat().st_size for path in wanted if (work / path).exists()}
     shutil.rmtree(work)
-    jobs = [{"image": Path(j["image"]).name, "command": " ".join(j["command"])[-160:], "seconds": j["seconds"],
-             "exit": j["exit"]} for j in jobs]  # fmt: skip
+    jobs = [
+        {
+            "image": Path(j["image"]).name,
+            "command": " ".join(j["command"])[-160:],
+            "seconds": j["seconds"],
+            "exit": j["exit"],
+        }
+        for j in jobs
+    ]
     return jobs, {"wanted": len(wanted), "made": made, "imported_from": origin}
 
 
@@ -159,13 +195,16 @@ def provenance(job: dict, work: Path, env: dict) -> dict[str, str]:
     (mounted at /mnt/snakemake_searchpaths) after the image's, so a package the image lacked would come from the host
     and go unnoticed; this shows each comes from the image's /opt/venv, and only the project's code from the host."""
     mounts = [b.split(":")[1].strip("'") for b in job["binds"] if ":/mnt/snakemake_searchpaths/" in b]
-    probe = (f"import sys; sys.path.extend({mounts!r}); import {', '.join(PROBED)}; "
-             f"print({{m: sys.modules[m].__file__ for m in {PROBED!r}}} | {{'python': sys.executable}})")  # fmt: skip
+    probe = (
+        f"import sys; sys.path.extend({mounts!r}); import {', '.join(PROBED)}; "
+        f"print({{m: sys.modules[m].__file__ for m in {PROBED!r}}} | {{'python': sys.executable}})"
+    )
     cmd = [str(STAND_IN / "apptainer"), "exec", "--home", str(work)]
     for bind in job["binds"]:
         cmd += ["--bind", bind]
-    out = subprocess.run([*cmd, job["image"], "python", "-c", probe], capture_output=True, text=True, cwd=work,
-                         env=env, check=True)  # fmt: skip
+    out = subprocess.run(
+        [*cmd, job["image"], "python", "-c", probe], capture_output=True, text=True, cwd=work, env=env, check=True
+    )
     origin = ast.literal_eval(out.stdout.strip().splitlines()[-1])
     outside = {m: f for m, f in origin.items() if not f.startswith("/opt/venv/") and m != "entropy_rl"}
     if outside or not origin["entropy_rl"].startswith("/mnt/snakemake_searchpaths/"):
@@ -190,9 +229,15 @@ def main() -> None:
     jobs, made = rules_in_image(args.root, times)
     for what, seconds in times.items():
         print(f"{what:30s} {seconds:7.1f} s")
-    record = {"key": key(), "image": Path(images.image_ref("analysis", ROOT)).name,
-              "date": time.strftime("%Y-%m-%d"), "seconds": {k: round(v, 1) for k, v in times.items()},
-              "test_output": test_output, "jobs_in_image": jobs, "outputs_made_in_image": made}  # fmt: skip
+    record = {
+        "key": key(),
+        "image": Path(images.image_ref("analysis", ROOT)).name,
+        "date": time.strftime("%Y-%m-%d"),
+        "seconds": {k: round(v, 1) for k, v in times.items()},
+        "test_output": test_output,
+        "jobs_in_image": jobs,
+        "outputs_made_in_image": made,
+    }
     args.record.write_text(json.dumps(record, indent=1) + "\n")
     print(f"{len(jobs)} jobs ran in the image, {sum(j['exit'] != 0 for j in jobs)} failed; record: {args.record}")
     if not args.keep:

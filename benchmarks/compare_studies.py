@@ -12,7 +12,11 @@ import argparse
 import collections
 import filecmp
 import re
+import sys
 from pathlib import Path
+
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "workflow")]
+from entropy_rl.core import paths  # noqa: E402
 
 DATE = re.compile(rb"/CreationDate \([^)]*\)")
 
@@ -26,7 +30,7 @@ def main() -> None:
     parser.add_argument("before", type=Path)
     parser.add_argument("after", type=Path)
     args = parser.parse_args()
-    a, b = args.before / "results", args.after / "results"
+    a, b = args.before / paths.RESULTS, args.after / paths.RESULTS
     fa, fb = files(a), files(b)
     same, pdfs, differ = [], [], []
     for rel in sorted(fa & fb):

@@ -29,8 +29,9 @@ import yaml
 from safetensors.torch import load_file
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-from bench_support import one_run_config  # (the tests' helper: the configuration cut to one run)  # noqa: E402
+sys.path[:0] = [str(ROOT / "workflow"), str(ROOT / "tests")]
+from entropy_rl.core import paths  # noqa: E402
+from support import one_run_config  # (the tests' helper: the configuration cut to one run)  # noqa: E402
 
 AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "DNNL_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 COLUMNS = ("entropy", "reward_mean", "response_length", "val_acc")
@@ -40,12 +41,22 @@ def build(workdir: Path, cfg: dict, run: str, env: dict[str, str]) -> Path:
     """The run's metrics through Snakemake, one core, with ``env`` added; returns the results directory."""
     workdir.mkdir(parents=True)
     (workdir / "config.yaml").write_text(yaml.safe_dump(cfg))
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir), "--cores", "1",
-           f"results/runs/{run}/metrics.parquet"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "-d",
+        str(workdir),
+        "--cores",
+        "1",
+        paths.RUN_METRICS.format(run=run),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env}, timeout=3600)
     if proc.returncode != 0:
         sys.exit(f"the run failed with {env or 'this CPU'}'s kernels:\n{proc.stderr[-3000:]}")
-    return workdir / "results"
+    return workdir / paths.RESULTS
 
 
 def weights(directory: Path) -> dict[str, torch.Tensor]:
@@ -82,15 +93,21 @@ def main() -> None:
     avx512 = "avx512f" in Path("/proc/cpuinfo").read_text()
     base = args.keep or Path(tempfile.mkdtemp(prefix="cpu_kernels_"))
     variants = {"this CPU": {}, "this CPU, again": {}, "AVX2": AVX2}
-    results = {name: build(base / name.replace(" ", "_").replace(",", ""), cfg, args.run, env)
-               for name, env in variants.items()}  # fmt: skip
+    results = {
+        name: build(base / name.replace(" ", "_").replace(",", ""), cfg, args.run, env)
+        for name, env in variants.items()
+    }
     first = results["this CPU"]
-    print(f"run {args.run} ({cfg['mini']['train']['steps']} steps), torch {torch.__version__}, "
-          f"{'AVX-512' if avx512 else 'no AVX-512: the AVX2 run is this CPU own'}")  # fmt: skip
+    print(
+        f"run {args.run} ({cfg['mini']['train']['steps']} steps), torch {torch.__version__}, "
+        f"{'AVX-512' if avx512 else 'no AVX-512: the AVX2 run is this CPU own'}"
+    )
     for name in ("this CPU, again", "AVX2"):
         other = results[name]
         print(f"\n{name} against the first:")
-        print(f"  base model {model}: {weights_diff(weights(first / 'models' / model), weights(other / 'models' / model))}")
+        print(
+            f"  base model {model}: {weights_diff(weights(first / 'models' / model), weights(other / 'models' / model))}"
+        )
         a, b = (pd.read_parquet(r / "runs" / args.run / "metrics.parquet") for r in (first, other))
         print(f"  metrics: {metrics_diff(a, b)}")
         final = weights_diff(weights(first / "runs" / args.run / "final"), weights(other / "runs" / args.run / "final"))

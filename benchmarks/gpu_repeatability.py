@@ -35,8 +35,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 from entropy_rl.paper.cost import shapes  # noqa: E402
 
-TINY = {"hidden_size": 128, "intermediate_size": 256, "num_layers": 2, "num_heads": 4, "num_kv_heads": 2,
-        "vocab_size": 512, "tie_word_embeddings": True}  # fmt: skip
+TINY = {
+    "hidden_size": 128,
+    "intermediate_size": 256,
+    "num_layers": 2,
+    "num_heads": 4,
+    "num_kv_heads": 2,
+    "vocab_size": 512,
+    "tie_word_embeddings": True,
+}
 
 
 def build(family: str, arch: dict, device: str, dtype):
@@ -73,7 +80,9 @@ def draws(model, ids: torch.Tensor, chunk: int, noise_seed: int = 0) -> torch.Te
     return torch.stack(out)
 
 
-def batch_invariance(name: str, family: str, arch: dict, device: str, dtype, probes: int, batch: int, length: int) -> dict:
+def batch_invariance(
+    name: str, family: str, arch: dict, device: str, dtype, probes: int, batch: int, length: int
+) -> dict:
     model = build(family, arch, device, dtype)
     g = torch.Generator(device="cpu").manual_seed(1)
     ids = torch.randint(0, arch["vocab_size"], (batch, length), generator=g).to(device)
@@ -81,9 +90,16 @@ def batch_invariance(name: str, family: str, arch: dict, device: str, dtype, pro
     once, again = (token_logprobs(model, ids, batch)[:probes] for _ in range(2))
     diff = (alone - once).abs()
     flips = (draws(model, ids[:probes], 1) != draws(model, ids, batch)[:probes]).float().mean().item()
-    result = {"model": name, "dtype": str(dtype).replace("torch.", ""), "batch": batch, "length": length,
-              "rerun_max_abs_diff": (once - again).abs().max().item(), "alone_vs_batch_max_abs_diff": diff.max().item(),
-              "alone_vs_batch_mean_abs_diff": diff.mean().item(), "draws_changed": flips}  # fmt: skip
+    result = {
+        "model": name,
+        "dtype": str(dtype).replace("torch.", ""),
+        "batch": batch,
+        "length": length,
+        "rerun_max_abs_diff": (once - again).abs().max().item(),
+        "alone_vs_batch_max_abs_diff": diff.max().item(),
+        "alone_vs_batch_mean_abs_diff": diff.mean().item(),
+        "draws_changed": flips,
+    }
     del model
     if device == "cuda":
         torch.cuda.empty_cache()
@@ -119,8 +135,14 @@ def seeded_sampling_cost(device: str, vocab: int, batches: list[int], repeats: i
                 q[i].exponential_(generator=gen)
             return (probs / q).argmax(-1)
 
-        rows.append({"batch": b, "vocab": vocab, "unseeded_ms": time_it(batched, device, repeats),
-                     "seeded_ms": time_it(seeded, device, repeats)})  # fmt: skip
+        rows.append(
+            {
+                "batch": b,
+                "vocab": vocab,
+                "unseeded_ms": time_it(batched, device, repeats),
+                "seeded_ms": time_it(seeded, device, repeats),
+            }
+        )
     return rows
 
 
@@ -141,18 +163,30 @@ def main(argv=None) -> int:
     print(f"device: {where}; torch {torch.__version__}")
     invariance = [batch_invariance(name, fam, arch, device, dtype, probes, batch, length) for name, fam, arch in models]
     print("\nlog p of each token: the same batch twice, and the same sequences alone against inside a batch")
-    print(f"{'model':28} {'dtype':9} {'batch':>5} {'rerun max|Δ|':>13} {'alone/batch max|Δ|':>19} {'mean|Δ|':>9} {'draws changed':>14}")
+    print(
+        f"{'model':28} {'dtype':9} {'batch':>5} {'rerun max|Δ|':>13} {'alone/batch max|Δ|':>19} {'mean|Δ|':>9} {'draws changed':>14}"
+    )
     for r in invariance:
-        print(f"{r['model']:28} {r['dtype']:9} {r['batch']:5d} {r['rerun_max_abs_diff']:13.3g} "
-              f"{r['alone_vs_batch_max_abs_diff']:19.3g} {r['alone_vs_batch_mean_abs_diff']:9.3g} {r['draws_changed']:14.2%}")  # fmt: skip
+        print(
+            f"{r['model']:28} {r['dtype']:9} {r['batch']:5d} {r['rerun_max_abs_diff']:13.3g} "
+            f"{r['alone_vs_batch_max_abs_diff']:19.3g} {r['alone_vs_batch_mean_abs_diff']:9.3g} {r['draws_changed']:14.2%}"
+        )
     cost = seeded_sampling_cost(device, vocab, batches, repeats=20)
-    print(f"\nthe exponential noise of one decode step over {vocab:,} tokens: one batched draw, or one draw per seeded request")
+    print(
+        f"\nthe exponential noise of one decode step over {vocab:,} tokens: one batched draw, or one draw per seeded request"
+    )
     print(f"{'batch':>5} {'unseeded ms':>12} {'seeded ms':>10} {'extra ms per step':>18}")
     for r in cost:
-        print(f"{r['batch']:5d} {r['unseeded_ms']:12.3f} {r['seeded_ms']:10.3f} {r['seeded_ms'] - r['unseeded_ms']:18.3f}")
+        print(
+            f"{r['batch']:5d} {r['unseeded_ms']:12.3f} {r['seeded_ms']:10.3f} {r['seeded_ms'] - r['unseeded_ms']:18.3f}"
+        )
     if args.json:
-        Path(args.json).write_text(json.dumps({"device": where, "torch": torch.__version__, "batch_invariance": invariance,
-                                               "seeded_sampling": cost}, indent=2))  # fmt: skip
+        Path(args.json).write_text(
+            json.dumps(
+                {"device": where, "torch": torch.__version__, "batch_invariance": invariance, "seeded_sampling": cost},
+                indent=2,
+            )
+        )
     return 0
 
 

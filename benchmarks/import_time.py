@@ -48,7 +48,11 @@ def measure(script: Path, workflow: Path, repeats: int) -> dict:
     for _ in range(repeats):
         proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
         runs.append(json.loads(proc.stdout.splitlines()[-1]))
-    return {"median_s": statistics.median(r["s"] for r in runs), "heavy": runs[0]["heavy"], "modules": runs[0]["modules"]}
+    return {
+        "median_s": statistics.median(r["s"] for r in runs),
+        "heavy": runs[0]["heavy"],
+        "modules": runs[0]["modules"],
+    }
 
 
 def main() -> None:

@@ -31,17 +31,30 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "workflow"), str(ROOT / "tests")]
 
-from bench_support import pilot_here, vllm_env  # noqa: E402
-from entropy_rl.core import random_reward, spec  # noqa: E402
+from entropy_rl.core import paths, random_reward, spec  # noqa: E402
 from entropy_rl.paper import launch, reward_launch, verl_metrics  # noqa: E402
+from support import pilot_here, vllm_env  # noqa: E402
 
 # Section 4's four losses (its baseline, clip-higher, Clip-Cov, KL-Cov) and Section 2's two treatments (entropy loss,
 # reference KL: the one run with a reference worker).
-RUNS = ["qwen2.5-7b-grpo-dapo", "qwen2.5-7b-grpo-cliphigher", "qwen2.5-7b-grpo-clipcov", "qwen2.5-7b-grpo-klcov",
-        "qwen2.5-7b-grpo-ent0.001", "qwen2.5-7b-grpo-refkl0.01", "qwen2.5-7b-grpo-random"]  # fmt: skip
+RUNS = [
+    "qwen2.5-7b-grpo-dapo",
+    "qwen2.5-7b-grpo-cliphigher",
+    "qwen2.5-7b-grpo-clipcov",
+    "qwen2.5-7b-grpo-klcov",
+    "qwen2.5-7b-grpo-ent0.001",
+    "qwen2.5-7b-grpo-refkl0.01",
+    "qwen2.5-7b-grpo-random",
+]
 # One step of the pilot's size; the loss settings stay the run's own.
-ONE_STEP = {"steps": 1, "prompts_per_step": 4, "ppo_mini_batch_size": 2, "max_response_length": 24, "lr": 1.0e-3,
-            "val_every": 1000}  # fmt: skip
+ONE_STEP = {
+    "steps": 1,
+    "prompts_per_step": 4,
+    "ppo_mini_batch_size": 2,
+    "max_response_length": 24,
+    "lr": 1.0e-3,
+    "val_every": 1000,
+}
 
 
 def paper_config() -> dict:
@@ -58,7 +71,7 @@ def paper_config() -> dict:
 
 def results_dir(pilot: Path, root: Path) -> None:
     """The layout the commands name, from the pilot's: its model as Qwen2.5-7B, its training set as each run's."""
-    src = pilot / "results"
+    src = pilot / paths.RESULTS
     (root / "models").mkdir(parents=True)
     shutil.copytree(src / "models" / "qwen2.5-0.5b", root / "models" / "qwen2.5-7b")
     (root / "data" / "train").mkdir(parents=True)
@@ -104,12 +117,18 @@ def random_draws_problems(run_spec: dict, dump: Path, train: Path) -> tuple[list
             problems.append(f"{len(match)} training rows match a dumped prompt")
             continue
         row = match.iloc[0]
-        drawn = random_reward.bernoulli(run_spec["seed"], "verl", row["data_source"], int(row["extra_info"]["index"]),
-                                        r["output"])  # fmt: skip
+        drawn = random_reward.bernoulli(
+            run_spec["seed"], "verl", row["data_source"], int(row["extra_info"]["index"]), r["output"]
+        )
         if drawn != r["score"]:
             problems.append(f"score {r['score']} where the draw is {drawn}")
-        differ += reward.compute_score(row["data_source"], r["output"], row["reward_model"]["ground_truth"]) != r["score"]
-    return problems, f"{len(dumped)} rollouts, mean score {sum(r['score'] for r in dumped) / len(dumped):.3f}, {differ} scored otherwise than the true reward would"
+        differ += (
+            reward.compute_score(row["data_source"], r["output"], row["reward_model"]["ground_truth"]) != r["score"]
+        )
+    return (
+        problems,
+        f"{len(dumped)} rollouts, mean score {sum(r['score'] for r in dumped) / len(dumped):.3f}, {differ} scored otherwise than the true reward would",
+    )
 
 
 def main() -> None:
@@ -119,7 +138,7 @@ def main() -> None:
     args = parser.parse_args()
     cfg = paper_config()
     work = Path(tempfile.mkdtemp(prefix="loss-modes-"))
-    root = work / "results"
+    root = work / paths.RESULTS
     results_dir(args.pilot, root)
     env = launch.verl_env(vllm_env(**{**pilot_here.ENV, "PYTHONPATH": f"{ROOT / 'workflow'}:{ROOT / 'tests'}"}))
     failed = []
@@ -134,10 +153,18 @@ def main() -> None:
         started = time.perf_counter()
         code = launch.run(command, ["localhost"], 1, {**env, "VERL_FILE_LOGGER_PATH": str(log)})
         seconds = time.perf_counter() - started
-        data = {k: v for r in verl_metrics.read_jsonl(log) if r["step"] == 1 for k, v in r["data"].items()} if log.exists() else {}
-        shown = {k: v for k, v in sorted(data.items()) if k.startswith(("paper/", "actor/")) and not k.startswith("actor/lr")}
-        print(f"\n{run}: loss_mode {s['loss']['loss_mode']}, clip {s['loss']['clip_ratio_low']}/{s['loss']['clip_ratio_high']}, "
-              f"entropy_coeff {s['loss']['entropy_coeff']}, kl_loss_coef {s['loss']['kl_loss_coef']}: exit {code}, {seconds:.0f} s")  # fmt: skip
+        data = (
+            {k: v for r in verl_metrics.read_jsonl(log) if r["step"] == 1 for k, v in r["data"].items()}
+            if log.exists()
+            else {}
+        )
+        shown = {
+            k: v for k, v in sorted(data.items()) if k.startswith(("paper/", "actor/")) and not k.startswith("actor/lr")
+        }
+        print(
+            f"\n{run}: loss_mode {s['loss']['loss_mode']}, clip {s['loss']['clip_ratio_low']}/{s['loss']['clip_ratio_high']}, "
+            f"entropy_coeff {s['loss']['entropy_coeff']}, kl_loss_coef {s['loss']['kl_loss_coef']}: exit {code}, {seconds:.0f} s"
+        )
         for key, value in shown.items():
             print(f"  {key:34s} {value}")
         problems = [] if code == 0 else [f"exit {code}"]
@@ -146,13 +173,18 @@ def main() -> None:
             if value is None or (isinstance(value, float) and math.isnan(value)) or (nonzero and not value):
                 problems.append(f"{key} = {value}")
         if random_reward.is_random(s):
-            draw_problems, summary = random_draws_problems(s, dump, root / "data" / "train" / f"{s['train_data']}.parquet")
+            draw_problems, summary = random_draws_problems(
+                s, dump, root / "data" / "train" / f"{s['train_data']}.parquet"
+            )
             print(f"  random reward: {summary}; {len(draw_problems)} not the recomputed draw {draw_problems[:3]}")
             problems += draw_problems[:3]
         if problems:
             failed.append(f"{run}: {', '.join(problems)}")
     shutil.rmtree(work)
-    print("\n" + ("\n".join(failed) if failed else f"all {len(args.runs)} losses took a main_ppo step and logged their terms"))
+    print(
+        "\n"
+        + ("\n".join(failed) if failed else f"all {len(args.runs)} losses took a main_ppo step and logged their terms")
+    )
     sys.exit(1 if failed else 0)
 
 

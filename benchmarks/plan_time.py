@@ -4,7 +4,8 @@ complete results, and the paper plan, first (with the launch preflight of every 
 Each is timed in a fresh directory holding the checkout's config.yaml, as a new user's first call would be, and
 printed beside issue 40's target. Beside the parse, Snakemake's own start (a one-rule Snakefile's --list-rules: its
 imports and plugins, which no workflow change touches) and the Snakefile's share above it; beside the first paper
-plan, the launch preflight's share, as the plan prints it (cluster.smk, check_launches). Run from the repository root, with nothing else running (minutes of one core):
+plan, the launch preflight's share, as the plan prints it (pipeline.estimate.check_launches). Run from the repository
+root, with nothing else running (minutes of one core):
 
     python benchmarks/plan_time.py [--workflow CHECKOUT] [--repeat 2]
 """
@@ -21,12 +22,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "workflow"), str(ROOT / "tests")]
-from bench_support import make_planned_outputs  # (the tests' helper: the same complete result set)
+from support import make_planned_outputs  # (the tests' helper: the same complete result set)
 
 
 def snakemake(workflow: Path, work: Path, *args: str, snakefile: Path | None = None) -> tuple[float, str]:
     """One call's wall time, and what it printed to stderr."""
-    env = {**os.environ, "PYTHONPATH": str(workflow / "workflow"), "HF_TOKEN": os.environ.get("HF_TOKEN", "hf_not_used")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(workflow / "workflow"),
+        "HF_TOKEN": os.environ.get("HF_TOKEN", "hf_not_used"),
+    }
     cmd = [sys.executable, "-m", "snakemake", "-s", str(snakefile or workflow / "Snakefile"), "-d", str(work), *args]
     started = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
@@ -45,8 +50,13 @@ def fresh(workflow: Path) -> Path:
 def complete(workflow: Path, work: Path) -> None:
     """Every output of the mini DAG as an empty file or directory, made up to date (as the paid-work tests do)."""
     env = {**os.environ, "PYTHONPATH": str(workflow / "workflow")}
-    plan = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(workflow / "Snakefile"), "-d", str(work), "-n",
-                           "--cores", "2"], capture_output=True, text=True, env=env, check=True)  # fmt: skip
+    plan = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(workflow / "Snakefile"), "-d", str(work), "-n", "--cores", "2"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
     make_planned_outputs(plan.stdout, work)
     snakemake(workflow, work, "--touch", "--forceall", "--cores", "2")
 
@@ -65,14 +75,20 @@ def main() -> None:
 
     def best(label: str, target: str, call, snakefile=None) -> tuple[float, str]:
         """The fastest of --repeat calls; ``call()`` gives each one's work directory and arguments (a fresh one each)."""
-        seconds, stderr = min((snakemake(wf, *call(), snakefile=snakefile) for _ in range(args.repeat)), key=lambda r: r[0])
+        seconds, stderr = min(
+            (snakemake(wf, *call(), snakefile=snakefile) for _ in range(args.repeat)), key=lambda r: r[0]
+        )
         print(f"{label:55s} {seconds:6.1f} s   (target {target})", flush=True)
         return seconds, stderr
 
     one_rule = Path(tempfile.mkdtemp(prefix="plan-time-one-rule-"))
     (one_rule / "Snakefile").write_text('rule one:\n    output: "one"\n    shell: "touch {output}"\n')
-    floor, _ = best("Snakemake's own start (a one-rule Snakefile)", "-", lambda: (one_rule, "--list-rules"),
-                    snakefile=one_rule / "Snakefile")  # fmt: skip
+    floor, _ = best(
+        "Snakemake's own start (a one-rule Snakefile)",
+        "-",
+        lambda: (one_rule, "--list-rules"),
+        snakefile=one_rule / "Snakefile",
+    )
     work = fresh(wf)
     parse, _ = best("the Snakefile's parse (snakemake --list-rules)", "1 s", lambda: (work, "--list-rules"))
     above = "  the Snakefile, above Snakemake's own start"
@@ -80,12 +96,16 @@ def main() -> None:
     best("mini plan, first in a new directory", "-", lambda: (fresh(wf), "-n", "--cores", "2"))
     complete(wf, work)
     best("mini no-op on complete results", "2 s", lambda: (work, "--cores", "2"))
-    _, stderr = best("paper plan, first (launch preflight of every run)", "60 s",
-                     lambda: (fresh(wf), "--config", "scale=paper", "-n", "all"))  # fmt: skip
+    _, stderr = best(
+        "paper plan, first (launch preflight of every run)",
+        "60 s",
+        lambda: (fresh(wf), "--config", "scale=paper", "-n", "all"),
+    )
     print(f"{'  of which the launch preflight':55s} {preflight_seconds(stderr):>8s}")
     paper = fresh(wf)
     snakemake(wf, paper, "--config", "scale=paper", "-n", "all")
     best("paper plan, preflight remembered", "4 s", lambda: (paper, "--config", "scale=paper", "-n", "all"))
+
 
 if __name__ == "__main__":
     main()

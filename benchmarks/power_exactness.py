@@ -16,8 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the toy model lives with the tests
-from bench_support import power_toy as toy  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "workflow"), str(ROOT / "tests")]  # the toy model lives with the tests
+from entropy_rl.core import paths  # noqa: E402
+from support import power_toy as toy  # noqa: E402
 
 SAMPLERS = [
     ("low temperature (T = 1/α)", "low-temp", {}),
@@ -37,7 +39,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--samples", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--out", default="results/benchmarks/power_exactness.png")
+    parser.add_argument("--out", default=paths.BENCHMARK_OUTPUT.format(name="power_exactness.png"))
     args = parser.parse_args()
     target, own = toy.exact(toy.ALPHA), toy.exact(toy.ALPHA, per_token=True)
     ns = [n for n in (125, 250, 500, 1000, 2000, 4000, 8000) if n <= args.samples]

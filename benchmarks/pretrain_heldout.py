@@ -34,7 +34,9 @@ def heldout_corpus(cfg: dict, seen: set[str], prompts: int):
     from entropy_rl.mini import data
 
     spec = dict(cfg["data"]["pretrain"], repeats=1)
-    frame = data.build_training_mix(cfg["data"]["benchmarks"], spec["from"], 2 * prompts, cfg["data"]["seed"] + 101, seen, "heldout")
+    frame = data.build_training_mix(
+        cfg["data"]["benchmarks"], spec["from"], 2 * prompts, cfg["data"]["seed"] + 101, seen, "heldout"
+    )
     return data.sft_responses(frame.head(prompts), spec, cfg["data"]["seed"] + 103)
 
 
@@ -60,14 +62,18 @@ def main() -> None:
         paths = data.prepare_mini_data({k: v for k, v in cfg["data"].items() if k != "train_sets"}, tmp)
         corpus = formats.load_verl_parquet(paths["pretrain"])
         prompts, _ = formats.prompts_and_answers(corpus)
-        texts = [p[-1]["content"] + r for p, r in zip(prompts, corpus["response"])] + ["Question: Answer:"]  # as the rule's
+        texts = [p[-1]["content"] + r for p, r in zip(prompts, corpus["response"])] + [
+            "Question: Answer:"
+        ]  # as the rule's
         tokenizer.build_tokenizer(texts, cfg["tokenizer"]["vocab_size"]).save_pretrained(Path(tmp) / "tokenizer")
         seen = {data.prompt_text(p) for p in corpus["prompt"]}
         for name in cfg["data"]["benchmarks"]:
             seen |= {data.prompt_text(p) for p in formats.load_verl_parquet(paths[name])["prompt"]}
         heldout = heldout_corpus(cfg, seen, args.heldout)
         arch = cfg["models"][args.model]
-        model, tok = models.build_mini_model(arch["family"], arch, Path(tmp) / "tokenizer", models.model_seed(args.model, settings["seed"]))
+        model, tok = models.build_mini_model(
+            arch["family"], arch, Path(tmp) / "tokenizer", models.model_seed(args.model, settings["seed"])
+        )
         h_prompts, _ = formats.prompts_and_answers(heldout)
         h_batch = models.sft_batch(models.sft_examples(tok, h_prompts, list(heldout["response"])), tok.pad_token_id)
 
@@ -82,21 +88,41 @@ def main() -> None:
 
         models.response_loss, t0 = measured, time.perf_counter()
         try:
-            losses = models.pretrain(model, tok, prompts, list(corpus["response"]), settings["steps"],
-                                     settings["batch_size"], settings["lr"], models.model_seed(args.model, settings["seed"]), precision)  # fmt: skip
+            losses = models.pretrain(
+                model,
+                tok,
+                prompts,
+                list(corpus["response"]),
+                settings["steps"],
+                settings["batch_size"],
+                settings["lr"],
+                models.model_seed(args.model, settings["seed"]),
+                precision,
+            )
         finally:
             models.response_loss = train_step
         with torch.no_grad():
             curve.append((settings["steps"], float(train_step(model, *h_batch))))
-    print(f"{args.model}: {settings['steps']} steps of {settings['batch_size']} in {precision}, {time.perf_counter() - t0:.0f} s; "
-          f"held-out loss over {len(heldout)} fresh prompts every {args.every} steps")  # fmt: skip
+    print(
+        f"{args.model}: {settings['steps']} steps of {settings['batch_size']} in {precision}, {time.perf_counter() - t0:.0f} s; "
+        f"held-out loss over {len(heldout)} fresh prompts every {args.every} steps"
+    )
     print(f"{'step':>6} {'held-out':>9} {'train (mean of the last ' + str(args.every) + ')':>30}")
     for step, loss in curve:
         window = losses[max(0, step - args.every) : step] or losses[:1]
         print(f"{step:>6} {loss:9.4f} {sum(window) / len(window):30.4f}")
-    stop = next((s for s, loss in curve if any(s0 == s - args.patience and loss > (1 - args.min_gain) * l0 for s0, l0 in curve)), None)
-    print(f"early stop (held-out gain under {100 * args.min_gain:g}% in {args.patience} steps): "
-          + (f"at step {stop} of {settings['steps']}" if stop else f"none before step {settings['steps']}"))  # fmt: skip
+    stop = next(
+        (
+            s
+            for s, loss in curve
+            if any(s0 == s - args.patience and loss > (1 - args.min_gain) * l0 for s0, l0 in curve)
+        ),
+        None,
+    )
+    print(
+        f"early stop (held-out gain under {100 * args.min_gain:g}% in {args.patience} steps): "
+        + (f"at step {stop} of {settings['steps']}" if stop else f"none before step {settings['steps']}")
+    )
 
 
 if __name__ == "__main__":

@@ -47,15 +47,21 @@ def main() -> None:
         laws = speed_report.laws(result)
         timed = speed.timed_on(result, "update") or speed.timed_on(result, "rollout")
         kind = gpus.gpu_type(timed["gpu"])
-        priced = {**assumed, "gpu": kind, "gpu_peak_tflops": gpus.PEAK_TFLOPS[kind],
-                  "speed_laws": {k: law.to_dict() for k, law in laws.items()}}  # fmt: skip
+        priced = {
+            **assumed,
+            "gpu": kind,
+            "gpu_peak_tflops": gpus.PEAK_TFLOPS[kind],
+            "speed_laws": {k: law.to_dict() for k, law in laws.items()},
+        }
         for law in laws.values():
             print(law.describe())
     by_model = spread_by_model(S, study, priced)
     prompt, response = assumed["mean_prompt_tokens"], assumed["mean_response_tokens"]
-    print(f"| model | update GFLOPs a token | rollout GFLOPs a token | KV cache KiB a token | rollout roofline "
-          f"(sequences held, bound, × its FLOPs' time) | train MFU, source [range] | rollout efficiency, source [range] "
-          f"| GPU-hours, {priced['gpu']}, charged | low – high | largest term |")
+    print(
+        f"| model | update GFLOPs a token | rollout GFLOPs a token | KV cache KiB a token | rollout roofline "
+        f"(sequences held, bound, × its FLOPs' time) | train MFU, source [range] | rollout efficiency, source [range] "
+        f"| GPU-hours, {priced['gpu']}, charged | low – high | largest term |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for model in sorted(by_model, key=lambda m: (S["models"][m]["params_b"], m)):
         arch = architectures.of_model(S, model)
@@ -66,15 +72,19 @@ def main() -> None:
             effs = [efficiency.of(priced, key, arch, prompt, response, engine) for key in ("train_mfu", "rollout_mfu")]
         shown = [f"{e.value:.3f}, {e.source}" + (f" [{e.low:.3f}–{e.high:.3f}]" if e.spread else "") for e in effs]
         total = by_model[model]
-        print(f"| {model} | {architectures.update_flops(arch, prompt, response) / 1e9:.3g} "
-              f"| {architectures.rollout_flops(arch, prompt, response) / 1e9:.3g} | {arch.kv_cache_bytes() / 1024:.0f} "
-              f"| {roof.sequences}, {roof.bound}, {roof.seconds / roof.compute_s:.2f} | {shown[0]} | {shown[1]} "
-              f"| {total.value:,.0f} | {total.low:,.0f} – {total.high:,.0f} "
-              f"| {total.largest} ({total.terms[total.largest] / total.value:.0%}) |" + (" capped" if caught else ""))  # fmt: skip
+        print(
+            f"| {model} | {architectures.update_flops(arch, prompt, response) / 1e9:.3g} "
+            f"| {architectures.rollout_flops(arch, prompt, response) / 1e9:.3g} | {arch.kv_cache_bytes() / 1024:.0f} "
+            f"| {roof.sequences}, {roof.bound}, {roof.seconds / roof.compute_s:.2f} | {shown[0]} | {shown[1]} "
+            f"| {total.value:,.0f} | {total.low:,.0f} – {total.high:,.0f} "
+            f"| {total.largest} ({total.terms[total.largest] / total.value:.0%}) |" + (" capped" if caught else "")
+        )
     whole = sum(by_model.values(), ranges.NONE)
-    print(f"total: {whole.value:,.0f} {priced['gpu']} GPU-hours charged, {whole.low:,.0f} – {whole.high:,.0f}; "
-          f"{whole.worst:,.0f} with every step's refills at max_num_gen_batches; by term: "
-          + ", ".join(f"{k} {v:,.0f}" for k, v in sorted(whole.terms.items(), key=lambda kv: -kv[1])))
+    print(
+        f"total: {whole.value:,.0f} {priced['gpu']} GPU-hours charged, {whole.low:,.0f} – {whole.high:,.0f}; "
+        f"{whole.worst:,.0f} with every step's refills at max_num_gen_batches; by term: "
+        + ", ".join(f"{k} {v:,.0f}" for k, v in sorted(whole.terms.items(), key=lambda kv: -kv[1]))
+    )
 
 
 if __name__ == "__main__":

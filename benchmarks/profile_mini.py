@@ -81,7 +81,9 @@ class Phases:
             keys = sorted(children.get(parent, []), key=lambda k: -self.seconds[k])
             for key in keys:
                 name, s = key.rpartition("/")[2], self.seconds[key]
-                print(f"  {'  ' * depth}{name:<{34 - 2 * depth}} {s:8.2f} s {100 * s / total:5.1f}%  ({self.calls[key]} calls)")
+                print(
+                    f"  {'  ' * depth}{name:<{34 - 2 * depth}} {s:8.2f} s {100 * s / total:5.1f}%  ({self.calls[key]} calls)"
+                )
                 show(key, depth + 1, s)
             if keys:
                 rest = budget - sum(self.seconds[k] for k in keys)
@@ -92,8 +94,13 @@ class Phases:
 
 def import_seconds(module: str) -> dict[str, float]:
     """Cumulative import time of ``module`` in a fresh interpreter, by top-level package (``-X importtime``)."""
-    out = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {module}"],
-                         capture_output=True, text=True, check=True, cwd=ROOT).stderr  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", f"import {module}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    ).stderr
     top = collections.defaultdict(float)
     for line in out.splitlines():  # "import time: self [us] | cumulative | name": sum self times by package
         parts = line.split("|")
@@ -120,19 +127,45 @@ def prepare(cfg: dict, model: str, steps: int | None, tmp: Path, precision: str 
     seed = models.model_seed(model, settings["seed"])
     prof = Phases()
     t0 = time.perf_counter()
-    with prof.wrapping((models, "build_mini_model", "build"), (models, "pretrain", "pretrain"),
-                       (models, "sft_batch", "batch"), (evaluate, "accuracy", "starting pass rates")):  # fmt: skip
+    with prof.wrapping(
+        (models, "build_mini_model", "build"),
+        (models, "pretrain", "pretrain"),
+        (models, "sft_batch", "batch"),
+        (evaluate, "accuracy", "starting pass rates"),
+    ):
         policy, tok = models.build_mini_model(arch["family"], arch, tmp / "tokenizer", seed)
         with prof.wrapping(*training_ops(policy)):
-            models.pretrain(policy, tok, prompts, list(corpus["response"]), settings["steps"],
-                            settings["batch_size"], settings["lr"], seed, precision)  # fmt: skip
+            models.pretrain(
+                policy,
+                tok,
+                prompts,
+                list(corpus["response"]),
+                settings["steps"],
+                settings["batch_size"],
+                settings["lr"],
+                seed,
+                precision,
+            )
         rates = {}
         for name, path in sorted(bench.items()):
             frame = formats.load_verl_parquet(path)
             p, a = formats.prompts_and_answers(frame)
-            rates[name] = round(evaluate.accuracy(policy, tok, p, a, formats.problem_styles(frame),
-                                                  cfg["data"]["benchmarks"][name]["protocol"], cfg["eval"]["max_new_tokens"]), 3)  # fmt: skip
-    prof.report(f"pre-training {model}, {settings['steps']} steps of {settings['batch_size']} in {precision}", time.perf_counter() - t0)
+            rates[name] = round(
+                evaluate.accuracy(
+                    policy,
+                    tok,
+                    p,
+                    a,
+                    formats.problem_styles(frame),
+                    cfg["data"]["benchmarks"][name]["protocol"],
+                    cfg["eval"]["max_new_tokens"],
+                ),
+                3,
+            )
+    prof.report(
+        f"pre-training {model}, {settings['steps']} steps of {settings['batch_size']} in {precision}",
+        time.perf_counter() - t0,
+    )
     print(f"  starting pass rates {json.dumps(rates)}")
     policy.save_pretrained(tmp / "model")
     tok.save_pretrained(tmp / "model")
@@ -145,7 +178,9 @@ def training_ops(model):
     from entropy_rl.mini import models
 
     # the loss's forward: models.response_loss where pre-training has it, else the model's own forward
-    forward = (models, "response_loss", "forward") if hasattr(models, "response_loss") else (model, "forward", "forward")
+    forward = (
+        (models, "response_loss", "forward") if hasattr(models, "response_loss") else (model, "forward", "forward")
+    )
     return (forward, (torch.Tensor, "backward", "backward"), (torch.optim.AdamW, "step", "optimizer step"))
 
 
@@ -158,24 +193,38 @@ def profile_run(cfg: dict, run: str, data_paths: dict, model_dir: Path, steps: i
     prof = Phases()
     t0 = time.perf_counter()
     domain = spec.domain_benchmarks(cfg, spec.train_domain(cfg, run))  # what the run validates on
-    val_sets = trainer.validation_sets({b: data_paths["benchmarks"][b] for b in domain}, s["val_protocol"], s["val_size"])
+    val_sets = trainer.validation_sets(
+        {b: data_paths["benchmarks"][b] for b in domain}, s["val_protocol"], s["val_size"]
+    )
     import torch
 
     with prof.wrapping(
-        (trainer, "set_up", "load"), (trainer, "sample_batch", "rollout"), (generation, "generate", "generate"),
-        (reward, "verdicts", "grade"), (generation, "forward_response", "log-prob forward"),
-        (trainer, "validate", "validation"), (trainer, "update_policy", "update"), (trainer, "ppo_epochs", "ppo epochs"),
-        (algorithms, "actor_loss", "verl actor loss"), (torch.Tensor, "backward", "backward"),
-        (torch.optim.AdamW, "step", "optimizer step"), (metrics, "policy_entropy", "measures"),
-        (metrics, "covariance_summary", "measures"), (metrics, "bandit_covariance", "measures"),
-        (metrics, "loss_token_stats", "measures"), (checkpoints, "save", "checkpointing"), (trainer, "finish", "saving"),
-    ):  # fmt: skip
+        (trainer, "set_up", "load"),
+        (trainer, "sample_batch", "rollout"),
+        (generation, "generate", "generate"),
+        (reward, "verdicts", "grade"),
+        (generation, "forward_response", "log-prob forward"),
+        (trainer, "validate", "validation"),
+        (trainer, "update_policy", "update"),
+        (trainer, "ppo_epochs", "ppo epochs"),
+        (algorithms, "actor_loss", "verl actor loss"),
+        (torch.Tensor, "backward", "backward"),
+        (torch.optim.AdamW, "step", "optimizer step"),
+        (metrics, "policy_entropy", "measures"),
+        (metrics, "covariance_summary", "measures"),
+        (metrics, "bandit_covariance", "measures"),
+        (metrics, "loss_token_stats", "measures"),
+        (checkpoints, "save", "checkpointing"),
+        (trainer, "finish", "saving"),
+    ):
         frame = trainer.train(s, model_dir, data_paths["train"], val_sets, out)
     total = time.perf_counter() - t0
     prof.report(f"RL run {run} ({s['algorithm']}), {s['steps']} steps", total)
     last = frame.dropna(subset=["val_acc"])
-    print(f"  validation accuracy {last['val_acc'].iloc[0]:.3f} -> {last['val_acc'].iloc[-1]:.3f}, "
-          f"entropy {frame['entropy'].iloc[0]:.3f} -> {frame['entropy'].iloc[-1]:.3f}")  # fmt: skip
+    print(
+        f"  validation accuracy {last['val_acc'].iloc[0]:.3f} -> {last['val_acc'].iloc[-1]:.3f}, "
+        f"entropy {frame['entropy'].iloc[0]:.3f} -> {frame['entropy'].iloc[-1]:.3f}"
+    )
 
 
 def main() -> None:
@@ -185,7 +234,9 @@ def main() -> None:
     ap.add_argument("--study", type=Path, help="take data and the pre-trained model from this results/ directory")
     ap.add_argument("--steps", type=int, help="RL steps (default: the config's)")
     ap.add_argument("--pretrain-steps", type=int, help="pre-training steps (default: the config's)")
-    ap.add_argument("--precision", choices=["auto", "bf16", "fp32"], help="pre-training's precision (default: the config's)")
+    ap.add_argument(
+        "--precision", choices=["auto", "bf16", "fp32"], help="pre-training's precision (default: the config's)"
+    )
     args = ap.parse_args()
 
     t0 = time.perf_counter()
@@ -195,7 +246,9 @@ def main() -> None:
     torch.set_num_threads(1)  # as every mini job (threads: 1)
     torch.manual_seed(0)
     imports = import_seconds(IMPORT)
-    print(f"imports: `import {IMPORT}` in a fresh interpreter, {sum(imports.values()):.2f} s (here {time.perf_counter() - t0:.2f} s)")
+    print(
+        f"imports: `import {IMPORT}` in a fresh interpreter, {sum(imports.values()):.2f} s (here {time.perf_counter() - t0:.2f} s)"
+    )
     for name, s in sorted(imports.items(), key=lambda kv: -kv[1])[:8]:
         print(f"  {name:<34} {s:8.2f} s")
 

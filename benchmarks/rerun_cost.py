@@ -3,7 +3,7 @@
 Exports two revisions of this repository (``git archive``), builds every output of the paper-scale DAG with the
 old one as empty files made up to date by ``snakemake --touch --forceall`` (so each job has the metadata a real run
 leaves), then asks the new one: a dry run's jobs by rule, and ``snakemake all`` for real, where the guard
-(cluster.smk paid_work_guard) stops before submitting if a GPU job would run again, naming its causes and pricing
+(pipeline.guard.paid_work_guard) stops before submitting if a GPU job would run again, naming its causes and pricing
 it. No job runs: outputs are empty, and the guard stops first or the first job fails at once. Run from the
 repository root; it takes a few minutes of one core:
 
@@ -30,7 +30,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "workflow"), str(ROOT / "tests")]
-from bench_support import make_planned_outputs  # (the tests' helper: the same complete result set)
+from entropy_rl.core import paths  # noqa: E402
+from support import make_planned_outputs  # (the tests' helper: the same complete result set)  # noqa: E402
 
 
 def export(rev: str, dest: Path) -> None:
@@ -77,8 +78,8 @@ def old_results(old: Path, work: Path) -> int:
     """Every output of the old revision's paper DAG, empty and up to date; returns the number of jobs."""
     shutil.copy2(old / "config.yaml", work / "config.yaml")
     for run in yaml.safe_load((old / "config.yaml").read_text())["paper"]["runs"] if SCALE[0] == "paper" else ():
-        (work / "results/runs" / run).mkdir(parents=True)  # so the plan runs no launch preflight
-        (work / "results/runs" / run / "metrics.parquet").touch()
+        (work / paths.RUN_DIR.format(run=run)).mkdir(parents=True)  # so the plan runs no launch preflight
+        (work / paths.RUN_METRICS.format(run=run)).touch()
     plan = snakemake(old, work, "-n", "all")
     if plan.returncode:
         sys.exit(plan.stderr[-3000:])

@@ -54,13 +54,19 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps({"old": old, "new": new}, indent=1) + "\n")
     changed = sorted(run for run in old.keys() & new.keys() if old[run] != new[run])
-    print(f"{args.old}: {len(old)} runs; {args.new}: {len(new)} runs; "
-          f"only at {args.old}: {sorted(old.keys() - new.keys())}; only at {args.new}: {sorted(new.keys() - old.keys())}")
-    print(f"{len(changed)} of {len(old.keys() & new.keys())} runs' commands differ" + (f": {changed}" if changed else ""))
+    print(
+        f"{args.old}: {len(old)} runs; {args.new}: {len(new)} runs; "
+        f"only at {args.old}: {sorted(old.keys() - new.keys())}; only at {args.new}: {sorted(new.keys() - old.keys())}"
+    )
+    print(
+        f"{len(changed)} of {len(old.keys() & new.keys())} runs' commands differ" + (f": {changed}" if changed else "")
+    )
     for run in changed[:3]:
         a, b = old[run], new[run]
         moved = " (the same arguments, reordered)" if sorted(a) == sorted(b) else ""
-        print(f"  {run}: only at {args.old}: {[x for x in a if x not in b]}; only at {args.new}: {[x for x in b if x not in a]}{moved}")
+        print(
+            f"  {run}: only at {args.old}: {[x for x in a if x not in b]}; only at {args.new}: {[x for x in b if x not in a]}{moved}"
+        )
     sys.exit(1 if changed or old.keys() != new.keys() else 0)
 
 

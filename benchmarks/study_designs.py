@@ -24,6 +24,7 @@ import pandas as pd
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1] / "workflow")]
 import study_time  # noqa: E402
+from entropy_rl.core import paths  # noqa: E402
 from entropy_rl.study.audit import compare  # noqa: E402
 from entropy_rl.study.audit.relations import CONTRADICTED, INCONCLUSIVE, REPRODUCED  # noqa: E402
 
@@ -42,9 +43,14 @@ def cost(study: Path) -> dict:
     jobs = study_time.parse(lines)
     wall = (max(j.finished for j in jobs.values()) - min(j.started for j in jobs.values())).total_seconds()
     cores = next((int(m.group(1)) for line in lines if (m := study_time.CORES.match(line))), None)
-    return {"jobs": len(jobs), "core-min": sum(j.seconds * j.threads for j in jobs.values()) / 60,
-            "wall min": wall / 60, "cores": cores,
-            "sim 2 min": study_time.simulate(jobs, 2) / 60, "sim 8 min": study_time.simulate(jobs, 8) / 60}  # fmt: skip
+    return {
+        "jobs": len(jobs),
+        "core-min": sum(j.seconds * j.threads for j in jobs.values()) / 60,
+        "wall min": wall / 60,
+        "cores": cores,
+        "sim 2 min": study_time.simulate(jobs, 2) / 60,
+        "sim 8 min": study_time.simulate(jobs, 8) / 60,
+    }
 
 
 def verdicts(audit: pd.DataFrame) -> dict:
@@ -55,8 +61,11 @@ def verdicts(audit: pd.DataFrame) -> dict:
 
 def seeds_needed(row: pd.Series) -> str:
     """The seeds an inconclusive claim needs, by the audit's own power calculation, toward either verdict."""
-    need = [f"{int(row[c])} to {c.split('_')[-1]}" for c in ("seeds_to_reproduce", "seeds_to_contradict")
-            if c in row and not (isinstance(row[c], float) and math.isnan(row[c]))]  # fmt: skip
+    need = [
+        f"{int(row[c])} to {c.split('_')[-1]}"
+        for c in ("seeds_to_reproduce", "seeds_to_contradict")
+        if c in row and not (isinstance(row[c], float) and math.isnan(row[c]))
+    ]
     return ", ".join(need) or "no estimate"
 
 
@@ -67,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     studies = dict(d.split("=", 1) for d in args.designs)
     ref = args.reference or next(iter(studies))
-    audits = {name: pd.read_csv(Path(d) / "results" / "audit" / "audit.csv") for name, d in studies.items()}
+    audits = {name: pd.read_csv(Path(d) / paths.AUDIT_CSV) for name, d in studies.items()}
     rows, notes = [], []
     for name, d in studies.items():
         row = {"design": name, **cost(Path(d)), **verdicts(audits[name])}

@@ -17,101 +17,12 @@ from __future__ import annotations
 
 import argparse
 import collections
-import heapq
-import re
 import sys
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
-HEADER = re.compile(r"^(?:local)?rule (\w+):$")
-JOBID = re.compile(r"^\s+jobid: (\d+)$")
-FINISHED = re.compile(r"^Finished jobid: (\d+)")
-LOG = re.compile(r"^\s+log: (\S+)$")
-LINE_STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d{3} ")  # a line of a job's own log (core.logs)
-INPUT = re.compile(r"^\s+input: (.+)$")
-OUTPUT = re.compile(r"^\s+output: (.+)$")
-THREADS = re.compile(r"^\s+threads: (\d+)$")
-CORES = re.compile(r"^Provided cores: (\d+)$")
-
-
-@dataclass
-class Job:
-    rule: str
-    started: datetime
-    finished: datetime | None = None
-    log: str | None = None
-    inputs: tuple[str, ...] = ()
-    outputs: tuple[str, ...] = ()
-    threads: int = 1
-
-    @property
-    def seconds(self) -> float:
-        return (self.finished - self.started).total_seconds()
-
-
-def parse(lines) -> dict[int, Job]:
-    """jobid -> Job for every job the log saw finish: its rule, times, log file, files and threads (the header's
-    lines between ``rule`` and ``jobid``, and ``threads:`` after it)."""
-    stamp = header = None
-    jobs: dict[int, Job] = {}
-    current: Job | None = None
-    for line in lines:
-        if m := STAMP.match(line):
-            stamp = datetime.strptime(" ".join(m.group(1).split()), "%a %b %d %H:%M:%S %Y")
-        elif m := HEADER.match(line):
-            header, current = Job(m.group(1), stamp), None
-        elif header and (m := LOG.match(line)):
-            header.log = m.group(1)
-        elif header and (m := INPUT.match(line)):
-            header.inputs = tuple(m.group(1).split(", "))
-        elif header and (m := OUTPUT.match(line)):
-            header.outputs = tuple(m.group(1).split(", "))
-        elif header and (m := JOBID.match(line)):
-            jobs[int(m.group(1))] = current = header
-            header = None
-        elif current and (m := THREADS.match(line)):
-            current.threads = int(m.group(1))
-        elif (m := FINISHED.match(line)) and int(m.group(1)) in jobs:
-            jobs[int(m.group(1))].finished = stamp
-            current = None
-    return {j: job for j, job in jobs.items() if job.finished}
-
-
-def simulate(jobs: dict[int, Job], cores: int) -> float:
-    """The wall seconds of ``jobs`` scheduled greedily on ``cores``: a job is ready once the jobs that wrote its
-    inputs have finished, and a free core takes the ready job that started first in the measured run."""
-    producer = {path: j for j, job in jobs.items() for path in job.outputs}
-    needs = {j: {producer[p] for p in job.inputs if producer.get(p, j) != j} for j, job in jobs.items()}
-    dependents = collections.defaultdict(list)
-    for j, before in needs.items():
-        for k in before:
-            dependents[k].append(j)
-    rank = {j: r for r, j in enumerate(sorted(jobs, key=lambda j: (jobs[j].started, j)))}
-    ready = [(rank[j], j) for j, before in needs.items() if not before]
-    heapq.heapify(ready)
-    running: list[tuple[float, int]] = []
-    now, free, left = 0.0, cores, {j: len(before) for j, before in needs.items()}
-    while ready or running:
-        waiting = []
-        while ready:  # each free core takes the first ready job that fits it
-            r, j = heapq.heappop(ready)
-            threads = min(jobs[j].threads, cores)
-            if threads <= free:
-                free -= threads
-                heapq.heappush(running, (now + jobs[j].seconds, j))
-            else:
-                waiting.append((r, j))
-        for item in waiting:
-            heapq.heappush(ready, item)
-        now, j = heapq.heappop(running)
-        free += min(jobs[j].threads, cores)
-        for k in dependents[j]:
-            left[k] -= 1
-            if not left[k]:
-                heapq.heappush(ready, (rank[k], k))
-    return now
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # tests/support, shared with the tests
+from support.snakemake_log import CORES, LINE_STAMP, parse, simulate  # benchmarks/study_designs.py takes them too
 
 
 def schedules(path: Path, core_counts: list[int]) -> None:
@@ -136,7 +47,9 @@ def startup(path: Path, workdir: Path) -> None:
     rows = collections.defaultdict(list)
     for job in parse(path.read_text().splitlines()).values():
         rule, t0, log = job.rule, job.started, job.log
-        first = next((m.group(1) for line in _lines(workdir / log) if (m := LINE_STAMP.match(line))), None) if log else None
+        first = (
+            next((m.group(1) for line in _lines(workdir / log) if (m := LINE_STAMP.match(line))), None) if log else None
+        )
         if first:
             rows[rule].append(max(0.0, (datetime.strptime(first, "%Y-%m-%d %H:%M:%S") - t0).total_seconds()))
     print(f"{'rule':<34} {'jobs':>5} {'start-up s':>10} {'mean':>6}")
@@ -162,8 +75,10 @@ def by_rule(path: Path) -> tuple[dict[str, list[float]], float]:
 
 def summary(path: Path, rules: dict, wall: float) -> str:
     busy = sum(sum(s) for s in rules.values())
-    return (f"{path}: {sum(map(len, rules.values()))} jobs, wall {wall:.0f} s ({wall / 60:.1f} min), {busy:.0f} job-seconds "
-            f"({busy / wall:.2f} jobs at once on average)")  # fmt: skip
+    return (
+        f"{path}: {sum(map(len, rules.values()))} jobs, wall {wall:.0f} s ({wall / 60:.1f} min), {busy:.0f} job-seconds "
+        f"({busy / wall:.2f} jobs at once on average)"
+    )
 
 
 def main() -> None:
@@ -189,14 +104,18 @@ def main() -> None:
             change = f"{100 * (b - a) / a:+.0f}%" if a else ""
             print(f"{rule:<34} {len(old.get(rule, [])):5d} {len(rules.get(rule, [])):5d} {a:6.0f} {b:6.0f} {change:>7}")
         total = sum(sum(s) for s in old.values())
-        print(f"{'total':<34} {sum(map(len, old.values())):5d} {sum(map(len, rules.values())):5d} {total:6.0f} {busy:6.0f} "
-              f"{100 * (busy - total) / total:+6.0f}%; wall {old_wall / 60:.1f} -> {wall / 60:.1f} min")  # fmt: skip
+        print(
+            f"{'total':<34} {sum(map(len, old.values())):5d} {sum(map(len, rules.values())):5d} {total:6.0f} {busy:6.0f} "
+            f"{100 * (busy - total) / total:+6.0f}%; wall {old_wall / 60:.1f} -> {wall / 60:.1f} min"
+        )
         return
     print(summary(path, rules, wall))
     print(f"{'rule':<34} {'jobs':>5} {'job-s':>7} {'share':>6} {'mean':>6} {'max':>5}")
     for rule, secs in sorted(rules.items(), key=lambda kv: -sum(kv[1])):
         total = sum(secs)
-        print(f"{rule:<34} {len(secs):5d} {total:7.0f} {100 * total / busy:5.1f}% {total / len(secs):6.1f} {max(secs):5.0f}")
+        print(
+            f"{rule:<34} {len(secs):5d} {total:7.0f} {100 * total / busy:5.1f}% {total / len(secs):6.1f} {max(secs):5.0f}"
+        )
 
 
 if __name__ == "__main__":

@@ -29,7 +29,9 @@ def main() -> None:
     torch.manual_seed(0)
 
     cfg = yaml.safe_load(open("config.yaml"))["mini"]
-    s = spec.resolve_run(dict(cfg, runs={"bench": {"model": args.model, "algorithm": "grpo", "treatment": "none"}}), "bench")
+    s = spec.resolve_run(
+        dict(cfg, runs={"bench": {"model": args.model, "algorithm": "grpo", "treatment": "none"}}), "bench"
+    )
     small = dict(cfg["data"], benchmarks={k: dict(v, size=16) for k, v in cfg["data"]["benchmarks"].items()})
     small["pretrain"] = dict(small["pretrain"], prompts=64, repeats=1)
     with tempfile.TemporaryDirectory() as tmp:
@@ -37,7 +39,9 @@ def main() -> None:
         prompts, answers = formats.prompts_and_answers(formats.load_verl_parquet(paths["train"]))
         texts = [p[-1]["content"] + f" \\boxed{{{a}}}" for p, a in zip(prompts, answers)]
         tokenizer.build_tokenizer(texts, cfg["tokenizer"]["vocab_size"]).save_pretrained(tmp + "/tok")
-        model, tok = models.build_mini_model(cfg["models"][args.model]["family"], cfg["models"][args.model], tmp + "/tok", 0)
+        model, tok = models.build_mini_model(
+            cfg["models"][args.model]["family"], cfg["models"][args.model], tmp + "/tok", 0
+        )
 
     n, per_step, mb = s["rollout_n"], s["prompts_per_step"], s["ppo_mini_batch_size"]
     config = algorithms.actor_config(s["loss"], n, mb)
@@ -47,7 +51,9 @@ def main() -> None:
         batch = prompts[r * per_step : (r + 1) * per_step]
         model.eval()
         t0 = time.perf_counter()
-        rollout = generation.generate(model, tok, batch, n=n, temperature=s["temperature"], max_new_tokens=s["max_response_length"])
+        rollout = generation.generate(
+            model, tok, batch, n=n, temperature=s["temperature"], max_new_tokens=s["max_response_length"]
+        )
         t1 = time.perf_counter()
         old_lp = rollout.log_probs  # the sampler's, as the trainer takes them
         rewards = torch.from_numpy(np.random.default_rng(r).integers(0, 2, len(rollout.texts)).astype(np.float32))
@@ -69,10 +75,16 @@ def main() -> None:
             rollout_rates.append(int(rollout.response_mask.sum()) / (t1 - t0))
             update_rates.append(updates / (t3 - t2))
     params = model_size.non_embedding_params(model.config.to_dict())
-    print(f"model {args.model} ({params} non-embedding parameters), {per_step} prompts x {n} samples, "
-          f"max {s['max_response_length']} new tokens, mini-batch {mb} prompts, {args.threads} thread(s), {args.repeats} repeats")
-    print(f"rollout tokens/s:        median {statistics.median(rollout_rates):8.0f}  (min {min(rollout_rates):.0f}, max {max(rollout_rates):.0f})")
-    print(f"optimisation steps/s:    median {statistics.median(update_rates):8.2f}  (min {min(update_rates):.2f}, max {max(update_rates):.2f})")
+    print(
+        f"model {args.model} ({params} non-embedding parameters), {per_step} prompts x {n} samples, "
+        f"max {s['max_response_length']} new tokens, mini-batch {mb} prompts, {args.threads} thread(s), {args.repeats} repeats"
+    )
+    print(
+        f"rollout tokens/s:        median {statistics.median(rollout_rates):8.0f}  (min {min(rollout_rates):.0f}, max {max(rollout_rates):.0f})"
+    )
+    print(
+        f"optimisation steps/s:    median {statistics.median(update_rates):8.2f}  (min {min(update_rates):.2f}, max {max(update_rates):.2f})"
+    )
 
 
 if __name__ == "__main__":

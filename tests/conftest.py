@@ -8,7 +8,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 import pytest  # noqa: E402
 
 
-
 @pytest.fixture(scope="session")
 def mini_tokenizer(tmp_path_factory):
     from entropy_rl.mini import tokenizer
@@ -84,5 +83,7 @@ def pilot_here(tmp_path_factory):
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "costly: the module runs a study, an engine or a cluster (minutes); scheduled first")
+    config.addinivalue_line(
+        "markers", "costly: the module runs a study, an engine or a cluster (minutes); scheduled first"
+    )
     config.pluginmanager.register(GroupsTakeEffect())

@@ -51,9 +51,23 @@ def mini_h32(tmp_path_factory) -> Path:
     returns the results directory."""
     work = tmp_path_factory.mktemp("h32-mini")
     shutil.copy(ROOT / "tests" / "smoke" / "config.yaml", work / "config.yaml")
-    cmd = [sys.executable, "-m", "snakemake", "results/models/qwen2-h32", "results/runs/qwen2-h32-grpo/final",
-           "-s", str(ROOT / "Snakefile"), "-d", str(work), "--cores", "2",
-           "--configfile", str(FIXTURES_VLLM / "mini.yaml"), "--config", "replicates=1"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "results/models/qwen2-h32",
+        "results/runs/qwen2-h32-grpo/final",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "-d",
+        str(work),
+        "--cores",
+        "2",
+        "--configfile",
+        str(FIXTURES_VLLM / "mini.yaml"),
+        "--config",
+        "replicates=1",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=work)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return work / "results"
@@ -96,17 +110,25 @@ def build_mirror(mini: Path, mirror: Path) -> Path:
         "aime2024": {"data/train-00000-of-00001.parquet": _qa(slices[1], "problem", "answer")},
         "aime2025": {"data/train-00000-of-00001.parquet": _qa(slices[2], "problem", "answer", int)},
         "amc": {"data/train-00000-of-00001.parquet": _qa(slices[3], "problem", "answer", float)},
-        "olympiad": {"OlympiadBench/OE_TO_maths_en_COMP/OE_TO_maths_en_COMP.parquet":
-                     [{"question": r["question"], "final_answer": [r["answer"]]}
-                      for r in _qa(slices[4], "question", "answer")]},
+        "olympiad": {
+            "OlympiadBench/OE_TO_maths_en_COMP/OE_TO_maths_en_COMP.parquet": [
+                {"question": r["question"], "final_answer": [r["answer"]]} for r in _qa(slices[4], "question", "answer")
+            ]
+        },
         "omni-math": {"test.jsonl": _qa(slices[5], "problem", "answer")},
         "minerva": {"test.jsonl": _qa(slices[6], "question", "answer")},
         # KodCode's problems are pytest modules; the mini model writes stdio programs and fails them, as it may.
-        "kodcode": {"data/train-00000-of-00001.parquet": [
-            {"style": "instruct", "question": r["problem"],
-             "test": f"from solution import f\n\ndef test_f():\n    assert f() == {r['answer']}"}
-            for r in _qa(code, "problem", "answer", lambda g: json.loads(g)["outputs"][0])]},
-    }  # fmt: skip
+        "kodcode": {
+            "data/train-00000-of-00001.parquet": [
+                {
+                    "style": "instruct",
+                    "question": r["problem"],
+                    "test": f"from solution import f\n\ndef test_f():\n    assert f() == {r['answer']}",
+                }
+                for r in _qa(code, "problem", "answer", lambda g: json.loads(g)["outputs"][0])
+            ]
+        },
+    }
     for source, files in layouts.items():
         _write(mirror / PAPER["data"]["sources"][source]["hub"], files)
     return mirror
@@ -125,8 +147,20 @@ def write_config(work: Path, mirror: Path) -> Path:
 def snakemake(vllm_python: str, work: Path, *args: str, timeout: float = 1800):
     """Snakemake at paper scale in ``work`` (config written by ``write_config``), in the CPU stand-in's environment,
     with the local executor; returns (exit code, stdout, stderr, seconds)."""
-    cmd = [vllm_python, "-m", "snakemake", *args, "-s", str(ROOT / "Snakefile"), "-d", str(work),
-           "--configfile", str(work / "pilot_cpu.yaml"), "--cores", "2"]  # fmt: skip
+    cmd = [
+        vllm_python,
+        "-m",
+        "snakemake",
+        *args,
+        "-s",
+        str(ROOT / "Snakefile"),
+        "-d",
+        str(work),
+        "--configfile",
+        str(work / "pilot_cpu.yaml"),
+        "--cores",
+        "2",
+    ]
     started = time.perf_counter()
     code, out, err = support.run_in_session(cmd, support.vllm_env(**ENV), work, timeout=timeout)
     return code, out, err, time.perf_counter() - started

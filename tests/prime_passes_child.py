@@ -65,18 +65,29 @@ def batch(prompts: int) -> DataProto:
             "prompts": input_ids[:, :PROMPT],
             "position_ids": torch.arange(PROMPT + RESPONSE).expand(rows, -1).clone(),
             "acc": (torch.arange(rows) % 2).float(),
-        },  # fmt: skip
+        },
         meta_info={"micro_batch_size": 8, "use_dynamic_bsz": False},
     )
 
 
 def main(out: str) -> None:
     defaults = OmegaConf.load(Path(recipe.prime.__file__).parent / "config" / "prime_trainer.yaml")
-    config = OmegaConf.create({
-        "model": {"use_remove_padding": False, "use_fused_kernels": False, "beta_train": 0.05, "loss_type": "ce",
-                  "optim": {"grad_clip": 10.0}},
-        "mini_batch_size": PROMPTS * N, "micro_batch_size_per_gpu": 8, "use_dynamic_bsz": False,
-        "prime_granularity": "token", "prime_norm": "batch_norm"})  # fmt: skip
+    config = OmegaConf.create(
+        {
+            "model": {
+                "use_remove_padding": False,
+                "use_fused_kernels": False,
+                "beta_train": 0.05,
+                "loss_type": "ce",
+                "optim": {"grad_clip": 10.0},
+            },
+            "mini_batch_size": PROMPTS * N,
+            "micro_batch_size_per_gpu": 8,
+            "use_dynamic_bsz": False,
+            "prime_granularity": "token",
+            "prime_norm": "batch_norm",
+        }
+    )
     prm, reference = Tiny(1), Tiny(2)
     counts = {"prm": pass_counts.counter(), "reference": pass_counts.counter()}
     pass_counts.count_passes(prm, counts["prm"])
@@ -84,8 +95,12 @@ def main(out: str) -> None:
     rm = DataParallelPRIMERewardModel(config, prm, reference, torch.optim.AdamW(prm.parameters(), lr=1e-6))
     # a step's oversampled batch, downsampled by the recipe's own filter to what it trains on
     trainer = object.__new__(RayPRIMETrainer)
-    trainer.config = OmegaConf.create({"actor_rollout_ref": {"rollout": {"n": N}},
-                                       "data": {**OmegaConf.to_container(defaults.data), "max_response_length": RESPONSE}})  # fmt: skip
+    trainer.config = OmegaConf.create(
+        {
+            "actor_rollout_ref": {"rollout": {"n": N}},
+            "data": {**OmegaConf.to_container(defaults.data), "max_response_length": RESPONSE},
+        }
+    )
     generated = batch(int(PROMPTS * defaults.data.oversample_factor))
     scores = generated.batch["acc"].tolist()
     trained = trainer.filter_and_downsample(scores, generated)
@@ -95,9 +110,14 @@ def main(out: str) -> None:
     rm.update_rm(trained)
     rm.compute_rm_score(trained)
     tokens = int(trained.batch["attention_mask"].sum())
-    result = {"oversample_factor": defaults.data.oversample_factor, "generated_answers": len(scores),
-              "trained_answers": len(trained), "trained_tokens": tokens, "counts": counts,
-              "forward_equivalents": sum(pass_counts.forward_equivalents(c) for c in counts.values()) / tokens}  # fmt: skip
+    result = {
+        "oversample_factor": defaults.data.oversample_factor,
+        "generated_answers": len(scores),
+        "trained_answers": len(trained),
+        "trained_tokens": tokens,
+        "counts": counts,
+        "forward_equivalents": sum(pass_counts.forward_equivalents(c) for c in counts.values()) / tokens,
+    }
     Path(out).write_text(json.dumps(result, indent=1))
 
 

@@ -32,15 +32,24 @@ def launch(trainer_cls, folder):
     """A trainer as the recipe's main_task leaves it before fit: its config, worker groups and dataloader (the recipe's
     own construction, _create_dataloader: a seeded RandomSampler over the prompts)."""
     trainer = object.__new__(trainer_cls)
-    trainer.config = OmegaConf.create({"trainer": {
-        "default_local_dir": folder, "default_hdfs_dir": None, "resume_mode": "auto", "del_local_ckpt_after_load": False,
-        "max_actor_ckpt_to_keep": 2}})  # fmt: skip
+    trainer.config = OmegaConf.create(
+        {
+            "trainer": {
+                "default_local_dir": folder,
+                "default_hdfs_dir": None,
+                "resume_mode": "auto",
+                "del_local_ckpt_after_load": False,
+                "max_actor_ckpt_to_keep": 2,
+            }
+        }
+    )
     trainer.use_rm, trainer.actor_rollout_wg, trainer.rm_wg = True, WorkerGroup(), WorkerGroup()
     generator = torch.Generator()
     generator.manual_seed(7)
     prompts = list(range(12))
-    trainer.train_dataloader = DataLoader(prompts, batch_size=3, drop_last=True,
-                                          sampler=RandomSampler(prompts, generator=generator))  # fmt: skip
+    trainer.train_dataloader = DataLoader(
+        prompts, batch_size=3, drop_last=True, sampler=RandomSampler(prompts, generator=generator)
+    )
     trainer.global_steps = 0
     return trainer
 

@@ -68,7 +68,9 @@ def planted(tmp_path, text, name="planted.md"):
 def test_planted_broken_commands_fail(tmp_path, capsys):
     """A snakemake target that does not exist (a mini-scale dry run) and a module that does not exist fail; beside
     them, a target and a module that exist pass."""
-    md = planted(tmp_path, """\
+    md = planted(
+        tmp_path,
+        """\
         # Planted
 
         ```bash
@@ -77,13 +79,17 @@ def test_planted_broken_commands_fail(tmp_path, capsys):
         snakemake --cores 1 results/audit/audit.md
         python -m entropy_rl.study.audit.compare A.csv B.csv
         ```
-        """)  # fmt: skip
+        """,
+    )
     dry_runs = dc.DryRuns(tmp_path / "runs")
     results = [dc.check(cmd, dry_runs) for cmd in dc.extract_commands(md)]
     show(capsys, "planted broken commands", dc.format_failures(results))
     assert [(r.command.line, r.kind, r.ok) for r in results] == [
-        (4, "snakemake dry run", False), (5, "python -m --help", False),
-        (6, "snakemake dry run", True), (7, "python -m --help", True)]  # fmt: skip
+        (4, "snakemake dry run", False),
+        (5, "python -m --help", False),
+        (6, "snakemake dry run", True),
+        (7, "python -m --help", True),
+    ]
     assert "MissingRuleException" in results[0].reason and "results/no/such/target.txt" in results[0].reason
     assert "No module named 'entropy_rl.no_such_module'" in results[1].reason
     report = dc.format_failures(results)
@@ -94,9 +100,11 @@ def test_planted_broken_commands_fail(tmp_path, capsys):
 def test_planted_broken_links_fail(tmp_path, capsys):
     """A missing file and a missing anchor fail; links that resolve (a file, a directory, an anchor by GitHub's
     slug, a duplicate heading's -1, an <a id>, a reference-style link, an image) pass; external ones are skipped."""
-    planted(tmp_path, "# Other\n\n## Set-up: `fit-law`, step 1!\n\n<a id=\"explicit\"></a>\n", "docs/other.md")
+    planted(tmp_path, '# Other\n\n## Set-up: `fit-law`, step 1!\n\n<a id="explicit"></a>\n', "docs/other.md")
     planted(tmp_path, "png", "docs/figure.png")
-    md = planted(tmp_path, """\
+    md = planted(
+        tmp_path,
+        """\
         # Title
 
         ## Usage
@@ -111,12 +119,20 @@ def test_planted_broken_links_fail(tmp_path, capsys):
         [a missing image](missing.png), [an undefined reference][nope].
 
         [ref]: other.md#set-up-fit-law-step-1
-        """, "docs/page.md")  # fmt: skip
+        """,
+        "docs/page.md",
+    )
     results = dc.check_links(md, root=tmp_path)
     report = dc.format_failures(results)
     show(capsys, "planted broken links", report)
     assert [(r.link.line, r.ok) for r in results if r.ok is not True] == [
-        (8, None), (9, None), (11, False), (11, False), (12, False), (12, False)]  # fmt: skip
+        (8, None),
+        (9, None),
+        (11, False),
+        (11, False),
+        (12, False),
+        (12, False),
+    ]
     assert "docs/page.md:11: [link] no_such_page.md: no file or directory" in report
     assert "no heading or id 'no-such-heading' in" in report
     assert "missing.png: no file or directory" in report and "[nope]: no definition of its label" in report
@@ -140,11 +156,17 @@ def test_github_slugs():
         Setext heading
         ==============
         <a name="kept-name"></a>
-        """)  # fmt: skip
+        """)
     assert dc.anchors("x.md", text) == [
-        "the-law-on-any-runs-log-fit-law", "power-sampling-beside-rl", "power-sampling-beside-rl-1",
-        "power-sampling-beside-rl-2", "café--crème--2025-v12", "bold-and-emphasis-with-snake_case-and-a-link",
-        "setext-heading", "kept-name"]  # fmt: skip
+        "the-law-on-any-runs-log-fit-law",
+        "power-sampling-beside-rl",
+        "power-sampling-beside-rl-1",
+        "power-sampling-beside-rl-2",
+        "café--crème--2025-v12",
+        "bold-and-emphasis-with-snake_case-and-a-link",
+        "setext-heading",
+        "kept-name",
+    ]
 
 
 def test_shell_blocks_are_read_as_a_shell_would():
@@ -165,7 +187,7 @@ def test_shell_blocks_are_read_as_a_shell_would():
           # a comment line
           HF_TOKEN=x snakemake -n all && python -m entropy_rl.x --out 'a b' > log.txt; ls results/
           ```
-        """)  # fmt: skip
+        """)
     found = [(c.line, c.kind, c.env, c.argv) for c in dc.extract_commands(ROOT / "x.md", text=text)]
     assert found == [
         (2, "install", {}, ["pip", "install", "-r", "envs/mini.txt", "-c", "envs/tests.txt"]),
@@ -173,7 +195,7 @@ def test_shell_blocks_are_read_as_a_shell_would():
         (15, "snakemake", {"HF_TOKEN": "x"}, ["snakemake", "-n", "all"]),
         (15, "python -m", {}, ["python", "-m", "entropy_rl.x", "--out", "a b"]),
         (15, "not run", {}, ["ls", "results/"]),
-    ]  # fmt: skip
+    ]
 
 
 def check_all(text):
@@ -181,33 +203,44 @@ def check_all(text):
 
 
 def test_install_lines_pytest_and_scripts_check_the_files_they_name():
-    ok = check_all(textwrap.dedent("""\
+    ok = check_all(
+        textwrap.dedent("""\
         python3 -m venv .venv2 && . .venv2/bin/activate && pip install --no-deps --require-hashes \\
           --extra-index-url https://download.pytorch.org/whl/cpu -r envs/mini.txt && pip install --no-deps -e .
         bash envs/install-tests.sh
         pytest tests/test_docs.py::test_github_slugs tests/workflow
         python benchmarks/study_time.py --help
-        """))  # fmt: skip
+        """)
+    )
     assert [r.ok for r in ok] == [True] * 7, dc.format_failures(ok)
-    broken = check_all(textwrap.dedent("""\
+    broken = check_all(
+        textwrap.dedent("""\
         pip install -r envs/no_such.txt -c envs/no_such_constraints.txt
         source .venv3/bin/activate
         bash envs/install-nothing.sh
         pytest tests/no_such_test.py tests/test_docs.py::test_no_such_test
         python benchmarks/no_such_benchmark.py --samples 10
         cd no_such_directory
-        """))  # fmt: skip
+        """)
+    )
     report = dc.format_failures(broken)
     assert [r.ok for r in broken] == [False] * 6, report
-    for expected in ("no requirements file envs/no_such.txt", "no constraints file envs/no_such_constraints.txt",
-                     "no file to source .venv3/bin/activate", "no install script envs/install-nothing.sh",
-                     "no test path tests/no_such_test.py", "tests/test_docs.py defines no test_no_such_test",
-                     "no script benchmarks/no_such_benchmark.py", "no directory no_such_directory"):  # fmt: skip
+    for expected in (
+        "no requirements file envs/no_such.txt",
+        "no constraints file envs/no_such_constraints.txt",
+        "no file to source .venv3/bin/activate",
+        "no install script envs/install-nothing.sh",
+        "no test path tests/no_such_test.py",
+        "tests/test_docs.py defines no test_no_such_test",
+        "no script benchmarks/no_such_benchmark.py",
+        "no directory no_such_directory",
+    ):
         assert expected in report, report
 
 
 def test_an_unknown_command_word_fails_and_a_listed_one_checks_its_paths():
-    results = check_all(textwrap.dedent("""\
+    results = check_all(
+        textwrap.dedent("""\
         frobnicate --all
         apptainer build containers/images/train.sif containers/train.def
         apptainer build containers/images/train.sif containers/no_such.def
@@ -215,9 +248,20 @@ def test_an_unknown_command_word_fails_and_a_listed_one_checks_its_paths():
         python -c 'print(1)'
         git clone https://github.com/example/entropy-rl.git && cd entropy-rl && ls results/ workflow/rules
         cd .. && ls anything
-        """))  # fmt: skip
+        """)
+    )
     verdicts = [(r.command.argv[0], r.ok) for r in results]
-    assert verdicts == [("frobnicate", False), ("apptainer", True), ("apptainer", False), ("sbatch", True),
-                        ("python", False), ("git", True), ("cd", True), ("ls", True), ("cd", None), ("ls", None)]
+    assert verdicts == [
+        ("frobnicate", False),
+        ("apptainer", True),
+        ("apptainer", False),
+        ("sbatch", True),
+        ("python", False),
+        ("git", True),
+        ("cd", True),
+        ("ls", True),
+        ("cd", None),
+        ("ls", None),
+    ]
     assert "command word 'frobnicate' is not classified" in results[0].reason
     assert "no file containers/no_such.def" in results[2].reason

@@ -32,14 +32,26 @@ def test_the_layer_contracts_hold():
 
 def test_a_deliberate_violation_breaks_the_contracts(tmp_path):
     """The same check on a copy of the package with four violations: it must name each one."""
-    shutil.copytree(ROOT / "workflow" / "entropy_rl", tmp_path / "entropy_rl", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "workflow" / "entropy_rl", tmp_path / "entropy_rl", ignore=shutil.ignore_patterns("__pycache__")
+    )
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
     pkg = tmp_path / "entropy_rl"
-    (pkg / "study" / "tables.py").write_text((pkg / "study" / "tables.py").read_text() + "\nfrom ..paper import hub  # noqa\n")
-    (pkg / "core" / "atomic.py").write_text((pkg / "core" / "atomic.py").read_text() + "\n\ndef f():\n    from ..mini import data  # noqa\n")
-    (pkg / "study" / "analysis.py").write_text((pkg / "study" / "analysis.py").read_text() + "\n\ndef g():\n    import torch  # noqa\n")
-    (pkg / "paper" / "hub.py").write_text((pkg / "paper" / "hub.py").read_text() + "\n\ndef h():\n    from ..pipeline import scope  # noqa\n")
-    (pkg / "pipeline" / "resources.py").write_text((pkg / "pipeline" / "resources.py").read_text() + "\nimport verl  # noqa\n")
+    (pkg / "study" / "tables.py").write_text(
+        (pkg / "study" / "tables.py").read_text() + "\nfrom ..paper import hub  # noqa\n"
+    )
+    (pkg / "core" / "atomic.py").write_text(
+        (pkg / "core" / "atomic.py").read_text() + "\n\ndef f():\n    from ..mini import data  # noqa\n"
+    )
+    (pkg / "study" / "analysis.py").write_text(
+        (pkg / "study" / "analysis.py").read_text() + "\n\ndef g():\n    import torch  # noqa\n"
+    )
+    (pkg / "paper" / "hub.py").write_text(
+        (pkg / "paper" / "hub.py").read_text() + "\n\ndef h():\n    from ..pipeline import scope  # noqa\n"
+    )
+    (pkg / "pipeline" / "resources.py").write_text(
+        (pkg / "pipeline" / "resources.py").read_text() + "\nimport verl  # noqa\n"
+    )
     proc = lint_imports(tmp_path, tmp_path)
     assert proc.returncode == 1
     out = " ".join(proc.stdout.split())
@@ -63,8 +75,11 @@ def loaded_after_import(modules: list[str]) -> list[str]:
 
 
 def test_study_jobs_and_downloads_load_no_torch_verl_or_vllm():
-    study = sorted(p.relative_to(ROOT / "workflow").with_suffix("").as_posix().replace("/", ".")
-                   for p in (ROOT / "workflow" / "entropy_rl" / "study").rglob("*.py") if p.name != "__init__.py")  # fmt: skip
+    study = sorted(
+        p.relative_to(ROOT / "workflow").with_suffix("").as_posix().replace("/", ".")
+        for p in (ROOT / "workflow" / "entropy_rl" / "study").rglob("*.py")
+        if p.name != "__init__.py"
+    )
     assert "entropy_rl.study.figures.law" in study and "entropy_rl.study.tables" in study
     assert loaded_after_import(study) == []
     # what a download or a source check loads (workflow/scripts/download.py, check_source.py)
@@ -72,7 +87,10 @@ def test_study_jobs_and_downloads_load_no_torch_verl_or_vllm():
 
 
 def test_the_pipeline_every_snakemake_invocation_imports_loads_no_torch_verl_or_vllm():
-    pipeline = sorted(f"entropy_rl.pipeline.{p.stem}" for p in (ROOT / "workflow" / "entropy_rl" / "pipeline").glob("*.py")
-                      if p.name != "__init__.py")  # fmt: skip
+    pipeline = sorted(
+        f"entropy_rl.pipeline.{p.stem}"
+        for p in (ROOT / "workflow" / "entropy_rl" / "pipeline").glob("*.py")
+        if p.name != "__init__.py"
+    )
     assert "entropy_rl.pipeline.guard" in pipeline and "entropy_rl.pipeline.snakemake_api" in pipeline
     assert loaded_after_import(pipeline) == []

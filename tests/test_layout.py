@@ -4,6 +4,7 @@ figure or table is named where it is registered and where it is configured, nowh
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 from support import ROOT
 
@@ -48,26 +49,57 @@ def test_an_artifact_is_named_only_where_it_is_registered_and_configured():
 
 def test_the_checks_see_a_long_module_and_a_name_spelled_again():
     assert long_modules(limit=10)
-    texts = {"a.py": "def fig99_x(): ...", "config.yaml": "fig99_x: {}", "b.py": "TARGETS = ['fig99_x']", "c.py": "fig99_xy"}
+    texts = {
+        "a.py": "def fig99_x(): ...",
+        "config.yaml": "fig99_x: {}",
+        "b.py": "TARGETS = ['fig99_x']",
+        "c.py": "fig99_xy",
+    }
     assert naming_files(["fig99_x"], texts) == {"fig99_x": ["a.py", "b.py", "config.yaml"]}
 
 
-def test_the_old_power_methods_name_serves_the_sampling_script_alone():
-    """core.power_methods stays only for workflow/scripts/power_sample.py, whose text a GPU job's date depends on."""
-    users = [f for f, t in code_texts().items() if re.search(r"\bcore(\.| import )power_methods\b", t)]
-    assert users == ["workflow/scripts/power_sample.py"], users
-    from entropy_rl.core import power_methods
-    from entropy_rl.core.power import methods
-
-    assert power_methods.sampler_module is methods.sampler_module
+LOADERS = re.compile(r"spec_from_file_location|run_path|SourceFileLoader|exec\(")  # code loaded by its path
 
 
-def test_benchmarks_take_from_the_tests_through_bench_support_alone():
-    """A benchmark that needs a test platform imports it from tests/bench_support.py, never a test module itself."""
-    helpers = {p.stem for p in (ROOT / "tests").glob("*.py")} - {"bench_support", "conftest"}
-    taken = {}
-    for path in sorted((ROOT / "benchmarks").glob("*.py")):
-        names = set(re.findall(r"^\s*(?:from|import) (\w+)", path.read_text(), re.MULTILINE)) & helpers
-        if names:
-            taken[path.name] = sorted(names)
-    assert not taken, f"benchmarks importing test modules directly: {taken}"
+def imported_names(text: str) -> set[str]:
+    """The top-level names a file's import statements name and, where it loads code by path, every file of the
+    benchmarks or the tests it spells (``benchmarks/x``); running a benchmark as a command imports nothing."""
+    names = set(re.findall(r"^\s*(?:from|import) (\w+)", text, re.MULTILINE))
+    path = r"[\"'/](benchmarks|tests)[\"']?\s*/\s*[\"']?(\w+)\.py"
+    return names | ({f"{folder}/{stem}" for folder, stem in re.findall(path, text)} if LOADERS.search(text) else set())
+
+
+def cross_imports(tests: dict[str, str], benchmarks: dict[str, str]) -> dict[str, list[str]]:
+    """Each benchmark that imports a module of the tests other than ``support``, and each file of the tests (support
+    included) that imports or loads a benchmark (texts by path relative to the root)."""
+    ours = [Path(f) for f in tests if "support" not in Path(f).parts]
+    test_modules = {p.stem for p in ours} | {p.parent.name for p in ours if p.name == "__init__.py"}
+    test_modules -= {"__init__", "tests"}
+    bench_modules = {Path(f).stem for f in benchmarks}
+    found = {}
+    for files, theirs, folder in ((benchmarks, test_modules, "tests"), (tests, bench_modules, "benchmarks")):
+        for name, text in files.items():
+            used = imported_names(text)
+            if hits := sorted((used & theirs) | {u for u in used if u.startswith(f"{folder}/")}):
+                found[name] = hits
+    return found
+
+
+def test_benchmarks_and_tests_share_the_support_module_alone():
+    """A benchmark imports no test module, and a test no benchmark: what both need is in tests/support."""
+
+    def texts(folder: str) -> dict[str, str]:  # all but this file, which plants both
+        paths = sorted(p for p in (ROOT / folder).rglob("*.py") if p != Path(__file__).resolve())
+        return {str(p.relative_to(ROOT)): p.read_text() for p in paths}
+
+    found = cross_imports(texts("tests"), texts("benchmarks"))
+    assert not found, f"benchmarks and tests importing each other: {found}"
+    load = 'path = ROOT / "benchmarks" / "study_time.py"\nspec = spec_from_file_location("s", path)'
+    planted = {"tests/test_x.py": load, "tests/support/__init__.py": "", "tests/support/log.py": "import study_time"}
+    planted["tests/pilot_here.py"] = ""
+    benches = {"benchmarks/study_time.py": "from support import x\nimport pilot_here\nfrom support.log import y"}
+    assert cross_imports(planted, benches) == {
+        "benchmarks/study_time.py": ["pilot_here"],
+        "tests/support/log.py": ["study_time"],
+        "tests/test_x.py": ["benchmarks/study_time"],
+    }

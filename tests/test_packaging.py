@@ -26,8 +26,12 @@ def fresh_venv(where: Path) -> Path:
     Returns its python."""
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(where)], check=True)
     python = where / "bin" / "python"
-    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                             capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     ours = dict.fromkeys([sysconfig.get_path("purelib"), sysconfig.get_path("platlib"), *site.getsitepackages()])
     Path(purelib, "outer-site-packages.pth").write_text("".join(f"{p}\n" for p in ours if Path(p).is_dir()))
     return python
@@ -46,8 +50,14 @@ def test_a_plain_install_holds_every_module_and_runs_fit_law(tmp_path):
     proc = subprocess.run(install, cwd=outside, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
-    where = subprocess.run([python, "-c", "import entropy_rl; print(entropy_rl.PACKAGE_DIR)"],
-                           cwd=outside, env=env, capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    where = subprocess.run(
+        [python, "-c", "import entropy_rl; print(entropy_rl.PACKAGE_DIR)"],
+        cwd=outside,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     installed = Path(where)
     assert installed.is_relative_to(tmp_path / "venv"), f"entropy_rl came from {installed}, not the install"
     missing = sorted(modules_under(SOURCE) - modules_under(installed))

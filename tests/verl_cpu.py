@@ -177,19 +177,31 @@ def cpu_overrides(world_size: int, prompts: int, token_budget: int) -> list[tupl
     Not an override: the command's model path, ``<root>/models/qwen2.5-7b``, holds the tiny model."""
     actor = "actor_rollout_ref.actor"
     return [
-        ("+actor_rollout_ref.model.override_config.attn_implementation=sdpa",
-         "verl's default attention is flash_attention_2 (CUDA only, not installed); torch's SDPA runs on a CPU"),
-        (f"{actor}.fsdp_config.use_torch_compile=false",
-         ("verl compiles its entropy function with torch.compile by default: an inductor C++ build of about 15 s "
-          "per process on a CPU, for a few-token batch; the function computed is the same")),
+        (
+            "+actor_rollout_ref.model.override_config.attn_implementation=sdpa",
+            "verl's default attention is flash_attention_2 (CUDA only, not installed); torch's SDPA runs on a CPU",
+        ),
+        (
+            f"{actor}.fsdp_config.use_torch_compile=false",
+            (
+                "verl compiles its entropy function with torch.compile by default: an inductor C++ build of about 15 s "
+                "per process on a CPU, for a few-token batch; the function computed is the same"
+            ),
+        ),
         (f"trainer.n_gpus_per_node={world_size}", "the test's world size (gloo ranks), for verl's batch checks"),
-        (f"data.train_batch_size={prompts}",
-         "a few prompts per step instead of hundreds, in as many PPO mini-batches per step as the run has"),
+        (
+            f"data.train_batch_size={prompts}",
+            "a few prompts per step instead of hundreds, in as many PPO mini-batches per step as the run has",
+        ),
         (f"{actor}.ppo_mini_batch_size=1", "one prompt (its rollout.n responses) per mini-batch"),
-        (f"{actor}.ppo_max_token_len_per_gpu={token_budget}",
-         ("a token budget of a few sequences, so dynamic batching packs each mini-batch into several "
-          "micro-batches (the run's budget would hold the whole test batch in one)")),
-    ]  # fmt: skip
+        (
+            f"{actor}.ppo_max_token_len_per_gpu={token_budget}",
+            (
+                "a token budget of a few sequences, so dynamic batching packs each mini-batch into several "
+                "micro-batches (the run's budget would hold the whole test batch in one)"
+            ),
+        ),
+    ]
 
 
 def compose(overrides: list[str], resolve: bool = True):
@@ -249,8 +261,14 @@ def free_port() -> int:
 def _serve(rank: int, world_size: int, port: int, conn, env: dict) -> None:
     """A worker process: join the gloo group, then run the operations the test sends until told to stop."""
     os.environ.update(env)
-    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK="0", LOCAL_WORLD_SIZE="1",
-                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))  # fmt: skip
+    os.environ.update(
+        RANK=str(rank),
+        WORLD_SIZE=str(world_size),
+        LOCAL_RANK="0",
+        LOCAL_WORLD_SIZE="1",
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+    )
     torch.set_num_threads(1)
     try:
         import torch.distributed as dist
@@ -449,8 +467,12 @@ def full_state(state, name: str) -> dict:
     model = {k: _full(v) for k, v in engine.module.state_dict().items()}
     optim = engine.optimizer.state_dict()
     optim_state = {k: {n: _full(t) for n, t in s.items()} for k, s in optim["state"].items()}
-    return {"model": model, "optim": optim_state, "param_groups": optim["param_groups"],
-            "lr_scheduler": engine.lr_scheduler.state_dict()}  # fmt: skip
+    return {
+        "model": model,
+        "optim": optim_state,
+        "param_groups": optim["param_groups"],
+        "lr_scheduler": engine.lr_scheduler.state_dict(),
+    }
 
 
 class _Trainer(types.SimpleNamespace):
@@ -474,9 +496,15 @@ def _trainer(state, name: str, config: dict, step: int) -> _Trainer:
     from omegaconf import OmegaConf
 
     callback = types.SimpleNamespace(on_save=_noop)
-    return _Trainer(config=OmegaConf.create(config), global_steps=step, actor_rollout_wg=state["workers"][name],
-                    use_critic=False, train_dataloader=_Loader(step), trainer_mode="sync",
-                    checkpoint_callback=callback)  # fmt: skip
+    return _Trainer(
+        config=OmegaConf.create(config),
+        global_steps=step,
+        actor_rollout_wg=state["workers"][name],
+        use_critic=False,
+        train_dataloader=_Loader(step),
+        trainer_mode="sync",
+        checkpoint_callback=callback,
+    )
 
 
 @op
@@ -561,11 +589,19 @@ def rollout(tokenizer, questions: list[str], n: int, correct: list[int], seed: i
             scores = [0.0] * len(response)
             scores[-1] = float(k < correct[p])
             ids, mask = list(prompt) + response, [1] * len(response)
-            samples.append({
-                "prompts": list(prompt), "responses": response, "response_mask": mask, "loss_mask": mask,
-                "input_ids": ids, "position_ids": list(range(len(ids))), "rm_scores": scores,
-                "uid": f"prompt{p}", "session": k,
-            })  # fmt: skip
+            samples.append(
+                {
+                    "prompts": list(prompt),
+                    "responses": response,
+                    "response_mask": mask,
+                    "loss_mask": mask,
+                    "input_ids": ids,
+                    "position_ids": list(range(len(ids))),
+                    "rm_scores": scores,
+                    "uid": f"prompt{p}",
+                    "session": k,
+                }
+            )
     return samples
 
 
@@ -600,10 +636,15 @@ def advantages(cfg, samples: list[dict]) -> None:
     data.non_tensor_batch["uid"] = np.array([s["uid"] for s in samples], dtype=object)
     algorithm = cfg.algorithm
     data = compute_advantage_for_multi_trajectories(
-        data, batch_keys=[f"{s['uid']}_{s['session']}_0" for s in samples], adv_estimator=algorithm.adv_estimator,
-        gamma=algorithm.gamma, lam=algorithm.lam, num_repeat=cfg.actor_rollout_ref.rollout.n,
-        norm_adv_by_std_in_grpo=algorithm.get("norm_adv_by_std_in_grpo", True), config=algorithm,
-    )  # fmt: skip
+        data,
+        batch_keys=[f"{s['uid']}_{s['session']}_0" for s in samples],
+        adv_estimator=algorithm.adv_estimator,
+        gamma=algorithm.gamma,
+        lam=algorithm.lam,
+        num_repeat=cfg.actor_rollout_ref.rollout.n,
+        norm_adv_by_std_in_grpo=algorithm.get("norm_adv_by_std_in_grpo", True),
+        config=algorithm,
+    )
     for field in ("advantages", "returns"):
         for s, row in zip(samples, response_to_nested(data.batch[field], nested["response_mask"]).unbind()):
             s[field] = row.tolist()
@@ -625,8 +666,12 @@ def train_step(group: WorkerGroup, name: str, cfg, samples: list[dict]) -> dict:
             s["old_log_probs"], s["entropy"] = lp, ent
     padded = _fields(batch, ["entropy", "response_mask"]).to_padded_tensor()
     actor = cfg.actor_rollout_ref.actor
-    entropy = agg_loss(loss_mat=padded["entropy"], loss_mask=padded["response_mask"],
-                       loss_agg_mode=actor.loss_agg_mode, loss_scale_factor=actor.loss_scale_factor)  # fmt: skip
+    entropy = agg_loss(
+        loss_mat=padded["entropy"],
+        loss_mask=padded["response_mask"],
+        loss_agg_mode=actor.loss_agg_mode,
+        loss_scale_factor=actor.loss_scale_factor,
+    )
     advantages(cfg, batch)
     metrics = group.call_each("update_actor", [(name, shard, update_info(cfg)) for shard in shards])
     return {"batch": batch, "shards": shards, "worker_metrics": metrics, "actor/entropy": float(entropy)}

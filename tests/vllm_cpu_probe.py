@@ -48,8 +48,11 @@ def main(model: str, prefixes_file: str) -> dict:
         lambda: llm.generate([TokensPrompt(prompt_token_ids=[5] * 40)], greedy, use_tqdm=False)
     )
     # Not refused: prompt + max_tokens over the context; the answer is cut at the context.
-    (cut,) = llm.generate([TokensPrompt(prompt_token_ids=[5] * 30)], SamplingParams(temperature=1.0, max_tokens=50,
-                          ignore_eos=True, seed=0), use_tqdm=False)  # fmt: skip
+    (cut,) = llm.generate(
+        [TokensPrompt(prompt_token_ids=[5] * 30)],
+        SamplingParams(temperature=1.0, max_tokens=50, ignore_eos=True, seed=0),
+        use_tqdm=False,
+    )
     out["cut_at_context"] = {"tokens": len(cut.outputs[0].token_ids), "finish_reason": cut.outputs[0].finish_reason}
     with open(prefixes_file) as fh:
         prefixes = [torch.tensor(p) for p in json.load(fh)]
@@ -77,13 +80,22 @@ def seeded_draws(llm, prefixes: list[list[int]], answers: int = 4) -> dict:
 
     def answer(output):
         sample = output.outputs[0]
-        return {"tokens": list(sample.token_ids), "logprobs": [lp[t].logprob for t, lp in zip(sample.token_ids, sample.logprobs)]}
+        return {
+            "tokens": list(sample.token_ids),
+            "logprobs": [lp[t].logprob for t, lp in zip(sample.token_ids, sample.logprobs)],
+        }
 
     requests = [(p, 100 * (p + 1) + k) for p in range(len(prefixes)) for k in range(answers)][::-1]
-    alone = llm.generate([TokensPrompt(prompt_token_ids=prefixes[0])] * answers, [params(100 + k) for k in range(answers)],
-                         use_tqdm=False)  # fmt: skip
-    mixed = llm.generate([TokensPrompt(prompt_token_ids=prefixes[p]) for p, _ in requests], [params(s) for _, s in requests],
-                         use_tqdm=False)  # fmt: skip
+    alone = llm.generate(
+        [TokensPrompt(prompt_token_ids=prefixes[0])] * answers,
+        [params(100 + k) for k in range(answers)],
+        use_tqdm=False,
+    )
+    mixed = llm.generate(
+        [TokensPrompt(prompt_token_ids=prefixes[p]) for p, _ in requests],
+        [params(s) for _, s in requests],
+        use_tqdm=False,
+    )
     in_mixed = {seed: answer(o) for (p, seed), o in zip(requests, mixed) if p == 0}
     return {"alone": [answer(o) for o in alone], "mixed": [in_mixed[100 + k] for k in range(answers)]}
 

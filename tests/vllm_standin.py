@@ -115,8 +115,17 @@ def _max_len(config: dict, tokenizer_config: dict | None) -> tuple[float, str]:
     (text) config, config's model_max_length overriding, the tokenizer's model_max_length capping,
     times the RoPE factor (not for llama3/longrope/su; yarn from original_max_position_embeddings)."""
     text = config.get("text_config") or config
-    keys = ["max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
-            "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len"]  # fmt: skip
+    keys = [
+        "max_position_embeddings",
+        "n_positions",
+        "max_seq_len",
+        "seq_length",
+        "model_max_length",
+        "max_target_positions",
+        "max_sequence_length",
+        "max_seq_length",
+        "seq_len",
+    ]
     found = {k: text[k] for k in keys if text.get(k) is not None}
     derived, key = (min(found.values()), min(found, key=found.get)) if found else (math.inf, None)
     if text.get("model_max_length"):
@@ -137,8 +146,15 @@ class Engine:
     """vLLM's ``LLM`` over an already loaded Hugging Face ``model``: ``generate`` and ``chat``, one
     request at a time on the CPU. ``LLM`` (below) builds one from a model directory as vLLM does."""
 
-    def __init__(self, model, eos_id: int, logprobs_mode: str = "processed_logprobs", tokenizer=None,
-                 max_model_len: int | None = None, seed: int = 0):  # fmt: skip
+    def __init__(
+        self,
+        model,
+        eos_id: int,
+        logprobs_mode: str = "processed_logprobs",
+        tokenizer=None,
+        max_model_len: int | None = None,
+        seed: int = 0,
+    ):
         self.model, self.eos_id, self.mode, self.tokenizer = model, eos_id, logprobs_mode, tokenizer
         cap = max_model_len or getattr(model.config, "max_position_embeddings", None) or 2048
         self.model_config = types.SimpleNamespace(max_model_len=int(cap), hf_config=model.config)
@@ -186,8 +202,14 @@ class Engine:
         self.prompts += [list(p["prompt_token_ids"]) for p in prompts]
         return [self._request(p["prompt_token_ids"], sp) for p, sp in zip(prompts, params)]
 
-    def chat(self, messages, sampling_params=None, use_tqdm=True, chat_template: str | None = None,
-             add_generation_prompt: bool = True):  # fmt: skip
+    def chat(
+        self,
+        messages,
+        sampling_params=None,
+        use_tqdm=True,
+        chat_template: str | None = None,
+        add_generation_prompt: bool = True,
+    ):
         """vLLM's ``LLM.chat``: one conversation or a list of them, rendered with ``chat_template`` or
         else the tokenizer's own (refused when there is none), tokenized without special tokens."""
         conversations = [messages] if messages and isinstance(messages[0], dict) else list(messages)
@@ -196,11 +218,17 @@ class Engine:
             raise ChatTemplateResolutionError(NO_TEMPLATE)
         self.chat_templates.append(chat_template)
         ids = [
-            self.tokenizer(self.tokenizer.apply_chat_template([dict(m) for m in c], chat_template=template, tokenize=False,
-                                                              add_generation_prompt=add_generation_prompt),
-                           add_special_tokens=False)["input_ids"]
+            self.tokenizer(
+                self.tokenizer.apply_chat_template(
+                    [dict(m) for m in c],
+                    chat_template=template,
+                    tokenize=False,
+                    add_generation_prompt=add_generation_prompt,
+                ),
+                add_special_tokens=False,
+            )["input_ids"]
             for c in conversations
-        ]  # fmt: skip
+        ]
         return self.generate([TokensPrompt(x) for x in ids], sampling_params, use_tqdm)
 
     def _request(self, prompt: list[int], sp: SamplingParams):
@@ -236,8 +264,13 @@ class Engine:
                 reason = "stop"
                 break
         text = self.tokenizer.decode(tokens, skip_special_tokens=True) if self.tokenizer is not None else ""
-        return types.SimpleNamespace(index=index, token_ids=tokens, text=text, finish_reason=reason,
-                                     logprobs=logprobs if sp.logprobs is not None else None)  # fmt: skip
+        return types.SimpleNamespace(
+            index=index,
+            token_ids=tokens,
+            text=text,
+            finish_reason=reason,
+            logprobs=logprobs if sp.logprobs is not None else None,
+        )
 
 
 def check_engine_start(model: str, tensor_parallel_size: int = 1, max_model_len: int | None = None) -> int:
@@ -274,8 +307,17 @@ class LLM(Engine):
     does and refuses what vLLM 0.24 refuses at engine start (``check_engine_start``), then loads the
     model with transformers. vLLM's defaults: ``seed=0``, ``logprobs_mode="raw_logprobs"``."""
 
-    def __init__(self, model: str, *, tensor_parallel_size: int = 1, seed: int = 0, max_model_len: int | None = None,
-                 gpu_memory_utilization: float = 0.92, logprobs_mode: str = "raw_logprobs", **kwargs):  # fmt: skip
+    def __init__(
+        self,
+        model: str,
+        *,
+        tensor_parallel_size: int = 1,
+        seed: int = 0,
+        max_model_len: int | None = None,
+        gpu_memory_utilization: float = 0.92,
+        logprobs_mode: str = "raw_logprobs",
+        **kwargs,
+    ):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         max_model_len = check_engine_start(model, tensor_parallel_size, max_model_len)

@@ -80,8 +80,14 @@ def test_an_engines_output_and_error_reach_the_log_and_the_jobs_stdout(tmp_path,
     (tmp_path / "job.py").write_text(JOB)
     log_path = tmp_path / "logs" / "job.log"
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "job.py", str(log_path), ending], cwd=tmp_path, env=job_env(),
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "job.py", str(log_path), ending],
+        cwd=tmp_path,
+        env=job_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert time.perf_counter() - started < 10  # the exit waits for tee to read the pipe, no longer
     assert proc.returncode == 1
     log = log_path.read_text()
@@ -125,9 +131,15 @@ def test_a_cancelled_jobs_lines_are_in_its_log(tmp_path):
     the job's processes had written before, then ends when the last of them is gone."""
     (tmp_path / "job.py").write_text(SLOW_JOB)
     log_path, written = tmp_path / "job.log", tmp_path / "written"
-    proc = subprocess.Popen([sys.executable, "job.py", str(log_path), str(written), str(LINES)], cwd=tmp_path,
-                            env=job_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "job.py", str(log_path), str(written), str(LINES)],
+        cwd=tmp_path,
+        env=job_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while not written.exists():
@@ -163,8 +175,14 @@ def test_a_process_left_holding_the_pipe_does_not_hold_the_jobs_exit(tmp_path):
     (tmp_path / "job.py").write_text(LINGERING_JOB)
     log_path = tmp_path / "job.log"
     with open(tmp_path / "out", "w") as out, open(tmp_path / "err", "w") as err:
-        proc = subprocess.Popen([sys.executable, "job.py", str(log_path)], cwd=tmp_path, env=job_env(), stdout=out,
-                                stderr=err, start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "job.py", str(log_path)],
+            cwd=tmp_path,
+            env=job_env(),
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
         try:
             started = time.perf_counter()
             assert proc.wait(timeout=30) == 0
@@ -213,8 +231,12 @@ def test_a_vllm_engine_that_fails_to_load_ends_the_log(tmp_path):
     (tmp_path / "job.py").write_text(VLLM_JOB)
     log_path = tmp_path / "job.log"
     started = time.perf_counter()
-    code, out, err = support.run_in_session([python, "job.py", str(log_path), str(model)], support.vllm_env(
-        PYTHONPATH=str(ROOT / "workflow")), tmp_path, timeout=240)  # fmt: skip
+    code, out, err = support.run_in_session(
+        [python, "job.py", str(log_path), str(model)],
+        support.vllm_env(PYTHONPATH=str(ROOT / "workflow")),
+        tmp_path,
+        timeout=240,
+    )
     print(f"vLLM's failed start: {time.perf_counter() - started:.1f} s; the log's last lines:")
     log = log_path.read_text()
     lines = log.splitlines()
@@ -257,8 +279,14 @@ def test_a_job_whose_tee_died_still_says_its_error(tmp_path):
     stopped; the job ends with its own error."""
     (tmp_path / "job.py").write_text(TEE_KILLED_JOB)
     log_path = tmp_path / "job.log"
-    proc = subprocess.run([sys.executable, "job.py", str(log_path)], cwd=tmp_path, env=job_env(), capture_output=True,
-                          text=True, timeout=60)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "job.py", str(log_path)],
+        cwd=tmp_path,
+        env=job_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     out = proc.stdout + proc.stderr
     assert "BrokenPipeError" not in out, out
     assert "the log's tee has ended" in out and "job: after tee ended, line 2" in out, out

@@ -13,14 +13,21 @@ from entropy_rl.core import grading, pass_rates
 
 @pytest.mark.parametrize(
     "gold, response",
-    [("-4", " \\boxed{-4}"), ("138/583", "\\boxed{\\frac{138}{583}}"), ("5", "\\boxed{5.0}"),
-     ("0.5", "\\boxed{\\frac{1}{2}}"), ("12", "so 7+5=12, \\boxed{12}")],
-)  # fmt: skip
+    [
+        ("-4", " \\boxed{-4}"),
+        ("138/583", "\\boxed{\\frac{138}{583}}"),
+        ("5", "\\boxed{5.0}"),
+        ("0.5", "\\boxed{\\frac{1}{2}}"),
+        ("12", "so 7+5=12, \\boxed{12}"),
+    ],
+)
 def test_equivalent_answers_pass(gold, response):
     assert grading.is_correct(gold, response)
 
 
-@pytest.mark.parametrize("gold, response", [("5", "\\boxed{6}"), ("12", "\\boxed{1 2}"), ("5", ""), ("3", "\\boxed{-3}")])
+@pytest.mark.parametrize(
+    "gold, response", [("5", "\\boxed{6}"), ("12", "\\boxed{1 2}"), ("5", ""), ("3", "\\boxed{-3}")]
+)
 def test_wrong_answers_fail(gold, response):
     assert not grading.is_correct(gold, response)
 
@@ -36,9 +43,17 @@ def mini_responses():
         work = ", ".join(f"{a}+{b}={a + b}" for a, b in zip(terms, terms[1:]))
         for response in (f" {work}. \\boxed{{{said}}}", f" \\boxed{{{said}}}", f"{work}. \\boxed{{{said}", f"{work}."):
             yield gold, response
-            for variant in (response + " 7", "7 " + response, response.replace("{", "{0", 1), response + "}",
-                            response.replace("{", "{ ", 1), response.replace("{", "{+", 1), response + " $8$",
-                            response + " \\boxed{3}", f"\\({said}\\) " + response):  # fmt: skip
+            for variant in (
+                response + " 7",
+                "7 " + response,
+                response.replace("{", "{0", 1),
+                response + "}",
+                response.replace("{", "{ ", 1),
+                response.replace("{", "{+", 1),
+                response + " $8$",
+                response + " \\boxed{3}",
+                f"\\({said}\\) " + response,
+            ):
                 yield gold, variant
 
 
@@ -90,7 +105,10 @@ def test_grading_from_threads_is_right_not_silently_zero():
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(2) as pool:
-        assert list(pool.map(grading.is_correct.__wrapped__, ["5", "5"], ["so \\boxed{5}", "\\boxed{6}"])) == [True, False]
+        assert list(pool.map(grading.is_correct.__wrapped__, ["5", "5"], ["so \\boxed{5}", "\\boxed{6}"])) == [
+            True,
+            False,
+        ]
         assert list(pool.map(grading.extract_answer, ["so \\boxed{5}"])) == ["5"]
 
 

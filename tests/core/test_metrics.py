@@ -10,13 +10,18 @@ from entropy_rl.mini import generation
 
 def test_entropy_from_forward_equals_closed_form(tiny_policy):
     model, tok = tiny_policy
-    rollout = generation.generate(model, tok, [[{"role": "user", "content": "1 + 2 ="}]] * 2, n=3, temperature=1.0, max_new_tokens=6)
+    rollout = generation.generate(
+        model, tok, [[{"role": "user", "content": "1 + 2 ="}]] * 2, n=3, temperature=1.0, max_new_tokens=6
+    )
     with torch.no_grad():
         lp, ent = generation.forward_response(model, rollout, temperature=0.7)
     # Closed form: H = -sum_a p(a) log p(a) of softmax(z / T), at each response position.
     with torch.no_grad():
-        logits = model(input_ids=rollout.input_ids, attention_mask=rollout.attention_mask,
-                       position_ids=(rollout.attention_mask.cumsum(1) - 1).clamp(min=0)).logits
+        logits = model(
+            input_ids=rollout.input_ids,
+            attention_mask=rollout.attention_mask,
+            position_ids=(rollout.attention_mask.cumsum(1) - 1).clamp(min=0),
+        ).logits
     p = rollout.prompt_ids.shape[1]
     z = logits[:, p - 1 : p - 1 + rollout.response_ids.shape[1]] / 0.7
     probs = torch.softmax(z.double(), -1)
@@ -76,7 +81,12 @@ def test_bandit_covariance_difficulty_groups_at_eight_responses():
     lp, adv = -torch.rand(24, 5, generator=g), torch.randn(24, 1, generator=g).expand(24, 5)
     rewards = [1.0] + [0.0] * 7 + [1.0] * 4 + [0.0] * 4 + [1.0] * 7 + [0.0]
     out = metrics.bandit_covariance(lp, adv, torch.ones(24, 5), [i // 8 for i in range(24)], rewards)
-    single = [metrics.bandit_covariance(lp[i * 8 : i * 8 + 8], adv[i * 8 : i * 8 + 8], torch.ones(8, 5), [0] * 8, rewards[i * 8 : i * 8 + 8])["bandit_cov"] for i in range(3)]
+    single = [
+        metrics.bandit_covariance(
+            lp[i * 8 : i * 8 + 8], adv[i * 8 : i * 8 + 8], torch.ones(8, 5), [0] * 8, rewards[i * 8 : i * 8 + 8]
+        )["bandit_cov"]
+        for i in range(3)
+    ]
     assert [out["bandit_cov_acc0.125"], out["bandit_cov_acc0.5"], out["bandit_cov_acc0.875"]] == pytest.approx(single)
 
 

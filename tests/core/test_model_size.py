@@ -6,8 +6,16 @@ import pytest
 from entropy_rl.core import model_size
 
 # The config.json of the mini study's qwen2-s (results/models/qwen2-s), as far as the count reads it.
-QWEN2_S = {"model_type": "qwen2", "vocab_size": 329, "hidden_size": 48, "intermediate_size": 96, "num_hidden_layers": 2,
-            "num_attention_heads": 4, "num_key_value_heads": 2, "tie_word_embeddings": True}  # fmt: skip
+QWEN2_S = {
+    "model_type": "qwen2",
+    "vocab_size": 329,
+    "hidden_size": 48,
+    "intermediate_size": 96,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "tie_word_embeddings": True,
+}
 
 
 def test_non_embedding_params_counts_from_the_config_without_embeddings():
@@ -24,7 +32,9 @@ def test_non_embedding_params_counts_from_the_config_without_embeddings():
 
 def test_non_embedding_params_reads_a_saved_config(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(QWEN2_S))
-    assert model_size.non_embedding_params(tmp_path) == model_size.non_embedding_params(tmp_path / "config.json") == 41904
+    assert (
+        model_size.non_embedding_params(tmp_path) == model_size.non_embedding_params(tmp_path / "config.json") == 41904
+    )
     assert model_size.non_embedding_params(str(tmp_path)) == 41904
 
 

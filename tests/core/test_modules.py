@@ -11,7 +11,12 @@ from entropy_rl.core import modules
 def test_closure_follows_imports_across_layers_lazy_ones_included():
     trainer = modules.closure("entropy_rl.mini.trainer")
     # direct (algorithms), through another module (generation via evaluate), across a layer (core.reward)
-    assert {"entropy_rl.mini.trainer", "entropy_rl.mini.algorithms", "entropy_rl.mini.generation", "entropy_rl.core.reward"} <= set(trainer)
+    assert {
+        "entropy_rl.mini.trainer",
+        "entropy_rl.mini.algorithms",
+        "entropy_rl.mini.generation",
+        "entropy_rl.core.reward",
+    } <= set(trainer)
     assert "entropy_rl.core.confined.sandbox" in trainer  # reward -> sandbox, two steps away
     assert not any(m.startswith(("entropy_rl.paper", "entropy_rl.study")) for m in trainer)
     # preflight imports prime_check inside a function: still part of what the check runs
@@ -52,10 +57,18 @@ def package(tmp_path, monkeypatch, files: dict[str, str]):
 
 
 def test_behaviour_hash_ignores_comments_docstrings_and_moves_but_not_code(tmp_path, monkeypatch):
-    root = package(tmp_path, monkeypatch, {"core/util.py": "def f(x):\n    return x + 1\n",
-                                           "paper/job.py": "from ..core import util\n\ndef g():\n    return util.f(1)\n"})  # fmt: skip
+    root = package(
+        tmp_path,
+        monkeypatch,
+        {
+            "core/util.py": "def f(x):\n    return x + 1\n",
+            "paper/job.py": "from ..core import util\n\ndef g():\n    return util.f(1)\n",
+        },
+    )
     before = modules.behaviour_hash("entropy_rl.paper.job")
-    (root / "core/util.py").write_text('"""Docs."""\n\n\ndef f(x):  # a comment\n    """More docs."""\n    return x + 1\n')
+    (root / "core/util.py").write_text(
+        '"""Docs."""\n\n\ndef f(x):  # a comment\n    """More docs."""\n    return x + 1\n'
+    )
     assert modules.behaviour_hash("entropy_rl.paper.job") == before
     (root / "core/util.py").rename(root / "paper/util.py")  # moved, its importer updated
     (root / "paper/job.py").write_text("from . import util\n\ndef g():\n    return util.f(1)\n")
@@ -66,8 +79,16 @@ def test_behaviour_hash_ignores_comments_docstrings_and_moves_but_not_code(tmp_p
 
 
 def test_a_module_that_reads_its_own_name_is_hashed_with_it(tmp_path, monkeypatch):
-    root = package(tmp_path, monkeypatch, {"core/a.py": "NAME = __name__\n", "core/b.py": "NAME = __name__\n",
-                                           "core/c.py": "X = 1\n", "core/d.py": "X = 1\n"})  # fmt: skip
+    root = package(
+        tmp_path,
+        monkeypatch,
+        {
+            "core/a.py": "NAME = __name__\n",
+            "core/b.py": "NAME = __name__\n",
+            "core/c.py": "X = 1\n",
+            "core/d.py": "X = 1\n",
+        },
+    )
     assert modules.behaviour_hash("entropy_rl.core.a") != modules.behaviour_hash("entropy_rl.core.b")
     assert modules.behaviour_hash("entropy_rl.core.c") == modules.behaviour_hash("entropy_rl.core.d")
     assert root
@@ -76,7 +97,9 @@ def test_a_module_that_reads_its_own_name_is_hashed_with_it(tmp_path, monkeypatc
 def test_a_stamp_is_rewritten_only_when_behaviour_changes_and_names_the_change(tmp_path, monkeypatch):
     import os
 
-    root = package(tmp_path, monkeypatch, {"core/util.py": "X = 1\n", "paper/job.py": "from ..core import util\nY = util.X\n"})
+    root = package(
+        tmp_path, monkeypatch, {"core/util.py": "X = 1\n", "paper/job.py": "from ..core import util\nY = util.X\n"}
+    )
     stamp = tmp_path / "results" / "code" / "job.json"
     os.utime(root / "paper/job.py", (1_000_000, 1_000_000))
     os.utime(root / "core/util.py", (2_000_000, 2_000_000))
@@ -101,15 +124,24 @@ def test_a_stamp_is_rewritten_only_when_behaviour_changes_and_names_the_change(t
     modules.clear_caches()
     modules.stamp(stamp, "entropy_rl.paper.job")
     assert stamp.read_text() == text and stamp.stat().st_mtime == changed_back
-    assert set(json.loads(modules.record_path(stamp).read_text())["modules"]) == {"entropy_rl.paper.job", "entropy_rl.paper.util"}
+    assert set(json.loads(modules.record_path(stamp).read_text())["modules"]) == {
+        "entropy_rl.paper.job",
+        "entropy_rl.paper.util",
+    }
 
 
 def test_a_stamp_of_a_package_changes_with_the_modules_its_init_imports(tmp_path, monkeypatch):
     """A rule may name a package its script imports whole (the audit: ``study.audit``): the stamp follows what the
     package's ``__init__`` imports, a comment there changing nothing."""
-    root = package(tmp_path, monkeypatch, {"paper/audit/__init__.py": "from .measure import f\n",
-                                           "paper/audit/measure.py": "from ..util import g\n\ndef f():\n    return g()\n",
-                                           "paper/util.py": "def g():\n    return 1\n"})  # fmt: skip
+    root = package(
+        tmp_path,
+        monkeypatch,
+        {
+            "paper/audit/__init__.py": "from .measure import f\n",
+            "paper/audit/measure.py": "from ..util import g\n\ndef f():\n    return g()\n",
+            "paper/util.py": "def g():\n    return 1\n",
+        },
+    )
     stamp = tmp_path / "results" / "code" / "audit.json"
     modules.stamp(stamp, "entropy_rl.paper.audit")
     text = stamp.read_text()
@@ -124,8 +156,11 @@ def test_a_stamp_of_a_package_changes_with_the_modules_its_init_imports(tmp_path
 
 
 def every_module() -> list[str]:
-    return sorted(f"entropy_rl.{p.relative_to(PACKAGE_DIR).with_suffix('').as_posix().replace('/', '.')}"
-                  for p in PACKAGE_DIR.rglob("*.py") if p.name != "__init__.py")  # fmt: skip
+    return sorted(
+        f"entropy_rl.{p.relative_to(PACKAGE_DIR).with_suffix('').as_posix().replace('/', '.')}"
+        for p in PACKAGE_DIR.rglob("*.py")
+        if p.name != "__init__.py"
+    )
 
 
 def test_the_disk_cache_gives_the_hashes_a_fresh_parse_gives(tmp_path, monkeypatch):
@@ -145,8 +180,14 @@ def test_the_disk_cache_gives_the_hashes_a_fresh_parse_gives(tmp_path, monkeypat
 
 
 def test_an_edit_changes_a_cached_hash_and_an_undo_restores_it(tmp_path, monkeypatch):
-    root = package(tmp_path, monkeypatch, {"core/util.py": "def f(x):\n    return x + 1\n",
-                                           "paper/job.py": "from ..core import util\n\ndef g():\n    return util.f(1)\n"})  # fmt: skip
+    root = package(
+        tmp_path,
+        monkeypatch,
+        {
+            "core/util.py": "def f(x):\n    return x + 1\n",
+            "paper/job.py": "from ..core import util\n\ndef g():\n    return util.f(1)\n",
+        },
+    )
     monkeypatch.setattr(modules, "CACHE_DIR", tmp_path / "cache")
     before = modules.behaviour_hashes("entropy_rl.paper.job", "entropy_rl.core.util")
     (root / "core/util.py").write_text("def f(x):\n    return x + 2\n")
@@ -155,34 +196,3 @@ def test_an_edit_changes_a_cached_hash_and_an_undo_restores_it(tmp_path, monkeyp
     (root / "core/util.py").write_text("def f(x):\n    return x + 1\n")
     modules.clear_caches()  # a later process, reading the disk cache
     assert modules.behaviour_hashes("entropy_rl.paper.job", "entropy_rl.core.util") == before
-
-
-def test_a_listed_split_hashes_as_the_module_did_until_a_part_changes(tmp_path, monkeypatch):
-    """A module split into two (``modules.SPLITS``): its importers' hashes and a closure's combined hash (a run's
-    checkpoint fingerprint) stay as they were; an edit of behaviour in a part reruns as any edit does."""
-    util = "def f(x):\n    return x + 1\n\n\ndef g(x):\n    return f(x) * 2\n"
-    job = "from ..core import util\n\nY = util.g(1)\n"
-    root = package(tmp_path, monkeypatch, {"core/util.py": util, "paper/job.py": job})
-    job, was = modules.behaviour_hash("entropy_rl.paper.job"), modules.behaviour_hash("entropy_rl.core.util")
-    fingerprint = modules.combined_hash(*modules.closure("entropy_rl.paper.job"))
-    (root / "core/util.py").write_text("from .parts import f\n\n\ndef g(x):\n    return f(x) * 2\n")
-    (root / "core/parts.py").write_text("def f(x):\n    return x + 1\n")
-    modules.clear_caches()
-    assert modules.behaviour_hash("entropy_rl.paper.job") != job  # unlisted, a split is a change
-    now, part = modules.behaviour_hash("entropy_rl.core.util"), modules.behaviour_hash("entropy_rl.core.parts")
-    monkeypatch.setattr(modules, "SPLITS", (modules.Split(now=now, parts=(part,), was=was),))
-    assert modules.behaviour_hash("entropy_rl.paper.job") == job
-    assert modules.behaviour_hash("entropy_rl.core.util") == was
-    assert "entropy_rl.core.parts" in modules.closure("entropy_rl.paper.job")
-    assert modules.combined_hash(*modules.closure("entropy_rl.paper.job")) == fingerprint
-    assert modules.combined_hash("entropy_rl.core.parts") != modules.combined_hash("entropy_rl.core.util")  # alone
-    (root / "core/parts.py").write_text("def f(x):\n    return x + 2\n")
-    assert modules.behaviour_hash("entropy_rl.paper.job") != job
-    assert modules.combined_hash(*modules.closure("entropy_rl.paper.job")) != fingerprint
-
-
-def test_every_listed_split_still_applies():
-    """An entry of ``modules.SPLITS`` whose module has changed since no longer applies: remove it."""
-    hashes = modules.behaviour_hashes(*every_module())
-    for split in modules.SPLITS:
-        assert split.was in hashes.values() and set(split.parts) <= set(hashes.values()), split

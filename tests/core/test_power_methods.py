@@ -21,14 +21,41 @@ def build(scale="mini", edit=None):
 
 def test_the_paper_study_has_its_methods_in_order_with_their_settings_and_labels():
     study = build("paper")
-    assert list(study.methods) == ["base", "low-temp", "power", "smc", "sps", "grpo", "clip-cov", "kl-cov",
-                                   "power-alpha1", "power-alpha2", "power-alpha8", "power-mcmc0", "power-mcmc2", "power-mcmc5"]  # fmt: skip
+    assert list(study.methods) == [
+        "base",
+        "low-temp",
+        "power",
+        "smc",
+        "sps",
+        "grpo",
+        "clip-cov",
+        "kl-cov",
+        "power-alpha1",
+        "power-alpha2",
+        "power-alpha8",
+        "power-mcmc0",
+        "power-mcmc2",
+        "power-mcmc5",
+    ]
     assert study.methods["low-temp"] == {"kind": "sample", "temperature": 0.25}
     assert study.methods["power"] == {"kind": "power", "alpha": 4.0, "block_size": 192, "n_mcmc": 10}
     assert study.methods["power-mcmc2"] == {"kind": "power", "alpha": 4.0, "block_size": 192, "n_mcmc": 2}
     assert study.methods["grpo"] == {"kind": "sample", "temperature": 1.0, "run": "qwen2.5-7b-grpo-dapo"}
-    assert study.methods["smc"] == {"kind": "smc", "alpha": 4.0, "particles": 64, "resample_every": 64, "ess_threshold": 0.5}
-    assert study.methods["sps"] == {"kind": "sps", "alpha": 4.0, "block_size": 192, "candidates": 8, "rollouts": 8, "horizon": 192}
+    assert study.methods["smc"] == {
+        "kind": "smc",
+        "alpha": 4.0,
+        "particles": 64,
+        "resample_every": 64,
+        "ess_threshold": 0.5,
+    }
+    assert study.methods["sps"] == {
+        "kind": "sps",
+        "alpha": 4.0,
+        "block_size": 192,
+        "candidates": 8,
+        "rollouts": 8,
+        "horizon": 192,
+    }
     assert list(study.labels) == list(study.methods)
     assert study.labels["low-temp"] == "Low temperature (T = 1/4)"
     assert study.labels["power-alpha2"] == "Power sampling (alpha 2, B 192, N_MCMC 10)"
@@ -39,7 +66,9 @@ def test_the_paper_study_has_its_methods_in_order_with_their_settings_and_labels
 
 def test_each_artifact_draws_the_main_methods_or_the_sweeps():
     study = build("mini")
-    assert study.drawn("main") == study.main == ["base", "low-temp", "power", "smc", "sps", "grpo", "clip-cov", "kl-cov"]
+    assert (
+        study.drawn("main") == study.main == ["base", "low-temp", "power", "smc", "sps", "grpo", "clip-cov", "kl-cov"]
+    )
     assert study.drawn("sweep") == study.sweep == [m for m in study.methods if m.startswith("power")]
     caption = study.caption("pass@k against k.", "mini")
     assert caption.startswith("Mini scale, after Karan & Du (2025). pass@k against k. Base model qwen2-m;")
@@ -52,8 +81,15 @@ def test_a_study_without_the_later_samplers_leaves_them_out():
     assert "later samplers" not in study.caption("x.", "mini")
 
 
-@pytest.mark.parametrize("kind, module", [("sample", "paper.power_sampling"), ("power", "paper.power_sampling"),
-                                          ("smc", "paper.power_samplers"), ("sps", "paper.power_samplers")])  # fmt: skip
+@pytest.mark.parametrize(
+    "kind, module",
+    [
+        ("sample", "paper.power_sampling"),
+        ("power", "paper.power_sampling"),
+        ("smc", "paper.power_samplers"),
+        ("sps", "paper.power_samplers"),
+    ],
+)
 def test_each_kind_is_sampled_by_one_module_per_scale(kind, module):
     """At paper scale the later samplers live apart, so their code is not in the first jobs' code stamp."""
     assert power_methods.sampler_module("paper", kind) == module
@@ -67,13 +103,26 @@ def test_answers_count_the_problems_each_benchmark_has():
 
 
 def test_the_sweeps_answer_their_own_benchmarks_and_the_main_setting_all():
-    study = build("mini", lambda p: p.update(problems=100, n=4, benchmarks=["addsub", "add4"], sweeps={"alpha": [2.0], "n_mcmc": [1], "benchmarks": ["addsub"]}))
+    study = build(
+        "mini",
+        lambda p: p.update(
+            problems=100,
+            n=4,
+            benchmarks=["addsub", "add4"],
+            sweeps={"alpha": [2.0], "n_mcmc": [1], "benchmarks": ["addsub"]},
+        ),
+    )
     sizes = {"addsub": {"size": 200}, "add4": {"size": 200}}
     assert study.benchmarks("power-alpha2") == study.benchmarks("power-mcmc1") == ["addsub"]
     assert study.benchmarks("power") == study.benchmarks("base") == study.benchmarks() == ["addsub", "add4"]
-    assert study.answers(sizes, "power-mcmc1") == 4 * 100 and study.answers(sizes, "power") == study.answers(sizes) == 4 * 200
+    assert (
+        study.answers(sizes, "power-mcmc1") == 4 * 100
+        and study.answers(sizes, "power") == study.answers(sizes) == 4 * 200
+    )
     # a sweep point is the main setting but for its one parameter (the audit's sweep reads it so), its benchmarks aside
-    assert {k: v for k, v in study.methods["power-mcmc1"].items() if k != "benchmarks"} == dict(study.methods["power"], n_mcmc=1)
+    assert {k: v for k, v in study.methods["power-mcmc1"].items() if k != "benchmarks"} == dict(
+        study.methods["power"], n_mcmc=1
+    )
     assert "sweeps answer addsub only" in study.caption("What.", "mini")
     assert "benchmarks" not in build("paper").methods["power-alpha2"]  # the paper's sweeps answer every benchmark
 
@@ -106,17 +155,36 @@ def test_the_registry_loads_without_torch():
 
 def test_replicates_repeat_every_method_on_its_own_replicate_of_the_models():
     power = copy.deepcopy(CONFIG["mini"]["power_sampling"])
-    study = power_methods.build(power, {run: f"label of {run}" for run in power["runs"].values()}, replicates=3, base_seed=2)
+    study = power_methods.build(
+        power, {run: f"label of {run}" for run in power["runs"].values()}, replicates=3, base_seed=2
+    )
     plain = [m for m in study.methods if "@r" not in m]
     assert list(study.methods) == plain + [f"{m}@r1" for m in plain] + [f"{m}@r2" for m in plain]
-    assert study.main == ["base", "low-temp", "power", "smc", "sps", "grpo", "clip-cov", "kl-cov"]  # replicate 0's names
+    assert study.main == [
+        "base",
+        "low-temp",
+        "power",
+        "smc",
+        "sps",
+        "grpo",
+        "clip-cov",
+        "kl-cov",
+    ]  # replicate 0's names
     assert "power@r1" not in study.drawn("sweep")
     assert study.seeds("grpo") == ["grpo", "grpo@r1", "grpo@r2"] == study.seeds("grpo@r2")
     assert study.with_seeds(["base", "power"]) == ["base", "base@r1", "base@r2", "power", "power@r1", "power@r2"]
     assert study.methods["grpo@r2"] == dict(study.methods["grpo"], run="qwen2-m-grpo@r2")
     assert study.methods["power@r1"] == study.methods["power"] and study.labels["power@r1"] == study.labels["power"]
     assert [study.model(m) for m in ("base", "kl-cov@r1", "power-mcmc0@r2")] == ["qwen2-m", "qwen2-m@r1", "qwen2-m@r2"]
-    assert [study.seed(m) for m in ("base", "base@r1", "base@r2")] == [power["seed"] + 2, power["seed"] + 3, power["seed"] + 4]
+    assert [study.seed(m) for m in ("base", "base@r1", "base@r2")] == [
+        power["seed"] + 2,
+        power["seed"] + 3,
+        power["seed"] + 4,
+    ]
     assert f"3 seeds ({power['seed'] + 2}-{power['seed'] + 4})" in study.caption("Accuracy.", "mini")
     one = build("mini")
-    assert one.model("base") == "qwen2-m" and one.seed("base") == power["seed"] and f"seed {power['seed']}." in one.caption("power01_accuracy", "mini")
+    assert (
+        one.model("base") == "qwen2-m"
+        and one.seed("base") == power["seed"]
+        and f"seed {power['seed']}." in one.caption("power01_accuracy", "mini")
+    )

@@ -9,7 +9,9 @@ TRAIN, BENCH = "eurus2-math-train", "math500"
 
 
 def score(text, source=TRAIN, seed=0, index=3):
-    return random_reward.compute_score(source, text, "7", {"index": index, "style": "rule"}, seed=seed, random_sources=[TRAIN])
+    return random_reward.compute_score(
+        source, text, "7", {"index": index, "style": "rule"}, seed=seed, random_sources=[TRAIN]
+    )
 
 
 def test_a_training_row_draws_without_ever_grading_the_answer(monkeypatch):

@@ -8,7 +8,7 @@ from support import ROOT
 
 @pytest.fixture
 def mini():
-    """The mini scale as common.smk reads it: instruct models with their base's architecture."""
+    """The mini scale as the study plan reads it: instruct models with their base's architecture."""
     return spec.with_instruct_models(yaml.safe_load((ROOT / "config.yaml").read_text())["mini"])
 
 
@@ -37,7 +37,10 @@ def test_each_replicate_is_a_run_of_its_own_on_its_own_base_model(mini):
         assert s["models"][resolved["model"]]["pretrain_seed"] == mini["pretrain"]["seed"] + k
     # a run's own overrides survive beside the replicate's seed
     pg = spec.resolve_run(s, "qwen2-m-pg@r2")
-    assert pg["ppo_mini_batch_size"] == mini["runs"]["qwen2-m-pg"]["overrides"]["ppo_mini_batch_size"] and pg["seed"] == seed + 2
+    assert (
+        pg["ppo_mini_batch_size"] == mini["runs"]["qwen2-m-pg"]["overrides"]["ppo_mini_batch_size"]
+        and pg["seed"] == seed + 2
+    )
 
 
 def test_a_base_seed_moves_every_seed_and_renames_nothing(mini):
@@ -73,7 +76,7 @@ def test_learning_rates_scale_inversely_with_width(mini):
 
 def test_an_instruct_model_has_its_base_shape_and_tunes_the_same_replicate(mini):
     raw = yaml.safe_load((ROOT / "config.yaml").read_text())["mini"]
-    (name, entry), = [(m, e) for m, e in raw["models"].items() if "instruct_of" in e]
+    ((name, entry),) = [(m, e) for m, e in raw["models"].items() if "instruct_of" in e]
     base = entry["instruct_of"]
     assert mini["models"][name] == {**raw["models"][base], "instruct_of": base}
     reps = spec.with_replicates({**mini, "replicates": 3, "replicate_base_models": True})["models"]
@@ -83,7 +86,8 @@ def test_an_instruct_model_has_its_base_shape_and_tunes_the_same_replicate(mini)
 
 
 def test_a_replicate_count_given_overrides_the_scales(mini):
-    """`snakemake --config replicates=N` (common.smk passes it as count)."""
-    assert spec.replicates(spec.with_replicates({**mini, "replicates": 3}, 0, 1)["runs"], "qwen2-m-grpo") == ["qwen2-m-grpo"]
+    """`snakemake --config replicates=N` (pipeline.scope passes it as count)."""
+    assert spec.replicates(spec.with_replicates({**mini, "replicates": 3}, 0, 1)["runs"], "qwen2-m-grpo") == [
+        "qwen2-m-grpo"
+    ]
     assert len(spec.replicates(spec.with_replicates({**mini, "replicates": 1}, 0, 4)["runs"], "qwen2-m-grpo")) == 4
-

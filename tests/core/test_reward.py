@@ -83,13 +83,20 @@ def test_vllm_outputs_are_graded_row_by_row(monkeypatch):
             # one request per problem, each answer with a seed of its own (vLLM: request seed + i)
             assert params == [{"n": 2, "temperature": 0.6, "max_tokens": 64, "seed": seed} for seed in (0, 2)]
             assert messages[0] == [{"role": "user", "content": "1+1?"}]
-            return [types.SimpleNamespace(outputs=[Completion("\\boxed{2}", [1, 2]), Completion("\\boxed{3}", [1])]),
-                    types.SimpleNamespace(outputs=[Completion(ADD, [1] * 9), Completion(WRONG_ADD, [1] * 9)])]  # fmt: skip
+            return [
+                types.SimpleNamespace(outputs=[Completion("\\boxed{2}", [1, 2]), Completion("\\boxed{3}", [1])]),
+                types.SimpleNamespace(outputs=[Completion(ADD, [1] * 9), Completion(WRONG_ADD, [1] * 9)]),
+            ]
 
-    frame = pd.DataFrame({
-        "prompt": [[{"role": "user", "content": "1+1?"}], [{"role": "user", "content": "write add"}]],
-        "reward_model": [{"style": "rule", "ground_truth": "2"}, {"style": "code:asserts", "ground_truth": json.dumps(["assert add(1, 2) == 3"])}],
-    })  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "prompt": [[{"role": "user", "content": "1+1?"}], [{"role": "user", "content": "write add"}]],
+            "reward_model": [
+                {"style": "rule", "ground_truth": "2"},
+                {"style": "code:asserts", "ground_truth": json.dumps(["assert add(1, 2) == 3"])},
+            ],
+        }
+    )
     samples = evaluate.vllm_samples(Engine(), frame, {"temperature": 0.6, "n": 2}, 64, 0)
     assert list(samples["correct"]) == [True, False, True, False]
     assert list(samples["sample"]) == [0, 1, 0, 1] and list(samples["response_tokens"]) == [2, 1, 9, 9]

@@ -313,8 +313,12 @@ def test_run_many_each_program_is_alone(layers):
     )
     a, b, c = sandbox.run_many([(first, ""), (second, "41\n"), ("raise SystemExit(3)", "")], **layers)
     assert (a.status, b.status, b.stdout, c.status, c.returncode) == (
-        "ok", "ok", "False False ['main.py'] 42\nTrue\n", "error", 3
-    )  # fmt: skip
+        "ok",
+        "ok",
+        "False False ['main.py'] 42\nTrue\n",
+        "error",
+        3,
+    )
     assert not os.path.exists(a.stdout.strip())
     iso = sandbox.isolation(**layers, batch=True)
     assert a.isolation == iso and "fork-per-program" in iso

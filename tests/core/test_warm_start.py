@@ -89,9 +89,15 @@ def job(tmp_path):
     token = f"t{os.getpid()}{time.monotonic_ns() % 10**6}"
     # (ENTROPY_RL_WARM_START=1 turned warm start on before issue 67; it does nothing now, and lets these tests run
     # against that code, as issue 67's note did.)
-    env = {**os.environ, warm_start.ENABLE: "1", "ENTROPY_RL_WARM_RUN": token, warm_start.PRELOAD_ENV: "warmprobe",
-           "TMPDIR": str(short), **dict.fromkeys(THREADS, "1"),
-           "PYTHONPATH": os.pathsep.join([str(tmp_path / "lib"), str(ROOT / "workflow")])}  # fmt: skip
+    env = {
+        **os.environ,
+        warm_start.ENABLE: "1",
+        "ENTROPY_RL_WARM_RUN": token,
+        warm_start.PRELOAD_ENV: "warmprobe",
+        "TMPDIR": str(short),
+        **dict.fromkeys(THREADS, "1"),
+        "PYTHONPATH": os.pathsep.join([str(tmp_path / "lib"), str(ROOT / "workflow")]),
+    }
     for name in (warm_start.CHILD, "SLURM_JOB_ID", "APPTAINER_CONTAINER", "SINGULARITY_CONTAINER"):
         env.pop(name, None)
     servers = set()
@@ -101,17 +107,31 @@ def job(tmp_path):
             servers.add(server_of(out))
 
     def run(cmd=(), preexec=None, **extra):
-        proc = subprocess.run([*cmd, sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path,
-                              check=False, env={**env, **extra}, timeout=120, preexec_fn=preexec)  # fmt: skip
+        proc = subprocess.run(
+            [*cmd, sys.executable, str(script)],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            check=False,
+            env={**env, **extra},
+            timeout=120,
+            preexec_fn=preexec,
+        )
         out = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
         note(out[0] if out else None)
         return proc, (out[0] if out else None)
 
     def spawn(cmd=(), preexec=None, **extra):
         """A job left running (it sleeps), with its first line."""
-        proc = subprocess.Popen([*cmd, sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, cwd=tmp_path, env={**env, "JOB_DOES": "sleep", **extra},
-                                preexec_fn=preexec)  # noqa: PLW1509 (the test's process has no thread that forks)  # fmt: skip
+        proc = subprocess.Popen(
+            [*cmd, sys.executable, str(script)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+            env={**env, "JOB_DOES": "sleep", **extra},
+            preexec_fn=preexec,
+        )  # noqa: PLW1509 (the test's process has no thread that forks)
         out = json.loads(proc.stdout.readline())
         note(out)
         return proc, out
@@ -251,12 +271,15 @@ def test_an_edited_preloaded_module_retires_the_server(job):
     assert after["probe"] == 2  # which imported the module as it reads now
 
 
-@pytest.mark.parametrize("extra, why", [
-    ({"SLURM_JOB_ID": "17"}, "a SLURM job"),
-    ({"APPTAINER_CONTAINER": "/img.sif"}, "inside a container"),
-    ({"JOB_SCALE": "paper"}, "scale paper"),
-    ({"OPENBLAS_NUM_THREADS": "2"}, "its thread pools are not 1 thread (OPENBLAS_NUM_THREADS=2)"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "extra, why",
+    [
+        ({"SLURM_JOB_ID": "17"}, "a SLURM job"),
+        ({"APPTAINER_CONTAINER": "/img.sif"}, "inside a container"),
+        ({"JOB_SCALE": "paper"}, "scale paper"),
+        ({"OPENBLAS_NUM_THREADS": "2"}, "its thread pools are not 1 thread (OPENBLAS_NUM_THREADS=2)"),
+    ],
+)
 def test_a_job_that_may_not_go_warm_runs_cold_and_says_why(job, extra, why):
     proc, out = job.run(**extra)
     assert proc.returncode == 0 and out["child"] is None and out["cold"].startswith(why)

@@ -65,10 +65,26 @@ from .links import Link, LinkResult, anchors, check_link, check_links, github_sl
 from .plans import DryRuns, plan_key
 
 __all__ = [
-    "NOT_RUN", "Command", "DryRuns", "Link", "LinkResult", "Result", "anchors", "check", "check_link", "check_links",
-    "classify", "extract_commands", "failures", "format_failures", "github_slug", "links", "markdown_files",
-    "plan_key", "summary",
-]  # fmt: skip
+    "NOT_RUN",
+    "Command",
+    "DryRuns",
+    "Link",
+    "LinkResult",
+    "Result",
+    "anchors",
+    "check",
+    "check_link",
+    "check_links",
+    "classify",
+    "extract_commands",
+    "failures",
+    "format_failures",
+    "github_slug",
+    "links",
+    "markdown_files",
+    "plan_key",
+    "summary",
+]
 
 
 def markdown_files(root: Path = ROOT) -> list[Path]:
@@ -97,16 +113,21 @@ def summary(results, dry_runs: DryRuns | None = None) -> str:
     if results and isinstance(results[0], LinkResult):
         kinds = Counter(r.link.kind for r in results)
         checked = sum(r.ok is not None for r in results)
-        return (f"{len(results)} links in {len({r.link.file for r in results})} file(s): {checked} checked, "
-                f"{len(results) - checked} external skipped, {len(failures(results))} failed; by kind: "
-                + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))  # fmt: skip
+        return (
+            f"{len(results)} links in {len({r.link.file for r in results})} file(s): {checked} checked, "
+            f"{len(results) - checked} external skipped, {len(failures(results))} failed; by kind: "
+            + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+        )
     kinds = Counter(r.kind for r in results)
     skipped = sum(r.ok is None for r in results)
     files = len({r.command.file for r in results})
-    text = (f"{len(results)} commands in {files} file(s), {len(failures(results))} failed, {skipped} skipped; by kind: "
-            + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))  # fmt: skip
+    text = (
+        f"{len(results)} commands in {files} file(s), {len(failures(results))} failed, {skipped} skipped; by kind: "
+        + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+    )
     if dry_runs is not None and dry_runs.plans:
         total = sum(s for _, s, _ in dry_runs.plans)
         text += f"\n{len(dry_runs.plans)} distinct plans, {total:.0f} s:" + "".join(
-            f"\n  {s:6.1f} s {'ok  ' if ok else 'FAIL'} {c}" for c, s, ok in dry_runs.plans)  # fmt: skip
+            f"\n  {s:6.1f} s {'ok  ' if ok else 'FAIL'} {c}" for c, s, ok in dry_runs.plans
+        )
     return text

@@ -27,21 +27,83 @@ HAS_CLI = re.compile(
     r"\bargparse\b|\bArgumentParser\b|^\s*import click\b|@click\.|\btyper\b|@hydra\.main", re.MULTILINE
 )
 PIP_VALUE_OPTIONS = {
-    "-i", "--index-url", "--extra-index-url", "-f", "--find-links", "-t", "--target", "--prefix", "--root",
-    "--python-version", "--platform", "--implementation", "--abi", "--only-binary", "--no-binary", "--progress-bar",
-    "-C", "--config-settings", "--trusted-host", "--src", "--upgrade-strategy", "--report", "--cache-dir", "--log",
-    "--timeout", "--retries", "--proxy", "--cert", "--client-cert", "--python", "--exists-action", "--global-option",
-    "--install-option", "--root-user-action", "--keyring-provider", "--group",
-}  # fmt: skip
-PIP_FILE_OPTIONS = {"-r": "requirements file", "--requirement": "requirements file", "-c": "constraints file",
-                    "--constraint": "constraints file", "-e": "project", "--editable": "project"}  # fmt: skip
+    "-i",
+    "--index-url",
+    "--extra-index-url",
+    "-f",
+    "--find-links",
+    "-t",
+    "--target",
+    "--prefix",
+    "--root",
+    "--python-version",
+    "--platform",
+    "--implementation",
+    "--abi",
+    "--only-binary",
+    "--no-binary",
+    "--progress-bar",
+    "-C",
+    "--config-settings",
+    "--trusted-host",
+    "--src",
+    "--upgrade-strategy",
+    "--report",
+    "--cache-dir",
+    "--log",
+    "--timeout",
+    "--retries",
+    "--proxy",
+    "--cert",
+    "--client-cert",
+    "--python",
+    "--exists-action",
+    "--global-option",
+    "--install-option",
+    "--root-user-action",
+    "--keyring-provider",
+    "--group",
+}
+PIP_FILE_OPTIONS = {
+    "-r": "requirements file",
+    "--requirement": "requirements file",
+    "-c": "constraints file",
+    "--constraint": "constraints file",
+    "-e": "project",
+    "--editable": "project",
+}
 PIP_NARGS = dict.fromkeys(PIP_VALUE_OPTIONS | PIP_FILE_OPTIONS.keys(), 1)
 PYTEST_VALUE_OPTIONS = {
-    "-k", "-m", "-n", "--numprocesses", "-p", "--durations", "--durations-min", "--dist", "-c", "--rootdir",
-    "--maxfail", "-o", "--override-ini", "--junitxml", "--junit-xml", "--basetemp", "--tb", "-W",
-    "--pythonwarnings", "--confcutdir", "--import-mode", "--log-level", "--capture", "--maxprocesses",
-    "--max-worker-restart", "-r", "--cov", "--cov-report", "--timeout",
-}  # fmt: skip
+    "-k",
+    "-m",
+    "-n",
+    "--numprocesses",
+    "-p",
+    "--durations",
+    "--durations-min",
+    "--dist",
+    "-c",
+    "--rootdir",
+    "--maxfail",
+    "-o",
+    "--override-ini",
+    "--junitxml",
+    "--junit-xml",
+    "--basetemp",
+    "--tb",
+    "-W",
+    "--pythonwarnings",
+    "--confcutdir",
+    "--import-mode",
+    "--log-level",
+    "--capture",
+    "--maxprocesses",
+    "--max-worker-restart",
+    "-r",
+    "--cov",
+    "--cov-report",
+    "--timeout",
+}
 PYTEST_PATH_OPTIONS = {"--deselect", "--ignore", "--ignore-glob"}
 PYTEST_NARGS = dict.fromkeys(PYTEST_VALUE_OPTIONS | PYTEST_PATH_OPTIONS, 1)
 
@@ -74,22 +136,36 @@ def _check_unknown(cmd: Command) -> Result:
     how, _, _ = python_target(cmd.argv) if is_python(cmd.argv[0]) else (None, "", [])
     if is_python(cmd.argv[0]):
         what = "`python -c`" if how == "c" else "a python command with neither -m nor a script"
-        return Result(cmd, "unclassified", False,
-                      f"{what} is not a checked kind: classify it in {CLASSIFY_IN}")  # fmt: skip
+        return Result(cmd, "unclassified", False, f"{what} is not a checked kind: classify it in {CLASSIFY_IN}")
     if Path(cmd.argv[0]).name in ("bash", "sh"):
-        return Result(cmd, "unclassified", False,
-                      f"of the scripts run by {cmd.argv[0]}, only envs/install-*.sh is classified (an install, not "
-                      f"run): classify this one in {CLASSIFY_IN}")  # fmt: skip
-    return Result(cmd, "unclassified", False,
-                  f"command word {cmd.argv[0]!r} is not classified: add it to NOT_RUN in {CLASSIFY_IN} with "
-                  f"the reason it is not run, or make it a checked kind")  # fmt: skip
+        return Result(
+            cmd,
+            "unclassified",
+            False,
+            f"of the scripts run by {cmd.argv[0]}, only envs/install-*.sh is classified (an install, not "
+            f"run): classify this one in {CLASSIFY_IN}",
+        )
+    return Result(
+        cmd,
+        "unclassified",
+        False,
+        f"command word {cmd.argv[0]!r} is not classified: add it to NOT_RUN in {CLASSIFY_IN} with "
+        f"the reason it is not run, or make it a checked kind",
+    )
 
 
 def _run_help(cmd: Command, argv: list[str], kind: str) -> Result:
     started = time.perf_counter()
     try:
-        proc = subprocess.run(argv, check=False, capture_output=True, text=True, cwd=cmd.cwd, timeout=HELP_TIMEOUT_S,
-                              env={**os.environ, **cmd.env})  # fmt: skip
+        proc = subprocess.run(
+            argv,
+            check=False,
+            capture_output=True,
+            text=True,
+            cwd=cmd.cwd,
+            timeout=HELP_TIMEOUT_S,
+            env={**os.environ, **cmd.env},
+        )
     except subprocess.TimeoutExpired:
         return Result(cmd, kind, False, f"`{' '.join(argv[1:])}` ran past {HELP_TIMEOUT_S} s")
     seconds = time.perf_counter() - started
@@ -119,9 +195,13 @@ def _check_module(cmd: Command, module: str, args: list[str], run_argv: list[str
     if source is None:
         return Result(cmd, kind, False, origin)
     if not HAS_CLI.search(source):
-        return Result(cmd, kind, False,
-                      f"{display(Path(origin))} has no argparse --help, and --help given to it would run its real "
-                      f"work: give it a CLI, or classify it in {CLASSIFY_IN}")  # fmt: skip
+        return Result(
+            cmd,
+            kind,
+            False,
+            f"{display(Path(origin))} has no argparse --help, and --help given to it would run its real "
+            f"work: give it a CLI, or classify it in {CLASSIFY_IN}",
+        )
     return _run_help(cmd, run_argv, kind)
 
 
@@ -266,8 +346,12 @@ def _check_pytest(cmd: Command) -> Result:
                         problems.append(f"{display(path)} defines no {name}")
     if problems:
         return Result(cmd, "pytest (paths checked)", False, "; ".join(problems))
-    return Result(cmd, "pytest (paths checked)", True, f"not run (it would run this test again); exists: "
-                  f"{', '.join(named) or 'the default test paths'}")  # fmt: skip
+    return Result(
+        cmd,
+        "pytest (paths checked)",
+        True,
+        f"not run (it would run this test again); exists: {', '.join(named) or 'the default test paths'}",
+    )
 
 
 def _check_not_run(cmd: Command) -> Result:

@@ -44,8 +44,23 @@ NOT_RUN = {
     "firefox": "a browser: interactive",
     "google-chrome": "a browser: interactive",
 }
-GIT_CLONE_VALUE_OPTIONS = {"-b", "--branch", "--depth", "-o", "--origin", "--filter", "-c", "--config", "--reference",
-                           "-j", "--jobs", "--separate-git-dir", "-u", "--upload-pack", "--template"}  # fmt: skip
+GIT_CLONE_VALUE_OPTIONS = {
+    "-b",
+    "--branch",
+    "--depth",
+    "-o",
+    "--origin",
+    "--filter",
+    "-c",
+    "--config",
+    "--reference",
+    "-j",
+    "--jobs",
+    "--separate-git-dir",
+    "-u",
+    "--upload-pack",
+    "--template",
+}
 PREFIXES = {"sudo", "env", "time", "nohup"}  # words before the command proper
 # A file the reader supplies, `path/to/log.jsonl` or an upper-case name (`PATH`, `OTHER/results/...`): made empty
 # where a plan reads it, so that the plan can be made.
@@ -132,8 +147,14 @@ def classify(argv: list[str], root: Path = ROOT) -> str:
     if is_python(word):
         how, target, _ = python_target(argv)
         if how == "m":
-            return {"snakemake": "snakemake", "venv": "install", "virtualenv": "install", "pip": "install",
-                    "ensurepip": "install", "pytest": "pytest"}.get(target, "python -m")  # fmt: skip
+            return {
+                "snakemake": "snakemake",
+                "venv": "install",
+                "virtualenv": "install",
+                "pip": "install",
+                "ensurepip": "install",
+                "pytest": "pytest",
+            }.get(target, "python -m")
         return {"script": "python script", "c": "unknown"}.get(how, "unknown")
     if base in console_scripts(root):
         return "console script"
@@ -184,8 +205,11 @@ def extract_commands(md: Path, root: Path = ROOT, text: str | None = None) -> li
                         else:
                             cmd.verdict = (False, f"no directory {display(new)} in the repository")
                 elif cmd.kind == "git clone":
-                    rest = [a for i, a in enumerate(argv[2:], 2) if not a.startswith("-")
-                            and argv[i - 1] not in GIT_CLONE_VALUE_OPTIONS]  # fmt: skip
+                    rest = [
+                        a
+                        for i, a in enumerate(argv[2:], 2)
+                        if not a.startswith("-") and argv[i - 1] not in GIT_CLONE_VALUE_OPTIONS
+                    ]
                     if rest:
                         name = rest[1] if len(rest) > 1 else re.sub(r"\.git$", "", rest[0].rstrip("/").split("/")[-1])
                         clones.add(name)

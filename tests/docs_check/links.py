@@ -115,8 +115,11 @@ def links(md: Path, text: str | None = None) -> list[Link]:
 def github_slug(heading: str) -> str:
     """GitHub's anchor for a heading's text (github-slugger): lowercased; every character but a letter, a mark, a
     digit, a connector (``_``), a hyphen or a space removed; each space a hyphen."""
-    kept = (ch for ch in heading.strip().lower()
-            if unicodedata.category(ch)[0] in "LMN" or unicodedata.category(ch) == "Pc" or ch in " -")  # fmt: skip
+    kept = (
+        ch
+        for ch in heading.strip().lower()
+        if unicodedata.category(ch)[0] in "LMN" or unicodedata.category(ch) == "Pc" or ch in " -"
+    )
     return "".join(kept).replace(" ", "-")
 
 
@@ -146,8 +149,12 @@ def anchors(md: Path, text: str | None = None) -> list[str]:
         atx = re.match(r"^[ ]{0,3}#{1,6}(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$", line)
         if atx:
             headings.append(atx[1] or "")
-        elif (i > 0 and re.match(r"^[ ]{0,3}(=+|-+)[ \t]*$", line) and lines[i - 1].strip()
-              and not re.match(r"^[ ]{0,3}([-*+>|#]|\d+[.)])", lines[i - 1])):  # fmt: skip
+        elif (
+            i > 0
+            and re.match(r"^[ ]{0,3}(=+|-+)[ \t]*$", line)
+            and lines[i - 1].strip()
+            and not re.match(r"^[ ]{0,3}([-*+>|#]|\d+[.)])", lines[i - 1])
+        ):
             headings.append(lines[i - 1].strip())
     found, seen = [], {}
     for heading in headings:
@@ -196,8 +203,12 @@ def check_link(link: Link, root: Path = ROOT, texts: dict | None = None) -> Link
         if anchor in names:
             return LinkResult(link, True, "exists, with its anchor")
         close = difflib.get_close_matches(anchor, names, n=3)
-        return LinkResult(link, False, f"{dest}: no heading or id {anchor!r} in {display(target)}"
-                          + (f" (near: {', '.join(close)})" if close else ""))  # fmt: skip
+        return LinkResult(
+            link,
+            False,
+            f"{dest}: no heading or id {anchor!r} in {display(target)}"
+            + (f" (near: {', '.join(close)})" if close else ""),
+        )
     lines = re.fullmatch(r"L(\d+)(?:-L(\d+))?", anchor)
     if lines:
         count = len(target.read_text(errors="replace").splitlines())

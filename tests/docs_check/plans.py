@@ -18,11 +18,20 @@ from .checks import Result, output_tail
 from .commands import PLACEHOLDER_PATH, Command, is_python, python_target
 from .paths import display, within
 
-FAKE_TOKEN = "hf_not_real"  # paper-scale plans refuse a gated model without a token (cluster.smk)
+FAKE_TOKEN = "hf_not_real"  # paper-scale plans refuse a gated model without a token (pipeline.cluster.before_jobs)
 PLAN_TIMEOUT_S = 1200
 # The options a dry run rewrites or leaves out, and how many values each takes; any other word is passed on as is.
-SNAKEMAKE_NARGS = {"-d": 1, "--directory": 1, "-s": 1, "--snakefile": 1, "--profile": 1, "--report": OPTIONAL,
-                   "--report-stylesheet": 1, "--configfile": SEVERAL, "--configfiles": SEVERAL}  # fmt: skip
+SNAKEMAKE_NARGS = {
+    "-d": 1,
+    "--directory": 1,
+    "-s": 1,
+    "--snakefile": 1,
+    "--profile": 1,
+    "--report": OPTIONAL,
+    "--report-stylesheet": 1,
+    "--configfile": SEVERAL,
+    "--configfiles": SEVERAL,
+}
 
 
 def plan_key(argv: list[str]) -> list[str]:
@@ -31,8 +40,11 @@ def plan_key(argv: list[str]) -> list[str]:
     key, previous = [], ""
     for a in argv:
         count = previous in ("-c", "--cores", "-j", "--jobs") and re.fullmatch(r"\d+|all", a)
-        if not (count or a in ("-n", "--dry-run", "--dryrun", "-c", "--cores", "-j", "--jobs")
-                or re.fullmatch(r"-[cj]\d+|--(cores|jobs)=.*", a)):  # fmt: skip
+        if not (
+            count
+            or a in ("-n", "--dry-run", "--dryrun", "-c", "--cores", "-j", "--jobs")
+            or re.fullmatch(r"-[cj]\d+|--(cores|jobs)=.*", a)
+        ):
             key.append(a)
         previous = a
     return key
@@ -54,8 +66,11 @@ class DryRuns:
     def _dir(self, value: str, cwd: Path) -> Path:
         """A -d of the command's own, rewritten into the temporary directory."""
         path = Path(os.path.expanduser(value))
-        mirrored = (self.mirror / cwd.relative_to(self.root) / path) if not path.is_absolute() else (
-            self.base / "absolute" / path.relative_to(path.anchor))  # fmt: skip
+        mirrored = (
+            (self.mirror / cwd.relative_to(self.root) / path)
+            if not path.is_absolute()
+            else (self.base / "absolute" / path.relative_to(path.anchor))
+        )
         mirrored = Path(os.path.normpath(mirrored))
         if not within(mirrored, self.base):
             mirrored = self.base / "outside" / mirrored.name
@@ -107,8 +122,15 @@ class DryRuns:
                 for where in {workdir, run_cwd}:
                     (where / path).parent.mkdir(parents=True, exist_ok=True)
                     (where / path).touch()
-        full = [sys.executable, "-m", "snakemake", "-n", *([] if snakefile else ["-s", str(self.root / "Snakefile")]),
-                *([] if "-d" in out else ["-d", str(workdir)]), *out]  # fmt: skip
+        full = [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            *([] if snakefile else ["-s", str(self.root / "Snakefile")]),
+            *([] if "-d" in out else ["-d", str(workdir)]),
+            *out,
+        ]
         return full, run_cwd, workdir, problems
 
     def check(self, cmd: Command) -> Result:

@@ -131,7 +131,12 @@ def test_treatments_change_the_loss():
     adv = torch.randn(b, r, generator=g)
     entropy, ref = torch.rand(b, r, generator=g), old + 0.2
     base, _ = algorithms.actor_loss(algorithms.actor_config(LOSS, 4, 2), log_prob, old, adv, mask, entropy, ref)
-    for treatment in [{"entropy_coeff": 0.05}, {"kl_loss_coef": 0.5}, {"loss_mode": "kl_cov"}, {"clip_ratio_high": 0.1}]:
+    for treatment in [
+        {"entropy_coeff": 0.05},
+        {"kl_loss_coef": 0.5},
+        {"loss_mode": "kl_cov"},
+        {"clip_ratio_high": 0.1},
+    ]:
         cfg = algorithms.actor_config(dict(LOSS, **treatment), 4, 2)
         loss, _ = algorithms.actor_loss(cfg, log_prob, old, adv, mask, entropy, ref)
         assert loss.item() != pytest.approx(base.item(), abs=1e-6), treatment
@@ -154,9 +159,13 @@ def test_seq_mean_token_sum_norm_divides_by_the_configured_response_length():
     log_prob, adv = old + 0.3 * torch.randn(b, r, generator=g), torch.randn(b, r, generator=g)
     mask = torch.ones(b, r, dtype=torch.long)
     pad = lambda t: torch.cat([t, torch.zeros(b, 7, dtype=t.dtype)], dim=1)  # noqa: E731
-    cfg = algorithms.actor_config(dict(LOSS, loss_agg_mode="seq-mean-token-sum-norm"), 4, 2, max_response_length=horizon)
+    cfg = algorithms.actor_config(
+        dict(LOSS, loss_agg_mode="seq-mean-token-sum-norm"), 4, 2, max_response_length=horizon
+    )
     narrow, _ = algorithms.actor_loss(cfg, log_prob, old, adv, mask)
     wide, _ = algorithms.actor_loss(cfg, pad(log_prob), pad(old), pad(adv), pad(mask))
     assert narrow.item() == pytest.approx(wide.item(), rel=1e-6)
     unscaled = algorithms.actor_config(dict(LOSS, loss_agg_mode="seq-mean-token-sum-norm"), 4, 2)
-    assert algorithms.actor_loss(unscaled, log_prob, old, adv, mask)[0].item() == pytest.approx(narrow.item() * horizon / r, rel=1e-6)
+    assert algorithms.actor_loss(unscaled, log_prob, old, adv, mask)[0].item() == pytest.approx(
+        narrow.item() * horizon / r, rel=1e-6
+    )

@@ -96,8 +96,11 @@ def test_code_corpus_runs_right_as_written_and_folded_programs_may_be_off(writte
     corpus = pd.read_parquet(written["pretrain"])
     corpus = corpus[corpus["ability"] == "code"]
     rows = list(corpus.itertuples())
-    ok = reward.verdicts([r.reward_model["style"] for r in rows], [r.reward_model["ground_truth"] for r in rows],
-                         [r.response for r in rows])  # fmt: skip
+    ok = reward.verdicts(
+        [r.reward_model["style"] for r in rows],
+        [r.reward_model["ground_truth"] for r in rows],
+        [r.response for r in rows],
+    )
     as_written = [r.extra_info["expression"] in r.response for r in rows]
     assert 0.35 < np.mean(as_written) < 0.65
     assert all(k for k, w in zip(ok, as_written) if w)  # the chain as written is always right
@@ -133,8 +136,13 @@ def test_instruct_corpus_answers_every_prompt_step_by_step_and_right(written):
     code = corpus[corpus["ability"] == "code"]
     assert len(code) and all(e["expression"] in r for e, r in zip(code["extra_info"], code["response"]))  # as written
     rows = list(corpus.itertuples())
-    assert all(reward.verdicts([r.reward_model["style"] for r in rows], [r.reward_model["ground_truth"] for r in rows],
-                               [r.response for r in rows]))  # fmt: skip
+    assert all(
+        reward.verdicts(
+            [r.reward_model["style"] for r in rows],
+            [r.reward_model["ground_truth"] for r in rows],
+            [r.response for r in rows],
+        )
+    )
 
 
 def test_further_train_set_draws_its_families_and_holds_out_benchmarks(written):
@@ -180,7 +188,9 @@ def test_model_families_round_trip_through_from_pretrained(family, mini_tokenize
     # Non-embedding count: every parameter but the (tied) embedding matrix.
     emb = model.get_input_embeddings().weight.numel()
     assert model_size.non_embedding_params(model.config.to_dict()) == sum(p.numel() for p in model.parameters()) - emb
-    assert model_size.non_embedding_params(tmp_path) == model_size.non_embedding_params(model.config.to_dict())  # the study's count
+    assert model_size.non_embedding_params(tmp_path) == model_size.non_embedding_params(
+        model.config.to_dict()
+    )  # the study's count
     assert json.loads((tmp_path / "config.json").read_text())["model_type"] == family
 
 
@@ -206,19 +216,54 @@ def test_the_config_count_is_the_real_models_parameters_without_embeddings(famil
 @pytest.mark.parametrize(
     "config",
     [
-        LlamaConfig(hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=1, head_dim=24,
-                    attention_bias=True, mlp_bias=True),
+        LlamaConfig(
+            hidden_size=64,
+            intermediate_size=96,
+            num_attention_heads=4,
+            num_key_value_heads=1,
+            head_dim=24,
+            attention_bias=True,
+            mlp_bias=True,
+        ),
         MistralConfig(hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2, head_dim=24),
-        Qwen2Config(hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=4, tie_word_embeddings=False),
+        Qwen2Config(
+            hidden_size=64,
+            intermediate_size=96,
+            num_attention_heads=4,
+            num_key_value_heads=4,
+            tie_word_embeddings=False,
+        ),
         # The paper's shapes (hub config.json): Qwen2.5-0.5B, Mistral-Nemo (head_dim 128 < 5120 / 32), DeepSeek-Math-7B (a llama).
-        Qwen2Config(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
-                    num_key_value_heads=2),
-        MistralConfig(vocab_size=131072, hidden_size=5120, intermediate_size=14336, num_hidden_layers=40, num_attention_heads=32,
-                      num_key_value_heads=8, head_dim=128),
-        LlamaConfig(vocab_size=102400, hidden_size=4096, intermediate_size=11008, num_hidden_layers=30, num_attention_heads=32),
+        Qwen2Config(
+            vocab_size=151936,
+            hidden_size=896,
+            intermediate_size=4864,
+            num_hidden_layers=24,
+            num_attention_heads=14,
+            num_key_value_heads=2,
+        ),
+        MistralConfig(
+            vocab_size=131072,
+            hidden_size=5120,
+            intermediate_size=14336,
+            num_hidden_layers=40,
+            num_attention_heads=32,
+            num_key_value_heads=8,
+            head_dim=128,
+        ),
+        LlamaConfig(
+            vocab_size=102400, hidden_size=4096, intermediate_size=11008, num_hidden_layers=30, num_attention_heads=32
+        ),
     ],
-    ids=["llama-biases-head-dim", "mistral-head-dim", "qwen2-untied", "qwen2.5-0.5b", "mistral-nemo-12b", "deepseek-math-7b"],
-)  # fmt: skip
+    ids=[
+        "llama-biases-head-dim",
+        "mistral-head-dim",
+        "qwen2-untied",
+        "qwen2.5-0.5b",
+        "mistral-nemo-12b",
+        "deepseek-math-7b",
+    ],
+)
 def test_the_config_count_matches_transformers_on_other_shapes(config, tmp_path):
     """Counted on the meta device (no memory), also from a saved config.json that leaves defaults out."""
     with torch.device("meta"):
@@ -250,8 +295,9 @@ def test_bf16_pretraining_learns_as_fp32_does_and_keeps_fp32_weights(mini_tokeni
     curves = {}
     for precision in ("fp32", "bf16"):
         model, tok = models.build_mini_model("qwen2", arch, mini_tokenizer, seed=0)
-        curves[precision] = models.pretrain(model, tok, prompts, responses, steps=60, batch_size=16, lr=3e-3, seed=0,
-                                            precision=precision)  # fmt: skip
+        curves[precision] = models.pretrain(
+            model, tok, prompts, responses, steps=60, batch_size=16, lr=3e-3, seed=0, precision=precision
+        )
         assert {p.dtype for p in model.parameters()} == {torch.float32}
     fp32, bf16 = (torch.tensor(curves[p]) for p in ("fp32", "bf16"))
     assert not torch.equal(fp32, bf16)  # bf16 did run

@@ -10,7 +10,9 @@ from scipy import stats
 PROMPTS = [[{"role": "user", "content": f"Calculate {a} + {b}."}] for a, b in [(1, 2), (3, 4), (5, 6), (7, 8), (9, 0)]]
 FAMILIES = {
     "qwen2": dict(hidden_size=32, intermediate_size=64, num_layers=2, num_heads=2, num_kv_heads=1),
-    "llama": dict(hidden_size=32, intermediate_size=64, num_layers=2, num_heads=2, num_kv_heads=1, tie_word_embeddings=False),
+    "llama": dict(
+        hidden_size=32, intermediate_size=64, num_layers=2, num_heads=2, num_kv_heads=1, tie_word_embeddings=False
+    ),
     # a window shorter than prompt + response, so the cached decode must apply it as the full forward does
     "mistral": dict(hidden_size=32, intermediate_size=64, num_layers=2, num_heads=2, num_kv_heads=1, sliding_window=8),
 }
@@ -124,9 +126,11 @@ def test_validation_samples_sets_that_share_a_protocol_together(tiny_policy, mon
     model, tok = tiny_policy
     monkeypatch.setattr(reward, "is_correct", lambda style, gold, text: gold == "yes")
     greedy, sampled = {"temperature": 0.0, "n": 1}, {"temperature": 0.6, "n": 2}
-    sets = {"b": trainer.ValSet(PROMPTS[:2], ["yes", "no"], ["rule"] * 2, greedy),
-            "c": trainer.ValSet(PROMPTS[:1], ["no"], ["rule"], sampled),
-            "a": trainer.ValSet(PROMPTS[2:], ["no", "yes", "yes"], ["rule"] * 3, greedy)}  # fmt: skip
+    sets = {
+        "b": trainer.ValSet(PROMPTS[:2], ["yes", "no"], ["rule"] * 2, greedy),
+        "c": trainer.ValSet(PROMPTS[:1], ["no"], ["rule"], sampled),
+        "a": trainer.ValSet(PROMPTS[2:], ["no", "yes", "yes"], ["rule"] * 3, greedy),
+    }
     calls = []
     real = generation.generate
     monkeypatch.setattr(generation, "generate", lambda *a, **k: calls.append(len(a[2])) or real(*a, **k))

@@ -187,10 +187,19 @@ def test_every_method_samples_grades_and_costs_the_same_problems(tiny_policy):
 
 def frame(correct: list[list[bool]], drawn_per_token: int, bench: str = "addsub") -> pd.DataFrame:
     rows = [
-        {"benchmark": bench, "problem_id": p, "sample": s, "correct": c, "extracted": "1" if c else "2", "response_tokens": 10,
-         "drawn_tokens": 10 * drawn_per_token, "base_loglik_per_token": -1.0 - p}
-        for p, row in enumerate(correct) for s, c in enumerate(row)
-    ]  # fmt: skip
+        {
+            "benchmark": bench,
+            "problem_id": p,
+            "sample": s,
+            "correct": c,
+            "extracted": "1" if c else "2",
+            "response_tokens": 10,
+            "drawn_tokens": 10 * drawn_per_token,
+            "base_loglik_per_token": -1.0 - p,
+        }
+        for p, row in enumerate(correct)
+        for s, c in enumerate(row)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -234,7 +243,9 @@ def test_the_study_table_and_figures_are_drawn(tmp_path):
     assert table.loc["Power sampling", "cost vs base"] == 9 and table.loc[
         "Power sampling", "MH acceptance"
     ] == pytest.approx(0.4)
-    power_study.power02_pass_at_k(Inputs(samples=samples, labels=labels, pass_k=(1, 2, 4, 8), caption="c"), tmp_path / "passk")
+    power_study.power02_pass_at_k(
+        Inputs(samples=samples, labels=labels, pass_k=(1, 2, 4, 8), caption="c"), tmp_path / "passk"
+    )
     power_study.power03_likelihoods(Inputs(samples=samples, labels=labels), tmp_path / "lik")
     sweep = {"power": [fake(0.6, 9)], "power-alpha1": [fake(0.3, 6)], "power-mcmc0": [fake(0.5, 1)]}
     settings = {"power": main, "power-alpha1": dict(main, alpha=1.0), "power-mcmc0": dict(main, n_mcmc=0)}
@@ -259,8 +270,13 @@ def test_the_study_over_seeds_shows_the_mean_and_its_standard_error(tmp_path):
     assert table.loc["power", "time vs base"] == pytest.approx((4 + 2) / 2)  # 0.04/0.01 and 0.06/0.03, then the mean
     assert table.loc["power", "time vs base s.e."] == pytest.approx(2 / math.sqrt(2) / math.sqrt(2))
     assert table.loc["power", "seconds per answer"] == pytest.approx(0.05)
-    assert table.loc["power", "Avg. s.e."] == pytest.approx(50 / math.sqrt(2) / math.sqrt(2))  # 50 and 100: s.d. 35.4, over root 2
-    assert table.loc["power", "cost vs base"] == 4 and list(table.columns).index("Avg. s.e.") == list(table.columns).index("Avg.") + 1
+    assert table.loc["power", "Avg. s.e."] == pytest.approx(
+        50 / math.sqrt(2) / math.sqrt(2)
+    )  # 50 and 100: s.d. 35.4, over root 2
+    assert (
+        table.loc["power", "cost vs base"] == 4
+        and list(table.columns).index("Avg. s.e.") == list(table.columns).index("Avg.") + 1
+    )
     with pytest.raises(ValueError, match="same number of seeds"):
         power_study.power01_accuracy(Inputs(samples={"base": base, "power": power[:1]}))
     power_study.power02_pass_at_k(Inputs(samples={"base": base, "power": power}, pass_k=(1, 2)), tmp_path / "passk")
@@ -349,8 +365,12 @@ def test_the_paper_scale_method_sampler_gives_the_mini_rows(tiny_policy, engine,
     import vllm_standin
 
     ids = [x.tolist() for x in mini_power.prompt_ids(tok, prompts)]
-    params = [vllm_standin.SamplingParams(n=4, temperature=1.0, max_tokens=8, seed=4 * k, ignore_eos=True,
-                                          stop_token_ids=list(stop)) for k in range(len(ids))]  # fmt: skip
+    params = [
+        vllm_standin.SamplingParams(
+            n=4, temperature=1.0, max_tokens=8, seed=4 * k, ignore_eos=True, stop_token_ids=list(stop)
+        )
+        for k in range(len(ids))
+    ]
     redrawn = [
         c.token_ids for out in engine.generate([{"prompt_token_ids": x} for x in ids], params) for c in out.outputs
     ]
@@ -423,8 +443,10 @@ class DistinctProposer(EndlessProposer):
     """Random draws that never end an answer: every candidate block distinct, as the estimate's upper count."""
 
     def extend(self, prefixes, budgets):
-        return [(torch.as_tensor(self.rng.integers(0, 10**6, b)), torch.full((b,), -1.0), torch.full((b,), -1.0))
-                for b in budgets]  # fmt: skip
+        return [
+            (torch.as_tensor(self.rng.integers(0, 10**6, b)), torch.full((b,), -1.0), torch.full((b,), -1.0))
+            for b in budgets
+        ]
 
 
 def test_the_gpu_hours_token_model_of_the_later_samplers_is_what_they_draw():

@@ -69,10 +69,19 @@ def setting(tmp_path_factory, mini_tokenizer):
 
 @pytest.mark.parametrize(
     "algorithm, treatment",
-    [("grpo", "none"), ("rloo", "none"), ("reinforce_plus_plus", "none"), ("prime", "none"),
-     ("grpo", "clip_cov"), ("grpo", "kl_cov"), ("grpo", "entropy_loss"), ("grpo", "ref_kl"), ("grpo", "clip_higher"),
-     ("grpo", "random_reward")],
-)  # fmt: skip
+    [
+        ("grpo", "none"),
+        ("rloo", "none"),
+        ("reinforce_plus_plus", "none"),
+        ("prime", "none"),
+        ("grpo", "clip_cov"),
+        ("grpo", "kl_cov"),
+        ("grpo", "entropy_loss"),
+        ("grpo", "ref_kl"),
+        ("grpo", "clip_higher"),
+        ("grpo", "random_reward"),
+    ],
+)
 def test_every_algorithm_and_treatment_trains(setting, algorithm, treatment):
     out, paths, val, cfg = setting
     cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": algorithm, "treatment": treatment}})
@@ -128,7 +137,11 @@ def test_entropy_is_measured_on_the_groups_the_filter_keeps(setting, monkeypatch
     cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": "grpo", "treatment": "none"}})
     s = spec.resolve_run(cfg, "r")
     n = s["rollout_n"]
-    monkeypatch.setattr(trainer, "grade", lambda styles, golds, texts: np.array([float(i < n and i % 2 == 0) for i in range(len(golds))]))
+    monkeypatch.setattr(
+        trainer,
+        "grade",
+        lambda styles, golds, texts: np.array([float(i < n and i % 2 == 0) for i in range(len(golds))]),
+    )
     seen, real = [], trainer.metrics.policy_entropy
     monkeypatch.setattr(trainer.metrics, "policy_entropy", lambda ent, mask: seen.append(len(ent)) or real(ent, mask))
     frame = trainer.train(s, out / "base", paths["train"], val, out / "one-group")
@@ -150,7 +163,11 @@ def test_a_step_whose_groups_are_all_dropped_draws_the_next_prompts(setting, mon
 
     monkeypatch.setattr(trainer, "grade", score)
     frame = trainer.train(s, out / "base", paths["train"], val, out / "redrawn")
-    assert len(drawn) == 2 * (s["steps"] + 1) and frame["entropy"].notna().all() and frame["pg_loss"].iloc[:-1].notna().all()
+    assert (
+        len(drawn) == 2 * (s["steps"] + 1)
+        and frame["entropy"].notna().all()
+        and frame["pg_loss"].iloc[:-1].notna().all()
+    )
     assert frame["gen_batches"].tolist() == [2] * (s["steps"] + 1) and frame["kept_prompt_frac"].gt(0).all()
 
 
@@ -203,7 +220,10 @@ def test_a_random_reward_run_never_grades_its_rollouts_and_resumes_to_the_same_d
     cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": "grpo", "treatment": "random_reward"}})
     s = spec.resolve_run(cfg, "r")
     s.update(save_every=2)
-    assert s["loss"]["reward"] == "random" and {k: v for k, v in s["loss"].items() if k != "reward"} == cfg["train"]["loss"]
+    assert (
+        s["loss"]["reward"] == "random"
+        and {k: v for k, v in s["loss"].items() if k != "reward"} == cfg["train"]["loss"]
+    )
     monkeypatch.setattr(trainer, "grade", lambda *args: pytest.fail("a random-reward run graded its rollouts"))
     paid, draw, die_at = [], random_reward.rollout_rewards, []
 
@@ -289,22 +309,74 @@ def test_outputs_appear_whole_or_not_at_all(tmp_path):
 def test_a_code_run_grades_its_programs_in_the_sandbox(tmp_path, mini_tokenizer):
     """The code task end to end: a model pre-trained on programs writes them, the sandbox runs them,
     and each step's row counts the programs run and those stopped for a limit."""
-    prog = {"domain": "code", "task": "chain_sum", "size": 8, "protocol": {"temperature": 0.0, "n": 1},
-            "params": {"min_terms": 3, "max_terms": 3, "min_digits": 1, "max_digits": 1}}  # fmt: skip
+    prog = {
+        "domain": "code",
+        "task": "chain_sum",
+        "size": 8,
+        "protocol": {"temperature": 0.0, "n": 1},
+        "params": {"min_terms": 3, "max_terms": 3, "min_digits": 1, "max_digits": 1},
+    }
     corpus_spec = dict(DATA["pretrain"], **{"from": ["prog"], "prompts": 60})
-    paths = data.prepare_mini_data({"seed": 1, "benchmarks": {"prog": prog}, "train": {"from": ["prog"], "size": 32},
-                                    "pretrain": corpus_spec}, tmp_path)  # fmt: skip
+    paths = data.prepare_mini_data(
+        {"seed": 1, "benchmarks": {"prog": prog}, "train": {"from": ["prog"], "size": 32}, "pretrain": corpus_spec},
+        tmp_path,
+    )
     arch = dict(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, num_kv_heads=1)
     model, tok = models.build_mini_model("qwen2", arch, mini_tokenizer, seed=0)
     corpus = formats.load_verl_parquet(paths["pretrain"])
-    models.pretrain(model, tok, formats.prompts_and_answers(corpus)[0], list(corpus["response"]), steps=120, batch_size=32, lr=3e-3, seed=0)
+    models.pretrain(
+        model,
+        tok,
+        formats.prompts_and_answers(corpus)[0],
+        list(corpus["response"]),
+        steps=120,
+        batch_size=32,
+        lr=3e-3,
+        seed=0,
+    )
     model.save_pretrained(tmp_path / "base")
     tok.save_pretrained(tmp_path / "base")
     cfg = yaml.safe_load((ROOT / "config.yaml").read_text())["mini"]
     cfg.pop("lr_reference_width")
-    cfg["train"].update(steps=2, prompts_per_step=4, rollout_n=4, ppo_mini_batch_size=4, val_every=2, filter_groups=False)
+    cfg["train"].update(
+        steps=2, prompts_per_step=4, rollout_n=4, ppo_mini_batch_size=4, val_every=2, filter_groups=False
+    )
     s = spec.resolve_run(dict(cfg, runs={"r": {"model": "m", "algorithm": "grpo", "treatment": "none"}}), "r")
     val = trainer.validation_sets({"prog": paths["prog"]}, {"temperature": 0.6, "n": 2}, 4)
     frame = trainer.train(s, tmp_path / "base", paths["train"], val, tmp_path / "run")
     assert "val_acc/prog" in frame and frame["sandbox_programs"].notna().all() and frame["sandbox_programs"].sum() > 0
     assert frame["sandbox_limit_kills"].eq(0).all()
+
+
+def test_a_verl_advantage_estimator_is_added_by_one_registry_entry_and_the_config(setting, monkeypatch):
+    """verl's OPO estimator, which no run of config.yaml uses: its registry entry (core.algorithms) and a run that
+    names it are all it takes. The config validates, the run trains at mini scale on verl's own estimator, and its
+    figures and audit name it by its label."""
+    from entropy_rl.core import algorithms, config as config_check
+    from entropy_rl.paper import reward_launch
+    from entropy_rl.pipeline import scope
+    from entropy_rl.study import artifacts
+
+    monkeypatch.setattr(algorithms, "ALGORITHMS", dict(algorithms.ALGORITHMS))
+    algorithms.register(algorithms.Algorithm("opo", "OPO", "opo"))
+    full = yaml.safe_load((ROOT / "config.yaml").read_text())
+    full["mini"]["runs"]["qwen2-m-opo"] = {"model": "qwen2-m", "algorithm": "opo", "treatment": "none"}
+    config_check.validate(full, artifacts.PAPER)
+    assert scope.run_label(full["mini"], "qwen2-m-opo") == "qwen2-m OPO"
+    full["paper"]["runs"]["qwen2.5-7b-opo"] = {"model": "qwen2.5-7b", "algorithm": "opo", "treatment": "none"}
+    config_check.validate(full, artifacts.PAPER)  # and at paper scale, verl's main_ppo runs it by its estimator
+    paper = scope.resolve({**full, "scale": "paper"}).S
+    assert "algorithm.adv_estimator=opo" in reward_launch.verl_command(paper, "qwen2.5-7b-opo")
+    out, paths, val, cfg = setting
+    cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": "opo", "treatment": "none"}})
+    s = spec.resolve_run(cfg, "r")
+    s["filter_groups"] = False
+    used = []
+    real = trainer.algorithms.compute_advantages
+    monkeypatch.setattr(trainer.algorithms, "compute_advantages", lambda est, *a: used.append(est) or real(est, *a))
+    frame = trainer.train(s, out / "base", paths["train"], val, out / "opo")
+    check_metrics(frame, list(BENCH), steps=4, val_every=2)
+    assert used == ["opo"] * 4 and frame["pg_loss"].iloc[:-1].notna().all()
+    full["mini"]["runs"]["qwen2-m-x"] = {"model": "qwen2-m", "algorithm": "no-such-estimator", "treatment": "none"}
+    with pytest.raises(config_check.ConfigError, match="algorithm"):
+        config_check.validate(full, artifacts.PAPER)

@@ -1,9 +1,9 @@
 """The analysis image built for real (benchmarks/analysis_root.py): its record stands for today's definition and lock,
-or the build runs now. The record is keyed by the image's digest (definition and lock), the definition's %test and
-the build script, so CI builds the image again exactly when one of them changes; a build already made for a key is
-kept in the user's cache. The Apptainer stand-in the build uses refuses what it does not emulate."""
+or the build runs now. The record is keyed (tests/support/analysis_record.py) by the image's digest (definition and
+lock), the definition's %test and the build script, so CI builds the image again exactly when one of them changes; a
+build already made for a key is kept in the user's cache. The Apptainer stand-in the build uses refuses what it does
+not emulate."""
 
-import importlib.util
 import json
 import os
 import shutil
@@ -11,18 +11,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support import ROOT
+from support import ROOT, analysis_record
+from support.analysis_record import SCRIPT, STAND_IN
 
-SCRIPT = ROOT / "benchmarks" / "analysis_root.py"
-STAND_IN = ROOT / "benchmarks" / "apptainer_chroot" / "apptainer"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "entropy-rl" / "analysis-root"
-
-
-def load():
-    spec = importlib.util.spec_from_file_location("analysis_root", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def check(record: dict, key: str) -> None:
@@ -40,9 +32,8 @@ def check(record: dict, key: str) -> None:
 
 @pytest.mark.costly
 def test_the_analysis_image_build_stands_for_its_definition_and_lock(tmp_path):
-    root_build = load()
-    key = root_build.key()
-    committed = json.loads(root_build.RECORD.read_text())
+    key = analysis_record.key()
+    committed = json.loads(analysis_record.RECORD.read_text())
     if committed["key"] == key:
         check(committed, key)
         return
@@ -51,14 +42,21 @@ def test_the_analysis_image_build_stands_for_its_definition_and_lock(tmp_path):
         check(json.loads(cached.read_text()), key)
         return
     if os.geteuid() != 0 or not shutil.which("mmdebstrap"):
-        message = ("containers/analysis.def or envs/mini.txt changed since benchmarks/analysis_root.json was made: "
-                   "run `python benchmarks/analysis_root.py` as root and commit its record")  # fmt: skip
+        message = (
+            "containers/analysis.def or envs/mini.txt changed since benchmarks/analysis_root.json was made: "
+            "run `python benchmarks/analysis_root.py` as root and commit its record"
+        )
         if os.environ.get("CI"):
             pytest.fail(message + " (CI needs root and mmdebstrap to build it)")
         pytest.skip(message)
     record = tmp_path / "record.json"
-    proc = subprocess.run(["python", str(SCRIPT), "--root", str(tmp_path / "root"), "--record", str(record)],
-                          capture_output=True, text=True, cwd=ROOT, check=False)  # fmt: skip
+    proc = subprocess.run(
+        ["python", str(SCRIPT), "--root", str(tmp_path / "root"), "--record", str(record)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     check(json.loads(record.read_text()), key)
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -66,13 +64,11 @@ def test_the_analysis_image_build_stands_for_its_definition_and_lock(tmp_path):
     print(f"analysis image built for key {key[:12]}; commit {record} as benchmarks/analysis_root.json")
 
 
-def test_the_record_key_follows_the_definition_the_lock_and_the_build(tmp_path, monkeypatch):
-    root_build = load()
-    key = root_build.key()
+def test_the_record_key_follows_the_definition_the_lock_and_the_build(tmp_path):
+    key = analysis_record.key()
     copy = tmp_path / "analysis.def"
-    copy.write_text(root_build.DEFINITION.read_text().replace("%test\n", "%test\n    true\n"))
-    monkeypatch.setattr(root_build, "DEFINITION", copy)  # %test is not in the image digest, but is in the key
-    assert root_build.key() != key
+    copy.write_text(analysis_record.DEFINITION.read_text().replace("%test\n", "%test\n    true\n"))
+    assert analysis_record.key(copy) != key  # %test is not in the image digest, but is in the key
 
 
 @pytest.mark.parametrize(

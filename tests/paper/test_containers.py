@@ -97,8 +97,11 @@ def test_image_ref_changes_with_the_definition_and_the_files_it_copies(tmp_root)
     # What checks or describes the image gives no new reference (no rule reruns); what shapes it does.
     definition = tmp_root / "containers" / "train.def"
     text = definition.read_text()
-    definition.write_text(text.replace("%test\n", "%test\n    /opt/venv/bin/python -c 'import verl.utils'\n")
-                          .replace("%post\n", "%post\n    # a comment\n").replace("%help\n", "%help\n    More help.\n"))  # fmt: skip
+    definition.write_text(
+        text.replace("%test\n", "%test\n    /opt/venv/bin/python -c 'import verl.utils'\n")
+        .replace("%post\n", "%post\n    # a comment\n")
+        .replace("%help\n", "%help\n    More help.\n")
+    )
     assert definition.read_text() != text and images.image_ref("train", tmp_root) == ref
     definition.write_text(text.replace("MAX_JOBS:-8", "MAX_JOBS:-4"))
     assert images.image_ref("train", tmp_root) != ref

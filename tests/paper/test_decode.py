@@ -80,7 +80,9 @@ def test_beyond_three_times_the_timed_flops_a_law_is_a_range():
     far = efficiency.of(priced, "train_mfu", arch("qwen2.5-32b"), 300, 1500)
     fixed = law.other_forms()[0]
     assert fixed.form == "efficiency+fixed" and far.source == "extrapolated"
-    assert far.value == pytest.approx(law.mfu(arch("qwen2.5-32b"), architectures.update_flops(arch("qwen2.5-32b"), 300, 1500))[0])
+    assert far.value == pytest.approx(
+        law.mfu(arch("qwen2.5-32b"), architectures.update_flops(arch("qwen2.5-32b"), 300, 1500))[0]
+    )
     big = architectures.update_flops(arch("qwen2.5-32b"), 300, 1500)
     assert far.low == pytest.approx(far.value) and far.value < 0.04  # the one-efficiency law: the small models' MFU
     assert far.value < fixed.mfu(arch("qwen2.5-32b"), big)[0] < far.high == PAPER["budget"]["train_mfu"]

@@ -17,8 +17,13 @@ pytestmark = pytest.mark.costly  # about two minutes of one core
 def test_the_benchmark_times_three_shapes_and_fits_an_efficiency_with_a_fixed_cost(tmp_path):
     support.vllm_python()  # the rollout's engine: skipped without the CPU vLLM, failed under CI
     out = tmp_path / "speed.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_update.py"), "--cpu", "--steps", "1", "--json", str(out)],
-                          capture_output=True, text=True, timeout=900, cwd=ROOT)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "gpu_update.py"), "--cpu", "--steps", "1", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+    )
     print(proc.stdout[-4000:])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     data = json.loads(out.read_text())

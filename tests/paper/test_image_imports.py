@@ -39,10 +39,20 @@ def test_each_image_tests_every_import_of_the_code_it_runs(name):
 def test_the_images_run_the_rules_they_should():
     code = image_imports.image_code()
     assert set(code) == {"analysis", "eval", "train", "prime"}
-    assert {"entropy_rl.paper.evaluate", "entropy_rl.paper.power_sampling", "entropy_rl.paper.hub"} <= code["eval"]["modules"]
-    assert "entropy_rl.paper.verl_plugin" in code["train"]["modules"] and "entropy_rl.paper.verl_plugin" not in code["prime"]["modules"]
-    assert "entropy_rl.paper.prime_main" in code["prime"]["modules"] and "entropy_rl.paper.prime_main" not in code["train"]["modules"]
-    assert {"entropy_rl.mini.trainer", "entropy_rl.study.analysis", "entropy_rl.study.audit"} <= code["analysis"]["modules"]
+    assert {"entropy_rl.paper.evaluate", "entropy_rl.paper.power_sampling", "entropy_rl.paper.hub"} <= code["eval"][
+        "modules"
+    ]
+    assert (
+        "entropy_rl.paper.verl_plugin" in code["train"]["modules"]
+        and "entropy_rl.paper.verl_plugin" not in code["prime"]["modules"]
+    )
+    assert (
+        "entropy_rl.paper.prime_main" in code["prime"]["modules"]
+        and "entropy_rl.paper.prime_main" not in code["train"]["modules"]
+    )
+    assert {"entropy_rl.mini.trainer", "entropy_rl.study.analysis", "entropy_rl.study.audit"} <= code["analysis"][
+        "modules"
+    ]
     assert {"fit_run.py", "figure.py", "table.py"} <= code["analysis"]["scripts"]
     assert {"verl.trainer.main_ppo", "verl.model_merger", "transfer_queue"} <= image_imports.required("train")
 
@@ -52,7 +62,9 @@ def test_a_new_import_in_a_rule_script_is_missing_until_the_test_imports_it(tmp_
     script.write_text("import sklearn.linear_model\n" + script.read_text())
     assert image_imports.missing("analysis", str(tmp_root)) == ["sklearn.linear_model"]
     definition = tmp_root / "containers" / "analysis.def"
-    definition.write_text(definition.read_text() + '    /opt/venv/bin/python -c "from sklearn.linear_model import Ridge"\n')
+    definition.write_text(
+        definition.read_text() + '    /opt/venv/bin/python -c "from sklearn.linear_model import Ridge"\n'
+    )
     assert image_imports.missing("analysis", str(tmp_root)) == []
 
 
@@ -69,7 +81,7 @@ def test_an_exclusion_that_excludes_nothing_is_reported(tmp_root, monkeypatch):
 
 def test_a_code_input_it_cannot_read_is_an_error(tmp_root):
     rules = tmp_root / "workflow" / "rules" / "analysis.smk"
-    rules.write_text(rules.read_text().replace('code=code("fit_run", "study.analysis")', "code=fit_code"))
+    rules.write_text(rules.read_text().replace('code=PLAN.code("fit_run", "study.fit_job")', "code=fit_code"))
     with pytest.raises(image_imports.ImageImportError, match="fit_code"):
         image_imports.image_code(str(tmp_root))
 
@@ -94,6 +106,7 @@ def test_the_gpu_images_test_lines_import_on_the_cpu_stand_in(name):
         kept = [s for s in line.split(";") if "flash_attn" not in s]
         statements += [s.strip() for s in kept if s.strip()]
     assert len(statements) >= 4
-    proc = subprocess.run([python, "-c", "; ".join(statements)], capture_output=True, text=True, env=support.vllm_env(),
-                          timeout=600)  # fmt: skip
+    proc = subprocess.run(
+        [python, "-c", "; ".join(statements)], capture_output=True, text=True, env=support.vllm_env(), timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -43,8 +43,14 @@ def test_a_pin_without_a_wheel_for_the_image_fails_unless_it_is_a_stated_source_
     lock = image_locks.LOCKS["analysis"]
     monkeypatch.setitem(image_locks.LOCKS, "analysis", replace(lock, source_builds={}))
     (problem,) = image_locks.check("analysis")
-    assert re.search(r"(antlr4-python3-runtime|cellpylib|connection-pool|pycosat|zss|pylatexenc)==\S+ has no usable "
-                     r"wheels", problem) and "CPython 3.11" in problem, problem  # fmt: skip
+    assert (
+        re.search(
+            r"(antlr4-python3-runtime|cellpylib|connection-pool|pycosat|zss|pylatexenc)==\S+ has no usable "
+            r"wheels",
+            problem,
+        )
+        and "CPython 3.11" in problem
+    ), problem
 
 
 def test_a_stated_source_build_that_is_not_pinned_is_named(monkeypatch):
@@ -116,7 +122,17 @@ def test_snakemake_plans_with_the_analysis_locks_packages_alone(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow"), "HF_TOKEN": "hf_test_token_not_real"}
     imported = set()
     for args in (["-n", "--cores", "2"], ["--config", "scale=paper", "-n", "all"]):
-        cmd = [sys.executable, "-X", "importtime", "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path)]
+        cmd = [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "snakemake",
+            "-s",
+            str(ROOT / "Snakefile"),
+            "-d",
+            str(tmp_path),
+        ]
         proc = subprocess.run([*cmd, *args], capture_output=True, text=True, env=env, check=False)
         assert proc.returncode == 0, proc.stderr[-3000:]
         imported |= set(re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\w+)", proc.stderr, re.MULTILINE))

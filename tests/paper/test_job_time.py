@@ -34,8 +34,9 @@ for k in range(start + 1, steps + 1):
 """
 
 
-@pytest.mark.parametrize("text, seconds", [("5:07", 307), ("1:00:00", 3600), ("2-03:04:05", 183845),
-                                           ("UNLIMITED", None), ("INVALID", None)])  # fmt: skip
+@pytest.mark.parametrize(
+    "text, seconds", [("5:07", 307), ("1:00:00", 3600), ("2-03:04:05", 183845), ("UNLIMITED", None), ("INVALID", None)]
+)
 def test_squeues_time_left_is_read(text, seconds):
     assert job_time.parse_time_left(text) == seconds
 
@@ -54,9 +55,21 @@ def launched(ckpt, end_in_s, steps=40, step_s=0.5):
     original = job_time.job_end
     job_time.job_end = lambda runtime_minutes=None, env=os.environ: (time.time() + end_in_s, "the test's limit")
     try:
-        return train_job.launch([sys.executable, "-c", TRAINER, str(ckpt), str(steps)], env, ckpt, trainer="verl",
-                                keep=2, steps=steps, log_env="VERL_FILE_LOGGER_PATH", tensorboard=False,
-                                nodes=["localhost"], gpus_per_node=1, after_save=True, margin_s=1.0, poll_s=0.05)  # fmt: skip
+        return train_job.launch(
+            [sys.executable, "-c", TRAINER, str(ckpt), str(steps)],
+            env,
+            ckpt,
+            trainer="verl",
+            keep=2,
+            steps=steps,
+            log_env="VERL_FILE_LOGGER_PATH",
+            tensorboard=False,
+            nodes=["localhost"],
+            gpus_per_node=1,
+            after_save=True,
+            margin_s=1.0,
+            poll_s=0.05,
+        )
     finally:
         job_time.job_end = original
 
@@ -79,7 +92,9 @@ def test_a_run_longer_than_a_job_goes_on_job_after_job_with_every_step_once(tmp_
     assert len(verdicts) >= 2 and all(b[1] == a[2] for a, b in zip(verdicts, verdicts[1:]))  # each from the last save
     table = verl_metrics.to_metrics_table(verl_metrics.read_attempts(ckpt), ["aime"])
     assert list(table["step"]) == list(range(17))  # every step once
-    resumed = verdicts[-1][1]  # the last job kept the newest 2 saves it found and added its own (this trainer keeps all)
+    resumed = verdicts[-1][
+        1
+    ]  # the last job kept the newest 2 saves it found and added its own (this trainer keeps all)
     assert saves.saved_steps(ckpt) == list(range(resumed - 1, 17))
 
 

@@ -1,5 +1,6 @@
 """Paper-scale launches and the GPU-hours estimate, up to the GPU boundary."""
 
+import ast
 import os
 import signal
 import socket
@@ -9,7 +10,7 @@ import time
 import psutil
 import yaml
 from entropy_rl.core import modules, resume, spec
-from entropy_rl.paper import launch, reward_launch, saves
+from entropy_rl.paper import launch, reward_launch, saves, verl_names
 from entropy_rl.paper.cost import architectures, budget
 from support import ROOT
 
@@ -37,8 +38,15 @@ def test_prime_runs_verl_recipes_trainer_with_its_implicit_prm_and_the_accuracy_
 
 def test_ray_on_slurm_puts_the_head_on_the_first_node_and_a_worker_on_each_other():
     head, workers = launch.ray_commands(["gpu01", "gpu02", "gpu03", "gpu04"], 8, 6379)
-    assert head[:4] == ["srun", "--nodes=1", "--ntasks=1", "--nodelist=gpu01"] and "--head" in head and "--num-gpus=8" in head
-    assert workers[:4] == ["srun", "--nodes=3", "--ntasks=3", "--nodelist=gpu02,gpu03,gpu04"] and "--address=gpu01:6379" in workers
+    assert (
+        head[:4] == ["srun", "--nodes=1", "--ntasks=1", "--nodelist=gpu01"]
+        and "--head" in head
+        and "--num-gpus=8" in head
+    )
+    assert (
+        workers[:4] == ["srun", "--nodes=3", "--ntasks=3", "--nodelist=gpu02,gpu03,gpu04"]
+        and "--address=gpu01:6379" in workers
+    )
     assert launch.ray_commands(["gpu01"], 8, 6379)[1] is None
     assert launch.allocation_nodes({}) == [socket.gethostname()]
 
@@ -50,21 +58,30 @@ def test_single_node_launch_runs_the_driver_and_returns_its_exit_code():
 def test_gpu_hours_grow_with_model_size_and_prime_costs_more():
     b = PAPER["budget"]
     runs = ["qwen2.5-0.5b-grpo", "qwen2.5-7b-grpo", "qwen2.5-32b-grpo", "qwen2.5-7b-prime"]
-    hours = {run: budget.train_gpu_hours(spec.resolve_run(PAPER, run), PAPER["models"][PAPER["runs"][run]["model"]],
-                                         architectures.of_model(PAPER, PAPER["runs"][run]["model"]), b, 6000)
-             for run in runs}  # fmt: skip
+    hours = {
+        run: budget.train_gpu_hours(
+            spec.resolve_run(PAPER, run),
+            PAPER["models"][PAPER["runs"][run]["model"]],
+            architectures.of_model(PAPER, PAPER["runs"][run]["model"]),
+            b,
+            6000,
+        )
+        for run in runs
+    }
     assert hours["qwen2.5-0.5b-grpo"] < hours["qwen2.5-7b-grpo"] < hours["qwen2.5-32b-grpo"]
     assert hours["qwen2.5-7b-prime"] > hours["qwen2.5-7b-grpo"]
     # 7B GRPO, Section 2's 1,200 steps of 512 x 8 responses: FLOPs and decoding rooflines / (8 GPUs at the configured
     # efficiencies) -- thousands of GPU-hours (about 6,800 with the group filter's expected refills), not tens of
     # thousands.
     assert 100 < hours["qwen2.5-7b-grpo"] < 10_000
-    assert budget.runtime_minutes(hours["qwen2.5-7b-grpo"], 8, 1.5) == int(-(-hours["qwen2.5-7b-grpo"] / 8 * 60 * 1.5 // 1))
+    assert budget.runtime_minutes(hours["qwen2.5-7b-grpo"], 8, 1.5) == int(
+        -(-hours["qwen2.5-7b-grpo"] / 8 * 60 * 1.5 // 1)
+    )
     assert budget.runtime_minutes(0.01, 8, 1.5) == 60  # the floor
 
 
 def test_a_checkpoint_resumes_only_under_the_same_verl_settings():
-    """train_verl.py's resume fingerprint reads the recorded command less how the run saves and logs: another FSDP
+    """train_job.main's resume fingerprint reads the recorded command less how the run saves and logs: another FSDP
     strategy or placement starts afresh, another save interval or checkpoint count continues."""
     run = "qwen2.5-7b-grpo-clipcov"
     command = reward_launch.verl_command(PAPER, run)
@@ -82,31 +99,25 @@ def test_a_checkpoint_resumes_only_under_the_same_verl_settings():
 
 
 def test_each_trainer_runs_and_fingerprints_its_own_code():
-    """A run's code input (train.smk) and its checkpoints' fingerprint (train_verl.py) are its trainer's: an edit of
+    """A run's code input (train.smk) and its checkpoints' fingerprint (train_job.main) are its trainer's: an edit of
     the loss plugin leaves PRIME's run and checkpoints as they are, an edit of PRIME's main the verl 0.9.1 runs'."""
     assert launch.trainer(spec.resolve_run(PAPER, "qwen2.5-7b-prime")) == "prime"
     assert {launch.trainer(spec.resolve_run(PAPER, r)) for r in PAPER["runs"] if r != "qwen2.5-7b-prime"} == {"verl"}
     verl, prime = (modules.closure(*launch.TRAINER_MODULES[t]) for t in ("verl", "prime"))
-    assert launch.PLUGIN_MODULE in verl and launch.PLUGIN_MODULE not in prime
-    assert launch.PRIME_MAIN_MODULE in prime and launch.PRIME_MAIN_MODULE not in verl
-    assert launch.REWARD_MODULE in verl and launch.REWARD_MODULE in prime
+    assert verl_names.PLUGIN_MODULE in verl and verl_names.PLUGIN_MODULE not in prime
+    assert verl_names.PRIME_MAIN_MODULE in prime and verl_names.PRIME_MAIN_MODULE not in verl
+    assert verl_names.REWARD_MODULE in verl and verl_names.REWARD_MODULE in prime
 
 
-def test_checkpoints_fingerprinted_before_each_trainer_had_its_own_code_resume(tmp_path):
-    """train_verl.py claims a run's checkpoints under its trainer's code, or under the one list every run's were
-    fingerprinted with before (the same settings and code): a run pre-empted across the change resumes."""
-    run = "qwen2.5-7b-grpo-clipcov"
-    trajectory = {**spec.resolve_run(PAPER, run), "command": launch.trajectory_command(reward_launch.verl_command(PAPER, run))}
-    before = resume.fingerprint(trajectory, modules.closure(*launch.FINGERPRINT_BEFORE_TRAINER_MODULES))
-    now = resume.fingerprint(trajectory, modules.closure(*launch.TRAINER_MODULES["verl"]))
-    assert before != now
-    d = tmp_path / "checkpoints"
-    assert resume.claim(d, before) is False
-    (d / "global_step_10").mkdir()
-    assert resume.claim(d, now, earlier=[before]) is True and (d / "global_step_10").is_dir()
-    assert resume.claim(d, now) is True  # recorded under the new fingerprint
-    other = resume.fingerprint({**trajectory, "seed": 1}, modules.closure(*launch.TRAINER_MODULES["verl"]))
-    assert resume.claim(d, other, earlier=[before]) is False and (tmp_path / "checkpoints.stale-1").is_dir()
+def test_a_runs_fingerprint_holds_its_trainers_code_not_the_launcher_or_the_command_builder():
+    """The names verl's plugin, the job and the command share are in a module that imports nothing (verl_names): a
+    run's resume fingerprint covers the trainer's code, not the launch (Ray, srun) or the command's builder, whose
+    changes reach a run through its recorded command if at all."""
+    tree = ast.parse(modules.source("entropy_rl.paper.verl_names").read_text())
+    assert not [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
+    around = {"entropy_rl.paper.launch", "entropy_rl.paper.run_command", "entropy_rl.paper.train_job"}
+    for trainer, code in launch.TRAINER_MODULES.items():
+        assert not around & set(modules.closure(*code)), trainer
 
 
 # A driver that saves like verl (a step's directory, then latest_checkpointed_iteration.txt), one step every 0.2 s, in
@@ -132,7 +143,7 @@ for step in range(1, 50):
 
 
 def test_the_pilots_preemption_stops_verl_once_the_step_is_saved_as_slurm_would(tmp_path):
-    """launch.run_until_saved, as train_verl.py runs it for the pilot: SIGTERM to the driver's whole process group once
+    """launch.run_until_saved, as train_job.main runs it for the pilot: SIGTERM to the driver's whole process group once
     the step is saved; the relaunch (verl's resume_mode=auto) then starts from that checkpoint."""
     cmd = [sys.executable, "-c", SAVING_DRIVER, str(tmp_path)]
     code = launch.run_until_saved(cmd, dict(os.environ), tmp_path, step=3, poll_s=0.05)
@@ -144,5 +155,7 @@ def test_the_pilots_preemption_stops_verl_once_the_step_is_saved_as_slurm_would(
 
 
 def test_a_driver_that_ends_before_the_step_returns_its_own_exit_code(tmp_path):
-    code = launch.run_until_saved([sys.executable, "-c", "raise SystemExit(7)"], dict(os.environ), tmp_path, step=2, poll_s=0.05)
+    code = launch.run_until_saved(
+        [sys.executable, "-c", "raise SystemExit(7)"], dict(os.environ), tmp_path, step=2, poll_s=0.05
+    )
     assert code == 7 and saves.completed_step(tmp_path) == 0

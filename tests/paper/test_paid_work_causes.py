@@ -29,5 +29,5 @@ def test_the_message_prices_every_job_and_says_how_to_consent():
     ]
     text = paid_work.message(jobs)
     assert "2 GPU job(s)" in text and "4,162 GPU-hours" in text and "Nothing was submitted" in text
-    assert text.index("train_verl r1") < text.index("evaluate_vllm r1")  # training first
+    assert text.index("evaluate_vllm r1") < text.index("train_verl r1")  # in the order given (the guard's)
     assert "rerun_paid=all" in text

@@ -70,7 +70,9 @@ def compared():
 
 
 def test_every_released_script_maps_to_a_run_with_its_recipe():
-    assert sorted(SCRIPTS) == sorted(f"{size}_{method}" for size in ("7b", "32b") for method in ("baseline", "cliphigher", "clip_cov", "kl_cov"))
+    assert sorted(SCRIPTS) == sorted(
+        f"{size}_{method}" for size in ("7b", "32b") for method in ("baseline", "cliphigher", "clip_cov", "kl_cov")
+    )
     for name, script in SCRIPTS.items():
         assert script["path"] == f"recipe/dapo/{name}.sh"
         size = name.split("_")[0]
@@ -86,8 +88,10 @@ def test_section4_runs_match_their_released_script_key_by_key(compared):
         script = SCRIPTS[name]
         n_same = sum(kind == "same" for *_, kind in rows)
         n_dev = sum(kind == "deviation" for *_, kind in rows)
-        print(f"{name} -> {script['run']}: {len(rows)} keys compared, {n_same} equal, {n_dev} listed deviations "
-              f"(all differ), {len(script.get('not_read', {}))} not read by the run")  # fmt: skip
+        print(
+            f"{name} -> {script['run']}: {len(rows)} keys compared, {n_same} equal, {n_dev} listed deviations "
+            f"(all differ), {len(script.get('not_read', {}))} not read by the run"
+        )
         for key, theirs, ours, kind in rows:
             if kind == "same" and not same(ours, theirs):
                 mismatches.append(f"{name}: {key}: script {theirs!r}, ours {ours!r}")
@@ -135,12 +139,22 @@ def test_section2_runs_carry_the_papers_stated_values():
     """[v1 §2.2]: 512 prompts x 8 responses in updates of 256 (2 per rollout), lr 5e-7, reference KL 0,
     epsilon 0.2, all-right/all-wrong groups filtered, validation every 4 rollout steps; Figure 2: 2,400
     gradient steps."""
-    for run in ("qwen2.5-7b-grpo", "qwen2.5-0.5b-grpo", "mistral-7b-grpo", "qwen2.5-7b-grpo-code", "qwen2.5-7b-instruct-grpo"):
+    for run in (
+        "qwen2.5-7b-grpo",
+        "qwen2.5-0.5b-grpo",
+        "mistral-7b-grpo",
+        "qwen2.5-7b-grpo-code",
+        "qwen2.5-7b-instruct-grpo",
+    ):
         s = spec.resolve_run(PAPER, run)
         assert s["recipe"] is None, run
-        assert (s["prompts_per_step"], s["rollout_n"], s["ppo_mini_batch_size"], s["ppo_epochs"]) == (512, 8, 256, 1), run
+        assert (s["prompts_per_step"], s["rollout_n"], s["ppo_mini_batch_size"], s["ppo_epochs"]) == (512, 8, 256, 1), (
+            run
+        )
         assert s["lr"] == 5e-7 and s["loss"]["kl_loss_coef"] == 0.0 and s["loss"]["entropy_coeff"] == 0.0, run
-        assert s["loss"]["clip_ratio_low"] == s["loss"]["clip_ratio_high"] == 0.2 and s["loss"]["loss_mode"] == "vanilla", run
+        assert (
+            s["loss"]["clip_ratio_low"] == s["loss"]["clip_ratio_high"] == 0.2 and s["loss"]["loss_mode"] == "vanilla"
+        ), run
         assert s["filter_groups"] is True and s["val_every"] == 4, run
         assert s["steps"] * s["prompts_per_step"] // s["ppo_mini_batch_size"] == 2400, run  # gradient steps
     assert spec.resolve_run(PAPER, "qwen2.5-7b-prime")["prime"]["lr"] == 1e-6  # the implicit PRM's rate
@@ -162,8 +176,19 @@ def test_sweeps_hold_the_papers_legends():
     assert values("fig09_entropy_loss", "entropy_coeff") == [0.0, 1e-4, 1e-3, 5e-3, 1e-2]
     assert values("fig10_reference_kl", "kl_loss_coef") == [0.0, 1e-3, 1e-2, 5e-2, 1e-1]
     fig13 = [spec.resolve_run(PAPER, r) for r in PAPER["artifacts"]["fig13_entropy_control"]["runs"]]
-    assert sorted(s["loss"]["clip_cov_ratio"] for s in fig13 if s["loss"]["loss_mode"] == "clip_cov") == [2e-4, 4e-4, 5e-4, 7e-4]
-    assert sorted(s["loss"]["ppo_kl_coef"] for s in fig13 if s["loss"]["loss_mode"] == "kl_cov") == [0.0, 0.05, 0.1, 0.5, 1.0]
+    assert sorted(s["loss"]["clip_cov_ratio"] for s in fig13 if s["loss"]["loss_mode"] == "clip_cov") == [
+        2e-4,
+        4e-4,
+        5e-4,
+        7e-4,
+    ]
+    assert sorted(s["loss"]["ppo_kl_coef"] for s in fig13 if s["loss"]["loss_mode"] == "kl_cov") == [
+        0.0,
+        0.05,
+        0.1,
+        0.5,
+        1.0,
+    ]
     assert all(s["recipe"] == "section4-7b" and s["model"] == "qwen2.5-7b" for s in fig13)
 
 

@@ -47,14 +47,24 @@ def test_every_stage_passes_with_its_wall_time_and_throughput(pilot_here):
     print(report.split("## Budget")[0])
     assert "11 of 11 stages passed" in report
     rows = [line.split(" | ") for line in report.splitlines() if line.startswith("| ") and " | passed | " in line]
-    assert sorted({r[0][2:] for r in rows}) == ["download_model", "evaluate_vllm", "pilot_speed", "power_sample_vllm",
-                                                "preflight", "preflight_eval", "train_verl"]  # fmt: skip
+    assert sorted({r[0][2:] for r in rows}) == [
+        "download_model",
+        "evaluate_vllm",
+        "pilot_speed",
+        "power_sample_vllm",
+        "preflight",
+        "preflight_eval",
+        "train_verl",
+    ]
     train = next(r for r in rows if r[0] == "| train_verl")
     assert "tok/s/GPU training" in train[5] and "generated tok/s rollout" in train[5]
     # SIGTERM lands once step 2 is saved and logged; a step 3 as short as the poll (5 s, when the group filter keeps
     # most groups at once) is logged before it, and then repeated from the checkpoint, as after a real pre-emption.
-    assert re.search(r"attempt 2 \(verl_log\.2\.jsonl\): steps 3–4, resumed (after step 2|from the checkpoint: "
-                     r"steps 3–\d repeated)", report), report  # fmt: skip
+    assert re.search(
+        r"attempt 2 \(verl_log\.2\.jsonl\): steps 3–4, resumed (after step 2|from the checkpoint: "
+        r"steps 3–\d repeated)",
+        report,
+    ), report
     estimate = json.loads((pilot_here / "results" / "pilot" / "estimate.json").read_text())
     assert estimate["pilot_stages"] == "11/11"
     assert {estimate["sources"][k]["source"] for k in ("rollout_mfu", "train_mfu")} == {"measured by size"}
@@ -74,7 +84,9 @@ def test_the_speed_job_times_verls_worker_and_vllms_engine_at_each_size(pilot_he
     assert update["loss_mode"] == "kl_cov+cov" and update["token_budget"] == 30720  # qwen2.5-7b-grpo-klcov's own
     assert update["params"] == 107_072  # 2 layers of 64, vocabulary 512, tied: the overlay's shape
     steps = update["steps"]
-    assert [s["warmup"] for s in steps] == [True, False] and all(s["log_prob_s"] > 0 and s["update_s"] > 0 for s in steps)
+    assert [s["warmup"] for s in steps] == [True, False] and all(
+        s["log_prob_s"] > 0 and s["update_s"] > 0 for s in steps
+    )
     assert steps[0]["tokens"] == steps[1]["tokens"] > 8 * (300 + 750)  # one prompt's 8 answers at the budget's lengths
     assert rollout["generated_tokens"] == 8 * 1500 and rollout["tokens_per_s"] > 0  # ignore_eos: the mean, exactly
     assert rollout["engine"]["max_num_seqs"] == 256 and rollout["engine"]["enforce_eager"] is True  # verl's, the site's
@@ -124,7 +136,9 @@ def test_the_resumed_attempt_starts_at_the_saved_step_with_the_saved_weights(pil
     assert saved == loaded and {k.split("/")[1] for k in saved} == set(PAPER["data"]["benchmarks"])
     log = (pilot_here / "results" / "logs" / "train" / f"{RUN}.log").read_text()
     relaunch = log[log.index("pre-emption: verl stopped by SIGTERM") :]
-    assert "relaunched (below)" in relaunch and "resuming from global_step_2; this launch logs to" in relaunch  # what verl loads
+    assert (
+        "relaunched (below)" in relaunch and "resuming from global_step_2; this launch logs to" in relaunch
+    )  # what verl loads
     # Hydra's record of the launches in the run's directory, none under the working directory (outputs/).
     assert (pilot_here / "results" / "runs" / RUN / "hydra" / ".hydra" / "overrides.yaml").exists()
     assert not (pilot_here / "outputs").exists()
@@ -137,9 +151,14 @@ def test_each_engines_own_output_is_in_its_jobs_log_in_order(pilot_here):
     (core.logs, engines=True), between the workflow's own lines as they happened: the command, the first launch's
     trainer, the pre-emption, the relaunch's trainer, the merger, the merged model."""
     train = (pilot_here / "results" / "logs" / "train" / f"{RUN}.log").read_text()
-    order = [train.index("entropy_rl INFO command: "), train.index("TaskRunnerV1 pid="),
-             train.index("entropy_rl INFO pre-emption: verl stopped by SIGTERM"), train.rindex("TaskRunnerV1 pid="),
-             train.index("config: ModelMergerConfig(operation='merge'"), train.index("entropy_rl INFO merged ")]  # fmt: skip
+    order = [
+        train.index("entropy_rl INFO command: "),
+        train.index("TaskRunnerV1 pid="),
+        train.index("entropy_rl INFO pre-emption: verl stopped by SIGTERM"),
+        train.rindex("TaskRunnerV1 pid="),
+        train.index("config: ModelMergerConfig(operation='merge'"),
+        train.index("entropy_rl INFO merged "),
+    ]
     assert order == sorted(order), order
     evaluation = (pilot_here / "results" / "logs" / "evaluate" / f"{RUN}.log").read_text()
     assert "[cpu_worker.py:" in evaluation and evaluation.index("[cpu_worker.py:") < evaluation.index("throughput: ")
@@ -181,8 +200,16 @@ def test_the_passes_and_prompts_a_step_really_runs_are_what_the_estimate_charges
         passes = {key.split("/", 2)[2]: v for key, v in data.items() if key.startswith("paper/passes/")}
         forward_equivalents = sum(v * (2 if key.endswith("/backward") else 1) for key, v in passes.items())
         counted[k] = forward_equivalents / data["perf/total_num_tokens"]
-        assert passes["actor/train_forward"] == passes["actor/backward"] == data["perf/total_num_tokens"] * spec["ppo_epochs"]
-        assert data["paper/gen_prompts"] == data["paper/gen_batches"] * spec["prompts_per_step"] >= spec["prompts_per_step"]
+        assert (
+            passes["actor/train_forward"]
+            == passes["actor/backward"]
+            == data["perf/total_num_tokens"] * spec["ppo_epochs"]
+        )
+        assert (
+            data["paper/gen_prompts"]
+            == data["paper/gen_batches"] * spec["prompts_per_step"]
+            >= spec["prompts_per_step"]
+        )
     print({"forward equivalents a trained token": counted, "charged": step.train_passes(spec)})
     assert len(counted) >= STEPS and step.train_passes(spec) == 4  # KL-Cov: no reference
     assert list(counted.values()) == pytest.approx([step.train_passes(spec)] * len(counted), rel=1e-9)
@@ -199,7 +226,9 @@ def test_the_merged_model_computes_the_checkpoints_logits(pilot_here):
     base_dir = pilot_here / "results" / "models" / "qwen2.5-0.5b"
     shard = run / "checkpoints" / f"global_step_{STEPS}" / "actor" / "model_world_size_1_rank_0.pt"
     # FSDP2's DTensors on one rank: each local shard is the whole parameter (float32, the master weights).
-    state = {k: v.to_local().to(torch.bfloat16) for k, v in torch.load(shard, weights_only=False, map_location="cpu").items()}
+    state = {
+        k: v.to_local().to(torch.bfloat16) for k, v in torch.load(shard, weights_only=False, map_location="cpu").items()
+    }
     merged = AutoModelForCausalLM.from_pretrained(run / "final", dtype=torch.bfloat16)
     checkpoint = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.bfloat16)
     missing, unexpected = checkpoint.load_state_dict(state, strict=False)
@@ -207,7 +236,10 @@ def test_the_merged_model_computes_the_checkpoints_logits(pilot_here):
     base = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.bfloat16)
     ids = torch.tensor([[1, 5, 9, 13, 17, 21, 25, 29]])
     with torch.no_grad():
-        logits = {name: m(input_ids=ids).logits.float() for name, m in [("merged", merged), ("checkpoint", checkpoint), ("base", base)]}
+        logits = {
+            name: m(input_ids=ids).logits.float()
+            for name, m in [("merged", merged), ("checkpoint", checkpoint), ("base", base)]
+        }
     same, moved = (float((logits["merged"] - logits[other]).abs().max()) for other in ("checkpoint", "base"))
     print(f"merged model's logits: max |difference| {same} from the checkpoint's, {moved:.3f} from the base model's")
     assert same == 0.0 and moved > 0.01

@@ -45,11 +45,13 @@ def verl_counts(model: str = "qwen2.5-0.5b") -> tuple[float, float]:
     """The dense weights and attention width of a model, read back from verl's own FLOPs counter."""
     paper = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
     return verl_dense_and_width(paper["models"][model]["family"], paper["architectures"][model])
+
+
 METHODS = ["pilot-plain", "pilot-power", "pilot-rl"]
 
 
 def study() -> dict:
-    """The paper study as common.smk builds it, plus the pilot's run: the smallest model, four steps."""
+    """The paper study as the study plan builds it, plus the pilot's run: the smallest model, four steps."""
     paper = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
     S = run_spec.with_replicates(run_spec.with_instruct_models(paper), 0, paper.get("replicates", 1))
     overrides = {"steps": 4, "prompts_per_step": 16, "rollout_n": 8, "save_every": 2}
@@ -140,7 +142,10 @@ def test_every_stage_has_its_row(pilot, tmp_path):
     measured = pilot_measures.measure(stages[1])
     assert measured["wall_s"] == pytest.approx(157.878)
     assert measured["generated_tokens_per_s"] == pytest.approx(118342 / 14.62)
-    assert summary["pilot_stages"] == "5/5" and (summary["gpu"], summary["gpu_name"]) == ("A100", "NVIDIA A100-SXM4-80GB")
+    assert summary["pilot_stages"] == "5/5" and (summary["gpu"], summary["gpu_name"]) == (
+        "A100",
+        "NVIDIA A100-SXM4-80GB",
+    )
     assert "<table>" in page and "pilot-grpo" in page
 
 
@@ -218,7 +223,9 @@ def test_the_reestimate_moves_each_term_by_its_mfu_ratio(pilot):
     S = study()
     train = pilot_measures.measure(stages[0], RESPONSES, 1)
     timed = {"gpu": "A100", "gpu_peak_tflops": 312, "why": "the fixture's"}
-    measured_budget, _ = pilot_measures.measured_budget(S["budget"], train, architectures.of_model(S, "qwen2.5-0.5b"), 1, timed)
+    measured_budget, _ = pilot_measures.measured_budget(
+        S["budget"], train, architectures.of_model(S, "qwen2.5-0.5b"), 1, timed
+    )
     assumed = pilot_measures.reestimate(S, S["budget"])
     measured = pilot_measures.reestimate(S, measured_budget)
     assert list(assumed["model"]) == list(measured["model"])
@@ -235,7 +242,7 @@ def test_the_reestimate_moves_each_term_by_its_mfu_ratio(pilot):
     assert list(measured["train_gpu_hours"]) == pytest.approx(
         list(measured["rollout_gpu_hours"] + measured["update_gpu_hours"])
     )
-    # the assumed totals are budget.train_gpu_hours run by run, as cluster.smk's train_hours sums them, and the
+    # the assumed totals are budget.train_gpu_hours run by run, as the study plan's job hours sum them, and the
     # update term is by hand: steps × responses × (prompt + response tokens) × passes × a forward's FLOPs at train_mfu
     val_questions = sum(b["size"] for b in S["data"]["benchmarks"].values())
     cfg = S["budget"]
@@ -251,16 +258,21 @@ def test_the_reestimate_moves_each_term_by_its_mfu_ratio(pilot):
         # a forward pass a token by verl's counter; passes: log-probs, the reference where a KL loss needs it, three
         # an epoch, and PRIME's reward model (its scores, its reference, its update)
         dense, width = verl_counts(row["model"])
+
         def tokens(s):  # the train set's mean lengths where the budget gives them, the answer at most the run's cap
             own = cfg.get("lengths", {}).get(s["train_data"], {})
             response = min(own.get("response_tokens", cfg["mean_response_tokens"]), s["max_response_length"])
             return own.get("prompt_tokens", cfg["mean_prompt_tokens"]) + response
 
         update = sum(
-            s["steps"] * s["prompts_per_step"] * s["rollout_n"] * tokens(s) * (2 * dense + 2 * tokens(s) * width)
+            s["steps"]
+            * s["prompts_per_step"]
+            * s["rollout_n"]
+            * tokens(s)
+            * (2 * dense + 2 * tokens(s) * width)
             * (1 + (s["loss"]["kl_loss_coef"] > 0) + 3 * s["ppo_epochs"] + (6 if s["algorithm"] == "prime" else 0))
             for s in specs
-        )  # fmt: skip
+        )
         update /= cfg["gpu_peak_tflops"] * 1e12 * cfg["train_mfu"] * 3600
         assert row["update_gpu_hours"] == pytest.approx(update, rel=1e-9)
 
@@ -294,7 +306,7 @@ def test_a_failed_stage_shows_failed_with_its_log_tail(pilot, tmp_path):
 
 
 def test_the_report_links_each_stage_to_its_log(pilot, tmp_path, monkeypatch):
-    """Written where the rule writes it (paths.smk: results/pilot/report.md, report.html beside it) with the logs as the
+    """Written where the rule writes it (core.paths: PILOT_REPORT, PILOT_REPORT_HTML beside it) with the logs as the
     rules name them, the report links each stage's log relative to itself: its row's log cell and, for a failed stage,
     the line over its log's tail. Every link resolves to the stage's log file."""
     root, stages = pilot
@@ -320,16 +332,14 @@ def test_the_report_links_each_stage_to_its_log(pilot, tmp_path, monkeypatch):
 
 def test_the_report_module_loads_no_torch():
     heavy = ("torch", "verl", "vllm", "transformers")
-    code = (
-        f"import json, sys, entropy_rl.paper.cost.pilot_report; print(json.dumps([m for m in {heavy} if m in sys.modules]))"
-    )
+    code = f"import json, sys, entropy_rl.paper.cost.pilot_report; print(json.dumps([m for m in {heavy} if m in sys.modules]))"
     env = {"PYTHONPATH": str(ROOT / "workflow"), "PATH": "/usr/bin:/bin"}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert json.loads(proc.stdout) == []
 
 
 def test_a_pilot_that_failed_before_any_training_step_still_gets_its_report(tmp_path, monkeypatch):
-    """What the workflow's onerror writes (pilot.smk write_pilot_report): no verl log, no outputs, one traceback."""
+    """What the workflow's onerror writes (the Snakefile's onerror, pipeline.pilot.write_failed_report): no verl log, no outputs, one traceback."""
     monkeypatch.chdir(tmp_path)
     log = tmp_path / "train.log"
     log.write_text("2026-11-25 09:00:00,000 entropy_rl INFO starting afresh\nRuntimeError: CUDA out of memory\n")
@@ -368,8 +378,10 @@ def test_the_run_on_a_node_prices_its_own_architecture(pilot, tmp_path):
     assert point["rollout_mfu"] == pytest.approx(roofline_s("qwen2.5-7b", 2) * rate / 8, rel=1e-4)
     by_size = summary["mfu_by_size"]
     for model in ("qwen2.5-7b", "qwen2.5-7b-instruct"):
-        assert by_size[model]["train_mfu"] == {"value": pytest.approx(point["train_mfu"]),
-                                               "source": "measured on a node (8 GPUs, TP 2)"}  # fmt: skip
+        assert by_size[model]["train_mfu"] == {
+            "value": pytest.approx(point["train_mfu"]),
+            "source": "measured on a node (8 GPUs, TP 2)",
+        }
     assert "train_mfu" not in by_size["mistral-7b"]  # no speed law here: the configured MFU
     priced = {**S["budget"], "speed_laws": summary["speed_laws"]}
     on_node = efficiency.of(priced, "rollout_mfu", architectures.of_model(S, "qwen2.5-7b"), PROMPT, RESPONSE)

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 from entropy_rl.core import modules, spec
-from entropy_rl.paper import launch, preflight, prompt_format, reward_launch
+from entropy_rl.paper import preflight, prompt_format, reward_launch, verl_names
 from entropy_rl.paper.verl import checks
 from support import FIXTURES, ROOT
 
@@ -44,9 +44,13 @@ def test_the_commands_of_todays_main_fail_where_verl_would():
     command = preflight.bound_command(PAPER, run)
     no_dynamic = [a for a in command if "use_dynamic_bsz" not in a and "ppo_max_token_len" not in a]
     assert any("ppo_micro_batch_size" in p for p in checks.command_problems(no_dynamic, s))
-    reward_file = str(modules.source(launch.REWARD_MODULE))
-    as_file = [f"reward.custom_reward_function.path={reward_file}" if a.startswith("reward.custom_reward_function.path=") else a
-               for a in command]  # fmt: skip
+    reward_file = str(modules.source(verl_names.REWARD_MODULE))
+    as_file = [
+        f"reward.custom_reward_function.path={reward_file}"
+        if a.startswith("reward.custom_reward_function.path=")
+        else a
+        for a in command
+    ]
     assert any("relative import" in p for p in checks.command_problems(as_file, s))
     assert checks.command_problems(command, s) == []
 
@@ -59,7 +63,7 @@ def test_a_command_with_a_setting_verl_ignores_is_refused_with_the_key_and_why()
     s = spec.resolve_run(PAPER, run)
     command = preflight.bound_command(PAPER, run)
     assert checks.command_problems(command, s) == []
-    assert f"+{launch.GEN_BATCHES_KEY}=10" in command
+    assert f"+{verl_names.GEN_BATCHES_KEY}=10" in command
     assert not any(a.startswith("algorithm.filter_groups.max_num_gen_batches=") for a in command)
     refused = {
         "algorithm.filter_groups.max_num_gen_batches=10": "PPOTrainer._resolve_filter_groups_metric",
@@ -74,14 +78,16 @@ def test_a_command_with_a_setting_verl_ignores_is_refused_with_the_key_and_why()
         key = extra.split("=")[0] if "temperature" not in extra else "actor_rollout_ref.rollout.val_kwargs.do_sample"
         assert len(problems) == 1 and problems[0].startswith(f"{key}=") and " is ignored" in problems[0], problems
         assert where in problems[0], problems
-    other_mode = [a.replace(f"trainer_mode={launch.TRAINER_MODE}", "trainer_mode=sync") for a in command]
+    other_mode = [a.replace(f"trainer_mode={verl_names.TRAINER_MODE}", "trainer_mode=sync") for a in command]
     refused = checks.command_problems(other_mode, s)
-    assert any(p.startswith(f"trainer.v1.{launch.TRAINER_MODE} is ignored") for p in refused)
-    unbounded = [a for a in command if not a.startswith(f"+{launch.GEN_BATCHES_KEY}=")]
+    assert any(p.startswith(f"trainer.v1.{verl_names.TRAINER_MODE} is ignored") for p in refused)
+    unbounded = [a for a in command if not a.startswith(f"+{verl_names.GEN_BATCHES_KEY}=")]
     assert checks.command_problems(unbounded, s) == [
-        (f"{launch.GEN_BATCHES_KEY} is unset or 0: with the group filter on, a step whose groups are all right or all"
-         " wrong would generate without end (verl_plugin.GenerationBound)")
-    ]  # fmt: skip
+        (
+            f"{verl_names.GEN_BATCHES_KEY} is unset or 0: with the group filter on, a step whose groups are all right or all"
+            " wrong would generate without end (verl_plugin.GenerationBound)"
+        )
+    ]
 
 
 def test_launches_state_what_verl_091_reads():
@@ -95,7 +101,12 @@ def test_launches_state_what_verl_091_reads():
     assert actor.use_dynamic_bsz and cfg.actor_rollout_ref.rollout.log_prob_use_dynamic_bsz
     assert actor.ppo_max_token_len_per_gpu >= cfg.data.max_prompt_length + cfg.data.max_response_length
     assert cfg.actor_rollout_ref.rollout.max_model_len == cfg.data.max_prompt_length + cfg.data.max_response_length
-    for path in (cfg.actor_rollout_ref.model.path, cfg.data.train_files, cfg.data.val_files, cfg.trainer.default_local_dir):
+    for path in (
+        cfg.actor_rollout_ref.model.path,
+        cfg.data.train_files,
+        cfg.data.val_files,
+        cfg.trainer.default_local_dir,
+    ):
         assert str(path).startswith("/scratch/results/"), path
     assert cfg.reward.custom_reward_function.path == "pkg://entropy_rl.core.reward"
     # The recorded command names neither the checkout nor the submitting host's interpreter.
@@ -136,9 +147,16 @@ def test_broken_runs_are_named_with_what_is_wrong():
 
 
 def write_verl_parquet(path, sources):
-    rows = [{"data_source": s, "prompt": [{"role": "user", "content": f"What is {i} + 1? Put the final answer in \\boxed{{}}."}],
-             "ability": "math", "reward_model": {"style": "rule", "ground_truth": str(i + 1)}, "extra_info": {"index": i}}
-            for i, s in enumerate(sources)]  # fmt: skip
+    rows = [
+        {
+            "data_source": s,
+            "prompt": [{"role": "user", "content": f"What is {i} + 1? Put the final answer in \\boxed{{}}."}],
+            "ability": "math",
+            "reward_model": {"style": "rule", "ground_truth": str(i + 1)},
+            "extra_info": {"index": i},
+        }
+        for i, s in enumerate(sources)
+    ]
     path.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_parquet(path)
 
@@ -153,15 +171,21 @@ def test_a_downloaded_model_and_prepared_data_go_through_verls_model_config_and_
     results = tmp_path / "results"
     from entropy_rl.mini import models
 
-    tiny, tokenizer = models.build_mini_model("qwen2", dict(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, num_kv_heads=1),
-                                              mini_tokenizer, seed=0)  # fmt: skip
+    tiny, tokenizer = models.build_mini_model(
+        "qwen2",
+        dict(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, num_kv_heads=1),
+        mini_tokenizer,
+        seed=0,
+    )
     tiny.save_pretrained(results / "models" / model)
     tokenizer.save_pretrained(results / "models" / model)
     config = json.loads((results / "models" / model / "config.json").read_text())
     config["max_position_embeddings"] = 32768  # the tiny model's config stands in for Qwen2.5-0.5B's
     (results / "models" / model / "config.json").write_text(json.dumps(config))
     benchmarks = sorted(scale["data"]["benchmarks"])
-    write_verl_parquet(results / "data" / "train" / f"{scale['models'][model]['train_data']}.parquet", ["eurus2-math-train"] * 8)
+    write_verl_parquet(
+        results / "data" / "train" / f"{scale['models'][model]['train_data']}.parquet", ["eurus2-math-train"] * 8
+    )
     write_verl_parquet(results / "data" / "benchmarks" / "validation.parquet", benchmarks)
     assert preflight.run_problems(scale, run, str(results)) == []
     write_verl_parquet(results / "data" / "benchmarks" / "validation.parquet", benchmarks[:2])
@@ -187,15 +211,38 @@ def test_the_preflight_rule_stops_a_run_whose_model_is_too_short_and_passes_it_o
 
     shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
     model_dir = tmp_path / "results" / "models" / "qwen2.5-0.5b"
-    tiny, tokenizer = models.build_mini_model("qwen2", dict(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, num_kv_heads=1),
-                                              mini_tokenizer, seed=0)  # fmt: skip
+    tiny, tokenizer = models.build_mini_model(
+        "qwen2",
+        dict(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, num_kv_heads=1),
+        mini_tokenizer,
+        seed=0,
+    )
     tiny.save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
     write_verl_parquet(tmp_path / "results" / "data" / "train" / "eurus2-math.parquet", ["eurus2-math-train"] * 8)
-    write_verl_parquet(tmp_path / "results" / "data" / "benchmarks" / "validation.parquet", sorted(PAPER["data"]["benchmarks"]))
+    write_verl_parquet(
+        tmp_path / "results" / "data" / "benchmarks" / "validation.parquet", sorted(PAPER["data"]["benchmarks"])
+    )
     target, eval_target = "results/preflight/qwen2.5-0.5b-grpo.txt", "results/preflight/eval/qwen2.5-0.5b-grpo.txt"
-    cmd = [sys.executable, "-m", "snakemake", target, eval_target, "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path),
-           "--config", "scale=paper", "--cores", "1", "--keep-going", "--allowed-rules", "preflight", "preflight_eval"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        target,
+        eval_target,
+        "-s",
+        str(ROOT / "Snakefile"),
+        "-d",
+        str(tmp_path),
+        "--config",
+        "scale=paper",
+        "--cores",
+        "1",
+        "--keep-going",
+        "--allowed-rules",
+        "preflight",
+        "preflight_eval",
+    ]
 
     def context(tokens):
         config = json.loads((model_dir / "config.json").read_text())
@@ -230,7 +277,9 @@ def test_a_passed_launch_is_not_checked_again_until_its_command_or_code_changes(
     assert calls == ["qwen2.5-7b-grpo"] * 2
     monkeypatch.setattr(preflight, "launch_problems", lambda scale, run, results="results": ["broken"])
     assert preflight.launch_problems_cached(changed, "qwen2.5-7b-grpo-dapo", tmp_path) == ["broken"]
-    assert preflight.launch_problems_cached(changed, "qwen2.5-7b-grpo-dapo", tmp_path) == ["broken"]  # a failure is never cached
+    assert preflight.launch_problems_cached(changed, "qwen2.5-7b-grpo-dapo", tmp_path) == [
+        "broken"
+    ]  # a failure is never cached
 
 
 def test_a_launch_without_the_paper_measures_trainer_is_refused():
@@ -250,7 +299,9 @@ def _leaves(entry: dict, prefix=()):
 
 
 def _perturbed(value):
-    return (not value) if isinstance(value, bool) else value + 1 if isinstance(value, (int, float)) else f"{value}-edited"
+    return (
+        (not value) if isinstance(value, bool) else value + 1 if isinstance(value, (int, float)) else f"{value}-edited"
+    )
 
 
 def test_a_preflight_reads_only_the_model_fields_its_jobs_use():

@@ -67,9 +67,14 @@ def test_the_recipes_own_trainer_saves_stops_relaunches_and_goes_on(tmp_path):
     site = prime_check.default_site()
     path = [os.environ["ENTROPY_RL_PRIME_RECIPE"], str(site), str(ROOT / "workflow"), str(ROOT / "tests")]
     out = tmp_path / "result.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "prime_resume_child.py"), str(tmp_path / "checkpoints"), str(out)],
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join(path)}, capture_output=True, text=True,
-                          timeout=600, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "prime_resume_child.py"), str(tmp_path / "checkpoints"), str(out)],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(path)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     r = json.loads(out.read_text())
     print({k: v for k, v in r.items() if k not in ("generator_at_save",)})

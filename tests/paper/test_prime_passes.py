@@ -34,9 +34,14 @@ def test_a_prime_step_is_charged_the_passes_and_answers_its_recipe_runs(tmp_path
         str(ROOT / "tests"),
     ]
     out = tmp_path / "passes.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "prime_passes_child.py"), str(out)],
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join(path)}, capture_output=True, text=True,
-                          timeout=600, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "prime_passes_child.py"), str(out)],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(path)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     counted = json.loads(out.read_text())
     print(counted)

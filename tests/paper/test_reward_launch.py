@@ -30,24 +30,33 @@ def test_the_control_loads_the_random_reward_with_its_seed_and_training_parts():
     twin = spec.resolve_run(PAPER, "qwen2.5-7b-grpo")
     assert s["loss"] == {**twin["loss"], "reward": "random"}  # otherwise the main GRPO run's settings
     assert {k: v for k, v in s.items() if k not in ("loss", "run_id", "treatment")} == {
-        k: v for k, v in twin.items() if k not in ("loss", "run_id", "treatment")}  # fmt: skip
+        k: v for k, v in twin.items() if k not in ("loss", "run_id", "treatment")
+    }
     cmd = reward_launch.verl_command(PAPER, RANDOM_RUN)
-    assert f"{REWARD_PATH}pkg://entropy_rl.core.random_reward" in cmd and f"{REWARD_PATH}pkg://entropy_rl.core.reward" not in cmd
+    assert (
+        f"{REWARD_PATH}pkg://entropy_rl.core.random_reward" in cmd
+        and f"{REWARD_PATH}pkg://entropy_rl.core.reward" not in cmd
+    )
     assert "reward.custom_reward_function.name=compute_score" in cmd
     assert "+reward.custom_reward_function.reward_kwargs.seed=0" in cmd
     assert "+reward.custom_reward_function.reward_kwargs.random_sources=[eurus2-math-train]" in cmd
     # Else the twin's command, argument for argument, but for the run's own names.
     own = [a for a in cmd if "reward" not in a.split("=")[0]]
-    assert own == [a.replace("qwen2.5-7b-grpo", RANDOM_RUN) if RANDOM_RUN not in a else a
-                   for a in reward_launch.verl_command(PAPER, "qwen2.5-7b-grpo") if "reward" not in a.split("=")[0]]  # fmt: skip
+    assert own == [
+        a.replace("qwen2.5-7b-grpo", RANDOM_RUN) if RANDOM_RUN not in a else a
+        for a in reward_launch.verl_command(PAPER, "qwen2.5-7b-grpo")
+        if "reward" not in a.split("=")[0]
+    ]
     assert reward_launch.stamp_key(s) == "train_verl_random_reward"
     assert reward_launch.trainer_modules(s) == (*launch.TRAINER_MODULES["verl"], "entropy_rl.core.random_reward")
 
 
 def test_each_replicate_of_the_control_draws_under_its_own_seed():
     replicated = spec.with_replicates(CONFIG, base_seed=0, count=3)
-    seeds = [next(a for a in reward_launch.verl_command(replicated, run) if ".reward_kwargs.seed=" in a)
-             for run in spec.replicate_names(RANDOM_RUN, 3)]  # fmt: skip
+    seeds = [
+        next(a for a in reward_launch.verl_command(replicated, run) if ".reward_kwargs.seed=" in a)
+        for run in spec.replicate_names(RANDOM_RUN, 3)
+    ]
     assert [a.rsplit("=", 1)[1] for a in seeds] == ["0", "1", "2"]
 
 

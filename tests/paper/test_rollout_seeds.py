@@ -7,7 +7,7 @@ import json
 
 import hydra
 import yaml
-from entropy_rl.paper import launch, reward_launch, verl_plugin
+from entropy_rl.paper import reward_launch, verl_names, verl_plugin
 from omegaconf import OmegaConf
 from support import ROOT
 from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
@@ -46,7 +46,7 @@ def agent_loop(seed: int):
 
 def _agent_loop_class():
     """The class verl's agent-loop worker instantiates for the run's ``default_agent_loop``, by its registry entry."""
-    entry = _agent_loop_registry[launch.AGENT_LOOP]
+    entry = _agent_loop_registry[verl_names.AGENT_LOOP]
     return hydra.utils.get_class(entry["_target_"])
 
 
@@ -54,7 +54,7 @@ def test_a_run_asks_for_per_request_seeds_or_has_the_engines_seed_only():
     """Per-request seeds cost a GPU up to a third of a decode step (docs/reproducibility.md): a paper run has the
     engine's seed (verl's single-turn loop), the seeded loop only where its settings ask (the CPU pilot's)."""
     assert _agent_loop_class() is verl_plugin.SeededSingleTurnAgentLoop
-    seeded = f"actor_rollout_ref.rollout.agent.default_agent_loop={launch.AGENT_LOOP}"
+    seeded = f"actor_rollout_ref.rollout.agent.default_agent_loop={verl_names.AGENT_LOOP}"
     for run in ("qwen2.5-7b-grpo", "qwen2.5-7b-grpo-klcov"):
         command = reward_launch.verl_command(PAPER, run)
         seed = PAPER["train"]["seed"]
@@ -120,7 +120,7 @@ def test_verls_transferqueue_worker_passes_what_each_seed_is_made_of(tmp_path, m
         return None
 
     worker._agent_loop_postprocess = postprocess
-    prompt = {"uid": "u7", "index": 7, "raw_prompt": PROMPT, "global_steps": 3, "agent_name": launch.AGENT_LOOP}
+    prompt = {"uid": "u7", "index": 7, "raw_prompt": PROMPT, "global_steps": 3, "agent_name": verl_names.AGENT_LOOP}
     trajectory = {"step": 3, "sample_index": 7, "rollout_n": 0, "validate": False}
     asyncio.run(worker._run_prompt(dict(prompt), dict(TRAIN), trajectory))
     n = worker.config.actor_rollout_ref.rollout.n
@@ -140,4 +140,4 @@ def test_a_request_without_a_seed_field_is_refused(tmp_path, monkeypatch):
     trajectory = {"step": 3, "sample_index": 7, "rollout_n": 0, "validate": False}
     kwargs = {"uid": "u7", "index": 7, "raw_prompt": PROMPT}  # a non_tensor_batch row, as generate_sequences passes it
     with pytest.raises(KeyError, match=r"lacks \['global_steps', 'session_id'\]"):
-        asyncio.run(worker._run_agent_loop(dict(TRAIN), trajectory, agent_name=launch.AGENT_LOOP, **kwargs))
+        asyncio.run(worker._run_agent_loop(dict(TRAIN), trajectory, agent_name=verl_names.AGENT_LOOP, **kwargs))

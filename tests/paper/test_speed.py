@@ -11,7 +11,16 @@ import yaml
 from entropy_rl.core import spec as run_spec
 from entropy_rl.paper.cost import anchors, architectures, pilot_report, shapes, speed, speed_law, speed_report
 from entropy_rl.paper.cost.architectures import Architecture
-from support import FIXTURES, ROOT, SPEED_ROLLOUT, SPEED_SECONDS, SPEED_STEP, speed_result, verl_dense_and_width, verl_flops
+from support import (
+    FIXTURES,
+    ROOT,
+    SPEED_ROLLOUT,
+    SPEED_SECONDS,
+    SPEED_STEP,
+    speed_result,
+    verl_dense_and_width,
+    verl_flops,
+)
 
 PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
 S = run_spec.with_replicates(run_spec.with_instruct_models(PAPER), 0, 1)
@@ -52,7 +61,10 @@ def test_the_shapes_differ_where_the_parameter_count_does_not():
     assert round(kv["deepseek-math-7b"] / kv["qwen2.5-7b"], 1) == 8.6
     assert len({arch(m) for m in kv}) == 3 and {S["models"][m]["params_b"] for m in kv} == {7}
     # layers × heads: 336 at both 0.5B and 1.5B, 576 at 3B, 784 at 7B, 2,560 at 32B (issue 57)
-    width = {m: arch(m).layers * arch(m).heads for m in ("qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-3b", "qwen2.5-7b", "qwen2.5-32b")}
+    width = {
+        m: arch(m).layers * arch(m).heads
+        for m in ("qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-3b", "qwen2.5-7b", "qwen2.5-32b")
+    }
     assert list(width.values()) == [336, 336, 576, 784, 2560]
 
 
@@ -82,7 +94,9 @@ def test_the_timed_points_are_verls_flops_over_the_measured_seconds(tmp_path):
     memory_s = (weights / held + kv * 1050) / 4.8e12
     compute_s = (2 * dense + 4 * (300 + 750) * width) / H200
     assert held == 256 and memory_s > 2 * compute_s
-    assert rollout["qwen2.5-0.5b"].mfu(989) == pytest.approx(memory_s * SPEED_ROLLOUT["qwen2.5-0.5b"], rel=1e-4)  # norms aside
+    assert rollout["qwen2.5-0.5b"].mfu(989) == pytest.approx(
+        memory_s * SPEED_ROLLOUT["qwen2.5-0.5b"], rel=1e-4
+    )  # norms aside
     rows = {r[0]: r for r in speed.table(result)}
     assert rows["qwen2.5-3b"][4] == "needs 113 GiB" and rows["qwen2.5-3b"][10] == "failed: exit 1 after 30 s"
     assert rows["qwen2.5-0.5b"][2] == "NVIDIA H200" and rows["qwen2.5-0.5b"][6] == "≥ 0.017"  # a lower bound
@@ -102,14 +116,21 @@ def test_two_sizes_fit_one_efficiency_by_least_relative_error(tmp_path):
     law = laws["update"]
     assert law.form == "efficiency" and law.fixed_s == 0 and law.gpu == "NVIDIA H200" and law.lower_bound
     pts = law.points
-    best = minimize_scalar(lambda a: sum((a * p.flops / p.seconds - 1) ** 2 for p in pts), bounds=(1e-20, 1e-9),
-                           method="bounded", options={"xatol": 1e-24})  # fmt: skip
+    best = minimize_scalar(
+        lambda a: sum((a * p.flops / p.seconds - 1) ** 2 for p in pts),
+        bounds=(1e-20, 1e-9),
+        method="bounded",
+        options={"xatol": 1e-24},
+    )
     assert law.per_flop_s == pytest.approx(best.x, rel=1e-6)
     efficiency = 1 / (law.per_flop_s * H200)
     assert 0.017 < efficiency < 0.039  # between the two, nearer the larger (the relative error weighs both alike)
     # where each model stands: measured (the same shape, instruct or base), fitted between, extrapolated beyond
     flops = lambda m: architectures.update_flops(arch(m), 300, 1500)  # noqa: E731
-    assert law.mfu(arch("qwen2.5-1.5b-instruct"), flops("qwen2.5-1.5b-instruct")) == (pytest.approx(pts[1].mfu(989)), "measured")
+    assert law.mfu(arch("qwen2.5-1.5b-instruct"), flops("qwen2.5-1.5b-instruct")) == (
+        pytest.approx(pts[1].mfu(989)),
+        "measured",
+    )
     assert law.mfu(arch("qwen2.5-7b"), flops("qwen2.5-7b")) == (pytest.approx(efficiency), "extrapolated")
     between = Architecture(**{**vars(arch("qwen2.5-1.5b")), "layers": 14})  # an unmeasured shape between the two
     assert law.mfu(between, flops("qwen2.5-0.5b") * 1.5)[1] == "fitted"
@@ -124,12 +145,25 @@ def test_three_sizes_fit_a_fixed_cost_weighted_by_relative_error():
 
     models = ("qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-3b")
     flops = [architectures.update_flops(arch(m), 300, 1500) for m in models]
-    seconds = [f / (mfu * H200) for f, mfu in zip(flops, (0.017, 0.039, 0.05))]  # 3B's point well off the 0.5B-1.5B line
-    law = speed_law.fit("update", [speed_law.Point(m, arch(m), f, t) for m, f, t in zip(models, flops, seconds)], "H200", 989)
+    seconds = [
+        f / (mfu * H200) for f, mfu in zip(flops, (0.017, 0.039, 0.05))
+    ]  # 3B's point well off the 0.5B-1.5B line
+    law = speed_law.fit(
+        "update", [speed_law.Point(m, arch(m), f, t) for m, f, t in zip(models, flops, seconds)], "H200", 989
+    )
     assert law.form == "efficiency+fixed"
-    ref = least_squares(lambda x: (x[0] * 1e-15 * np.array(flops) + x[1] * 1e-6) / np.array(seconds) - 1, [1.0, 1.0],
-                        bounds=([0, 0], [np.inf, np.inf]), xtol=1e-15, ftol=1e-15, gtol=1e-15)  # fmt: skip
-    assert (law.per_flop_s, law.fixed_s) == (pytest.approx(ref.x[0] * 1e-15, rel=1e-5), pytest.approx(ref.x[1] * 1e-6, rel=1e-5))
+    ref = least_squares(
+        lambda x: (x[0] * 1e-15 * np.array(flops) + x[1] * 1e-6) / np.array(seconds) - 1,
+        [1.0, 1.0],
+        bounds=([0, 0], [np.inf, np.inf]),
+        xtol=1e-15,
+        ftol=1e-15,
+        gtol=1e-15,
+    )
+    assert (law.per_flop_s, law.fixed_s) == (
+        pytest.approx(ref.x[0] * 1e-15, rel=1e-5),
+        pytest.approx(ref.x[1] * 1e-6, rel=1e-5),
+    )
     (a, b), _ = nnls(np.array([[f, 1.0] for f in flops]), np.array(seconds))  # unweighted: the 3B point dominates
     assert abs(a / law.per_flop_s - 1) > 0.01 or abs(b / law.fixed_s - 1) > 0.01
     relative = [(law.per_flop_s * f + law.fixed_s) / t - 1 for f, t in zip(flops, seconds)]
@@ -145,8 +179,14 @@ def test_each_shape_is_its_published_model(model):
     arch_, entry = PAPER["architectures"][model], S["models"][model]
     published = json.loads((FIXTURES / "hub_models" / entry["hub"].replace("/", "--") / "config.json").read_text())
     config = shapes.hf_config(entry["family"], arch_)
-    for key in ("model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
-                "vocab_size"):  # fmt: skip
+    for key in (
+        "model_type",
+        "hidden_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "num_key_value_heads",
+        "vocab_size",
+    ):
         assert config[key] == published[key], key
     assert shapes.params(entry["family"], arch_) / 1e9 == pytest.approx(entry["params_b"], rel=0.10)
 
@@ -160,8 +200,15 @@ def test_random_weights_load_in_the_shape(tmp_path):
     from transformers import AutoModelForCausalLM
 
     tokenizer = verl_cpu.build_tiny_model(tmp_path / "tok", ["Question: 1 + 2? Answer: 3"])
-    arch_ = {"hidden_size": 64, "intermediate_size": 96, "num_layers": 2, "num_heads": 2, "num_kv_heads": 1,
-             "vocab_size": 400, "tie_word_embeddings": False}  # fmt: skip
+    arch_ = {
+        "hidden_size": 64,
+        "intermediate_size": 96,
+        "num_layers": 2,
+        "num_heads": 2,
+        "num_kv_heads": 1,
+        "vocab_size": 400,
+        "tie_word_embeddings": False,
+    }
     directory = shapes.write_random_model(tmp_path / "model", "qwen2", arch_, tokenizer)
     model = AutoModelForCausalLM.from_pretrained(directory)
     assert sum(p.numel() for p in model.parameters()) == shapes.params("qwen2", arch_)
@@ -203,13 +250,21 @@ def test_each_anchor_is_counted_with_the_passes_its_system_runs():
     for a in anchors.ANCHORS:
         tokens = a.tokens_per_s_per_gpu * a.step_s * a.gpus  # as published
         by_n[(a.model, a.source.split("NeMo RL ")[1][:6])] = (
-            a.params_b * 1e9 * (2 * a.samples * a.mean_response + 10 * tokens) / (a.step_s * a.gpus * 989e12))
+            a.params_b * 1e9 * (2 * a.samples * a.mean_response + 10 * tokens) / (a.step_s * a.gpus * 989e12)
+        )
         sequence = round(a.mean_prompt + a.mean_response)
         trained = a.step_flops()[1]
         family = {"Qwen3-32B": "qwen2", "Llama3.1-8B": "llama"}[a.model]
-        entry = {"hidden_size": a.arch.hidden, "intermediate_size": a.arch.intermediate, "num_layers": a.arch.layers,
-                 "num_heads": a.arch.heads, "num_kv_heads": a.arch.kv_heads, "head_dim": a.arch.head_dim,
-                 "vocab_size": a.arch.vocab, "tie_word_embeddings": a.arch.tied}  # fmt: skip
+        entry = {
+            "hidden_size": a.arch.hidden,
+            "intermediate_size": a.arch.intermediate,
+            "num_layers": a.arch.layers,
+            "num_heads": a.arch.heads,
+            "num_kv_heads": a.arch.kv_heads,
+            "head_dim": a.arch.head_dim,
+            "vocab_size": a.arch.vocab,
+            "tie_word_embeddings": a.arch.tied,
+        }
         per_token = verl_flops(family, entry, [sequence]) / sequence * 5 / 3
         assert trained / (a.samples * (a.mean_prompt + a.mean_response)) == pytest.approx(per_token, rel=1e-3)
         assert 0.1 < a.step_mfu() < 0.3
@@ -237,8 +292,10 @@ def test_the_published_steps_bound_the_rollouts_efficiency():
         left = a.step_s * a.gpus - a.step_flops()[1] / (989e12 * budget_["train_mfu"])
         implied[a.model, a.step_s] = a.samples * a.mean_response * roofline / left
         assert a.implied_rollout(budget_) == pytest.approx(implied[a.model, a.step_s], rel=1e-9)
-        budget_s = (a.samples * a.mean_response * roofline / budget_["rollout_mfu"]
-                    + a.step_flops()[1] / (989e12 * budget_["train_mfu"])) / a.gpus  # fmt: skip
+        budget_s = (
+            a.samples * a.mean_response * roofline / budget_["rollout_mfu"]
+            + a.step_flops()[1] / (989e12 * budget_["train_mfu"])
+        ) / a.gpus
         assert a.budget_step_s(budget_) == pytest.approx(budget_s, rel=1e-9)
     assert all(low < v < high for v in implied.values()) and max(implied.values()) > 0.75 * high
     assert decode.ROLLOUT_ENGINE.max_num_seqs == 256

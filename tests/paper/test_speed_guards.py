@@ -27,8 +27,13 @@ def point(model: str, mfu: float, peak: float = 989) -> speed_law.Point:
 def test_a_measurement_holds_for_its_own_architecture_only():
     """Qwen2.5-7B timed: Mistral-7B and DeepSeek-Math-7B (params_b 7 too) are priced by the fit, not as measured."""
     law = speed_law.fit("update", [point("qwen2.5-1.5b", 0.04), point("qwen2.5-7b", 0.2)], "NVIDIA H100", 989)
-    for model, source in (("qwen2.5-7b", "measured"), ("qwen2.5-7b-instruct", "measured"), ("mistral-7b", "fitted"),
-                          ("deepseek-math-7b", "fitted"), ("qwen2.5-32b", "extrapolated")):  # fmt: skip
+    for model, source in (
+        ("qwen2.5-7b", "measured"),
+        ("qwen2.5-7b-instruct", "measured"),
+        ("mistral-7b", "fitted"),
+        ("deepseek-math-7b", "fitted"),
+        ("qwen2.5-32b", "extrapolated"),
+    ):
         assert law.mfu(arch(model), architectures.update_flops(arch(model), 300, 1500))[1] == source, model
     with pytest.raises(ValueError, match="one point per architecture"):
         speed_law.fit("update", [point("qwen2.5-7b", 0.2), point("qwen2.5-7b-instruct", 0.2)], "H100", 989)
@@ -57,8 +62,9 @@ def test_the_table_of_peaks_is_verls():
     for key, tflops in gpus.PEAK_TFLOPS.items():
         assert _DEVICE_FLOPS[key] == pytest.approx(tflops * 1e12), key
         assert get_device_flops("T", device_name=f"NVIDIA {key}") == pytest.approx(tflops)
-    assert [gpus.gpu_type(n) for n in ("NVIDIA H200", "NVIDIA GB200", "NVIDIA B200", "NVIDIA A100-SXM4-80GB", "Tesla T4")] == [
-        "H200", "GB200", "B200", "A100", None]  # fmt: skip
+    assert [
+        gpus.gpu_type(n) for n in ("NVIDIA H200", "NVIDIA GB200", "NVIDIA B200", "NVIDIA A100-SXM4-80GB", "Tesla T4")
+    ] == ["H200", "GB200", "B200", "A100", None]
     assert PAPER["budget"]["gpu_peak_tflops"] == gpus.PEAK_TFLOPS[PAPER["budget"]["gpu"]]
 
 
@@ -76,7 +82,9 @@ def test_a_speed_timed_on_one_gpu_is_priced_on_another_only_by_a_stated_conversi
     h200 = laws["update"].points[0].mfu(989)
     assert efficiency.mfu(converted, "train_mfu", arch("qwen2.5-0.5b")) == pytest.approx(h200 * 989 / (312 * 2.5))
     # the same seconds a token: an A100 takes 2.5 × the H200's time for this architecture's tokens
-    seconds = budget._seconds(laws["update"].points[0].flops, 1, efficiency.mfu(converted, "train_mfu", arch("qwen2.5-0.5b")), converted)
+    seconds = budget._seconds(
+        laws["update"].points[0].flops, 1, efficiency.mfu(converted, "train_mfu", arch("qwen2.5-0.5b")), converted
+    )
     assert seconds == pytest.approx(2.5 / measured)
     on_h200 = {**priced, "gpu": "H200", "gpu_peak_tflops": 989}
     assert efficiency.mfu(on_h200, "train_mfu", arch("qwen2.5-0.5b")) == pytest.approx(h200)
@@ -89,8 +97,13 @@ def test_a_timed_architecture_is_priced_at_its_measured_seconds_per_flop(tmp_pat
     from entropy_rl.paper.cost import speed_report
 
     laws = speed_report.laws(json.loads(speed_result(tmp_path).read_text()))
-    on_h200 = {**S["budget"], "gpu": "H200", "gpu_peak_tflops": 989, "rollout_mfu": float("inf"),
-               "speed_laws": {"update": laws["update"].to_dict()}}  # fmt: skip
+    on_h200 = {
+        **S["budget"],
+        "gpu": "H200",
+        "gpu_peak_tflops": 989,
+        "rollout_mfu": float("inf"),
+        "speed_laws": {"update": laws["update"].to_dict()},
+    }
     dense, width = verl_dense_and_width("qwen2", PAPER["architectures"]["qwen2.5-0.5b"])
     forward = lambda s: 2 * dense + 2 * s * width  # noqa: E731
     timed_per_token = sum(SPEED_SECONDS["qwen2.5-0.5b"]) / SPEED_STEP["tokens"]
@@ -115,12 +128,20 @@ def test_every_pass_and_every_generated_answer_of_a_step_is_charged():
     update, beyond = {}, {}
     for run in ("qwen2.5-7b-grpo", "qwen2.5-7b-grpo-refkl0.01", "qwen2.5-7b-prime"):
         spec = run_spec.resolve_run(S, run)
-        per_pass = spec["steps"] * spec["prompts_per_step"] * spec["rollout_n"] * 1800 * arch("qwen2.5-7b").forward(1800)
+        per_pass = (
+            spec["steps"] * spec["prompts_per_step"] * spec["rollout_n"] * 1800 * arch("qwen2.5-7b").forward(1800)
+        )
         terms = budget.train_time(spec, S["models"]["qwen2.5-7b"], arch("qwen2.5-7b"), S["budget"], 0).terms()
         update[run] = terms["update"] * 3600 * 312e12 * S["budget"]["train_mfu"] / per_pass
         beyond[run] = terms["refills"] / terms["rollout"]
-    assert update == {"qwen2.5-7b-grpo": pytest.approx(4), "qwen2.5-7b-grpo-refkl0.01": pytest.approx(5),
-                      "qwen2.5-7b-prime": pytest.approx(10)}  # fmt: skip
-    assert beyond == {"qwen2.5-7b-grpo": pytest.approx(1), "qwen2.5-7b-grpo-refkl0.01": pytest.approx(1),
-                      "qwen2.5-7b-prime": pytest.approx(3)}  # fmt: skip
+    assert update == {
+        "qwen2.5-7b-grpo": pytest.approx(4),
+        "qwen2.5-7b-grpo-refkl0.01": pytest.approx(5),
+        "qwen2.5-7b-prime": pytest.approx(10),
+    }
+    assert beyond == {
+        "qwen2.5-7b-grpo": pytest.approx(1),
+        "qwen2.5-7b-grpo-refkl0.01": pytest.approx(1),
+        "qwen2.5-7b-prime": pytest.approx(3),
+    }
     assert step.generation_factor(run_spec.resolve_run(S, "qwen2.5-7b-grpo"), S["budget"], "bound") == 10

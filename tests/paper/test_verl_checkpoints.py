@@ -1,5 +1,5 @@
 """A pre-emption between verl's save of a step and its log of it: the relaunch repeats the step, and the run's table has
-every step once (paper.verl_checkpoints, as train_verl.py calls it before each launch)."""
+every step once (paper.verl_checkpoints, as train_job.main calls it before each launch)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ STEPS = 6
 
 
 def launch_fake(ckpt, save_freq=2, stop_once_saved=None, keep=0) -> int:
-    """One launch as train_verl.py makes it: prepared (verl_checkpoints.prepare_launch), then verl, stopped by SIGTERM
+    """One launch as train_job.main makes it: prepared (verl_checkpoints.prepare_launch), then verl, stopped by SIGTERM
     as soon as ``stop_once_saved`` is saved when given (the fake holds that step between its save and its log, so the
     stop lands there whatever the machine's load)."""
     env = {**os.environ, "VERL_FILE_LOGGER_PATH": str(verl_checkpoints.prepare_launch(ckpt, keep=keep).log)}
@@ -89,7 +89,10 @@ def test_a_step_lost_twice_and_a_first_save_lost_start_from_what_is_logged(tmp_p
     ckpt.mkdir()
     assert launch_fake(ckpt, stop_once_saved=2) != 0  # the first checkpoint, unlogged: nothing to resume from
     moved = verl_checkpoints.set_aside_unlogged(ckpt, verl_checkpoints.logged_step(ckpt))
-    assert moved == ([ckpt / "unlogged" / "global_step_2"], 0) and not (ckpt / "latest_checkpointed_iteration.txt").exists()
+    assert (
+        moved == ([ckpt / "unlogged" / "global_step_2"], 0)
+        and not (ckpt / "latest_checkpointed_iteration.txt").exists()
+    )
     assert launch_fake(ckpt, stop_once_saved=2) != 0  # again, from the base model
     assert launch_fake(ckpt, stop_once_saved=4) != 0
     assert launch_fake(ckpt, stop_once_saved=4) != 0  # from step 2 this time, and lost at 4 once more
@@ -104,7 +107,10 @@ def test_a_launch_after_a_clean_stop_moves_nothing(tmp_path):
     ckpt = tmp_path / "checkpoints"
     ckpt.mkdir()
     assert launch_fake(ckpt, save_freq=1, stop_once_saved=3) != 0
-    assert verl_checkpoints.set_aside_unlogged(ckpt, verl_checkpoints.logged_step(ckpt)) == ([ckpt / "unlogged" / "global_step_3"], 2)
+    assert verl_checkpoints.set_aside_unlogged(ckpt, verl_checkpoints.logged_step(ckpt)) == (
+        [ckpt / "unlogged" / "global_step_3"],
+        2,
+    )
     assert verl_checkpoints.set_aside_unlogged(ckpt, 2) == ([], 2)  # once set aside, nothing more
     assert saves.completed_step(ckpt) == 2
 
@@ -137,7 +143,9 @@ def test_the_same_step_lost_again_and_again_stops_the_job(tmp_path):
     for _ in range(3):
         assert launch_fake(ckpt, stop_once_saved=4) != 0
     assert json.loads((ckpt / "unlogged" / "set_aside.json").read_text()) == {"4": 2}
-    with pytest.raises(verl_checkpoints.RepeatedLoss, match=r"step 4 was saved and never logged 3 times.*verl_log\.3\.jsonl"):
+    with pytest.raises(
+        verl_checkpoints.RepeatedLoss, match=r"step 4 was saved and never logged 3 times.*verl_log\.3\.jsonl"
+    ):
         verl_checkpoints.prepare_launch(ckpt)
     assert (ckpt / "global_step_4").is_dir() and saves.completed_step(ckpt) == 4  # nothing moved
 
@@ -162,7 +170,6 @@ def test_the_launch_says_what_verl_will_load():
     # checkpoints kept, but every save set aside: verl starts from the base model, and the log says so
     assert verl_checkpoints.launch_words(True, 0).startswith("starting from the base model (no save")
     assert verl_checkpoints.launch_words(False, 0) == "starting from the base model"
-
 
 
 def hollow(save):

@@ -7,7 +7,7 @@ import pytest
 import verl
 import yaml
 from entropy_rl.core import spec
-from entropy_rl.paper import launch, run_command
+from entropy_rl.paper import run_command, verl_names
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 from support import ROOT
@@ -21,12 +21,18 @@ def verl_overrides(spec: dict, covariance_metrics: bool = False) -> list[str]:
 
 def launch_overrides(scale_cfg: dict, run: str, root: str) -> list[str]:
     """The run's placement as overrides, with the verifiable reward (run_command.placement_settings)."""
-    return [s.override for s in run_command.placement_settings(run_command.resolve(scale_cfg, run), run_command.VERIFIABLE, root)]
+    return [
+        s.override
+        for s in run_command.placement_settings(run_command.resolve(scale_cfg, run), run_command.VERIFIABLE, root)
+    ]
+
 
 CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())
 VERL_CONFIG_DIR = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
 # PRIME runs through verl-recipe's PRIME trainer, whose config is not part of verl itself.
-MAIN_PPO_RUNS = [(scale, run) for scale in ("mini", "paper") for run, r in CONFIG[scale]["runs"].items() if r["algorithm"] != "prime"]
+MAIN_PPO_RUNS = [
+    (scale, run) for scale in ("mini", "paper") for run, r in CONFIG[scale]["runs"].items() if r["algorithm"] != "prime"
+]
 
 
 def composed(overrides):
@@ -63,20 +69,28 @@ def test_paper_hyperparameters_reach_verl():
         assert cfg.actor_rollout_ref.actor.policy_loss.kl_cov_ratio == expected  # a fraction, not a percentage
     cfg = composed(verl_overrides(spec.resolve_run(paper, "qwen2.5-7b-grpo-clipcov")))
     actor = cfg.actor_rollout_ref.actor
-    assert (actor.policy_loss.clip_cov_ratio, actor.policy_loss.clip_cov_lb, actor.policy_loss.clip_cov_ub) == (2e-4, 1.0, 5.0)
+    assert (actor.policy_loss.clip_cov_ratio, actor.policy_loss.clip_cov_lb, actor.policy_loss.clip_cov_ub) == (
+        2e-4,
+        1.0,
+        5.0,
+    )
     assert actor.clip_ratio_low == actor.clip_ratio_high == 1.0
     kl_cov = composed(verl_overrides(spec.resolve_run(paper, "qwen2.5-7b-grpo-klcov")))
     assert kl_cov.actor_rollout_ref.actor.policy_loss.ppo_kl_coef == 1.0  # the paper's KL coefficient, not verl's 0.1
     base = spec.resolve_run(paper, "qwen2.5-7b-grpo")
     assert base["prompts_per_step"] // base["ppo_mini_batch_size"] == 2  # Section 2: 512 prompts in updates of 256
     section4 = spec.resolve_run(paper, "qwen2.5-7b-grpo-dapo")
-    assert section4["prompts_per_step"] // section4["ppo_mini_batch_size"] == 8  # Section 4's scripts: 256 in updates of 32
+    assert (
+        section4["prompts_per_step"] // section4["ppo_mini_batch_size"] == 8
+    )  # Section 4's scripts: 256 in updates of 32
     cliphigher = composed(verl_overrides(spec.resolve_run(paper, "qwen2.5-7b-grpo-cliphigher"))).actor_rollout_ref.actor
-    assert cliphigher.clip_ratio_high == 0.28 and cliphigher.clip_ratio_c == 10.0  # the recipe's dual clip, then the treatment
+    assert (
+        cliphigher.clip_ratio_high == 0.28 and cliphigher.clip_ratio_c == 10.0
+    )  # the recipe's dual clip, then the treatment
     assert composed(verl_overrides(base)).actor_rollout_ref.actor.clip_ratio_c == 3.0  # Section 2: verl's default
     bounded = composed(verl_overrides(section4))
     # The scripts' bound where the plugin's trainer reads it; verl's own key, which it ignores, at verl's default.
-    assert OmegaConf.select(bounded, launch.GEN_BATCHES_KEY) == 10
+    assert OmegaConf.select(bounded, verl_names.GEN_BATCHES_KEY) == 10
     assert bounded.algorithm.filter_groups.max_num_gen_batches == 0
     placed = composed(verl_overrides(base) + launch_overrides(paper, "qwen2.5-32b-grpo", "/results"))
     assert (placed.trainer.nnodes, placed.trainer.n_gpus_per_node, placed.trainer.resume_mode) == (4, 8, "auto")
@@ -119,7 +133,10 @@ def test_the_rollout_engine_the_estimate_prices_is_the_one_every_command_asks_fo
     with initialize_config_dir(config_dir=VERL_CONFIG_DIR, version_base=None):
         default = compose(config_name="ppo_trainer").actor_rollout_ref.rollout
     engine = decode.ROLLOUT_ENGINE
-    assert (default.gpu_memory_utilization, default.max_num_seqs) == (engine.gpu_memory_utilization, engine.max_num_seqs)
+    assert (default.gpu_memory_utilization, default.max_num_seqs) == (
+        engine.gpu_memory_utilization,
+        engine.max_num_seqs,
+    )
     paper = CONFIG["paper"]
     for run in paper["runs"]:
         command = reward_launch.verl_command(paper, run)

@@ -49,7 +49,9 @@ def test_groups_with_equal_rewards_are_dropped_and_refilled(transfer_queue):
         for session, reward in enumerate(rewards):
             scores = torch.zeros(1, 4)
             scores[0, -1] = reward  # verl puts the sequence reward on the last response token
-            tq.kv_put(key=f"{uid}_{session}_0", partition_id="train", fields={"rm_scores": scores}, tag={"status": "finished"})
+            tq.kv_put(
+                key=f"{uid}_{session}_0", partition_id="train", fields={"rm_scores": scores}, tag={"status": "finished"}
+            )
         tq.kv_put(key=uid, partition_id="train", tag={"is_prompt": True, "status": "finished", "global_steps": 1})
 
     refills = []
@@ -60,7 +62,9 @@ def test_groups_with_equal_rewards_are_dropped_and_refilled(transfer_queue):
             finished_group([1.0, 0.0] * (n // 2))
         return count
 
-    trainer = types.SimpleNamespace(config=cfg, trainer_mode=cfg.trainer.v1.trainer_mode, _add_prompts_to_generate=refill)
+    trainer = types.SimpleNamespace(
+        config=cfg, trainer_mode=cfg.trainer.v1.trainer_mode, _add_prompts_to_generate=refill
+    )
     trainer._resolve_filter_groups_metric = types.MethodType(PPOTrainer._resolve_filter_groups_metric, trainer)
     buffer = PPOTrainer._build_replay_buffer(trainer)
     buffer.poll_interval = 0.01
@@ -72,7 +76,9 @@ def test_groups_with_equal_rewards_are_dropped_and_refilled(transfer_queue):
 
     kept = {key.split("_")[0] for key in batch.keys}
     rewards = dict(made)
-    print(f"groups in: {groups_in} (6 with equal rewards), refilled: {refills}, kept: {sorted(kept)}, metrics: {metrics}")
+    print(
+        f"groups in: {groups_in} (6 with equal rewards), refilled: {refills}, kept: {sorted(kept)}, metrics: {metrics}"
+    )
     assert len(kept) == 4 and len(batch.keys) == 4 * n
     assert all(len(set(rewards[uid])) > 1 for uid in kept)  # no group with all-equal rewards survives
     assert metrics["training/filter_groups/evicted_samples"] == 6 and refills and sum(refills) >= 6
@@ -82,12 +88,12 @@ def test_paper_measures_read_the_whole_update_batch(transfer_queue):
     """verl's own advantage step on a batch in the TransferQueue, then the plugin trainer's measures:
     the same numbers as entropy_rl.core.metrics on the padded batch (what the mini trainer computes)."""
     from entropy_rl.core import metrics
-    from entropy_rl.paper import launch, verl_plugin
+    from entropy_rl.paper import verl_names, verl_plugin
     from transfer_queue import KVBatchMeta
     from verl.utils.tensordict_utils import list_of_dict_to_tensordict
 
     tq, cfg = transfer_queue
-    assert cfg.trainer.v1.trainer_mode == launch.TRAINER_MODE
+    assert cfg.trainer.v1.trainer_mode == verl_names.TRAINER_MODE
     g = torch.Generator().manual_seed(5)
     n, keys, rows = cfg.actor_rollout_ref.rollout.n, [], []
     for prompt, right in enumerate([1, 4, 7]):  # the three difficulty groups of Figure 8
@@ -96,8 +102,15 @@ def test_paper_measures_read_the_whole_update_batch(transfer_queue):
             scores = torch.zeros(length)
             scores[-1] = float(session < right)
             keys.append(f"m{prompt}_{session}_0")
-            rows.append({"uid": f"m{prompt}", "response_mask": torch.ones(length, dtype=torch.int64), "rm_scores": scores,
-                         "old_log_probs": -torch.rand(length, generator=g) * 2, "entropy": torch.rand(length, generator=g)})  # fmt: skip
+            rows.append(
+                {
+                    "uid": f"m{prompt}",
+                    "response_mask": torch.ones(length, dtype=torch.int64),
+                    "rm_scores": scores,
+                    "old_log_probs": -torch.rand(length, generator=g) * 2,
+                    "entropy": torch.rand(length, generator=g),
+                }
+            )
     tq.kv_batch_put(keys=keys, partition_id="train", fields=list_of_dict_to_tensordict(rows))
     batch = KVBatchMeta(partition_id="train", keys=keys, tags=[{} for _ in keys])
 
@@ -109,12 +122,17 @@ def test_paper_measures_read_the_whole_update_batch(transfer_queue):
     padded = tq.kv_batch_get(keys=keys, partition_id="train", select_fields=["advantages"]).to_padded_tensor()
     width = padded["advantages"].shape[1]
     pad = lambda t: torch.nn.functional.pad(t, (0, width - len(t)))  # noqa: E731
-    mask, lp, ent = (torch.stack([pad(r[k].float()) for r in rows]) for k in ("response_mask", "old_log_probs", "entropy"))
+    mask, lp, ent = (
+        torch.stack([pad(r[k].float()) for r in rows]) for k in ("response_mask", "old_log_probs", "entropy")
+    )
     adv = padded["advantages"]
     rewards = [float(r["rm_scores"].sum()) for r in rows]
     uids = [r["uid"] for r in rows]
-    expected = {"entropy": metrics.policy_entropy(ent, mask), **metrics.covariance_summary(lp, adv, mask),
-                **metrics.bandit_covariance(lp, adv, mask, uids, rewards)}  # fmt: skip
+    expected = {
+        "entropy": metrics.policy_entropy(ent, mask),
+        **metrics.covariance_summary(lp, adv, mask),
+        **metrics.bandit_covariance(lp, adv, mask, uids, rewards),
+    }
     print({k: round(v, 4) for k, v in logged.items()})
     assert logged.keys() == {f"paper/{k}" for k in expected}
     for key, value in expected.items():
@@ -153,8 +171,12 @@ class ScoredRollout:
             for session in range(self.n):
                 scores = torch.zeros(1, 4)
                 scores[0, -1] = compute_score("math", RIGHT if session < right else WRONG, GOLD)
-                self.tq.kv_put(key=f"{uid}_{session}_0", partition_id="train", fields={"rm_scores": scores},
-                               tag={"status": "success", "global_steps": int(batch["global_steps"])})  # fmt: skip
+                self.tq.kv_put(
+                    key=f"{uid}_{session}_0",
+                    partition_id="train",
+                    fields={"rm_scores": scores},
+                    tag={"status": "success", "global_steps": int(batch["global_steps"])},
+                )
             self.tq.kv_put(key=uid, partition_id="train", tag={"status": "finished"})
 
 
@@ -198,8 +220,10 @@ def test_a_step_whose_groups_are_all_alike_stops_at_the_released_bound(transfer_
         trainer.step({}, {})
     message = str(raised.value)
     assert isinstance(raised.value, verl_plugin.GenerationBoundReached)
-    print(f"{type(raised.value).__name__} after {trainer.agent_loop_manager.prompts} prompts, "
-          f"{time.perf_counter() - started:.1f} s: {message}")  # fmt: skip
+    print(
+        f"{type(raised.value).__name__} after {trainer.agent_loop_manager.prompts} prompts, "
+        f"{time.perf_counter() - started:.1f} s: {message}"
+    )
     assert PAPER["train"]["max_num_gen_batches"] == 10  # the scripts' value, which the workflow's command carries
     assert trainer.agent_loop_manager.prompts == 10 * 4  # every prompt 10 batches of 4 allow, and not one more
     assert message.startswith("run qwen2.5-7b-grpo, step 7: 10 generation batches (40 prompts, 10 x 4)")
@@ -208,12 +232,12 @@ def test_a_step_whose_groups_are_all_alike_stops_at_the_released_bound(transfer_
 
 def test_a_step_the_filter_fills_within_the_bound_trains_on_mixed_groups(transfer_queue):
     """The bound takes nothing from a step that fills: groups alike are refilled up to the last prompt allowed."""
-    from entropy_rl.paper import launch
+    from entropy_rl.paper import verl_names
 
     # Of the 40 prompts 10 batches of 4 allow, the 1st, 20th, 33rd and 40th get mixed answers.
     mixed = {0, 19, 32, 39}
     trainer = bounded_trainer(transfer_queue, right=lambda i: 3 if i in mixed else 0)
-    assert int(OmegaConf.select(trainer.config, launch.GEN_BATCHES_KEY)) * 4 == 40
+    assert int(OmegaConf.select(trainer.config, verl_names.GEN_BATCHES_KEY)) * 4 == 40
     trainer.prepare_step()  # the step's first generation batch, then the sampling of PPOTrainer._step_once
     batch, metrics = trainer.replay_buffer.sample(global_steps=trainer.global_steps, partition_id="train", batch_size=4)
     assert len({key.split("_")[0] for key in batch.keys}) == 4 and trainer.agent_loop_manager.prompts == 40
@@ -242,8 +266,9 @@ def test_the_settings_the_preflight_refuses_are_ones_verl_ignores(transfer_queue
     assert type(trainer.replay_buffer) is ReplayBufferAsync and trainer.replay_buffer.max_inflight_gen_batches == 1
     refused = ignored_settings.problems(cfg)
     assert [p.split(" is ignored")[0] for p in refused] == [
-        "algorithm.filter_groups.max_num_gen_batches=10", "algorithm.filter_groups.max_inflight_gen_batches=10"
-    ]  # fmt: skip
+        "algorithm.filter_groups.max_num_gen_batches=10",
+        "algorithm.filter_groups.max_inflight_gen_batches=10",
+    ]
 
 
 class SavingWorkers:
@@ -279,7 +304,10 @@ def saving_trainer(transfer_queue, checkpoints):
     with open_dict(cfg):
         cfg.trainer.default_local_dir = str(checkpoints)
     trainer = verl_plugin.PaperMeasuresTrainer(cfg)
-    trainer.actor_rollout_wg, trainer.train_dataloader = SavingWorkers(), StatefulDataLoader(list(range(8)), batch_size=2)
+    trainer.actor_rollout_wg, trainer.train_dataloader = (
+        SavingWorkers(),
+        StatefulDataLoader(list(range(8)), batch_size=2),
+    )
     return trainer
 
 
@@ -332,7 +360,9 @@ class NoReplicas:
         return None
 
 
-def test_near_the_jobs_time_limit_the_trainer_saves_the_step_and_ends_the_run_there(transfer_queue, tmp_path, monkeypatch):
+def test_near_the_jobs_time_limit_the_trainer_saves_the_step_and_ends_the_run_there(
+    transfer_queue, tmp_path, monkeypatch
+):
     """verl 0.9.1's V1 trainer has no time limit of its own (its ESI save is the legacy trainer's): the plugin's
     trainer, at the end of a step, once another step and a save would not fit before the job's end, saves that step
     and sets the run's last step to it, so verl validates and logs it and ends its loop; with time to spare it does

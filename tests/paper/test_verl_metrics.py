@@ -47,7 +47,10 @@ def test_verl_file_log_translates_to_contract(tmp_path, monkeypatch):
     # verl's step k logs the rollout of the policy before update k: row k - 1.
     assert table["entropy"].tolist()[:4] == [0.9, 0.6, 0.5, 0.45] and math.isnan(table["entropy"].iloc[4])
     assert table.loc[0, "reward_mean"] == 0.30 and table.loc[0, "cov_top0.02"] == 4.0
-    assert table["bandit_cov"].tolist()[:4] == pytest.approx([0.01, 0.02, 0.03, 0.04]) and table.loc[1, "bandit_cov_acc0.5"] == 0.02
+    assert (
+        table["bandit_cov"].tolist()[:4] == pytest.approx([0.01, 0.02, 0.03, 0.04])
+        and table.loc[1, "bandit_cov_acc0.5"] == 0.02
+    )
     assert table.loc[0, "cliphigher_cov"] == pytest.approx(-0.03) and math.isnan(table.loc[3, "cliphigher_cov"])
     assert table.loc[0, "cov_touched_frac"] == pytest.approx(2.5e-4)
     assert table["entropy_change"].iloc[1] == pytest.approx(-0.3)

@@ -31,20 +31,28 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 pytestmark = pytest.mark.costly  # minutes of a core: scheduled first (tests/conftest.py)
 
-# The paper scale's runs as the workflow resolves them (workflow/rules/common.smk: seed 0, one replicate).
+# The paper scale's runs as the workflow resolves them (pipeline.plan: seed 0, one replicate).
 CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())
 PAPER = spec.with_replicates(spec.with_instruct_models(CONFIG["paper"]), 0, 1)
 # Section 4's four runs, Section 2's GRPO, and Section 2's entropy-loss treatment (no reference model needed).
-RUNS = ["qwen2.5-7b-grpo-dapo", "qwen2.5-7b-grpo-cliphigher", "qwen2.5-7b-grpo-clipcov", "qwen2.5-7b-grpo-klcov",
-        "qwen2.5-7b-grpo", "qwen2.5-7b-grpo-ent0.001"]  # fmt: skip
+RUNS = [
+    "qwen2.5-7b-grpo-dapo",
+    "qwen2.5-7b-grpo-cliphigher",
+    "qwen2.5-7b-grpo-clipcov",
+    "qwen2.5-7b-grpo-klcov",
+    "qwen2.5-7b-grpo",
+    "qwen2.5-7b-grpo-ent0.001",
+]
 MODEL = "qwen2.5-7b"
 TOKEN_BUDGET = 64  # tokens per micro-batch: one prompt's 8 sequences (~250 tokens) pack into 4 micro-batches
 BENCHMARKS = ["math500"]
 # Correct responses (of 8) per prompt, cycled: every group mixed (the group filter drops the others before
 # the update), and accuracies 1/8, 4/8 and 7/8 present (Figure 8's bandit covariance by accuracy).
 CORRECT = [1, 4, 7, 2, 6, 3, 5, 4]
-QUESTIONS = [f"Calculate {a} + {b}. Put the final answer in \\boxed{{}}." for a, b in
-             [(1, 2), (3, 4), (5, 6), (7, 8), (9, 1), (2, 3), (4, 5), (6, 7)]]  # fmt: skip
+QUESTIONS = [
+    f"Calculate {a} + {b}. Put the final answer in \\boxed{{}}."
+    for a, b in [(1, 2), (3, 4), (5, 6), (7, 8), (9, 1), (2, 3), (4, 5), (6, 7)]
+]
 
 
 @pytest.fixture(scope="module")
@@ -144,8 +152,16 @@ def test_worker_trains_the_run_and_its_metrics_reach_the_table(run, step, tmp_pa
     assert set(frame.columns) == {*metric_columns.BASE_COLUMNS, "val_acc", *(f"val_acc/{b}" for b in BENCHMARKS)}
     row = frame.iloc[0]
     print(run, {k: round(v, 6) for k, v in row.items()})
-    finite = ["entropy", "reward_mean", "response_length", "cov_all", *metric_columns.COV_TOP, "bandit_cov",
-              "pg_loss", "ppo_kl"]  # fmt: skip
+    finite = [
+        "entropy",
+        "reward_mean",
+        "response_length",
+        "cov_all",
+        *metric_columns.COV_TOP,
+        "bandit_cov",
+        "pg_loss",
+        "ppo_kl",
+    ]
     # verl's KL-Cov loss returns no clip fraction (only actor/ppo_kl): its pg_clipfrac column stays NaN.
     assert math.isfinite(row["pg_clipfrac"]) == (mode != "kl_cov")
     levels = {c / 8 for c in CORRECT[: s["prompts_per_step"] // s["ppo_mini_batch_size"]]}
@@ -188,8 +204,10 @@ def test_loss_token_ratios_pool_every_micro_batch(step, workers, tokenizer):
         raise RuntimeError(f"expected unequal micro-batch counts per mini-batch, got {counts} for {len(calls)} calls")
     row = table(result).iloc[0]
     pooled = metrics.pooled_loss_stats(calls)["cov_touched_frac"]
-    print(f"micro-batches per mini-batch {counts}; cov_touched_frac in the table {row['cov_touched_frac']:.4f}, "
-          f"pooled over the {len(calls)} loss calls {pooled:.4f}")  # fmt: skip
+    print(
+        f"micro-batches per mini-batch {counts}; cov_touched_frac in the table {row['cov_touched_frac']:.4f}, "
+        f"pooled over the {len(calls)} loss calls {pooled:.4f}"
+    )
     assert row["cov_touched_frac"] == pytest.approx(pooled)
 
 
@@ -251,7 +269,9 @@ def test_world_size_two_logs_identical_metrics_on_both_ranks(root, tokenizer):
     )
     row = table(result).iloc[0]
     # Pooled over both ranks' loss calls (each rank logs the ranks' mean of its mini-batch totals).
-    assert row["cov_touched_frac"] == pytest.approx(metrics.pooled_loss_stats([c for rank in calls for c in rank])["cov_touched_frac"])
+    assert row["cov_touched_frac"] == pytest.approx(
+        metrics.pooled_loss_stats([c for rank in calls for c in rank])["cov_touched_frac"]
+    )
     assert math.isfinite(row["pg_loss"])
 
 
@@ -292,9 +312,12 @@ def checkpoints(step, workers, tokenizer, tmp_path_factory):
     workers.kill()
     folder = Path(cfg["trainer"]["default_local_dir"])
     return {
-        "cfg": cfg, "states": states, "dir": folder, "written": marker.read_text().split("\n"),
+        "cfg": cfg,
+        "states": states,
+        "dir": folder,
+        "written": marker.read_text().split("\n"),
         "files": {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()},
-    }  # fmt: skip
+    }
 
 
 def test_checkpoint_resume_restores_exactly_after_a_killed_save(checkpoints):
@@ -307,8 +330,12 @@ def test_checkpoint_resume_restores_exactly_after_a_killed_save(checkpoints):
     assert checkpoints["written"] == [str(folder / "global_step_3" / "actor" / "model_world_size_1_rank_0.pt")]
     assert [f for f in files if f.startswith("global_step_3/")] == ["global_step_3/actor/model_world_size_1_rank_0.pt"]
     assert [f for f in files if f.startswith("global_step_1/")] == ["global_step_1/data.pt"]
-    assert {"global_step_2/actor/model_world_size_1_rank_0.pt", "global_step_2/actor/optim_world_size_1_rank_0.pt",
-            "global_step_2/actor/extra_state_world_size_1_rank_0.pt", "global_step_2/data.pt"} <= files  # fmt: skip
+    assert {
+        "global_step_2/actor/model_world_size_1_rank_0.pt",
+        "global_step_2/actor/optim_world_size_1_rank_0.pt",
+        "global_step_2/actor/extra_state_world_size_1_rank_0.pt",
+        "global_step_2/data.pt",
+    } <= files
     assert (folder / "latest_checkpointed_iteration.txt").read_text() == "2"
     # The requeued job: a new process builds the worker from the run's config and verl's resume
     # (resume_mode=auto) follows the tracker to step 2, restoring it bit for bit.
@@ -328,11 +355,21 @@ def test_checkpoint_resume_restores_exactly_after_a_killed_save(checkpoints):
 @pytest.fixture(scope="module")
 def merged_model_dir(checkpoints, tmp_path_factory):
     """The step-2 checkpoint merged by ``python -m verl.model_merger merge --backend fsdp`` (what
-    ``workflow/scripts/train_verl.py`` runs on a run's last checkpoint): a Hugging Face model directory."""
+    ``paper.train_job.main`` runs on a run's last checkpoint): a Hugging Face model directory."""
     target = tmp_path_factory.mktemp("merged") / "model"
     actor = os.path.join(checkpoints["dir"], "global_step_2", "actor")
-    command = [sys.executable, "-m", "verl.model_merger", "merge", "--backend", "fsdp",
-               "--local_dir", actor, "--target_dir", str(target)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "verl.model_merger",
+        "merge",
+        "--backend",
+        "fsdp",
+        "--local_dir",
+        actor,
+        "--target_dir",
+        str(target),
+    ]
     proc = subprocess.run(command, check=False, capture_output=True, text=True, env={**os.environ, **verl_cpu.ENV})
     assert proc.returncode == 0, proc.stderr[-3000:]
     return target

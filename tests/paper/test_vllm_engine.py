@@ -59,8 +59,15 @@ def hf_greedy(model_dir, prompt_ids: list[list[int]], max_new_tokens: int, eos: 
     answers = []
     for ids in prompt_ids:
         with torch.no_grad():
-            out = model.generate(torch.tensor([ids]), max_new_tokens=max_new_tokens, do_sample=False, eos_token_id=eos,
-                                 pad_token_id=eos, output_logits=True, return_dict_in_generate=True)  # fmt: skip
+            out = model.generate(
+                torch.tensor([ids]),
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                eos_token_id=eos,
+                pad_token_id=eos,
+                output_logits=True,
+                return_dict_in_generate=True,
+            )
         tokens = out.sequences[0, len(ids) :].tolist()
         margins = [float(top[0] - top[1]) for top in (step[0].topk(2).values for step in out.logits)]
         answers.append((tokens, margins))
@@ -156,9 +163,11 @@ def test_the_later_samplers_run_through_the_same_rule_on_their_own_module(paper_
     sps = pd.read_parquet(paper_study / "results" / "power" / "samples" / "pilot-sps.parquet")
     assert (sps["drawn_tokens"] > 2 * sps["response_tokens"]).any()  # more than the candidates: their rollouts
     stamps = json.loads((paper_study / "results" / "code" / "power_samplers_vllm.modules.json").read_text())["modules"]
-    first = json.loads((paper_study / "results" / "code" / "power_sample_vllm.modules.json").read_text())["modules"]
+    first = json.loads((paper_study / "results" / "code" / "power_sampling_vllm.modules.json").read_text())["modules"]
     assert "entropy_rl.paper.power_samplers" in stamps and "entropy_rl.core.power.smc" in stamps
-    assert not {"entropy_rl.paper.power_samplers", "entropy_rl.core.power.smc", "entropy_rl.core.power.sps"} & set(first)
+    assert not {"entropy_rl.paper.power_samplers", "entropy_rl.core.power.smc", "entropy_rl.core.power.sps"} & set(
+        first
+    )
 
 
 def test_power_sampling_log_likelihoods_agree_with_hugging_face(paper_study):
@@ -299,8 +308,9 @@ def test_a_rerun_repeats_the_evaluation(vllm_python, paper_study):
     outputs = paper_study / "results" / "eval" / EVAL_RUN
     first = {p.name: pd.read_parquet(p) for p in outputs.glob("*.parquet") if p.name != "summary.parquet"}
     target = f"results/eval/{EVAL_RUN}/summary.parquet"
-    code, _, err, elapsed = pilot.snakemake(vllm_python, paper_study, target, "--allowed-rules", "evaluate_vllm",
-                                            "--forcerun", "evaluate_vllm")  # fmt: skip
+    code, _, err, elapsed = pilot.snakemake(
+        vllm_python, paper_study, target, "--allowed-rules", "evaluate_vllm", "--forcerun", "evaluate_vllm"
+    )
     assert code == 0, err[-3000:]
     print(f"evaluation rerun: {elapsed:.1f} s")
     for name, frame in first.items():

@@ -142,8 +142,11 @@ def test_vllm_jobs_ask_for_the_engines_gpus(tmp_path):
     from support import job_resources, plan
 
     shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
-    targets = ["results/eval/qwen2.5-0.5b-grpo/summary.parquet", "results/eval/qwen2.5-32b-grpo/summary.parquet",
-               "results/power/samples/power.parquet"]  # fmt: skip
+    targets = [
+        "results/eval/qwen2.5-0.5b-grpo/summary.parquet",
+        "results/eval/qwen2.5-32b-grpo/summary.parquet",
+        "results/power/samples/power.parquet",
+    ]
     proc, _ = plan(tmp_path, *targets, "--verbose", env_extra={"HF_TOKEN": "x"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     jobs = re.findall(r"rule (evaluate_vllm|power_sample_vllm):(.*?)(?=\n\n)", proc.stdout, re.DOTALL)
@@ -153,8 +156,11 @@ def test_vllm_jobs_ask_for_the_engines_gpus(tmp_path):
         key = re.search(r"wildcards: \w+=(\S+)", block).group(1)
         gpus[key] = job_resources(block)["gpu"]
     tp = {name: m["tensor_parallel"] for name, m in PAPER["models"].items()}
-    assert gpus == {"qwen2.5-0.5b-grpo": tp["qwen2.5-0.5b"], "qwen2.5-32b-grpo": tp["qwen2.5-32b"],
-                    "power": tp[PAPER["power_sampling"]["model"]]}  # fmt: skip
+    assert gpus == {
+        "qwen2.5-0.5b-grpo": tp["qwen2.5-0.5b"],
+        "qwen2.5-32b-grpo": tp["qwen2.5-32b"],
+        "power": tp[PAPER["power_sampling"]["model"]],
+    }
 
 
 # ---- 2. prompt formats ----------------------------------------------------------------------------
@@ -183,10 +189,15 @@ def test_the_plain_format_renders_question_and_answer_text(mini_tokenizer, tmp_p
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(mini_tokenizer)
-    conv = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "1 + 2?"},
-            {"role": "assistant", "content": "3"}, {"role": "user", "content": "2 + 2?"}]  # fmt: skip
-    text = tok.apply_chat_template(conv, chat_template=prompt_format.template_text("plain"), tokenize=False,
-                                   add_generation_prompt=True)  # fmt: skip
+    conv = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "1 + 2?"},
+        {"role": "assistant", "content": "3"},
+        {"role": "user", "content": "2 + 2?"},
+    ]
+    text = tok.apply_chat_template(
+        conv, chat_template=prompt_format.template_text("plain"), tokenize=False, add_generation_prompt=True
+    )
     assert text == "Be brief.\n\nQuestion: 1 + 2?\nAnswer: 3<|endoftext|>\nQuestion: 2 + 2?\nAnswer:"
     tok.bos_token = "<|pad|>"  # a base model with a BOS (Llama, Mistral) reads it first
     assert prompt_format.render(tok, [conv[1:2]], prompt_format.template_text("plain"))[0][0] == tok.bos_token_id
@@ -253,8 +264,9 @@ def test_power_sampling_renders_prompts_with_the_models_format(vllm, model_dir):
     assert tok.chat_template is None
     template = prompt_format.chat_template("plain", tok)
     method = {"kind": "power", "alpha": 4.0, "block_size": 4, "n_mcmc": 1}
-    f = power_sampling.sample_method(llm, llm, tok, CONV, ["3", "4", "5"], ["rule"] * 3, method, 2, 8, 0,
-                                     (tok.eos_token_id,), template)  # fmt: skip
+    f = power_sampling.sample_method(
+        llm, llm, tok, CONV, ["3", "4", "5"], ["rule"] * 3, method, 2, 8, 0, (tok.eos_token_id,), template
+    )
     assert len(f) == 6
     first = tok.decode(llm.prompts[0])
     assert first.startswith("Question: ") and "\nAnswer:" in first
@@ -269,8 +281,19 @@ def test_power_sampling_stops_before_drawing_when_a_prompt_does_not_fit(vllm, mo
     ids = prompt_format.render(tok, CONV, None)
     assert context_needed(ids, 8) == max(map(len, ids)) + 9 > 20
     with pytest.raises(ValueError, match="over the engine's max_model_len 20"):
-        power_sampling.sample_method(llm, llm, tok, CONV, ["3", "4", "5"], ["rule"] * 3,
-                                     {"kind": "sample", "temperature": 1.0}, 2, 8, 0, (tok.eos_token_id,))  # fmt: skip
+        power_sampling.sample_method(
+            llm,
+            llm,
+            tok,
+            CONV,
+            ["3", "4", "5"],
+            ["rule"] * 3,
+            {"kind": "sample", "temperature": 1.0},
+            2,
+            8,
+            0,
+            (tok.eos_token_id,),
+        )
     assert llm.calls == []
 
 
@@ -280,8 +303,19 @@ def test_plain_sampling_gives_every_problem_its_own_random_stream(vllm, model_di
     llm = vllm.LLM(str(model_dir))
     tok = llm.get_tokenizer()
     n = 4
-    power_sampling.sample_method(llm, llm, tok, CONV, ["3", "4", "5"], ["rule"] * 3, {"kind": "sample", "temperature": 1.0},
-                                 n, 6, 7, (tok.eos_token_id,))  # fmt: skip
+    power_sampling.sample_method(
+        llm,
+        llm,
+        tok,
+        CONV,
+        ["3", "4", "5"],
+        ["rule"] * 3,
+        {"kind": "sample", "temperature": 1.0},
+        n,
+        6,
+        7,
+        (tok.eos_token_id,),
+    )
     assert llm.seeds[: n * len(CONV)] == list(range(7, 7 + n * len(CONV)))  # then the unseeded greedy scoring
 
 
@@ -316,8 +350,12 @@ def test_engine_problems_agree_with_the_standin(tmp_path, heads, kv, tp, max_mod
 
 
 def test_engine_problems_read_the_context_as_vllm_derives_it(tmp_path, model_dir):
-    llama = {"num_attention_heads": 24, "num_key_value_heads": 8, "max_position_embeddings": 131072,
-             "rope_scaling": {"rope_type": "llama3", "factor": 32.0, "original_max_position_embeddings": 8192}}  # fmt: skip
+    llama = {
+        "num_attention_heads": 24,
+        "num_key_value_heads": 8,
+        "max_position_embeddings": 131072,
+        "rope_scaling": {"rope_type": "llama3", "factor": 32.0, "original_max_position_embeddings": 8192},
+    }
     assert prompt_format.max_context(llama) == (131072, "max_position_embeddings")  # llama3 RoPE is not scaled again
     yarn = {
         "max_position_embeddings": 32768,
@@ -356,8 +394,13 @@ DRIVER = textwrap.dedent("""
 
 
 def run_script(tmp_path, script, job: str):
-    driver = DRIVER.format(tests=str(ROOT / "tests"), workflow=str(ROOT / "workflow"), log=str(tmp_path / "job.log"),
-                           job=job, script=str(ROOT / "workflow" / "scripts" / script))  # fmt: skip
+    driver = DRIVER.format(
+        tests=str(ROOT / "tests"),
+        workflow=str(ROOT / "workflow"),
+        log=str(tmp_path / "job.log"),
+        job=job,
+        script=str(ROOT / "workflow" / "scripts" / script),
+    )
     env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("VLLM_")}
     proc = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True, env=env, cwd=tmp_path)
     log = (tmp_path / "job.log").read_text() if (tmp_path / "job.log").exists() else ""
@@ -368,8 +411,16 @@ def run_script(tmp_path, script, job: str):
 def benchmark(tmp_path):
     from entropy_rl.mini import data
 
-    problems = [{"prompt": f"{a}+3", "gold": str(a + 3), "style": "rule", "question": f"Calculate {a} + 3.", "expression": f"{a}+3"}
-                for a in range(3)]  # fmt: skip
+    problems = [
+        {
+            "prompt": f"{a}+3",
+            "gold": str(a + 3),
+            "style": "rule",
+            "question": f"Calculate {a} + 3.",
+            "expression": f"{a}+3",
+        }
+        for a in range(3)
+    ]
     rows = data.verl_rows(problems, "addsub", "test", "basic_arithmetic")
     path = tmp_path / "addsub.parquet"
     pd.DataFrame(rows).to_parquet(path)
@@ -393,8 +444,10 @@ def test_the_evaluation_script_runs_a_base_model_with_its_format(tmp_path, model
 
 
 def test_the_power_sampling_script_runs_each_kind_of_method(tmp_path, model_dir, benchmark):
-    for name, method in {"low-temp": {"kind": "sample", "temperature": 0.25},
-                         "power": {"kind": "power", "alpha": 4.0, "block_size": 4, "n_mcmc": 1}}.items():  # fmt: skip
+    for name, method in {
+        "low-temp": {"kind": "sample", "temperature": 0.25},
+        "power": {"kind": "power", "alpha": 4.0, "block_size": 4, "n_mcmc": 1},
+    }.items():
         job = f"""dict(
             input=IO(base={str(model_dir)!r}, policy={str(model_dir)!r}, benchmarks=[{str(benchmark)!r}]),
             output=IO([{str(tmp_path / f"{name}.parquet")!r}]), wildcards=types.SimpleNamespace(method={name!r}),

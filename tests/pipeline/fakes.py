@@ -30,7 +30,9 @@ class Reason:
 
 
 class Job:
-    def __init__(self, rule, output=(), input=(), params=None, script=None, basedir=".", container="img.sif", **wildcards):
+    def __init__(
+        self, rule, output=(), input=(), params=None, script=None, basedir=".", container="img.sif", **wildcards
+    ):
         self.rule = SimpleNamespace(name=rule, script=script, basedir=basedir)
         self.wildcards = Wildcards(wildcards)
         self.output = list(output)
@@ -43,11 +45,24 @@ class Job:
         return f"Job({self.rule.name}, {dict(self.wildcards)})"
 
 
-class Plan:
-    """What the pipeline reads through snakemake_api.Plan, given outright."""
+class Workflow:
+    """What the pipeline reads through snakemake_api.Workflow, given outright."""
 
-    def __init__(self, jobs=(), reasons=None, deps=None, needrun=None, checksums=None, params=None, targets=None,
-                 touch=False, main=True, local=False):  # fmt: skip
+    def __init__(
+        self,
+        jobs=(),
+        reasons=None,
+        deps=None,
+        needrun=None,
+        checksums=None,
+        params=None,
+        targets=None,
+        touch=False,
+        main=True,
+        local=False,
+        basedir=".",
+    ):
+        self.basedir = str(basedir)
         self.jobs = list(jobs)
         self.reasons = reasons or {}
         self.deps = deps or {}

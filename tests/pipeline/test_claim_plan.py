@@ -3,10 +3,10 @@
 import pytest
 import yaml
 from entropy_rl.core import ledger
-from entropy_rl.core.power import methods as power_methods
-from entropy_rl.pipeline import claim_plan
 from entropy_rl.core import spec as run_spec
+from entropy_rl.core.power import methods as power_methods
 from entropy_rl.paper.cost import budget
+from entropy_rl.pipeline import claim_plan
 from entropy_rl.study import artifacts
 from support import ROOT
 
@@ -79,3 +79,28 @@ def test_the_paper_ledger_costs_what_the_estimate_says():
     assert set(claim_plan.runs_of(every.jobs)) == set(S["runs"])  # every run is needed by some claim at paper scale
     evaluated = sum(hours[f"eval:{r}"] for r in claim_plan.evaluations_of(every.jobs))
     assert every.gpu_hours == pytest.approx(trained + powered + evaluated)
+
+
+def test_the_claims_page_sorts_by_cost_and_adds_the_ranges_when_it_has_them(tmp_path):
+    """pipeline.claims_budget, the claims_budget rule's job: its table through core.pages, cheapest claim first."""
+    from types import SimpleNamespace
+
+    from entropy_rl.pipeline import claims_budget
+
+    spread = {j: {"value": h, "low": h / 2, "high": 2 * h, "worst": 3 * h, "terms": {"u": h}} for j, h in HOURS.items()}
+    artifacts_ = {c: "fig" for c in JOBS}
+    for ranges_, anchors in (({}, []), (spread, ["- an anchor"])):
+        jobs = {c: sorted(js) for c, js in JOBS.items()}
+        params = SimpleNamespace(scale="mini", jobs=jobs, hours=HOURS, spread=ranges_, artifacts=artifacts_)
+        params.budgets, params.how, params.anchors = [50], "as configured", anchors
+        out = SimpleNamespace(md=tmp_path / "claims.md", csv=tmp_path / "claims.csv")
+        claims_budget.main(SimpleNamespace(params=params, output=out, log=[str(tmp_path / "log.txt")]))
+        page = out.md.read_text()
+        assert page.startswith("# What each claim costs to judge (mini scale)")
+        assert "All 5 claims together: 1,175 GPU-hours" in page
+        assert ("The estimate as a range: all claims 588 to 2,350" in page) == bool(ranges_)
+        assert ("## The assumed MFUs beside published runs" in page) == bool(anchors)
+        rows = [line.split("|")[1].strip() for line in page.splitlines() if line.startswith("| ")][1:]
+        assert rows == ["two/b", "three/pb", "one/a", "one/a-test", "four/c"]
+        columns = out.csv.read_text().splitlines()[0].split(",")
+        assert columns[-1] == ("largest_term" if ranges_ else "shares_jobs_with")

@@ -1,5 +1,5 @@
 """The rest of what the rule files compute (pipeline.power, params, claims, resources, estimate, pilot, cluster),
-on small dict configs and on the paper scale as common.smk resolves it."""
+on small dict configs and on the paper scale as the study plan resolves it (pipeline.plan)."""
 
 import json
 import os
@@ -7,16 +7,23 @@ import types
 
 import pytest
 import yaml
+from entropy_rl.core import paths
 from entropy_rl.core import spec as run_spec
 from entropy_rl.paper.cost import architectures, budget
 from entropy_rl.pipeline import claims, cluster, estimate, params, pilot, power, resources, scope
+from entropy_rl.pipeline import plan as study_plan
 from entropy_rl.pipeline.snakemake_api import WorkflowError
-from fakes import Job, Plan
+from fakes import Job, Workflow
 from support import ROOT
 
 CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())
 PAPER = scope.resolve({**CONFIG, "scale": "paper"})
 MINI = scope.resolve({**CONFIG, "scale": "mini"})
+PAPER_PLAN = study_plan.build({**CONFIG, "scale": "paper"}, Workflow(basedir=ROOT))
+
+
+def plan_of(config: dict, **workflow) -> study_plan.StudyPlan:
+    return study_plan.build(config, Workflow(basedir=ROOT, **workflow))
 
 
 # ---- power ----------------------------------------------------------------------------------------
@@ -48,7 +55,10 @@ def test_a_sampling_job_is_the_pilots_or_the_studys():
 
 
 def test_small_params():
-    S = {"hub": {"lock": "locks/hub"}, "data": {"benchmarks": {"b": {"protocol": {"n": 1, "k": 2}}, "a": {"protocol": {}}}}}
+    S = {
+        "hub": {"lock": "locks/hub"},
+        "data": {"benchmarks": {"b": {"protocol": {"n": 1, "k": 2}}, "a": {"protocol": {}}}},
+    }
     assert params.lock_file(S, "org/model") == os.path.join("locks/hub", "org--model.yaml")
     assert list(params.protocols(S, ["a", "b"])["b"]) == ["k", "n"]
     assert params.report_labels("table02_benchmarks") == {params.REPORT_LABEL: "table02_benchmarks · Table 2"}
@@ -57,21 +67,22 @@ def test_small_params():
 
 
 def test_an_artifact_reads_only_what_it_registered():
-    name = PAPER.artifact_names[0]
-    inputs = params.artifact_inputs(PAPER.S, name, "code.json", [], metrics="m/{run}", summary="s/{run}", model_dir="d/{model}")
+    name = "fig01_entropy_collapse"
+    inputs = params.artifact_inputs(PAPER_PLAN, name)
     runs = scope.with_replicates(PAPER.S, scope.artifact_runs(PAPER.S, name))
-    assert inputs["code"] == "code.json"
-    assert inputs.get("metrics", [f"m/{r}" for r in runs]) == [f"m/{r}" for r in runs]
-    p = params.artifact_params(PAPER, None, name)
+    assert inputs["code"] == paths.CODE_STAMP.format(key=name)
+    assert inputs["metrics"] == [paths.RUN_METRICS.format(run=r) for r in runs] and "summaries" not in inputs
+    p = params.artifact_params(PAPER_PLAN, name)
     assert p["runs"] == scope.artifact_runs(PAPER.S, name) and set(p["labels"]) == set(p["runs"])
 
 
 def test_the_audits_params_list_the_claims_not_run_only_when_chosen():
-    study = power.study(PAPER.S, PAPER.replicates, PAPER.seed)
-    chosen = {"runs": PAPER.runs[:1], "evaluated": [], "models": PAPER.models[:1]}
-    p = params.audit_params(PAPER, study, chosen, {"law/x": 12.345})
-    assert p["not_run"] == {"law/x": 12.3} and p["runs"] == PAPER.runs[:1] and p["scale"] == "paper"
-    assert params.audit_params(PAPER, study, chosen, None)["not_run"] == {}
+    chosen = plan_of({**CONFIG, "scale": "paper", "claims": ["law/*"]})
+    p = params.audit_params(chosen)
+    assert p["not_run"] and all(not c.startswith("law/") for c in p["not_run"]) and p["scale"] == "paper"
+    assert p["runs"] == chosen.study_runs and set(p["runs"]) < set(PAPER.runs)
+    assert p["not_run"] == {c: round(h, 1) for c, h in chosen.not_run.items()}
+    assert params.audit_params(PAPER_PLAN)["not_run"] == {}
     assert p["power"]["model"] == PAPER.power["model"]
 
 
@@ -79,10 +90,14 @@ def test_the_audits_params_list_the_claims_not_run_only_when_chosen():
 
 
 def test_the_budget_is_config_yamls_or_the_pilots_measured_mfus(tmp_path, capsys):
-    S = {"budget": {"gpu": "A100", "gpu_peak_tflops": 312, "train_mfu": 0.3, "rollout_mfu": 0.05, "walltime_margin": 1.5}}
+    S = {
+        "budget": {"gpu": "A100", "gpu_peak_tflops": 312, "train_mfu": 0.3, "rollout_mfu": 0.05, "walltime_margin": 1.5}
+    }
     estimate_file = tmp_path / "estimate.json"
     assert claims.budget_assumptions(S, False, str(estimate_file)) is S["budget"]
-    assert claims.budget_source(S, False, S["budget"], "e.json").endswith("config.yaml paper.budget, assumed, A100 hours")
+    assert claims.budget_source(S, False, S["budget"], "e.json").endswith(
+        "config.yaml paper.budget, assumed, A100 hours"
+    )
     on_a100 = {"gpu": "A100", "gpu_peak_tflops": 312}
     estimate_file.write_text(json.dumps({"train_mfu": 0.2, "rollout_mfu": 0.1, **on_a100}))
     measured = claims.budget_assumptions(S, False, str(estimate_file))
@@ -98,7 +113,10 @@ def test_the_budget_is_config_yamls_or_the_pilots_measured_mfus(tmp_path, capsys
         claims.budget_assumptions(S, False, str(estimate_file))
     S["budget"]["gpu_conversion"] = {"H200": {"factor": 2.0, "source": "a test"}}
     converted = claims.budget_assumptions(S, False, str(estimate_file))
-    assert (converted["train_mfu"], converted["rollout_mfu"]) == (pytest.approx(0.2 * 989 / 624), pytest.approx(0.1 * 989 / 624))
+    assert (converted["train_mfu"], converted["rollout_mfu"]) == (
+        pytest.approx(0.2 * 989 / 624),
+        pytest.approx(0.1 * 989 / 624),
+    )
     estimate_file.write_text("{}")
     assert claims.budget_assumptions(S, False, str(estimate_file)) is S["budget"]
     assert "unreadable" in capsys.readouterr().err
@@ -111,7 +129,10 @@ def test_choosing_claims():
         claims.check_budget_setting(True, {"budget_gpu_hours": 5})
     claims.check_budget_setting(False, {"budget_gpu_hours": 5})
     sel = types.SimpleNamespace(claims=["a/1"], jobs=["train:r1", "power:p", "eval:r1"])
-    assert claims.study_runs(sel, True, ["r1", "r2"]) == ["r1"] and claims.study_runs(sel, False, ["r1", "r2"]) == ["r1", "r2"]
+    assert claims.study_runs(sel, True, ["r1", "r2"]) == ["r1"] and claims.study_runs(sel, False, ["r1", "r2"]) == [
+        "r1",
+        "r2",
+    ]
     assert claims.study_power_methods(sel, True, {"p": {}, "q": {}}) == ["p"]
     assert claims.study_power_methods(sel, False, {"p": {}, "q": {}}) == ["p", "q"]
     ledger = [{"id": "a/1", "measure": {"artifact": "fig2"}}, {"id": "b/1", "measure": {"artifact": "fig3"}}]
@@ -129,30 +150,56 @@ def test_no_gpu_hours_at_mini_scale():
 
 def test_a_runs_slurm_resources():
     res = resources.train_resources({"nodes": 2, "gpus_per_node": 4}, 80.0, 1.5, "--export-file=env", 2880)
-    assert res == {"nodes": 2, "gpu": 8, "cpus_per_task": 32, "mem_mb_per_cpu": 8000,
-                   "slurm_extra": "--requeue --export-file=env", "runtime": 900}  # fmt: skip
-    assert resources.train_resources({"nodes": 1, "gpus_per_node": 8}, 1.0, 1.5, "x", 2880)["runtime"] == 60  # the floor
-    assert resources.train_resources({"nodes": 1, "gpus_per_node": 8}, 1e4, 1.5, "x", 2880)["runtime"] == 2880  # the site's
+    assert res == {
+        "nodes": 2,
+        "gpu": 8,
+        "cpus_per_task": 32,
+        "mem_mb_per_cpu": 8000,
+        "slurm_extra": "--requeue --export-file=env",
+        "runtime": 900,
+    }
+    assert (
+        resources.train_resources({"nodes": 1, "gpus_per_node": 8}, 1.0, 1.5, "x", 2880)["runtime"] == 60
+    )  # the floor
+    assert (
+        resources.train_resources({"nodes": 1, "gpus_per_node": 8}, 1e4, 1.5, "x", 2880)["runtime"] == 2880
+    )  # the site's
     engine = resources.engine_resources(lambda wc: 2, lambda wc: 10.0, 1.2)
     assert engine["gpu"](None) == 2 and engine["cpus_per_task"](None) == 16 and engine["runtime"](None) == 360
     hours = {"train:a": 1.0, "eval:a": 2.0, "power:p": 3.0, "speed:pilot": 0.1}
-    assert (resources.train_hours(hours, "a"), resources.eval_hours(hours, "a"), resources.power_hours(hours, "p")) == (1.0, 2.0, 3.0)
     assert resources.pilot_speed_minutes(hours, 1.5) == 30
+    run = PAPER.runs[0]  # the plan's: the run's own hours and placement, the GPU rule's hours for an engine
+    train = PAPER_PLAN.train_resources(run)
+    assert train["slurm_extra"] == f"--requeue {resources.SLURM_JOB_ENV_FLAG}" and train is PAPER_PLAN.train_resources(
+        run
+    )
+    engine = PAPER_PLAN.engine_resources("evaluate_vllm", lambda wc: 1)
+    margin = PAPER.S["budget"]["walltime_margin"]
+    minutes = budget.runtime_minutes(PAPER_PLAN.job_hours[f"eval:{run}"], 1, margin)
+    assert engine["runtime"]({"run": run}) == minutes
 
 
 # ---- estimate -------------------------------------------------------------------------------------
 
 
-def test_the_runs_the_targets_need_that_have_not_trained(tmp_path):
-    S = {"artifacts": {"fig07": {"runs": ["c"]}}}
-    metrics = str(tmp_path / "{run}.parquet")
-    (tmp_path / "b.parquet").write_text("")
-    runs, study = ["a", "b", "c", "d"], ["a", "b"]
-    assert estimate.requested_runs(None, S, runs, study, ["p"], metrics) == ["a"]  # b has trained
-    assert estimate.requested_runs({"evaluations"}, S, runs, study, ["p"], metrics) == ["a", "c", "d"]
-    assert estimate.requested_runs({"pilot"}, S, runs, study, ["p"], metrics) == ["p"]
-    assert estimate.requested_runs({"results/eval/d/summary.parquet", "fig07_x"}, S, runs, study, [], metrics) == ["c", "d"]
+def test_the_runs_the_targets_need_that_have_not_trained(tmp_path, monkeypatch):
+    config = {**CONFIG, "scale": "paper", "claims": ["law/*"]}
+    monkeypatch.chdir(tmp_path)  # nothing trained here, but for the first study run
+    some = plan_of(config)
+    trained = some.study_runs[0]
+    (tmp_path / paths.RUN_METRICS.format(run=trained)).parent.mkdir(parents=True)
+    (tmp_path / paths.RUN_METRICS.format(run=trained)).write_text("")
+    assert estimate.requested_runs(some) == some.study_runs[1:]
+    assert estimate.requested_runs(plan_of(config, targets={"evaluations"})) == sorted(set(PAPER.runs) - {trained})
+    assert estimate.requested_runs(plan_of(config, targets={"pilot"})) == PAPER.pilot_runs
+    other = next(r for r in PAPER.runs if r not in some.study_runs)
+    fig = next(n for n in PAPER.artifact_names if other in PAPER.S["artifacts"][n]["runs"])
+    targets = {paths.EVAL_SUMMARY.format(run=other), f"{fig}_x"}
+    assert estimate.requested_runs(plan_of(config, targets=targets)) == sorted(
+        set(PAPER.S["artifacts"][fig]["runs"]) | {other}
+    )
     samples = str(tmp_path / "{method}.parquet")
+    (tmp_path / "b.parquet").write_text("")  # sampled
     assert estimate.requested_power_methods(None, {"x": 1}, ["b", "m"], samples) == ["m"]
     assert estimate.requested_power_methods({"fit_table"}, {"x": 1}, ["m"], samples) == []
     assert estimate.requested_power_methods(None, None, ["m"], samples) == []
@@ -163,25 +210,29 @@ def test_the_estimate_message():
     budget = PAPER.S["budget"]
     assert estimate.budget_message([], [], hours, False, [], budget, None) is None
     text = estimate.budget_message(["a", "b"], ["m"], hours, False, ["b"], budget, "est.json")
-    assert "2 run(s)" in text and "30 training + 2 evaluation" in text and text.endswith("(est.json), not config.yaml's")
+    assert (
+        "2 run(s)" in text and "30 training + 2 evaluation" in text and text.endswith("(est.json), not config.yaml's")
+    )
     assert "+ 3 evaluation" in estimate.budget_message(["a", "b"], [], hours, True, [], budget, None)
 
 
 def test_a_retrained_run_is_checked_unless_its_preflight_runs_first(monkeypatch):
     a, b = Job("train_verl", run="a"), Job("train_verl", run="b")
     pre_b, ev = Job("preflight", run="b"), Job("evaluate_vllm", run="a")
-    plan = Plan([a, b, pre_b, ev], deps={a: {Job("preflight", run="a"): set()}, b: {pre_b: set()}})
+    plan = Workflow([a, b, pre_b, ev], deps={a: {Job("preflight", run="a"): set()}, b: {pre_b: set()}})
     assert estimate.retrained_runs(plan) == ["a"]
     checked = []
     monkeypatch.setattr(estimate, "check_launches", lambda S, runs: checked.append(runs))
     estimate.check_retrained_launches(plan, {}, False)
     estimate.check_retrained_launches(plan, {}, True)
-    estimate.check_retrained_launches(Plan([a], touch=True), {}, False)
+    estimate.check_retrained_launches(Workflow([a], touch=True), {}, False)
     assert checked == [["a"]]
 
 
 def test_a_launch_that_would_fail_stops_the_workflow(monkeypatch, capsys):
-    monkeypatch.setattr(estimate.preflight, "launch_problems_cached", lambda S, run, cache: ["bad key"] if run == "b" else [])
+    monkeypatch.setattr(
+        estimate.preflight, "launch_problems_cached", lambda S, run, cache: ["bad key"] if run == "b" else []
+    )
     estimate.check_launches({}, [])
     estimate.check_launches({}, ["a"])
     assert "preflight: 1 run(s) to train composed" in capsys.readouterr().err
@@ -191,28 +242,32 @@ def test_a_launch_that_would_fail_stops_the_workflow(monkeypatch, capsys):
 
 # ---- pilot ----------------------------------------------------------------------------------------
 
-PATHS = {"MODEL_DIR": "models/{model}", "RUN_PREFLIGHT": "pre/{run}", "RUN_METRICS": "m/{run}", "RUN_FINAL": "f/{run}",
-         "EVAL_PREFLIGHT": "epre/{run}", "EVAL_SUMMARY": "s/{run}", "POWER_SAMPLES": "p/{method}", "PILOT_SPEED": "speed.json",
-         "PILOT_REPORT": "report.md", "PILOT_REPORT_HTML": "report.html", "PILOT_FAILED": "failed.json",
-         "MODEL_LOG": "ml/{model}", "RUN_PREFLIGHT_LOG": "prel/{run}", "TRAIN_LOG": "tl/{run}", "RUN_CHECKPOINTS": "c/{run}",
-         "EVAL_PREFLIGHT_LOG": "eprel/{run}", "EVAL_LOG": "el/{run}", "POWER_LOG": "pl/{method}",
-         "PILOT_SPEED_LOG": "speed.log"}  # fmt: skip
-
 
 def test_the_pilots_jobs_cost_and_stages():
-    jobs = power.pilot_methods(PAPER.S, PAPER.pilot, PAPER.pilot_runs)
-    names = pilot.jobs(PAPER.pilot, PAPER.pilot_runs, jobs)
+    jobs = PAPER_PLAN.pilot_methods
+    names = pilot.jobs(PAPER_PLAN)
     assert names[0] == f"train:{PAPER.pilot_runs[0]}" and names[-1] == "speed:pilot" and len(names) == 3 + len(jobs)
-    hours = dict.fromkeys(names, 0.5)
-    text = pilot.plan_message(PAPER.S, PAPER.pilot, PAPER.pilot_runs, jobs, hours, PAPER.S["budget"])
-    assert text.startswith(f"GPU pilot: {len(names)} GPU jobs") and f"{0.5 * len(names):.2f} GPU-hours" in text
-    stages = pilot.stages(PAPER.S, PAPER.pilot, PAPER.pilot_runs, jobs, PATHS)
-    assert [s["name"] for s in stages][:5] == ["download_model", "preflight", "train_verl", "preflight_eval", "evaluate_vllm"]
-    assert stages[-1]["outputs"] == ["speed.json"] and set(pilot.STAGE_PATHS) <= set(PATHS)
-    run = PAPER.pilot_runs[0]  # every log and checkpoint path from paths.smk's templates, none spelled again
+    text = pilot.plan_message(PAPER_PLAN)
+    total = sum(PAPER_PLAN.job_hours[n] for n in names)
+    assert text.startswith(f"GPU pilot: {len(names)} GPU jobs") and f"{total:.2f} GPU-hours" in text
+    stages = pilot.stages(PAPER_PLAN)
+    assert [s["name"] for s in stages][:5] == [
+        "download_model",
+        "preflight",
+        "train_verl",
+        "preflight_eval",
+        "evaluate_vllm",
+    ]
+    assert stages[-1]["outputs"] == [paths.PILOT_SPEED]
+    run = PAPER.pilot_runs[0]  # every log and checkpoint path from core.paths' templates, none spelled again
     train = stages[2]
-    assert (train["log"], train["verl_logs_dir"]) == (f"tl/{run}", f"c/{run}") and stages[-1]["log"] == "speed.log"
-    assert [s["log"].split("/")[0] for s in stages[:5]] == ["ml", "prel", "tl", "eprel", "el"]
+    assert (train["log"], train["verl_logs_dir"]) == (
+        paths.TRAIN_LOG.format(run=run),
+        paths.RUN_CHECKPOINTS.format(run=run),
+    )
+    assert stages[-1]["log"] == paths.PILOT_SPEED_LOG
+    logs = [paths.MODEL_LOG, paths.RUN_PREFLIGHT_LOG, paths.TRAIN_LOG, paths.EVAL_PREFLIGHT_LOG, paths.EVAL_LOG]
+    assert [s["log"] for s in stages[:5]] == [t.format(model=PAPER_PLAN.run_model(run), run=run) for t in logs]
     assert pilot.targeted({"pilot"}) and not pilot.targeted(None)
     assert list(pilot.report_scope(PAPER.S)) == sorted(pilot.report_scope(PAPER.S))
     assert set(pilot.speed_scope(PAPER.S, PAPER.pilot)["architectures"]) == set(PAPER.pilot["speed"]["sizes"])
@@ -223,9 +278,10 @@ def test_a_failed_pilots_report_never_hides_the_error(monkeypatch, capsys):
         raise OSError("disk full")
 
     monkeypatch.setattr(pilot.pilot_report, "write", fail)
-    jobs = power.pilot_methods(PAPER.S, PAPER.pilot, PAPER.pilot_runs)
-    pilot.write_failed_report(PAPER.S, PAPER.pilot, PAPER.pilot_runs, jobs, PATHS)
+    pilot.write_failed_report(plan_of({**CONFIG, "scale": "paper"}, targets={"pilot"}))
     assert "pilot: no report written (OSError: disk full)" in capsys.readouterr().err
+    pilot.write_failed_report(PAPER_PLAN)  # the command line did not name the pilot: no report
+    assert capsys.readouterr().err == ""
 
 
 # ---- cluster --------------------------------------------------------------------------------------
@@ -234,9 +290,11 @@ def test_a_failed_pilots_report_never_hides_the_error(monkeypatch, capsys):
 def test_a_gated_download_without_a_token_stops_unless_staged_or_there(tmp_path, monkeypatch):
     asked = []
     monkeypatch.setattr(cluster.hub, "require_token", lambda repo, gated: asked.append((repo, gated)))
-    S = {"hub": {"mirror": str(tmp_path / "mirror")},
-         "models": {"m": {"hub": "org/m", "gated": True}, "n": {"hub": "org/n"}, "o": {"hub": "org/o", "gated": True}},
-         "data": {"sources": {"d": {"hub": "org/d"}}}}  # fmt: skip
+    S = {
+        "hub": {"mirror": str(tmp_path / "mirror")},
+        "models": {"m": {"hub": "org/m", "gated": True}, "n": {"hub": "org/n"}, "o": {"hub": "org/o", "gated": True}},
+        "data": {"sources": {"d": {"hub": "org/d"}}},
+    }
     (tmp_path / "mirror" / "org" / "o").mkdir(parents=True)  # staged in the mirror
     (tmp_path / "models" / "n").mkdir(parents=True)  # already downloaded
     cluster.check_hub_access(S, str(tmp_path / "models" / "{model}"), str(tmp_path / "src" / "{source}"))
@@ -246,8 +304,8 @@ def test_a_gated_download_without_a_token_stops_unless_staged_or_there(tmp_path,
 def test_the_job_environment_is_written_for_slurm_only_and_removed(tmp_path, monkeypatch):
     written = []
     monkeypatch.setattr(cluster.hub, "write_environment_without_token", written.append)
-    cluster.write_job_environment(Plan(local=True), "env")
-    cluster.write_job_environment(Plan(local=False), "env")
+    cluster.write_job_environment(Workflow(local=True), "env")
+    cluster.write_job_environment(Workflow(local=False), "env")
     assert written == ["env"]
     path = tmp_path / "env"
     path.write_text("X=1")
@@ -261,7 +319,8 @@ def test_the_pilots_run_on_a_node_is_the_study_run_cut_to_a_few_steps():
     settings; trained and priced as a pilot job, read by the report, never evaluated."""
     config = json.loads(json.dumps(CONFIG))
     config["paper"]["pilot"]["speed"]["node"] = {"steps": 3}
-    node = scope.resolve({**config, "scale": "paper"})
+    node_plan = plan_of({**config, "scale": "paper"})
+    node = node_plan.scope
     assert PAPER.pilot_node_runs == [] and scope.NODE_RUN not in PAPER.S["runs"]
     assert node.pilot_node_runs == [scope.NODE_RUN] and node.pilot_runs == PAPER.pilot_runs
     assert scope.NODE_RUN not in node.runs  # not a study run
@@ -269,15 +328,24 @@ def test_the_pilots_run_on_a_node_is_the_study_run_cut_to_a_few_steps():
     cut, whole = run_spec.resolve_run(node.S, scope.NODE_RUN), run_spec.resolve_run(node.S, study_run)
     differ = {k for k in cut.keys() | whole.keys() if cut.get(k) != whole.get(k)}
     assert differ == {"run_id", "steps", "val_every", "save_every", "val_max_samples"}  # run_id: the run's name
-    assert run_spec.run_model_entry(node.S, scope.NODE_RUN) == run_spec.run_model_entry(node.S, study_run)  # 8 GPUs, TP 2
-    jobs = power.pilot_methods(node.S, node.pilot, node.pilot_runs)
-    assert pilot.jobs(node.pilot, node.pilot_runs, jobs)[-1] == f"train:{scope.NODE_RUN}"
-    stages = pilot.stages(node.S, node.pilot, node.pilot_runs, jobs, PATHS)
-    assert stages[-1] == {"name": "train_verl", "job": scope.NODE_RUN, "log": f"tl/{scope.NODE_RUN}", "gpus": 8,
-                          "outputs": [f"m/{scope.NODE_RUN}"], "verl_logs_dir": f"c/{scope.NODE_RUN}"}  # fmt: skip
+    assert run_spec.run_model_entry(node.S, scope.NODE_RUN) == run_spec.run_model_entry(
+        node.S, study_run
+    )  # 8 GPUs, TP 2
+    jobs = node_plan.pilot_methods
+    assert pilot.jobs(node_plan)[-1] == f"train:{scope.NODE_RUN}"
+    stages = pilot.stages(node_plan)
+    assert stages[-1] == {
+        "name": "train_verl",
+        "job": scope.NODE_RUN,
+        "log": paths.TRAIN_LOG.format(run=scope.NODE_RUN),
+        "outputs": [paths.RUN_METRICS.format(run=scope.NODE_RUN)],
+        "gpus": 8,
+        "verl_logs_dir": paths.RUN_CHECKPOINTS.format(run=scope.NODE_RUN),
+    }
     hours = claims.job_hours(node, None, jobs, node.S["budget"], {})
-    three = budget.train_gpu_hours(cut, node.S["models"]["qwen2.5-7b"], architectures.of_model(node.S, "qwen2.5-7b"),
-                                   node.S["budget"], 16)  # fmt: skip
+    three = budget.train_gpu_hours(
+        cut, node.S["models"]["qwen2.5-7b"], architectures.of_model(node.S, "qwen2.5-7b"), node.S["budget"], 16
+    )
     assert hours[f"train:{scope.NODE_RUN}"] == pytest.approx(three + 8 * node.pilot["startup_minutes"] / 60)
     assert f"eval:{scope.NODE_RUN}" not in hours
 
@@ -285,17 +353,13 @@ def test_the_pilots_run_on_a_node_is_the_study_run_cut_to_a_few_steps():
 def test_a_figure_caption_says_what_its_seeds_vary():
     """At mini scale with several seeds, an artifact's caption says whether its runs' replicates share one base model
     (RL's randomness alone) or pre-train their own (pipeline.scope.with_shared_base_models)."""
-    import yaml
-    from entropy_rl.pipeline import params as artifact_params
-    from entropy_rl.pipeline import scope as study_scope
     from entropy_rl.study import artifacts as registry
-    from support import ROOT
 
-    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    config = {**CONFIG, "scale": "mini"}
     captions = {}
     for shared in (True, False):
         cfg = {**config, "mini": {**config["mini"], "replicates": 3, "replicate_base_models": not shared}}
-        captions[shared] = artifact_params.artifact_params(study_scope.resolve(cfg), None, "fig01_entropy_collapse")["caption"]
+        captions[shared] = params.artifact_params(plan_of(cfg), "fig01_entropy_collapse")["caption"]
         assert captions[shared].endswith(registry.SEEDS[shared])
     one = {**config, "mini": {**config["mini"], "replicates": 1}}
-    assert "Seeds:" not in artifact_params.artifact_params(study_scope.resolve(one), None, "fig01_entropy_collapse")["caption"]
+    assert "Seeds:" not in params.artifact_params(plan_of(one), "fig01_entropy_collapse")["caption"]

@@ -1,4 +1,4 @@
-"""The study a scale config describes (pipeline.scope): the constants common.smk binds, and a run's facts."""
+"""The study a scale config describes (pipeline.scope): what the study plan holds, and a run's facts."""
 
 import pytest
 import yaml
@@ -9,7 +9,7 @@ CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())
 S = {
     "runs": {
         "m-grpo": {"model": "m", "algorithm": "grpo", "treatment": "none"},
-        "m-ppo-cov": {"model": "m", "algorithm": "ppo", "treatment": "clip_cov", "train_data": "code"},
+        "m-ppo-cov": {"model": "m", "algorithm": "reinforce_plus_plus", "treatment": "clip_cov", "train_data": "code"},
         "m-grpo@r1": {"model": "m", "algorithm": "grpo", "treatment": "none", "replicate_of": "m-grpo"},
     },
     "models": {"m": {"nodes": 2, "gpus_per_node": 4}, "m-it": {"instruct_of": "m"}},
@@ -40,7 +40,7 @@ def test_seed_and_replicates_from_the_command_line():
 def test_a_runs_facts():
     assert scope.run_model(S, "m-grpo") == "m"
     assert scope.run_label(S, "m-grpo") == "m GRPO"
-    assert scope.run_label(S, "m-ppo-cov") == "m PPO + clip_cov (code)"
+    assert scope.run_label(S, "m-ppo-cov") == "m REINFORCE++ + clip_cov (code)"
     assert scope.artifact_runs(S, "fig") == ["m-grpo", "m-ppo-cov"]
     assert scope.with_replicates(S, ["m-grpo", "m-ppo-cov"]) == ["m-grpo", "m-grpo@r1", "m-ppo-cov"]
     assert scope.instruct_base(S, "m-it") == "m" and scope.instruct_base(S, "m") is None
@@ -67,6 +67,7 @@ def test_replicates_can_share_one_base_model_and_differ_in_rl_seed_alone():
     assert [study.seed(m) for m in study.seeds("base")] == [mini["power_sampling"]["seed"] + 5 + k for k in range(3)]
     # replicate_base_models: true: each replicate its own base model, as the power study's replicates
     own = scope.resolve({**config, "seed": 5, "mini": {**mini, "replicates": 3, "replicate_base_models": True}}).S
-    assert [r["model"] for r in (spec.resolve_run(own, x) for x in spec.replicates(own["runs"], "qwen2-m-grpo"))] == \
-        spec.replicate_names("qwen2-m", 3)
+    assert [
+        r["model"] for r in (spec.resolve_run(own, x) for x in spec.replicates(own["runs"], "qwen2-m-grpo"))
+    ] == spec.replicate_names("qwen2-m", 3)
     assert [power.study(own, 3, 5).model(m) for m in study.seeds("base")] == spec.replicate_names("qwen2-m", 3)

@@ -31,8 +31,8 @@ def test_a_run_and_a_sampler_get_their_own_stamps(monkeypatch):
     keys = {stamps.train_code(TEMPLATE, run_spec.resolve_run(paper.S, run))[0] for run in paper.runs}
     assert "results/code/train_verl.json" in keys and "results/code/train_prime.json" in keys
     path, mods = stamps.train_code(TEMPLATE, run_spec.resolve_run(paper.S, paper.runs[0]))
-    assert mods[:2] == ("entropy_rl.paper.launch", "entropy_rl.paper.verl_metrics")
-    assert stamps.power_sampler_code(TEMPLATE, "power")[0] == "results/code/power_sample_vllm.json"
-    assert set(stamps.SAMPLER_CODE.values()) == {"power_sample_vllm", "power_samplers_vllm"}
+    assert mods[0] == "entropy_rl.paper.train_job"  # the job around the trainer: the launch and the log's reading
+    assert stamps.power_sampler_code(TEMPLATE, "power")[0] == "results/code/power_sampling_vllm.json"
+    assert set(stamps.SAMPLER_CODE.values()) == {"power_sampling_vllm", "power_samplers_vllm"}
     stamps.trainer_code.cache_clear()
     stamps.sampler_stamp.cache_clear()

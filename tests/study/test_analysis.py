@@ -19,10 +19,17 @@ def law_run(n_steps=240, val_every=8, a=A, b=B, noise=0.0, seed=0) -> pd.DataFra
     entropy = 0.05 + 0.95 * np.exp(-step / 30)  # accuracy from 0.08 to 0.58
     val = (step % val_every == 0) | (step == n_steps)
     acc = np.where(val, analysis.entropy_law(entropy, a, b) + rng.normal(0, noise, step.size), np.nan)
-    return pd.DataFrame({
-        "step": step, "entropy": entropy, "entropy_change": np.r_[np.nan, np.diff(entropy)],
-        "reward_mean": 0.5, "response_length": 300.0, "val_acc/math": acc, "val_acc": acc,
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "step": step,
+            "entropy": entropy,
+            "entropy_change": np.r_[np.nan, np.diff(entropy)],
+            "reward_mean": 0.5,
+            "response_length": 300.0,
+            "val_acc/math": acc,
+            "val_acc": acc,
+        }
+    )
 
 
 def test_entropy_law_values():
@@ -231,9 +238,17 @@ def covariance_run(sign=1.0, seed=0, n=80):
     rng = np.random.default_rng(seed)
     cov = sign * (0.05 + 0.05 * np.exp(-np.arange(n) / 15)) + rng.normal(0, 0.005, n)
     entropy = 1.0 - np.r_[0.0, np.cumsum(0.5 * cov[:-1])]
-    frame = pd.DataFrame({"step": np.arange(n), "entropy": entropy, "bandit_cov": cov, "cov_all": rng.normal(0.001, 0.001, n),
-                          "bandit_cov_acc0.125": 0.3 * cov + rng.normal(0, 0.002, n), "bandit_cov_acc0.5": 0.8 * cov,
-                          "bandit_cov_acc0.875": cov + rng.normal(0, 0.002, n)})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "step": np.arange(n),
+            "entropy": entropy,
+            "bandit_cov": cov,
+            "cov_all": rng.normal(0.001, 0.001, n),
+            "bandit_cov_acc0.125": 0.3 * cov + rng.normal(0, 0.002, n),
+            "bandit_cov_acc0.5": 0.8 * cov,
+            "bandit_cov_acc0.875": cov + rng.normal(0, 0.002, n),
+        }
+    )
     frame.loc[frame.index % 7 == 3, "bandit_cov_acc0.125"] = np.nan  # steps without a prompt of accuracy 1/8
     return frame
 

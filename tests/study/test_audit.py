@@ -89,20 +89,46 @@ def test_paper_gains_follow_from_its_table2():
 
 
 def test_caption_names_scale_runs_and_settings():
-    base = {"steps": 60, "prompts_per_step": 32, "rollout_n": 8, "lr": 3e-4, "temperature": 1.0, "val_every": 5, "algorithm": "grpo",
-            "loss": {"loss_mode": "vanilla", "clip_ratio_low": 0.2, "clip_ratio_high": 0.2, "entropy_coeff": 0.0, "kl_loss_coef": 0.0}}  # fmt: skip
+    base = {
+        "steps": 60,
+        "prompts_per_step": 32,
+        "rollout_n": 8,
+        "lr": 3e-4,
+        "temperature": 1.0,
+        "val_every": 5,
+        "algorithm": "grpo",
+        "loss": {
+            "loss_mode": "vanilla",
+            "clip_ratio_low": 0.2,
+            "clip_ratio_high": 0.2,
+            "entropy_coeff": 0.0,
+            "kl_loss_coef": 0.0,
+        },
+    }
     kl = {**base, "loss": {**base["loss"], "loss_mode": "kl_cov", "kl_cov_ratio": 0.1, "ppo_kl_coef": 1.0}}
     text = artifacts.caption("fig11_covariance_methods", "mini", {"g": base, "k": kl}, {"g": "GRPO run", "k": "KL run"})
     assert text.startswith("Mini scale. GRPO, Clip-higher")
     assert "60 steps of 32 prompts x 8 responses, lr 0.0003" in text
     assert "GRPO run: GRPO" in text and "KL run: GRPO, KL-Cov ratio 0.1, coefficient 1" in text
-    wider = artifacts.caption("fig07_coefficients_vs_size", "mini", {"g": base, "w": {**base, "lr": 2.4e-4}}, {"g": "m", "w": "l"})
+    wider = artifacts.caption(
+        "fig07_coefficients_vs_size", "mini", {"g": base, "w": {**base, "lr": 2.4e-4}}, {"g": "m", "w": "l"}
+    )
     assert "lr 0.00024-0.0003 (scaled with 1/width)" in wider
 
 
 def spec(loss_mode="vanilla", low=0.2, high=0.2, ent=0.0, kl=0.0, algorithm="grpo", model="m", **loss):
-    return {"algorithm": algorithm, "model": model,
-            "loss": {"loss_mode": loss_mode, "clip_ratio_low": low, "clip_ratio_high": high, "entropy_coeff": ent, "kl_loss_coef": kl, **loss}}  # fmt: skip
+    return {
+        "algorithm": algorithm,
+        "model": model,
+        "loss": {
+            "loss_mode": loss_mode,
+            "clip_ratio_low": low,
+            "clip_ratio_high": high,
+            "entropy_coeff": ent,
+            "kl_loss_coef": kl,
+            **loss,
+        },
+    }
 
 
 @pytest.mark.parametrize(
@@ -125,8 +151,20 @@ def test_method_names(run_spec, name):
 # ---- measurements and verdicts on synthetic runs ----------------------------------------------
 
 
-def run_metrics(n=60, tau=10.0, a=0.3, b=1.0, h_start=1.0, h_end=0.1, cov_sign=1.0, seed=0, length_growth=0.2,
-                cliphigher=np.nan, touched=np.nan, step_noise=False):  # fmt: skip
+def run_metrics(
+    n=60,
+    tau=10.0,
+    a=0.3,
+    b=1.0,
+    h_start=1.0,
+    h_end=0.1,
+    cov_sign=1.0,
+    seed=0,
+    length_growth=0.2,
+    cliphigher=np.nan,
+    touched=np.nan,
+    step_noise=False,
+):
     """A metrics table of the contract: entropy from h_start to h_end, the bandit covariance (and by
     accuracy group, smaller on hard prompts) and the token covariance following the entropy drop.
 
@@ -140,12 +178,28 @@ def run_metrics(n=60, tau=10.0, a=0.3, b=1.0, h_start=1.0, h_end=0.1, cov_sign=1
     if step_noise:
         entropy = h_start - np.concatenate([[0.0], np.cumsum(drops[:-1])])
     val = step % 5 == 0
-    acc = {f"val_acc/{bench}": np.where(val, np.clip(analysis.entropy_law(entropy, a, b) + rng.normal(0, 0.01, n), 0, 1), np.nan)
-           for bench in ("x", "y")}  # fmt: skip
+    acc = {
+        f"val_acc/{bench}": np.where(
+            val, np.clip(analysis.entropy_law(entropy, a, b) + rng.normal(0, 0.01, n), 0, 1), np.nan
+        )
+        for bench in ("x", "y")
+    }
     cov = cov_sign * ((0.05 + 5 * (drops - 0.01)) if step_noise else (0.02 + 0.1 * np.exp(-step / tau)))
-    frame = pd.DataFrame({"step": step, "entropy": entropy, "response_length": 10 + length_growth * step, "cov_all": cov / 100, **acc,
-                          "bandit_cov": cov, "bandit_cov_acc0.125": 0.5 * cov, "bandit_cov_acc0.5": cov, "bandit_cov_acc0.875": 1.5 * cov,
-                          "cliphigher_cov": cliphigher, "cov_touched_frac": touched})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "step": step,
+            "entropy": entropy,
+            "response_length": 10 + length_growth * step,
+            "cov_all": cov / 100,
+            **acc,
+            "bandit_cov": cov,
+            "bandit_cov_acc0.125": 0.5 * cov,
+            "bandit_cov_acc0.5": cov,
+            "bandit_cov_acc0.875": 1.5 * cov,
+            "cliphigher_cov": cliphigher,
+            "cov_touched_frac": touched,
+        }
+    )
     for col, k in {"cov_top0.02": 500, "cov_top0.2": 200, "cov_top2": 80, "cov_top20": 20, "cov_top50": 12}.items():
         frame[col] = k * frame["cov_all"]
     frame["val_acc"] = frame[["val_acc/x", "val_acc/y"]].mean(axis=1, skipna=False)
@@ -163,16 +217,31 @@ def make_study(
         summaries[run] = tmp_path / f"{run}.summary.parquet"
         pd.DataFrame({"benchmark": list(accs), "avg_at_n": list(accs.values())}).to_parquet(summaries[run])
     return audit.Study(
-        scale=scale, artifacts=artifact_runs, specs={r: v[0] for r, v in runs.items()},
-        metrics_paths={r: str(p) for r, p in metrics.items()}, summary_paths={r: str(p) for r, p in summaries.items()},
-        model_paths={}, val_samples={"x": 400, "y": 400}, bench_sizes={"x": 500, "y": 500},
-        bench_roles={"AIME24": "x", "MATH-500": "y"}, model_roles={"Qwen2.5-7B": "m"}, fit_steps=20,
-    )  # fmt: skip
+        scale=scale,
+        artifacts=artifact_runs,
+        specs={r: v[0] for r, v in runs.items()},
+        metrics_paths={r: str(p) for r, p in metrics.items()},
+        summary_paths={r: str(p) for r, p in summaries.items()},
+        model_paths={},
+        val_samples={"x": 400, "y": 400},
+        bench_sizes={"x": 500, "y": 500},
+        bench_roles={"AIME24": "x", "MATH-500": "y"},
+        model_roles={"Qwen2.5-7B": "m"},
+        fit_steps=20,
+    )
 
 
 def claim(fn, kind="qualitative", paper="text", margin=None, **measure):
-    c = {"id": fn, "claim": fn, "source": "test", "kind": kind, "paper": paper, "measure": {"fn": fn, **measure},
-         "test": "t", "tolerance": {"why": "w"}}  # fmt: skip
+    c = {
+        "id": fn,
+        "claim": fn,
+        "source": "test",
+        "kind": kind,
+        "paper": paper,
+        "measure": {"fn": fn, **measure},
+        "test": "t",
+        "tolerance": {"why": "w"},
+    }
     return c if margin is None else {**c, "margin": {"value": margin, "why": "w"}}
 
 
@@ -224,7 +293,9 @@ def test_covariance_claims_flip_with_the_data(tmp_path):
     assert audit.judge(claim("covariance_tracks_entropy", artifact="fig08"), good)["verdict"] == audit.REPRODUCED
     assert audit.judge(claim("covariance_positive", artifact="fig08", share=0.9), good)["verdict"] == audit.REPRODUCED
     assert audit.judge(claim("covariance_by_difficulty", artifact="fig08"), good)["verdict"] == audit.REPRODUCED
-    bad = make_study(tmp_path, {"r": (spec(), run_metrics(cov_sign=-1.0, step_noise=True), {"x": 0.5})}, {"fig08": ["r"]})
+    bad = make_study(
+        tmp_path, {"r": (spec(), run_metrics(cov_sign=-1.0, step_noise=True), {"x": 0.5})}, {"fig08": ["r"]}
+    )
     assert audit.judge(claim("covariance_tracks_entropy", artifact="fig08"), bad)["verdict"] == audit.CONTRADICTED
     # the same covariance along a smooth trend alone: its steps count as few, and the correlation is not shown
     smooth = make_study(tmp_path, {"r": (spec(), run_metrics(), {"x": 0.5})}, {"fig08": ["r"]})
@@ -281,8 +352,13 @@ def table1_run(scale: float = 1.0, outlier: float = 1885.0, mean: float = 0.003)
 def test_table1_cells_are_judged_within_a_factor_of_2_at_step_1(tmp_path):
     cells = {c["id"]: c for c in LEDGER["claims"] if c["id"].startswith("table1/") and c["kind"] == "number"}
     assert {i: c["paper"] for i, c in cells.items()} == {
-        "table1/top-0.02": 5.654, "table1/top-0.2": 3.112, "table1/top-2": 1.385,
-        "table1/top-20": 0.351, "table1/top-50": 0.152, "table1/all": 0.003}  # fmt: skip
+        "table1/top-0.02": 5.654,
+        "table1/top-0.2": 3.112,
+        "table1/top-2": 1.385,
+        "table1/top-20": 0.351,
+        "table1/top-50": 0.152,
+        "table1/all": 0.003,
+    }
     assert all(c["tolerance"]["factor"] == 2 and "paper_note" not in c for c in cells.values())
     artifact = {"table01_covariance_distribution": ["r"]}
     for scale, verdict in (
@@ -369,7 +445,9 @@ def test_treatment_claims_compare_with_the_same_models_grpo(tmp_path):
     assert audit.judge(no_gain, study)["verdict"] == audit.INCONCLUSIVE
     lower = claim("accuracy_vs_baseline", artifact="t", methods=["Clip-Cov"], relation="below")
     assert audit.judge(lower, study)["verdict"] == audit.INCONCLUSIVE
-    assert point(claim("entropy_rises_with", artifact="t", parameter="entropy_coeff", method_name="Entropy loss"), study)
+    assert point(
+        claim("entropy_rises_with", artifact="t", parameter="entropy_coeff", method_name="Entropy loss"), study
+    )
     gain = audit.judge(claim("best_gain_over_grpo", kind="number", paper=10.0, artifact="t", model="Qwen2.5-7B"), study)
     assert gain["measured"] == pytest.approx(10.0)
 
@@ -410,9 +488,11 @@ def test_kl_cov_entropy_10x_over_the_last_third(tmp_path):
     assert c["measure"]["artifact"] == "fig12_entropy_accuracy"
 
     def study(kl_end):
-        runs = {"grpo": (spec(model="l"), run_metrics(h_end=0.01), {"x": 0.4}),
-                "kl": (spec("kl_cov", model="l", ppo_kl_coef=1.0), run_metrics(h_end=kl_end, seed=1), {"x": 0.4}),
-                "clip": (spec("clip_cov", 1.0, 1.0, model="l"), run_metrics(h_end=0.02, seed=2), {"x": 0.4})}  # fmt: skip
+        runs = {
+            "grpo": (spec(model="l"), run_metrics(h_end=0.01), {"x": 0.4}),
+            "kl": (spec("kl_cov", model="l", ppo_kl_coef=1.0), run_metrics(h_end=kl_end, seed=1), {"x": 0.4}),
+            "clip": (spec("clip_cov", 1.0, 1.0, model="l"), run_metrics(h_end=0.02, seed=2), {"x": 0.4}),
+        }
         return make_study(tmp_path, runs, {"fig12_entropy_accuracy": list(runs)})
 
     row = audit.judge(c, study(0.3))
@@ -442,8 +522,15 @@ def cov_method_runs(clip_cov_scale=1.0, touched=(2e-4, 5e-4), cliphigher=(-0.025
 
 
 def cov_method_study(tmp_path, runs, scale="mini"):
-    return make_study(tmp_path, runs, {"fig11_covariance_methods": [r for r in runs if r.startswith("m-")],
-                                       "fig12_entropy_accuracy": [r for r in runs if r.startswith("l-")]}, scale)  # fmt: skip
+    return make_study(
+        tmp_path,
+        runs,
+        {
+            "fig11_covariance_methods": [r for r in runs if r.startswith("m-")],
+            "fig12_entropy_accuracy": [r for r in runs if r.startswith("l-")],
+        },
+        scale,
+    )
 
 
 def test_clip_cov_bounds_over_the_mean_token_covariance(tmp_path):
@@ -491,8 +578,15 @@ def test_touched_fraction_between_1e4_and_1e3(tmp_path):
 
 
 def test_also_names_known_artifacts():
-    bad = {**LEDGER, "claims": [{**ledger_claim("control/touched-fraction"),
-                                 "measure": {**ledger_claim("control/touched-fraction")["measure"], "also": ["fig99_nope"]}}]}  # fmt: skip
+    bad = {
+        **LEDGER,
+        "claims": [
+            {
+                **ledger_claim("control/touched-fraction"),
+                "measure": {**ledger_claim("control/touched-fraction")["measure"], "also": ["fig99_nope"]},
+            }
+        ],
+    }
     with pytest.raises(ValueError, match="unknown artifact 'fig99_nope'"):
         audit.check_ledger(bad)
 
@@ -506,8 +600,10 @@ def test_paper_note_of_a_judged_claim_is_shown(tmp_path):
 
 
 def test_benchmark_tolerances_say_they_cover_evaluation_noise_only():
-    whys = [LEDGER["table2"]["tolerance"]["why"]] + [ledger_claim(i)["tolerance"]["why"] for i in
-            ("cov-methods/gain-7b", "cov-methods/gain-32b", "cov-methods/aime24-32b", "cov-methods/aime25-32b")]  # fmt: skip
+    whys = [LEDGER["table2"]["tolerance"]["why"]] + [
+        ledger_claim(i)["tolerance"]["why"]
+        for i in ("cov-methods/gain-7b", "cov-methods/gain-32b", "cov-methods/aime24-32b", "cov-methods/aime25-32b")
+    ]
     assert all("on one seed" in w and "not judged" in w for w in whys)
     assert LEDGER["table2"]["tolerance"]["band"] == 2.0
 
@@ -545,28 +641,56 @@ def answers(right, problems=80, n=8, drawn=10, loglik=-0.5, benches=("y", "x"), 
     """n answers to each problem; ``right[i]`` of problem i's answers are correct (an int for all): the answer "1",
     the wrong ones all "2"."""
     right = np.broadcast_to(right, problems)
-    rows = [{"benchmark": b, "problem_id": i, "sample": s, "correct": s < right[i], "extracted": "1" if s < right[i] else "2", "response_tokens": 5,
-             "drawn_tokens": drawn, "acceptance": 1.0, "base_loglik_per_token": loglik + 0.01 * (i % 7), "seconds": seconds}
-            for b in benches for i in range(problems) for s in range(n)]  # fmt: skip
+    rows = [
+        {
+            "benchmark": b,
+            "problem_id": i,
+            "sample": s,
+            "correct": s < right[i],
+            "extracted": "1" if s < right[i] else "2",
+            "response_tokens": 5,
+            "drawn_tokens": drawn,
+            "acceptance": 1.0,
+            "base_loglik_per_token": loglik + 0.01 * (i % 7),
+            "seconds": seconds,
+        }
+        for b in benches
+        for i in range(problems)
+        for s in range(n)
+    ]
     return pd.DataFrame(rows)
 
 
 def make_power_study(tmp_path, frames: dict[str, pd.DataFrame], scale="mini", model="m") -> audit.Study:
     """A study of the power-sampling methods in ``frames``; "grpo" samples a GRPO run, "kl" a KL-Cov run."""
-    methods = {"base": {"kind": "sample", "temperature": 1.0}, "low-temp": {"kind": "sample", "temperature": 0.25},
-               "grpo": {"kind": "sample", "temperature": 1.0, "run": "g"}, "kl": {"kind": "sample", "temperature": 1.0, "run": "k"},
-               "smc": {"kind": "smc", "alpha": 4.0, "particles": 8, "resample_every": 4, "ess_threshold": 0.5},
-               "sps": {"kind": "sps", "alpha": 4.0, "block_size": 8, "candidates": 4, "rollouts": 2, "horizon": 8},
-               **{m: dict(MAIN, n_mcmc=v) for m, v in SWEEP.items()}}  # fmt: skip
+    methods = {
+        "base": {"kind": "sample", "temperature": 1.0},
+        "low-temp": {"kind": "sample", "temperature": 0.25},
+        "grpo": {"kind": "sample", "temperature": 1.0, "run": "g"},
+        "kl": {"kind": "sample", "temperature": 1.0, "run": "k"},
+        "smc": {"kind": "smc", "alpha": 4.0, "particles": 8, "resample_every": 4, "ess_threshold": 0.5},
+        "sps": {"kind": "sps", "alpha": 4.0, "block_size": 8, "candidates": 4, "rollouts": 2, "horizon": 8},
+        **{m: dict(MAIN, n_mcmc=v) for m, v in SWEEP.items()},
+    }
     paths = {}
     for method, frame in frames.items():
         paths[method] = str(tmp_path / f"{method}.samples.parquet")
         frame.to_parquet(paths[method])
     main = [m for m in ("base", "low-temp", "power", "smc", "sps", "grpo", "kl") if m in frames]
-    power = {"model": model, "methods": methods,
-             "runs": {"grpo": "g", "kl": "k"}, "problems": {"y": 80, "x": 80}, "n": 8,
-             "artifacts": {"power01_accuracy": main, "power02_pass_at_k": main, "power03_likelihoods": main, "power04_hyperparameters": list(SWEEP),
-                           "power05_cost_accuracy": main}}  # fmt: skip
+    power = {
+        "model": model,
+        "methods": methods,
+        "runs": {"grpo": "g", "kl": "k"},
+        "problems": {"y": 80, "x": 80},
+        "n": 8,
+        "artifacts": {
+            "power01_accuracy": main,
+            "power02_pass_at_k": main,
+            "power03_likelihoods": main,
+            "power04_hyperparameters": list(SWEEP),
+            "power05_cost_accuracy": main,
+        },
+    }
     study = make_study(
         tmp_path,
         {"g": (spec(), run_metrics(), {"x": 0.5}), "k": (spec("kl_cov"), run_metrics(), {"x": 0.5})},
@@ -584,15 +708,25 @@ def power_frames(holds: bool) -> dict[str, pd.DataFrame]:
     solvable = np.arange(80) < 72  # 8 problems nobody solves
     grpo = np.where(np.arange(80) < 48, 8, 0)  # all-or-nothing: 60% single-shot, pass@8 flat at 60%
     if holds:
-        frames = {"base": answers(3 * solvable, loglik=-0.9), "low-temp": answers(4 * solvable, drawn=10),
-                  "power": answers(5 * solvable, drawn=40, loglik=-0.6), "grpo": answers(grpo, loglik=-0.3),
-                  "smc": answers(5 * solvable, drawn=60), "sps": answers(6 * solvable, drawn=50),
-                  **{m: answers(np.minimum(v, 5) * solvable, drawn=10 + 6 * v) for m, v in SWEEP.items() if m != "power"}}  # fmt: skip
+        frames = {
+            "base": answers(3 * solvable, loglik=-0.9),
+            "low-temp": answers(4 * solvable, drawn=10),
+            "power": answers(5 * solvable, drawn=40, loglik=-0.6),
+            "grpo": answers(grpo, loglik=-0.3),
+            "smc": answers(5 * solvable, drawn=60),
+            "sps": answers(6 * solvable, drawn=50),
+            **{m: answers(np.minimum(v, 5) * solvable, drawn=10 + 6 * v) for m, v in SWEEP.items() if m != "power"},
+        }
     else:
-        frames = {"base": answers(5 * solvable, loglik=-0.3), "low-temp": answers(4 * solvable),
-                  "power": answers(np.where(np.arange(80) < 24, 8, 0), loglik=-0.6), "grpo": answers(grpo, loglik=-0.9),
-                  "smc": answers(1 * solvable), "sps": answers(1 * solvable),
-                  **{m: answers(np.maximum(5 - v, 0) * solvable) for m, v in SWEEP.items() if m != "power"}}  # fmt: skip
+        frames = {
+            "base": answers(5 * solvable, loglik=-0.3),
+            "low-temp": answers(4 * solvable),
+            "power": answers(np.where(np.arange(80) < 24, 8, 0), loglik=-0.6),
+            "grpo": answers(grpo, loglik=-0.9),
+            "smc": answers(1 * solvable),
+            "sps": answers(1 * solvable),
+            **{m: answers(np.maximum(5 - v, 0) * solvable) for m, v in SWEEP.items() if m != "power"},
+        }
     return {**frames, "kl": answers(grpo)}
 
 
@@ -602,7 +736,11 @@ def test_ledger_power_claims_flip_with_the_answers(tmp_path, holds):
     rows = {c["id"]: audit.judge(c, study) for c in audit.expand_ledger(LEDGER) if c["id"] in POWER_IDS}
     kinds = {c["id"]: c["kind"] for c in LEDGER["claims"] if c["id"] in POWER_IDS}
     qualitative = [i for i in POWER_IDS if kinds[i] == "qualitative"]
-    assert len(qualitative) == 11 and {"power/sps/matches-mh", "power/smc/matches-mh", "power/beats-majority-vote"} <= set(qualitative)
+    assert len(qualitative) == 11 and {
+        "power/sps/matches-mh",
+        "power/smc/matches-mh",
+        "power/beats-majority-vote",
+    } <= set(qualitative)
     # Where the answers sit on a claim's line the data decide nothing: power 3.75 points below GRPO, ± 8 over 80
     # problems, against a 3.4-point margin; and power drawing exactly base's tokens when every claim fails.
     on_the_line = "power/matches-grpo" if holds else "power/inference-cost"
@@ -626,9 +764,13 @@ def test_power_measurements_report_their_numbers(tmp_path):
     study = make_power_study(tmp_path, power_frames(True))
     cost = audit.MEASUREMENTS["power_cost"](study, "power01_accuracy")
     assert cost.value.startswith("4×") and cost.holds
-    pass_k = audit.MEASUREMENTS["power_compare"](study, "power02_pass_at_k", "pass_at_n", ["power", "GRPO"], "not_below", "MATH-500")
+    pass_k = audit.MEASUREMENTS["power_compare"](
+        study, "power02_pass_at_k", "pass_at_n", ["power", "GRPO"], "not_below", "MATH-500"
+    )
     assert "power 90, GRPO 60; power − GRPO +30" in pass_k.value  # pass@8 on the solvable 90% against GRPO's flat 60%
-    acc = audit.MEASUREMENTS["power_compare"](study, "power01_accuracy", "accuracy", ["power", "GRPO"], "not_below", "MATH-500")
+    acc = audit.MEASUREMENTS["power_compare"](
+        study, "power01_accuracy", "accuracy", ["power", "GRPO"], "not_below", "MATH-500"
+    )
     assert "if answers were independent" in acc.value and "80 problems" in acc.how
     trend = audit.MEASUREMENTS["power_rises_with"](study, "power04_hyperparameters", "n_mcmc", "MATH-500")
     assert trend.value.startswith("0: 0.0%, 1: 11.2%, 2: 22.5%, 5: 56.2%, 10: 56.2%")
@@ -659,12 +801,16 @@ def test_majority_vote_claim_is_ours_and_judged_at_power_samplings_tokens(tmp_pa
     assert "(k 4: 4 × 10 = 40 tokens drawn against 40)" in m.value and m.holds
     assert m.effects["power − base majority"].estimate == pytest.approx(11.25)
     row = audit.judge(c, study)
-    assert row["verdict"] == audit.REPRODUCED and "paired over 160 problems" in row["how"]  # both benchmarks: the claim names none
+    assert (
+        row["verdict"] == audit.REPRODUCED and "paired over 160 problems" in row["how"]
+    )  # both benchmarks: the claim names none
     # Base still 3 of 8 right (37.5% single-shot, below power), at samples 0, 4 and 5, every wrong answer its own:
     # [1 w w w] a four-way tie won by the first given, [1 1 w w] a plurality of two; both groups vote right.
     frames = power_frames(True)
     right = frames["base"]["sample"].isin([0, 4, 5]) & (frames["base"]["problem_id"] < 72)
-    frames["base"] = frames["base"].assign(correct=right, extracted=np.where(right, "1", frames["base"]["sample"].astype(str) + "0"))
+    frames["base"] = frames["base"].assign(
+        correct=right, extracted=np.where(right, "1", frames["base"]["sample"].astype(str) + "0")
+    )
     flipped = audit.judge(c, make_power_study(tmp_path, frames))
     assert flipped["verdict"] == audit.CONTRADICTED and "base majority of 4 90" in flipped["measured"]
     frames["base"] = frames["base"].assign(drawn_tokens=1)  # 40 answers would be needed, 8 are drawn
@@ -678,8 +824,10 @@ def test_latency_claims_read_the_wall_time_and_are_judged_at_paper_scale(tmp_pat
     frames["smc"] = frames["smc"].assign(seconds=0.05)  # base: 0.01 s per answer
     claims = {c["id"]: c for c in LEDGER["claims"]}
     paper = make_power_study(tmp_path, frames, scale="paper")
-    rows = {i: audit.judge(claims[i], paper) for i in ("power/sps/latency-vs-mh", "power/smc/latency-vs-plain",
-                                                       "power/smc/mh-latency-vs-plain")}  # fmt: skip
+    rows = {
+        i: audit.judge(claims[i], paper)
+        for i in ("power/sps/latency-vs-mh", "power/smc/latency-vs-plain", "power/smc/mh-latency-vs-plain")
+    }
     assert rows["power/sps/latency-vs-mh"]["measured"] == pytest.approx(10.0)
     assert rows["power/sps/latency-vs-mh"]["verdict"] == audit.REPRODUCED  # 10 inside [5, 20]
     assert rows["power/smc/latency-vs-plain"]["measured"] == pytest.approx(5.0)

@@ -1,12 +1,11 @@
-"""The audit's error rates, measured (issue 66): a fast run of benchmarks/audit_calibration.py, which simulates
-studies with a known truth through the audit's own code, fails when any verdict is wrong more often than the audit
-says; and each defect the issue found by reading, held by a test that failed before the change."""
+"""The audit's error rates, measured (issue 66): a fast run of benchmarks/audit_calibration.py's simulation
+(tests/support/audit_calibration.py), which simulates studies with a known truth through the audit's own code, fails
+when any verdict is wrong more often than the audit says; and each defect the issue found by reading, held by a test
+that failed before the change."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from dataclasses import replace
 
 import numpy as np
@@ -17,11 +16,8 @@ import yaml
 from entropy_rl.study.audit import compare, control, entropy_law, planning, relations, render
 from entropy_rl.study.audit.relations import CONTRADICTED, INCONCLUSIVE, REPRODUCED, Effect, decide, variance_ratio
 from support import ROOT
+from support import audit_calibration as calibration
 from test_audit import make_study, run_metrics, spec
-
-_spec = importlib.util.spec_from_file_location("audit_calibration", ROOT / "benchmarks" / "audit_calibration.py")
-calibration = sys.modules["audit_calibration"] = importlib.util.module_from_spec(_spec)  # dataclasses look it up
-_spec.loader.exec_module(calibration)
 
 LEDGER = yaml.safe_load((ROOT / "claims.yaml").read_text())
 DRAWS = 300  # per truth: a false rate over 5% + 3 Monte Carlo s.e. (8.8%) fails; the benchmark runs 4,000
@@ -131,8 +127,16 @@ def test_an_equivalence_plan_gives_the_power_it_promises():
 
     def simulated(k):
         draws = rng.normal(0.0, sd, size=(2000, k))
-        hits = [decide({"d": Effect(float(x.mean()), float(x.std(ddof=1) / math.sqrt(k)), k - 1, k)}, "within", margin,
-                       plan=False).verdict == REPRODUCED for x in draws]  # fmt: skip
+        hits = [
+            decide(
+                {"d": Effect(float(x.mean()), float(x.std(ddof=1) / math.sqrt(k)), k - 1, k)},
+                "within",
+                margin,
+                plan=False,
+            ).verdict
+            == REPRODUCED
+            for x in draws
+        ]
         return float(np.mean(hits))
 
     assert simulated(n) >= 0.77 and simulated(n - 2) < 0.8
@@ -176,8 +180,13 @@ def test_the_law_fit_is_measured_against_wrong_shapes():
 def test_entropy_loss_sensitivity_averages_signed_effects(tmp_path):
     """band − |d| averaged over seeds drifts below zero with noise alone (E|d| > |E d|); band − d and band + d,
     each linear in the seeds' values, do not."""
-    runs = {"grpo": (spec(), run_metrics(h_end=0.1), {"x": 0.4}),
-            **{f"e{i}": (spec(ent=c), run_metrics(h_end=h, seed=i), {"x": 0.4}) for i, (c, h) in enumerate(((0.001, 0.12), (0.03, 2.0)))}}  # fmt: skip
+    runs = {
+        "grpo": (spec(), run_metrics(h_end=0.1), {"x": 0.4}),
+        **{
+            f"e{i}": (spec(ent=c), run_metrics(h_end=h, seed=i), {"x": 0.4})
+            for i, (c, h) in enumerate(((0.001, 0.12), (0.03, 2.0)))
+        },
+    }
     study = make_study(tmp_path, runs, {"t": list(runs)})
     m = control.entropy_loss_sensitivity(study, "t", "entropy_coeff", "Entropy loss", 0.25, 2)
     minus, plus = m.effects["band - (smallest's end - GRPO's end)"], m.effects["band + (smallest's end - GRPO's end)"]

@@ -54,8 +54,12 @@ def test_entropy_bought_with_accuracy_bears_out_every_claim(tmp_path):
 
 def test_a_coin_flip_that_costs_as_much_entropy_and_moves_accuracy_bears_out_only_the_fall(tmp_path):
     got = verdicts(study_of(tmp_path, SLOW_TRUE, STEEP_RANDOM, 3))
-    assert got == {"entropy-falls": audit.REPRODUCED, "entropy-rate": audit.CONTRADICTED,
-                   "accuracy-flat": audit.CONTRADICTED, "law-weaker": audit.CONTRADICTED}  # fmt: skip
+    assert got == {
+        "entropy-falls": audit.REPRODUCED,
+        "entropy-rate": audit.CONTRADICTED,
+        "accuracy-flat": audit.CONTRADICTED,
+        "law-weaker": audit.CONTRADICTED,
+    }
     assert verdicts(study_of(tmp_path, SLOW_TRUE, STEEP_RANDOM, 1)) == {**ONE_SEED, "accuracy-flat": audit.CONTRADICTED}
 
 

@@ -58,7 +58,9 @@ def test_a_test_without_effects_or_with_mismatched_ones_cannot_be_combined():
     with pytest.raises(ValueError, match="names no effects"):
         seeds.combine([Measured("v", "how", holds=True)] * 2)
     with pytest.raises(ValueError, match="disagree"):
-        seeds.combine([Measured("v", "h", holds=True, effects={"a": 1.0}), Measured("v", "h", holds=True, effects={"b": 1.0})])
+        seeds.combine(
+            [Measured("v", "h", holds=True, effects={"a": 1.0}), Measured("v", "h", holds=True, effects={"b": 1.0})]
+        )
 
 
 def seeded(name: str, k: int, run_spec: dict) -> tuple[str, dict]:
@@ -96,8 +98,14 @@ def test_a_difference_counts_when_it_exceeds_the_spread_across_seeds(tmp_path):
     noisy = seeded_study(tmp_path, [5.0, -6.0, 3.0])
     alone = tmp_path / "seed0"
     alone.mkdir()
-    seed0 = {r: ({k: v for k, v in noisy.specs[r].items() if k not in ("replicate_of", "replicate")}, noisy.metrics(r),
-                 noisy.summary(r).set_index("benchmark")["avg_at_n"].to_dict()) for r in ("grpo", "clip")}  # fmt: skip
+    seed0 = {
+        r: (
+            {k: v for k, v in noisy.specs[r].items() if k not in ("replicate_of", "replicate")},
+            noisy.metrics(r),
+            noisy.summary(r).set_index("benchmark")["avg_at_n"].to_dict(),
+        )
+        for r in ("grpo", "clip")
+    }
     one_seed = make_study(alone, seed0, {"t": ["grpo", "clip"]})
     assert one_seed.replicates == 1
     # ... but one seed cannot judge a difference between two trained runs: its spread over RL seeds is unknown
@@ -110,8 +118,18 @@ def test_a_difference_counts_when_it_exceeds_the_spread_across_seeds(tmp_path):
 def test_table2_numbers_become_seed_means(tmp_path):
     study = seeded_study(tmp_path, [5.0, 4.0, 6.0])
     study.model_roles = {"Qwen2.5-7B": "m"}
-    row = audit.judge(claim("benchmark_cell", kind="number", paper=10.0, artifact="t", model="Qwen2.5-7B",
-                            method="Clip-Cov", benchmark="AIME24"), study)  # fmt: skip
+    row = audit.judge(
+        claim(
+            "benchmark_cell",
+            kind="number",
+            paper=10.0,
+            artifact="t",
+            model="Qwen2.5-7B",
+            method="Clip-Cov",
+            benchmark="AIME24",
+        ),
+        study,
+    )
     assert row["measured"] == pytest.approx(45.0)
     assert "mean over 3 seeds" in row["how"]
 
@@ -136,7 +154,9 @@ def test_shared_coefficients_test_the_algorithms_against_the_seeds(tmp_path):
 
 
 def test_law_fit_sums_every_seeds_chi_square(tmp_path):
-    row = audit.judge(claim("law_fits_within_noise", artifact="fig06", margin=1), coefficients_study(tmp_path, spread=0.01))
+    row = audit.judge(
+        claim("law_fits_within_noise", artifact="fig06", margin=1), coefficients_study(tmp_path, spread=0.01)
+    )
     assert row["verdict"] == audit.REPRODUCED and "summed over its 3 seeds" in row["how"]
 
 
@@ -185,17 +205,34 @@ def test_power_measurements_are_made_per_seed_and_judged_against_the_seeds_sprea
     # Seed 1: power far below low temperature (each seed alone is certain of its sign).
     seed1 = {f"{m}@r1": f for m, f in {**frames, "power": answers(1 * solvable, drawn=40, loglik=-0.6)}.items()}
     study = make_power_study(tmp_path, {**frames, **seed1})
-    runs = {rep: s for name, run_spec in (("g", spec()), ("k", spec("kl_cov"))) for k in (0, 1) for rep, s in [seeded(name, k, run_spec)]}
+    runs = {
+        rep: s
+        for name, run_spec in (("g", spec()), ("k", spec("kl_cov")))
+        for k in (0, 1)
+        for rep, s in [seeded(name, k, run_spec)]
+    }
     study.specs = runs
     assert study.replicates == 2
     assert study.at_seed(1).samples("power") is study.samples("power@r1")
     compare = MEASUREMENTS["power_compare"]
     args = ("power01_accuracy", "accuracy", ["power", "low-temp"], "above", "MATH-500")
-    seed0, seed1 = compare(study, *args).effects["power − low-temp"], compare(study.at_seed(1), *args).effects["power − low-temp"]
+    seed0, seed1 = (
+        compare(study, *args).effects["power − low-temp"],
+        compare(study.at_seed(1), *args).effects["power − low-temp"],
+    )
     assert audit.decide({"d": seed0}, "above").verdict == audit.REPRODUCED
     assert audit.decide({"d": seed1}, "above").verdict == audit.CONTRADICTED
-    row = audit.judge(claim("power_compare", artifact="power01_accuracy", quantity="accuracy", order=["power", "low-temp"],
-                            relation="above", benchmark="MATH-500"), study)  # fmt: skip
+    row = audit.judge(
+        claim(
+            "power_compare",
+            artifact="power01_accuracy",
+            quantity="accuracy",
+            order=["power", "low-temp"],
+            relation="above",
+            benchmark="MATH-500",
+        ),
+        study,
+    )
     assert row["verdict"] == audit.INCONCLUSIVE and "power − low-temp" in row["measured"]
 
 
@@ -205,11 +242,20 @@ def test_the_majority_vote_claim_is_judged_over_seeds(tmp_path):
     from test_audit import answers, make_power_study, power_frames
 
     frames = power_frames(True)
-    runs = {rep: s for name, run_spec in (("g", spec()), ("k", spec("kl_cov"))) for k in (0, 1) for rep, s in [seeded(name, k, run_spec)]}
+    runs = {
+        rep: s
+        for name, run_spec in (("g", spec()), ("k", spec("kl_cov")))
+        for k in (0, 1)
+        for rep, s in [seeded(name, k, run_spec)]
+    }
     c = next(c for c in LEDGER["claims"] if c["id"] == "power/beats-majority-vote")
     reversed_ = {**frames, "power": answers(1 * (np.arange(80) < 72), drawn=40)}
     for seed1, verdict in ((frames, audit.REPRODUCED), (reversed_, audit.INCONCLUSIVE)):
         study = make_power_study(tmp_path, {**frames, **{f"{m}@r1": f for m, f in seed1.items()}})
         study.specs = runs
         row = audit.judge(c, study)
-        assert row["verdict"] == verdict and "mean over 2 seeds" in row["how"] and "power − base majority" in row["measured"], row
+        assert (
+            row["verdict"] == verdict
+            and "mean over 2 seeds" in row["how"]
+            and "power − base majority" in row["measured"]
+        ), row

@@ -104,11 +104,21 @@ def test_seeds_needed_for_an_equivalence_and_its_contradiction():
 
 
 def test_every_claim_of_no_difference_in_the_ledger_states_its_margin_and_why():
-    margined = [c for c in LEDGER["claims"] if c["kind"] == "qualitative" and relation_of(c["measure"]) in relations.MARGINED]
+    margined = [
+        c for c in LEDGER["claims"] if c["kind"] == "qualitative" and relation_of(c["measure"]) in relations.MARGINED
+    ]
     assert {c["id"] for c in margined} >= {
-        "entropy-loss/no-gain", "control/random-reward/accuracy-flat", "power/matches-grpo", "power/pass-at-k-vs-grpo",
-        "power/pass-at-k-matches-base", "power/sps/matches-mh", "power/sps/matches-grpo", "power/smc/matches-mh",
-        "coefficients/algorithm-independent", "law/math"}  # fmt: skip
+        "entropy-loss/no-gain",
+        "control/random-reward/accuracy-flat",
+        "power/matches-grpo",
+        "power/pass-at-k-vs-grpo",
+        "power/pass-at-k-matches-base",
+        "power/sps/matches-mh",
+        "power/sps/matches-grpo",
+        "power/smc/matches-mh",
+        "coefficients/algorithm-independent",
+        "law/math",
+    }
     for c in margined:
         assert c["margin"]["value"] > 0 and len(c["margin"]["why"]) > 10, c["id"]
 
@@ -153,17 +163,21 @@ def test_table2_cells_of_a_method_are_contrasted_with_grpos():
 
 
 def audit_table(verdicts: dict[str, str]) -> pd.DataFrame:
-    return pd.DataFrame({"id": list(verdicts), "verdict": list(verdicts.values()), "measured": "m"})
+    return pd.DataFrame({"id": list(verdicts), "verdict": list(verdicts.values()), "measured": "m", "why": "w"})
 
 
 def test_compare_counts_decisive_flips_apart_from_moves_to_or_from_inconclusive(tmp_path, capsys):
-    a = audit_table({"x": R, "y": R, "z": I, "w": C, "v": audit.NOT_COMPARABLE, "u": R, "old": "not reproduced",
-                     "n": audit.NOT_RUN})  # fmt: skip
-    b = audit_table({"x": C, "y": I, "z": R, "w": C, "v": audit.NOT_COMPARABLE, "u": R, "old": R, "n": audit.NOT_RUN})
+    a = audit_table(
+        {"x": R, "y": R, "z": I, "w": C, "v": audit.NOT_COMPARABLE, "u": R, "late": audit.NOT_RUN, "n": audit.NOT_RUN}
+    )
+    b = audit_table({"x": C, "y": I, "z": R, "w": C, "v": audit.NOT_COMPARABLE, "u": R, "late": R, "n": audit.NOT_RUN})
     table = compare.compare(a, b)
     assert compare.moves(table) == {compare.AGREE: 2, compare.FLIP: 1, compare.INCONCLUSIVE_MOVE: 2, compare.OTHER: 1}
     assert compare.agreement(table) == (2, 6)  # "not run" in both is not judged (issue 66, defect 10)
-    a.assign(ledger="abc").to_csv(tmp_path / "a.csv", index=False), b.assign(ledger="abc").to_csv(tmp_path / "b.csv", index=False)
+    (
+        a.assign(ledger="abc").to_csv(tmp_path / "a.csv", index=False),
+        b.assign(ledger="abc").to_csv(tmp_path / "b.csv", index=False),
+    )
     compare.main([str(tmp_path / "a.csv"), str(tmp_path / "b.csv")])
     out = capsys.readouterr().out
     assert "decisive flips (reproduced <-> contradicted): 1; moves to or from inconclusive: 2; other moves: 1" in out
@@ -180,10 +194,20 @@ def test_compare_refuses_audits_judged_against_different_ledgers(tmp_path, capsy
 
 
 def test_the_report_explains_the_verdicts_states_the_family_and_lists_what_would_settle(tmp_path):
-    rows = [{"id": "a", "verdict": R, "p_reproduce": 0.001, "p_contradict": 0.999},
-            {"id": "b", "verdict": I, "seeds_to_reproduce": 7, "seeds_to_contradict": None, "seeds_range_reproduce": "4–7",
-             "needs": "reproduced at 4–7 seeds", "p_reproduce": 0.2, "p_contradict": 0.8},
-            {"id": "c", "verdict": audit.NOT_COMPARABLE}]  # fmt: skip
+    rows = [
+        {"id": "a", "verdict": R, "p_reproduce": 0.001, "p_contradict": 0.999},
+        {
+            "id": "b",
+            "verdict": I,
+            "seeds_to_reproduce": 7,
+            "seeds_to_contradict": None,
+            "seeds_range_reproduce": "4–7",
+            "needs": "reproduced at 4–7 seeds",
+            "p_reproduce": 0.2,
+            "p_contradict": 0.8,
+        },
+        {"id": "c", "verdict": audit.NOT_COMPARABLE},
+    ]
     table = family.with_family(pd.DataFrame([{**dict.fromkeys(audit.verdicts.COLUMNS, ""), **r} for r in rows]))
     table = table.assign(ledger="0123456789ab")
     md = audit.to_markdown(table, "mini", 3, True)

@@ -60,9 +60,22 @@ def synthetic_metrics(n_steps=120, val_every=6, h0=1.3, h_end=0.05, tau=12.0, a=
 
 def spec(loss_mode="vanilla", train_data=None, **loss) -> dict:
     """A resolved run spec with the keys the figures read."""
-    out = {"model": "m", "algorithm": "grpo", "treatment": "none", "lr": 1e-6, "steps": 120,
-           "loss": {"loss_mode": loss_mode, "entropy_coeff": 0.0, "kl_loss_coef": 0.0, "clip_cov_ratio": 0.0002,
-                    "ppo_kl_coef": 1.0, "clip_ratio_high": 0.2, **loss}}  # fmt: skip
+    out = {
+        "model": "m",
+        "algorithm": "grpo",
+        "treatment": "none",
+        "lr": 1e-6,
+        "steps": 120,
+        "loss": {
+            "loss_mode": loss_mode,
+            "entropy_coeff": 0.0,
+            "kl_loss_coef": 0.0,
+            "clip_cov_ratio": 0.0002,
+            "ppo_kl_coef": 1.0,
+            "clip_ratio_high": 0.2,
+            **loss,
+        },
+    }
     if train_data is not None:
         out["train_data"] = train_data
     return out
@@ -147,12 +160,24 @@ def test_synthetic_metrics_follow_contract():
 
 def test_module_has_every_paper_figure():
     assert set(PUBLIC) == {
-        "fig01_entropy_collapse", "fig02_cumulative_shares", "fig03_fitted_curves", "fig04_code_fits",
-        "fig05_early_prediction", "fig06_algorithms", "fig07_coefficients_vs_size", "fig08_covariance",
-        "fig09_entropy_loss", "fig10_reference_kl", "fig11_covariance_methods", "fig12_entropy_accuracy",
-        "fig13_entropy_control", "appB_more_fits", "appC_training_data", "appD_instruct_models",
+        "fig01_entropy_collapse",
+        "fig02_cumulative_shares",
+        "fig03_fitted_curves",
+        "fig04_code_fits",
+        "fig05_early_prediction",
+        "fig06_algorithms",
+        "fig07_coefficients_vs_size",
+        "fig08_covariance",
+        "fig09_entropy_loss",
+        "fig10_reference_kl",
+        "fig11_covariance_methods",
+        "fig12_entropy_accuracy",
+        "fig13_entropy_control",
+        "appB_more_fits",
+        "appC_training_data",
+        "appD_instruct_models",
         "ctl01_random_reward",  # this workflow's own control (issue 42)
-    }  # fmt: skip
+    }
 
 
 @pytest.mark.parametrize("name", sorted(a.name for a in ARTIFACTS.values() if a.kind == "figure"))
@@ -322,8 +347,13 @@ def test_fig07_labels_sizes_as_the_paper_names_them(tmp_path, drawn):
 def test_fig07_trend_per_training_set(tmp_path, drawn):
     math, math_sizes, math_specs = size_runs(3, "math")
     code, code_sizes, code_specs = size_runs(4, "code", offset=10)
-    call("fig07_coefficients_vs_size", {**math, **code}, tmp_path / "f", sizes={**math_sizes, **code_sizes},
-         specs={**math_specs, **code_specs})  # fmt: skip
+    call(
+        "fig07_coefficients_vs_size",
+        {**math, **code},
+        tmp_path / "f",
+        sizes={**math_sizes, **code_sizes},
+        specs={**math_specs, **code_specs},
+    )
     ax_a, ax_b = drawn[0].axes
     fits = {run: analysis.fit_run(m) for run, m in {**math, **code}.items()}
     trend = analysis.log_linear_fit([math_sizes[r] for r in math], [fits[r]["a"] for r in math])
@@ -334,8 +364,14 @@ def test_fig07_trend_per_training_set(tmp_path, drawn):
 
 def test_fig07_over_seeds_draws_each_seed_and_fits_the_trend_to_all(tmp_path, drawn):
     metrics, sizes, specs = size_runs(3, "math")
-    seeds = {run: [frame, synthetic_metrics(seed=30 + i, a=0.25 + 0.05 * i), synthetic_metrics(seed=40 + i, a=0.22 + 0.05 * i)]
-             for i, (run, frame) in enumerate(metrics.items())}  # fmt: skip
+    seeds = {
+        run: [
+            frame,
+            synthetic_metrics(seed=30 + i, a=0.25 + 0.05 * i),
+            synthetic_metrics(seed=40 + i, a=0.22 + 0.05 * i),
+        ]
+        for i, (run, frame) in enumerate(metrics.items())
+    }
     call("fig07_coefficients_vs_size", metrics, tmp_path / "f", sizes=sizes, specs=specs, replicates=seeds)
     ax_a = drawn[0].axes[0]
     a = {run: [analysis.fit_run(f)["a"] for f in frames] for run, frames in seeds.items()}
@@ -345,7 +381,9 @@ def test_fig07_over_seeds_draws_each_seed_and_fits_the_trend_to_all(tmp_path, dr
     markers = next(line for line in ax_a.lines if line.get_marker() == "o")
     assert list(markers.get_ydata()) == pytest.approx([np.mean(a[r]) for r in a])
     caption = " ".join(drawn[0].texts[-1].get_text().replace("-\n", "-").split())  # unwrapped
-    assert "Markers are means over 3 seeds; error bars ±1 standard error over them; small points are the seeds." in caption
+    assert (
+        "Markers are means over 3 seeds; error bars ±1 standard error over them; small points are the seeds." in caption
+    )
 
 
 @pytest.mark.parametrize("name", FIT_GRIDS)
@@ -441,7 +479,10 @@ def test_fig05_over_seeds_predicts_each_seed_and_draws_their_mean(tmp_path, runs
 
 
 def test_fig06_over_seeds_draws_each_seeds_fit_and_the_anova(tmp_path, runs, drawn):
-    seeds = {run: [frame, synthetic_metrics(seed=90 + i), synthetic_metrics(seed=95 + i)] for i, (run, frame) in enumerate(runs.items())}
+    seeds = {
+        run: [frame, synthetic_metrics(seed=90 + i), synthetic_metrics(seed=95 + i)]
+        for i, (run, frame) in enumerate(runs.items())
+    }
     call("fig06_algorithms", runs, tmp_path / "f", replicates=seeds)
     (ax,) = drawn[0].axes
     assert len(ax.lines) == 3 * len(runs) + 1  # every seed's own curve + the pooled one
@@ -479,17 +520,24 @@ def test_step_curves_panels(tmp_path, runs, drawn, name, titles):
 
 
 def test_step_curves_draw_the_mean_over_seeds_in_a_band_of_one_standard_error(tmp_path, runs, drawn):
-    seeds = {run: [frame, synthetic_metrics(seed=10 + i), synthetic_metrics(seed=20 + i)] for i, (run, frame) in enumerate(runs.items())}
+    seeds = {
+        run: [frame, synthetic_metrics(seed=10 + i), synthetic_metrics(seed=20 + i)]
+        for i, (run, frame) in enumerate(runs.items())
+    }
     call("fig11_covariance_methods", runs, tmp_path / "f", replicates=seeds)
     fig = drawn[0]
     ax_entropy, ax_acc = panels(fig)[0], panels(fig)[-1]
     grpo = pd.concat([f[["step", "entropy"]] for f in seeds["grpo"]]).groupby("step")["entropy"]
     np.testing.assert_allclose(ax_entropy.lines[0].get_ydata(), grpo.mean().to_numpy())
     band = ax_entropy.collections[0].get_paths()[0].vertices[:, 1]  # the band's outline: lower edge, then upper
-    assert band.min() == pytest.approx((grpo.mean() - grpo.sem()).min()) and band.max() == pytest.approx((grpo.mean() + grpo.sem()).max())
+    assert band.min() == pytest.approx((grpo.mean() - grpo.sem()).min()) and band.max() == pytest.approx(
+        (grpo.mean() + grpo.sem()).max()
+    )
     assert len(ax_entropy.collections) == len(ax_acc.collections) == len(runs)
     acc = seed_curve(seeds["grpo"], "val_acc")
-    assert len(acc) == int(runs["grpo"]["val_acc"].notna().sum()) and acc["se"].iloc[1:].gt(0).all()  # step 0: all clipped at 0
+    assert (
+        len(acc) == int(runs["grpo"]["val_acc"].notna().sum()) and acc["se"].iloc[1:].gt(0).all()
+    )  # step 0: all clipped at 0
     np.testing.assert_allclose(ax_acc.lines[0].get_ydata(), 100 * acc["mean"])
     assert "means over 3 seeds" in fig.texts[-1].get_text()
     call("fig11_covariance_methods", runs, tmp_path / "g", replicates={run: [frame] for run, frame in runs.items()})
@@ -502,8 +550,14 @@ def test_the_random_reward_control_sets_true_and_random_reward_side_by_side_over
     true = [synthetic_metrics(seed=k) for k in range(3)]
     coin = [synthetic_metrics(h_end=0.8, a=0.0, b=0.3, seed=10 + k).assign(reward_mean=0.5) for k in range(3)]
     specs = {"grpo": spec(), "random": spec(reward="random")}
-    call("ctl01_random_reward", {"grpo": true[0], "random": coin[0]}, tmp_path / "c", replicates={"grpo": true, "random": coin},
-         labels={"grpo": "GRPO", "random": "GRPO, random reward"}, specs=specs)  # fmt: skip
+    call(
+        "ctl01_random_reward",
+        {"grpo": true[0], "random": coin[0]},
+        tmp_path / "c",
+        replicates={"grpo": true, "random": coin},
+        labels={"grpo": "GRPO", "random": "GRPO, random reward"},
+        specs=specs,
+    )
     fig = drawn[0]
     entropy, reward, accuracy = panels(fig)
     assert len(entropy.collections) == len(accuracy.collections) == 2  # a band per run: three seeds each

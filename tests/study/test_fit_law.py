@@ -33,8 +33,10 @@ def mini_metrics(steps: int = 60, val_every: int = 5) -> pd.DataFrame:
         H = 0.15 + 0.9 * math.exp(-t / 18) + rng.normal(0, 0.01)
         row = {"step": t, "entropy": H, "reward_mean": rng.uniform(0.2, 0.6), "response_length": 12.0, "gen_batches": 1}
         if t % val_every == 0:
-            row |= {f"val_acc/{b}": float(np.clip(analysis.entropy_law(H, A, B) + rng.normal(0, 0.02), 0, 1))
-                    for b in BENCHMARKS}  # fmt: skip
+            row |= {
+                f"val_acc/{b}": float(np.clip(analysis.entropy_law(H, A, B) + rng.normal(0, 0.02), 0, 1))
+                for b in BENCHMARKS
+            }
         rows.append(row)
     rows[13]["entropy"] = rows[35]["entropy"] = math.nan
     frame = metric_columns.complete_table(rows)
@@ -76,7 +78,12 @@ def as_verl(metrics: pd.DataFrame, path, token_mean_offset: float = 0.3) -> None
         data = {}
         if t >= 1:
             H = float(metrics.loc[t - 1, "entropy"])
-            data = {**template, "paper/entropy": H, "actor/entropy": H * (1 + token_mean_offset), "training/global_step": t}
+            data = {
+                **template,
+                "paper/entropy": H,
+                "actor/entropy": H * (1 + token_mean_offset),
+                "training/global_step": t,
+            }
         if t < len(metrics) and not math.isnan(metrics.loc[t, "val_acc"]):
             data |= {f"val-core/{b}/acc/mean@4": float(metrics.loc[t, f"val_acc/{b}"]) for b in BENCHMARKS}
             data |= {f"val-aux/{b}/acc/std@4": 0.1 for b in BENCHMARKS}
@@ -123,7 +130,9 @@ def test_verl_logs_read_eq5_first_and_say_which_entropy(tmp_path):
     v040 = fit_law.fit_log(run_logs.read_log(tmp_path / "v040.jsonl"))
     assert v040["entropy_key"] == "actor/entropy_loss" and v040["fit"] == pytest.approx(token["fit"], rel=1e-12)
     # The default window is 15% of the log's last step (61: the record after the last validation): steps <= 9.
-    assert eq5["early_prediction"]["fit_steps"] == 9 and eq5["early_prediction"]["n_fit"] == 4 and eq5["last_step"] == 61
+    assert (
+        eq5["early_prediction"]["fit_steps"] == 9 and eq5["early_prediction"]["n_fit"] == 4 and eq5["last_step"] == 61
+    )
     assert eq5["last_prediction"]["step"] == 60 and eq5["last_prediction"]["held_out"]
 
 
@@ -135,17 +144,45 @@ def trainer_state(path, steps: int = 40, eval_every: int = 2) -> list[tuple[floa
     H = 0.2 + 0.8 * np.exp(-np.arange(steps + 2) / 12)  # H[k]: the policy after k updates
     history, pairs = [], []
     for k in range(1, steps + 1):
-        history.append({"loss": 0.01, "grad_norm": 0.3, "learning_rate": 1e-6, "num_tokens": 1000.0 * k,
-                        "completions/mean_length": 80.0, "rewards/accuracy_reward/mean": 0.4, "reward": 0.9,
-                        "reward_std": 0.3, "frac_reward_zero_std": 0.1, "entropy": float(H[k - 1]),
-                        "clip_ratio/region_mean": 0.0, "epoch": k / steps, "step": k})  # fmt: skip
+        history.append(
+            {
+                "loss": 0.01,
+                "grad_norm": 0.3,
+                "learning_rate": 1e-6,
+                "num_tokens": 1000.0 * k,
+                "completions/mean_length": 80.0,
+                "rewards/accuracy_reward/mean": 0.4,
+                "reward": 0.9,
+                "reward_std": 0.3,
+                "frac_reward_zero_std": 0.1,
+                "entropy": float(H[k - 1]),
+                "clip_ratio/region_mean": 0.0,
+                "epoch": k / steps,
+                "step": k,
+            }
+        )
         if k % eval_every == 0:
             acc = float(analysis.entropy_law(H[k], A, B) + rng.normal(0, 0.01))
-            history.append({"eval_loss": 0.0, "eval_rewards/accuracy_reward/mean": acc, "eval_reward": acc + 0.5,
-                            "eval_entropy": float(H[k]) + 0.05, "eval_runtime": 3.2, "epoch": k / steps, "step": k})  # fmt: skip
+            history.append(
+                {
+                    "eval_loss": 0.0,
+                    "eval_rewards/accuracy_reward/mean": acc,
+                    "eval_reward": acc + 0.5,
+                    "eval_entropy": float(H[k]) + 0.05,
+                    "eval_runtime": 3.2,
+                    "epoch": k / steps,
+                    "step": k,
+                }
+            )
             if k < steps:
                 pairs.append((float(H[k]), acc))
-    state = {"global_step": steps, "max_steps": steps, "log_history": history, "logging_steps": 1, "eval_steps": eval_every}
+    state = {
+        "global_step": steps,
+        "max_steps": steps,
+        "log_history": history,
+        "logging_steps": 1,
+        "eval_steps": eval_every,
+    }
     path.write_text(json.dumps(state, indent=2))
     return pairs
 
@@ -181,8 +218,13 @@ def test_the_prediction_interval_is_the_least_squares_one(tmp_path):
 
 
 def fit_law_cli(*args, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "entropy_rl.study.fit_law", *map(str, args)], cwd=cwd, check=False,
-                          capture_output=True, text=True)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "entropy_rl.study.fit_law", *map(str, args)],
+        cwd=cwd,
+        check=False,
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_the_command_prints_the_summary_and_writes_its_outputs(tmp_path):
@@ -206,19 +248,32 @@ def csv_log(path, rows) -> None:
 @pytest.mark.parametrize(
     "name, text, needle",
     [
-        ("no_entropy.jsonl", verl_record(0, {"val-core/m/acc/mean@1": 0.3}) + "\n" + verl_record(1, {"actor/pg_loss": 0.1}),
-         "no entropy: looked for ['paper/entropy', 'actor/entropy', 'actor/entropy_loss']"),
-        ("no_val.jsonl", verl_record(1, {"actor/entropy": 0.5}) + "\n" + verl_record(2, {"actor/entropy": 0.4}),
-         "no validation accuracy: looked for ['val-core/<data source>/<acc or reward>/mean@<n>']"),
-        ("no_eval.json", json.dumps({"log_history": [{"entropy": 0.5, "reward": 0.2, "step": 1}]}),
-         "no validation accuracy: looked for ['eval_rewards/accuracy_reward/mean', 'eval_rewards/accuracy_reward', 'eval_reward']"),
-        ("no_entropy.json", json.dumps({"log_history": [{"eval_reward": 0.5, "step": 1}]}), "no entropy: looked for ['entropy']"),
+        (
+            "no_entropy.jsonl",
+            verl_record(0, {"val-core/m/acc/mean@1": 0.3}) + "\n" + verl_record(1, {"actor/pg_loss": 0.1}),
+            "no entropy: looked for ['paper/entropy', 'actor/entropy', 'actor/entropy_loss']",
+        ),
+        (
+            "no_val.jsonl",
+            verl_record(1, {"actor/entropy": 0.5}) + "\n" + verl_record(2, {"actor/entropy": 0.4}),
+            "no validation accuracy: looked for ['val-core/<data source>/<acc or reward>/mean@<n>']",
+        ),
+        (
+            "no_eval.json",
+            json.dumps({"log_history": [{"entropy": 0.5, "reward": 0.2, "step": 1}]}),
+            "no validation accuracy: looked for ['eval_rewards/accuracy_reward/mean', 'eval_rewards/accuracy_reward', 'eval_reward']",
+        ),
+        (
+            "no_entropy.json",
+            json.dumps({"log_history": [{"eval_reward": 0.5, "step": 1}]}),
+            "no entropy: looked for ['entropy']",
+        ),
         ("no_entropy.csv", "step,accuracy\n0,0.1\n", "no entropy: looked for ['entropy']"),
         ("few.csv", "step,entropy,accuracy\n0,1.0,0.1\n1,0.9,\n2,0.8,0.2\n", "2 validation point(s)"),
         ("percent.csv", "step,entropy,accuracy\n0,1.0,10\n1,0.9,20\n2,0.8,30\n", "--percent"),
         ("log.txt", "", "cannot tell the format"),
     ],
-)  # fmt: skip
+)
 def test_a_log_that_cannot_be_fitted_says_what_is_missing(name, text, needle, tmp_path):
     (tmp_path / name).write_text(text)
     proc = fit_law_cli(name, cwd=tmp_path)

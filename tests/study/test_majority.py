@@ -44,8 +44,11 @@ def test_an_unread_answer_never_wins():
 
 
 def answers(extracted: list[list[str]], correct: list[list[bool]], bench="b", drawn=10) -> pd.DataFrame:
-    rows = [{"benchmark": bench, "problem_id": p, "sample": s, "extracted": e, "correct": c, "drawn_tokens": drawn}
-            for p, (es, cs) in enumerate(zip(extracted, correct)) for s, (e, c) in enumerate(zip(es, cs))]  # fmt: skip
+    rows = [
+        {"benchmark": bench, "problem_id": p, "sample": s, "extracted": e, "correct": c, "drawn_tokens": drawn}
+        for p, (es, cs) in enumerate(zip(extracted, correct))
+        for s, (e, c) in enumerate(zip(es, cs))
+    ]
     return pd.DataFrame(rows)
 
 
@@ -82,10 +85,23 @@ def test_the_table_matches_k_to_power_samplings_tokens_per_method():
 def study_answers(right: np.ndarray, drawn: float, seconds: float = 0.01) -> pd.DataFrame:
     """8 answers to each of 10 problems of two benchmarks: problem i's first ``right[i]`` right (answer "1"),
     the others wrong, each with its own answer (so one right answer is outvoted by none)."""
-    rows = [{"benchmark": b, "problem_id": i, "sample": s, "extracted": "1" if s < right[i] else str(10 + s),
-             "correct": bool(s < right[i]), "response_tokens": 5, "drawn_tokens": drawn, "acceptance": math.nan,
-             "base_loglik_per_token": -1.0, "seconds": seconds}
-            for b in ("x", "y") for i in range(10) for s in range(8)]  # fmt: skip
+    rows = [
+        {
+            "benchmark": b,
+            "problem_id": i,
+            "sample": s,
+            "extracted": "1" if s < right[i] else str(10 + s),
+            "correct": bool(s < right[i]),
+            "response_tokens": 5,
+            "drawn_tokens": drawn,
+            "acceptance": math.nan,
+            "base_loglik_per_token": -1.0,
+            "seconds": seconds,
+        }
+        for b in ("x", "y")
+        for i in range(10)
+        for s in range(8)
+    ]
     return pd.DataFrame(rows)
 
 

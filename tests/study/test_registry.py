@@ -44,7 +44,7 @@ def test_a_new_function_is_registered_with_its_outputs_and_code(scratch):
     entry = scratch["table09_new"]
     assert entry.make is table09_new and entry.reads == ("eval",) and not entry.power and entry.module == __name__
     assert entry.outputs == {"csv": "results/tables/table09_new.csv", "md": "results/tables/table09_new.md"}
-    assert entry.modules == (__name__, "entropy_rl.study.inputs", "entropy_rl.study.tables")
+    assert entry.modules == (__name__, "entropy_rl.study.table_job")
     assert entry.category == "Tables"
 
 

@@ -1,18 +1,19 @@
-"""benchmarks/study_time.py reads a Snakemake log's jobs (times, files, threads) and schedules them on more cores."""
+"""benchmarks/study_time.py reads a Snakemake log's jobs (times, files, threads) and schedules them on more cores
+(tests/support/snakemake_log.py)."""
 
-import importlib.util
-import sys
-
-from support import ROOT
-
-spec = importlib.util.spec_from_file_location("study_time", ROOT / "benchmarks" / "study_time.py")
-study_time = sys.modules["study_time"] = importlib.util.module_from_spec(spec)  # dataclasses look their module up
-spec.loader.exec_module(study_time)
+from support import snakemake_log as study_time
 
 
 def job(stamp: str, rule: str, jobid: int, inputs: str, outputs: str, threads: int = 1) -> str:
-    lines = [f"[Sat Nov 28 08:{stamp} 2026]", f"rule {rule}:", f"    input: {inputs}", f"    output: {outputs}",
-             f"    log: results/logs/{rule}.log", f"    jobid: {jobid}", "    reason: Missing output files"]  # fmt: skip
+    lines = [
+        f"[Sat Nov 28 08:{stamp} 2026]",
+        f"rule {rule}:",
+        f"    input: {inputs}",
+        f"    output: {outputs}",
+        f"    log: results/logs/{rule}.log",
+        f"    jobid: {jobid}",
+        "    reason: Missing output files",
+    ]
     return "\n".join(lines + ([f"    threads: {threads}"] if threads > 1 else []) + ["    resources: tmpdir=/tmp", ""])
 
 
@@ -22,18 +23,20 @@ def finished(stamp: str, jobid: int) -> str:
 
 # data (10 s) feeds two trainings (5 s and 8 s, one of two threads), which feed a figure (1 s); a job the log saw
 # start but never finish is left out.
-LOG = "\n".join([
-    "Provided cores: 2",
-    job("00:00", "data", 1, "config.yaml", "a.parquet"),
-    finished("00:10", 1),
-    job("00:10", "train", 2, "a.parquet", "m1, m1/final"),
-    job("00:10", "train", 3, "a.parquet, other.txt", "m2", threads=2),
-    finished("00:15", 2),
-    finished("00:18", 3),
-    job("00:18", "figure", 4, "m1/final, m2", "fig.png"),
-    finished("00:19", 4),
-    job("00:19", "audit", 5, "fig.png", "audit.md"),
-])  # fmt: skip
+LOG = "\n".join(
+    [
+        "Provided cores: 2",
+        job("00:00", "data", 1, "config.yaml", "a.parquet"),
+        finished("00:10", 1),
+        job("00:10", "train", 2, "a.parquet", "m1, m1/final"),
+        job("00:10", "train", 3, "a.parquet, other.txt", "m2", threads=2),
+        finished("00:15", 2),
+        finished("00:18", 3),
+        job("00:18", "figure", 4, "m1/final, m2", "fig.png"),
+        finished("00:19", 4),
+        job("00:19", "audit", 5, "fig.png", "audit.md"),
+    ]
+)
 
 
 def test_the_log_gives_each_finished_job_its_times_files_and_threads():

@@ -46,19 +46,35 @@ def with_config(workdir, edit) -> None:
 
 
 CONFIG_CASES = {
-    "misspelt key": (lambda c: c["mini"]["train"].update(learning_rate=c["mini"]["train"].pop("lr")),
-                     r"config key mini.train: unknown key\(s\) \['learning_rate'\]; allowed keys are \[.*'lr'"),
-    "missing key": (lambda c: c["mini"]["train"].pop("rollout_n"), r"config key mini.train: 'rollout_n' is a required property"),
-    "unknown algorithm": (lambda c: c["mini"]["runs"]["qwen2-xs-grpo"].update(algorithm="ppo"),
-                          r"config key mini.runs.qwen2-xs-grpo.algorithm: 'ppo' is not allowed; allowed values are \['grpo', 'rloo', 'reinforce_plus_plus', 'prime'\]"),
-    "unknown model": (lambda c: c["mini"]["runs"]["qwen2-xs-grpo"].update(model="qwen3-xs"),
-                      r"config key mini.runs.qwen2-xs-grpo.model: unknown model 'qwen3-xs'; models are \['llama-xs', 'qwen2-xs'\]"),
-    "negative learning rate": (lambda c: c["mini"]["train"].update(lr=-3e-4), r"config key mini.train.lr: -0.0003 is less than or equal to the minimum of 0"),
-    "clip ratio out of range": (lambda c: c["mini"]["treatments"]["clip_higher"].update(clip_ratio_high=28),
-                                r"config key mini.treatments.clip_higher.clip_ratio_high: 28 is greater than the maximum of 10"),
-    "Clip-Cov bounds crossed": (lambda c: c["mini"]["runs"]["llama-xs-grpo"].update(overrides={"loss": {"clip_cov_lb": 6.0}}),
-                                r"config key mini.runs.llama-xs-grpo: clip_cov_lb \(6.0\) must be below clip_cov_ub \(5.0\)"),
-}  # fmt: skip
+    "misspelt key": (
+        lambda c: c["mini"]["train"].update(learning_rate=c["mini"]["train"].pop("lr")),
+        r"config key mini.train: unknown key\(s\) \['learning_rate'\]; allowed keys are \[.*'lr'",
+    ),
+    "missing key": (
+        lambda c: c["mini"]["train"].pop("rollout_n"),
+        r"config key mini.train: 'rollout_n' is a required property",
+    ),
+    "unknown algorithm": (
+        lambda c: c["mini"]["runs"]["qwen2-xs-grpo"].update(algorithm="ppo"),
+        r"config key mini.runs.qwen2-xs-grpo.algorithm: 'ppo' is not allowed; allowed values are \['grpo', 'rloo', 'reinforce_plus_plus', 'prime'\]",
+    ),
+    "unknown model": (
+        lambda c: c["mini"]["runs"]["qwen2-xs-grpo"].update(model="qwen3-xs"),
+        r"config key mini.runs.qwen2-xs-grpo.model: unknown model 'qwen3-xs'; models are \['llama-xs', 'qwen2-xs'\]",
+    ),
+    "negative learning rate": (
+        lambda c: c["mini"]["train"].update(lr=-3e-4),
+        r"config key mini.train.lr: -0.0003 is less than or equal to the minimum of 0",
+    ),
+    "clip ratio out of range": (
+        lambda c: c["mini"]["treatments"]["clip_higher"].update(clip_ratio_high=28),
+        r"config key mini.treatments.clip_higher.clip_ratio_high: 28 is greater than the maximum of 10",
+    ),
+    "Clip-Cov bounds crossed": (
+        lambda c: c["mini"]["runs"]["llama-xs-grpo"].update(overrides={"loss": {"clip_cov_lb": 6.0}}),
+        r"config key mini.runs.llama-xs-grpo: clip_cov_lb \(6.0\) must be below clip_cov_ub \(5.0\)",
+    ),
+}
 
 
 @pytest.mark.parametrize("case", list(CONFIG_CASES))
@@ -82,15 +98,23 @@ def rewrite_rows(path, edit) -> None:
 
 
 DATA_CASES = {
-    "corrupt parquet": (lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]),
-                        r"results/data/pretrain.parquet: not a readable parquet file \(.*\)\. Delete it and run snakemake again"),
-    "row without ground truth": (lambda p: rewrite_rows(p, lambda f: f.at[3, "reward_model"].update(ground_truth="")),
-                                 r"results/data/pretrain.parquet: 1 of \d+ rows are unusable; the first, row 3: reward_model has no ground_truth"),
-    "message without role": (lambda p: rewrite_rows(p, lambda f: f.at[5, "prompt"][0].pop("role")),
-                             r"results/data/pretrain.parquet: 1 of \d+ rows are unusable; the first, row 5: a prompt message has no role"),
-    "missing column": (lambda p: rewrite_rows(p, lambda f: f.drop(columns="reward_model", inplace=True)),
-                       r"results/data/pretrain.parquet: not a verl dataset, missing columns \['reward_model'\]"),
-}  # fmt: skip
+    "corrupt parquet": (
+        lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]),
+        r"results/data/pretrain.parquet: not a readable parquet file \(.*\)\. Delete it and run snakemake again",
+    ),
+    "row without ground truth": (
+        lambda p: rewrite_rows(p, lambda f: f.at[3, "reward_model"].update(ground_truth="")),
+        r"results/data/pretrain.parquet: 1 of \d+ rows are unusable; the first, row 3: reward_model has no ground_truth",
+    ),
+    "message without role": (
+        lambda p: rewrite_rows(p, lambda f: f.at[5, "prompt"][0].pop("role")),
+        r"results/data/pretrain.parquet: 1 of \d+ rows are unusable; the first, row 5: a prompt message has no role",
+    ),
+    "missing column": (
+        lambda p: rewrite_rows(p, lambda f: f.drop(columns="reward_model", inplace=True)),
+        r"results/data/pretrain.parquet: not a verl dataset, missing columns \['reward_model'\]",
+    ),
+}
 
 
 @pytest.mark.parametrize("case", list(DATA_CASES))

@@ -21,7 +21,9 @@ def plan_mini(work):
 
 def stamps(work) -> dict[str, tuple[str, float]]:
     """Each file of results/code (stamps and their records), its text and time, by name."""
-    return {name: (text, (work / "results" / "code" / name).stat().st_mtime) for name, text in code_stamps(work).items()}
+    return {
+        name: (text, (work / "results" / "code" / name).stat().st_mtime) for name, text in code_stamps(work).items()
+    }
 
 
 def test_the_mini_plans_stamps_are_a_fresh_parses_through_a_cold_warm_or_corrupt_cache(tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
 """`snakemake fit_law --config fit_law_log=PATH`: the fit-law command as a target of the workflow, its log given by
-config (checked by the schema), its outputs where paths.smk puts them."""
+config (checked by the schema), its outputs where core.paths puts them."""
 
 import json
 import shutil
@@ -21,8 +21,13 @@ def test_the_target_writes_what_the_command_does(tmp_path):
     steps = pd.Series(range(0, 41, 2))
     entropy = 0.2 + 0.8 * (0.9**steps)
     log = tmp_path / "my-run.csv"
-    pd.DataFrame({"step": steps, "entropy": entropy, "accuracy": 0.8 - 0.25 * entropy.map(lambda h: 2.718281828**h)
-                  + 0.01 * (-1) ** (steps // 2)}).to_csv(log, index=False)  # fmt: skip
+    pd.DataFrame(
+        {
+            "step": steps,
+            "entropy": entropy,
+            "accuracy": 0.8 - 0.25 * entropy.map(lambda h: 2.718281828**h) + 0.01 * (-1) ** (steps // 2),
+        }
+    ).to_csv(log, index=False)
     proc = snakemake(tmp_path, "fit_law", "--config", f"fit_law_log={log}")
     assert proc.returncode == 0, proc.stderr[-3000:]
     written = json.loads((tmp_path / "results" / "fit_law" / "my-run.json").read_text())

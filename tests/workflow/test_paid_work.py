@@ -288,7 +288,9 @@ def test_an_evaluation_setting_outdates_the_evaluations_and_no_training_run(stud
     """eval.max_new_tokens is the evaluation's engine's (its preflight_eval's) and no training job's: the preflight of
     a run checks only the engines its training starts, from the values the training job itself runs with."""
     _wf, work = study
-    undo = edited(work / "config.yaml", "eval: {seed: 0, max_new_tokens: 8192,", "eval: {seed: 0, max_new_tokens: 4096,")
+    undo = edited(
+        work / "config.yaml", "eval: {seed: 0, max_new_tokens: 8192,", "eval: {seed: 0, max_new_tokens: 4096,"
+    )
     try:
         plan = snakemake(study[0], work, "-n", "all")
         ran = dict(re.findall(r"^(\w+)\s+(\d+)$", plan.stdout.split("Job stats:")[1].split("Reasons")[0], re.MULTILINE))
@@ -307,14 +309,16 @@ def test_a_default_that_only_one_run_reads_outdates_that_run_alone(study):
     try:
         proc = run_all(study)
         assert proc.returncode != 0, proc.stderr[-3000:]
-        assert {run for rule, run in outdated_gpu_jobs(proc) if rule == "train_verl"} == {PRIME_RUN}, proc.stderr[-3000:]
+        assert {run for rule, run in outdated_gpu_jobs(proc) if rule == "train_verl"} == {PRIME_RUN}, proc.stderr[
+            -3000:
+        ]
     finally:
         undo()
 
 
 def test_a_run_trained_again_has_its_launch_checked_with_the_new_code(study):
     """Its preflight does not rerun for a change of code alone, so the launch part of it runs before submission
-    (cluster.smk, check_retrained_launches): a plugin that no longer registers the run's loss stops the workflow."""
+    (pipeline.estimate.check_retrained_launches): a plugin that no longer registers the run's loss stops the workflow."""
     wf, work = study
     run = "qwen2.5-7b-grpo-ent0.01"
     plugin = wf / "workflow" / "entropy_rl" / "paper" / "verl_plugin.py"
@@ -372,8 +376,12 @@ def test_consent_lets_the_named_jobs_run(study):
 APPTAINER = ("--software-deployment-method", "apptainer")
 APPTAINER_PATH = f"{ROOT / 'benchmarks' / 'apptainer_chroot'}:{os.environ['PATH']}"
 # A job of each GPU rule, in each of the three GPU images: train (verl 0.9.1), prime, eval.
-IMAGE_TARGETS = ("results/runs/qwen2.5-7b-grpo/final", f"results/runs/{PRIME_RUN}/final",
-                 "results/eval/qwen2.5-7b-grpo/summary.parquet", "results/power/samples/base.parquet")  # fmt: skip
+IMAGE_TARGETS = (
+    "results/runs/qwen2.5-7b-grpo/final",
+    f"results/runs/{PRIME_RUN}/final",
+    "results/eval/qwen2.5-7b-grpo/summary.parquet",
+    "results/power/samples/base.parquet",
+)
 
 
 def test_a_checkout_moved_with_its_results_keeps_them_and_an_image_edit_still_outdates_its_jobs(tmp_path, monkeypatch):

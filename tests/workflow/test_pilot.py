@@ -62,8 +62,11 @@ def test_the_pilot_runs_every_gpu_rule_once_through_the_studys_rules(pilot_plan)
 def test_each_gpu_job_asks_slurm_for_one_gpu_for_its_estimated_time(pilot_plan):
     _, proc = pilot_plan
     blocks = re.split(r"\n(?=\[.*\d{4}\]\n)", proc.stdout)
-    gpu_jobs = [b for b in blocks if re.search(r"^rule (train_verl|evaluate_vllm|power_sample_vllm|pilot_speed):", b,
-                                               re.MULTILINE)]  # fmt: skip
+    gpu_jobs = [
+        b
+        for b in blocks
+        if re.search(r"^rule (train_verl|evaluate_vllm|power_sample_vllm|pilot_speed):", b, re.MULTILINE)
+    ]
     assert len(gpu_jobs) == 8
     for block in gpu_jobs:
         res = job_resources(block)
@@ -137,7 +140,14 @@ def test_the_report_rule_reads_what_a_real_pilot_writes_and_the_estimate_then_us
     shutil.copytree(FIXTURES / "pilot" / "logs", tmp_path / "results" / "logs", dirs_exist_ok=True)
     shutil.copytree(FIXTURES / "pilot" / "runs", tmp_path / "results" / "runs", dirs_exist_ok=True)
     # The fixture has the GPU jobs' logs only, and of the samplers those of plain, Algorithm 1 and the RL checkpoint.
-    for name in ("download_model/qwen2.5-0.5b", f"preflight/{RUN}", f"preflight/eval/{RUN}", "power/pilot-smc", "power/pilot-sps", "pilot_speed"):
+    for name in (
+        "download_model/qwen2.5-0.5b",
+        f"preflight/{RUN}",
+        f"preflight/eval/{RUN}",
+        "power/pilot-smc",
+        "power/pilot-sps",
+        "pilot_speed",
+    ):
         log = tmp_path / "results" / "logs" / f"{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text("2026-11-25 09:00:00,000 entropy_rl INFO start\n2026-11-25 09:00:40,000 entropy_rl INFO done\n")
@@ -146,7 +156,15 @@ def test_the_report_rule_reads_what_a_real_pilot_writes_and_the_estimate_then_us
     made = snakemake(tmp_path, "--cores", "1", "pilot", "--forcerun", "pilot_report")
     assert made.returncode == 0, made.stderr[-3000:]
     report = (tmp_path / "results" / "pilot" / "report.md").read_text()
-    for stage in ("download_model", "preflight", "preflight_eval", "train_verl", "evaluate_vllm", "power_sample_vllm", "pilot_speed"):
+    for stage in (
+        "download_model",
+        "preflight",
+        "preflight_eval",
+        "train_verl",
+        "evaluate_vllm",
+        "power_sample_vllm",
+        "pilot_speed",
+    ):
         assert stage in report
     assert "failed" not in report.lower().replace("failed: 0", "").replace("failed: exit 1 after 30 s", "")
     estimate = json.loads((tmp_path / "results" / "pilot" / "estimate.json").read_text())
@@ -163,7 +181,9 @@ def test_the_report_rule_reads_what_a_real_pilot_writes_and_the_estimate_then_us
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     again = snakemake(tmp_path, "-n", f"results/runs/{run}/metrics.parquet")
     assert "measured on this cluster (results/pilot/estimate.json)" in again.stderr, again.stderr[-3000:]
-    assert "each architecture's FLOPs at its MFU by the pilot's speed laws, of A100's 312 TFLOPS per GPU" in again.stderr
+    assert (
+        "each architecture's FLOPs at its MFU by the pilot's speed laws, of A100's 312 TFLOPS per GPU" in again.stderr
+    )
     line = re.search(r"GPU-hours estimate for 1 run\(s\) still to train: ([\d,]+) training", again.stderr).group(1)
     assert float(line.replace(",", "")) > 0
     # claims_budget prices every claim with them, says so, and sets the budget's whole-step MFU beside published runs

@@ -40,17 +40,31 @@ def test_snakemake_slurm_executor_runs_gpu_rule(slurm_cluster, tmp_path):
         )
     )
     cmd = [
-        sys.executable, "-m", "snakemake",
-        "-d", str(tmp_path), "-s", str(tmp_path / "Snakefile"),
-        "--executor", "slurm", "--jobs", "1",
-        "--default-resources", f"slurm_partition={slurm_cluster.partition}", "runtime=10", "mem_mb=100",
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-d",
+        str(tmp_path),
+        "-s",
+        str(tmp_path / "Snakefile"),
+        "--executor",
+        "slurm",
+        "--jobs",
+        "1",
+        "--default-resources",
+        f"slurm_partition={slurm_cluster.partition}",
+        "runtime=10",
+        "mem_mb=100",
         # No slurmdbd: the default status command, sacct, fails ("accounting storage is
         # disabled") and Snakemake waits forever; squeue works, as finished jobs stay listed
         # for MinJobAge. Poll after 1 s rather than the default 40 s.
-        "--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "1",
+        "--slurm-status-command",
+        "squeue",
+        "--slurm-init-seconds-before-status-checks",
+        "1",
         # No accounts either (a no-op in plugin 2.8.0, which then fails harmlessly to guess one).
         "--slurm-no-account",
-    ]  # fmt: skip
+    ]
     run = subprocess.run(cmd, env=slurm_cluster.env, capture_output=True, text=True, timeout=120, check=False)
     assert run.returncode == 0, run.stderr[-3000:]
     assert (tmp_path / "gpu.txt").read_text().strip() in {"0", "1"}

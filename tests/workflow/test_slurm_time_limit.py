@@ -31,7 +31,7 @@ import os, sys
 sys.path.insert(0, {workflow!r})
 from entropy_rl.paper import job_time, train_job, verl_metrics
 
-onstart:  # as the workflow's Snakefile sets train_verl's (rules/cluster.smk continue_long_runs)
+onstart:  # as the workflow's Snakefile sets train_verl's (pipeline.cluster.continue_long_runs)
     if not workflow.local_exec:
         workflow.get_rule("train").restart_times = 5
 
@@ -62,18 +62,38 @@ def test_a_run_longer_than_two_jobs_is_trained_by_several_with_every_step_once(s
 
     work = tmp_path / "study"
     work.mkdir()
-    (work / "Snakefile").write_text(SNAKEFILE.format(workflow=str(ROOT / "workflow"), trainer=TRAINER, steps=STEPS, step_s=STEP_S))
+    (work / "Snakefile").write_text(
+        SNAKEFILE.format(workflow=str(ROOT / "workflow"), trainer=TRAINER, steps=STEPS, step_s=STEP_S)
+    )
     profile = tmp_path / "profile"
     profile.mkdir()
-    (profile / "config.yaml").write_text(yaml.safe_dump({
-        "executor": "slurm", "jobs": 1, "latency-wait": 10, "slurm-status-command": "squeue", "slurm-no-account": True,
-        "slurm-init-seconds-before-status-checks": 1,
-        "default-resources": {"slurm_partition": slurm_cluster.partition, "mem_mb_per_cpu": 1000, "cpus_per_task": 1},
-    }))  # fmt: skip
+    (profile / "config.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "executor": "slurm",
+                "jobs": 1,
+                "latency-wait": 10,
+                "slurm-status-command": "squeue",
+                "slurm-no-account": True,
+                "slurm-init-seconds-before-status-checks": 1,
+                "default-resources": {
+                    "slurm_partition": slurm_cluster.partition,
+                    "mem_mb_per_cpu": 1000,
+                    "cpus_per_task": 1,
+                },
+            }
+        )
+    )
     before = set(slurm_cluster.run("squeue", "--states=all", "--noheader", "--format=%i").stdout.split())
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "--profile", str(profile), "runs/r/metrics.parquet"],
-                          capture_output=True, text=True, cwd=work, timeout=900, env=slurm_cluster.env)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--profile", str(profile), "runs/r/metrics.parquet"],
+        capture_output=True,
+        text=True,
+        cwd=work,
+        timeout=900,
+        env=slurm_cluster.env,
+    )
     wall = time.monotonic() - started
     assert proc.returncode == 0, proc.stderr[-5000:] + slurm_cluster.log_tail()
     jobs = slurm_cluster.run("squeue", "--states=all", "--noheader", "--format=%i %T %l %M").stdout.splitlines()
@@ -87,7 +107,9 @@ def test_a_run_longer_than_two_jobs_is_trained_by_several_with_every_step_once(s
     assert [x[1] for x in ours] == ["FAILED"] * (len(ours) - 1) + ["COMPLETED"]  # ended before it: none TIMEOUT
     assert len(ledger) == len(ours) >= 3 and [x["job"] for x in ledger] == [x[0] for x in ours]
     assert [x["status"] for x in ledger] == [75] * (len(ledger) - 1) + [0]  # continued, continued, ..., done
-    assert all(b["resumed"] == a["reached"] > a["resumed"] for a, b in zip(ledger, ledger[1:]))  # each from the last save
+    assert all(
+        b["resumed"] == a["reached"] > a["resumed"] for a, b in zip(ledger, ledger[1:])
+    )  # each from the last save
     assert ledger[-1]["reached"] == STEPS
     table = pd.read_parquet(work / "runs" / "r" / "metrics.parquet")
     assert list(table["step"]) == list(range(STEPS + 1))  # every step once

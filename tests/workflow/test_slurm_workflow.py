@@ -44,8 +44,15 @@ def local_profile(cluster, directory):
     profile["default-resources"].pop("slurm_account")
     profile["default-resources"]["mem_mb_per_cpu"] = 1000
     profile["default-resources"]["cpus_per_task"] = 1
-    profile.update({"jobs": 2, "slurm-status-command": "squeue", "slurm-no-account": True,
-                    "slurm-init-seconds-before-status-checks": 1, "latency-wait": 10})  # fmt: skip
+    profile.update(
+        {
+            "jobs": 2,
+            "slurm-status-command": "squeue",
+            "slurm-no-account": True,
+            "slurm-init-seconds-before-status-checks": 1,
+            "latency-wait": 10,
+        }
+    )
     directory.mkdir()
     (directory / "config.yaml").write_text(yaml.safe_dump(profile))
     return directory
@@ -59,10 +66,24 @@ def test_a_smoke_run_goes_through_the_slurm_profile(slurm_cluster, tmp_path):
     before = set(slurm_cluster.run("squeue", "--states=all", "--noheader", "--format=%i").stdout.split())
     started = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir), "--profile", str(profile), *TARGETS],
-        capture_output=True, text=True, cwd=workdir, timeout=1500,
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(ROOT / "Snakefile"),
+            "-d",
+            str(workdir),
+            "--profile",
+            str(profile),
+            *TARGETS,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=workdir,
+        timeout=1500,
         env={**slurm_cluster.env, "HF_TOKEN": SECRET, "HUGGING_FACE_HUB_TOKEN": SECRET_OLD_NAME},
-    )  # fmt: skip
+    )
     wall = time.monotonic() - started
     assert proc.returncode == 0, proc.stderr[-5000:] + slurm_cluster.log_tail()
     jobs = set(slurm_cluster.run("squeue", "--states=all", "--noheader", "--format=%i %T %j").stdout.splitlines())
@@ -96,7 +117,14 @@ def test_a_smoke_run_goes_through_the_slurm_profile(slurm_cluster, tmp_path):
     cfg = yaml.safe_load(SMOKE.read_text())["mini"]
     res, benches = workdir / "results", sorted(cfg["data"]["benchmarks"])
     validated = spec.domain_benchmarks(cfg, spec.train_domain(cfg, RUN))  # its training domain's
-    check_metrics(pd.read_parquet(res / "runs" / RUN / "metrics.parquet"), validated, cfg["train"]["steps"], cfg["train"]["val_every"])
+    check_metrics(
+        pd.read_parquet(res / "runs" / RUN / "metrics.parquet"),
+        validated,
+        cfg["train"]["steps"],
+        cfg["train"]["val_every"],
+    )
     summary = pd.read_parquet(res / "eval" / RUN / "summary.parquet").set_index("benchmark")
     for b, bench in cfg["data"]["benchmarks"].items():
-        check_eval(pd.read_parquet(res / "eval" / RUN / f"{b}.parquet"), summary.loc[b], bench["protocol"], bench["size"])
+        check_eval(
+            pd.read_parquet(res / "eval" / RUN / f"{b}.parquet"), summary.loc[b], bench["protocol"], bench["size"]
+        )

@@ -80,9 +80,15 @@ def test_outputs_honour_their_contracts(study):
     res = workdir / "results"
     benches = sorted(cfg["data"]["benchmarks"])
     for b in benches:
-        assert len(formats.load_verl_parquet(res / "data" / "benchmarks" / f"{b}.parquet")) == cfg["data"]["benchmarks"][b]["size"]
+        assert (
+            len(formats.load_verl_parquet(res / "data" / "benchmarks" / f"{b}.parquet"))
+            == cfg["data"]["benchmarks"][b]["size"]
+        )
     for model in cfg["models"]:
-        assert AutoModelForCausalLM.from_pretrained(res / "models" / model).config.model_type == cfg["models"][model]["family"]
+        assert (
+            AutoModelForCausalLM.from_pretrained(res / "models" / model).config.model_type
+            == cfg["models"][model]["family"]
+        )
     train = cfg["train"]
     for run in cfg["runs"]:
         validated = spec.domain_benchmarks(cfg, spec.train_domain(cfg, run))  # its training domain's
@@ -99,7 +105,9 @@ def test_outputs_honour_their_contracts(study):
         assert sorted(summary.index) == benches
         for b in benches:
             bench = cfg["data"]["benchmarks"][b]
-            check_eval(pd.read_parquet(res / "eval" / run / f"{b}.parquet"), summary.loc[b], bench["protocol"], bench["size"])
+            check_eval(
+                pd.read_parquet(res / "eval" / run / f"{b}.parquet"), summary.loc[b], bench["protocol"], bench["size"]
+            )
     fits = pd.read_csv(res / "analysis" / "fits.csv", index_col="run")
     assert sorted(fits.index) == sorted(cfg["runs"])
     assert {"a", "b", "r2", "rmse", "early_rmse_pct"} <= set(fits.columns)
@@ -142,7 +150,13 @@ def test_report_holds_every_artifact_and_the_audit(study, tmp_path):
     proc = snakemake(workdir, "--report", str(report), env=TOKEN_ENV)
     assert proc.returncode == 0, proc.stderr[-4000:]
     text = report.read_text()
-    power = ["power01_accuracy", "power02_pass_at_k", "power03_likelihoods", "power04_hyperparameters", "power05_cost_accuracy"]
+    power = [
+        "power01_accuracy",
+        "power02_pass_at_k",
+        "power03_likelihoods",
+        "power04_hyperparameters",
+        "power05_cost_accuracy",
+    ]
     tables = [name for name in [*cfg["artifacts"], *power] if name.startswith(("table", "power01"))]
     results = report_results(text)
     # Each figure and table is a row labelled by its rule and where in the paper; a table opens as its page (the
@@ -174,9 +188,16 @@ def test_a_warm_job_computes_what_a_fresh_process_does(study, tmp_path):
     for target in (f"results/runs/{run}/metrics.parquet", f"results/eval/{run}/summary.parquet"):
         proc = snakemake(copy, "-f", target, env={**os.environ, "ENTROPY_RL_WARM_START": "0"})
         assert proc.returncode == 0, proc.stderr[-4000:]
-    started = [line for line in (copy / "results" / "logs" / "train" / f"{run}.log").read_text().splitlines() if "job started" in line]
+    started = [
+        line
+        for line in (copy / "results" / "logs" / "train" / f"{run}.log").read_text().splitlines()
+        if "job started" in line
+    ]
     assert started[-1].endswith("job started")  # the rerun: a process of its own
-    for path in [f"results/runs/{run}/metrics.parquet", *(p.relative_to(workdir) for p in (workdir / "results" / "eval" / run).glob("*.parquet"))]:
+    for path in [
+        f"results/runs/{run}/metrics.parquet",
+        *(p.relative_to(workdir) for p in (workdir / "results" / "eval" / run).glob("*.parquet")),
+    ]:
         pd.testing.assert_frame_equal(pd.read_parquet(copy / path), pd.read_parquet(workdir / path), check_exact=True)
 
 
@@ -193,17 +214,33 @@ def test_one_hyperparameter_reruns_exactly_that_runs_chain(study):
     # Edit the config as a user would: one line under the run.
     text = (workdir / "config.yaml").read_text()
     old = next(line for line in text.splitlines() if line.strip() == f"{run}:")
-    body = text.replace(old + "\n", old + "\n" + " " * (len(old) - len(old.lstrip()) + 2) + "overrides: {lr: 0.0005}\n", 1)
+    body = text.replace(
+        old + "\n", old + "\n" + " " * (len(old) - len(old.lstrip()) + 2) + "overrides: {lr: 0.0005}\n", 1
+    )
     (workdir / "config.yaml").write_text(body)
     assert yaml.safe_load(body)["mini"]["runs"][run]["overrides"] == {"lr": 0.0005}
 
     figures_with_run = {f for f, spec in cfg["artifacts"].items() if run in spec["runs"]}
-    expected = {("train", f"run={run}"), ("evaluate", f"run={run}"), ("fit_run", f"run={run}"), ("fit_table", ""), ("audit", ""), ("all", "")}
+    expected = {
+        ("train", f"run={run}"),
+        ("evaluate", f"run={run}"),
+        ("fit_run", f"run={run}"),
+        ("fit_table", ""),
+        ("audit", ""),
+        ("all", ""),
+    }
     expected |= {(f, "") for f in figures_with_run}
     # It is also the power-sampling study's GRPO checkpoint: that method and what shows it.
-    expected |= {("power_sample", "method=grpo"), ("power01_accuracy", ""), ("power02_pass_at_k", ""), ("power03_likelihoods", ""),
-                 ("power05_cost_accuracy", "")}
-    expected |= {(f"{name}_page", "") for name, _ in set(expected) if name.startswith(("table", "power01"))}  # their report pages
+    expected |= {
+        ("power_sample", "method=grpo"),
+        ("power01_accuracy", ""),
+        ("power02_pass_at_k", ""),
+        ("power03_likelihoods", ""),
+        ("power05_cost_accuracy", ""),
+    }
+    expected |= {
+        (f"{name}_page", "") for name, _ in set(expected) if name.startswith(("table", "power01"))
+    }  # their report pages
     assert planned_jobs(workdir) == expected
 
     untouched = workdir / "results" / "runs" / "llama-xs-grpo" / "metrics.parquet"

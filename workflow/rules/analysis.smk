@@ -1,16 +1,19 @@
+from entropy_rl.core import paths
+
+
 rule fit_run:
     """R = -a exp(H) + b on one run's validation points, and the early-step prediction."""
     input:
-        metrics=RUN_METRICS,
-        code=code("fit_run", "study.analysis"),
+        metrics=paths.RUN_METRICS,
+        code=PLAN.code("fit_run", "study.fit_job"),
     output:
-        RUN_FIT,
+        paths.RUN_FIT,
     params:
-        early_fit_steps=S["analysis"]["early_fit_steps"],
+        early_fit_steps=PLAN.S["analysis"]["early_fit_steps"],
     log:
-        "results/logs/fit_run/{run}.log",
+        paths.log("fit_run", "{run}"),
     container:
-        image("analysis")
+        PLAN.image("analysis")
     script:
         "../scripts/fit_run.py"
 
@@ -18,14 +21,15 @@ rule fit_run:
 rule fit_table:
     """Every run's fit in one table."""
     input:
-        fits=expand(RUN_FIT, run=STUDY_RUNS),
+        fits=expand(paths.RUN_FIT, run=PLAN.study_runs),
+        code=PLAN.code("fit_table", "study.fit_job"),
     output:
-        csv=FIT_TABLE,
-        parquet="results/analysis/fits.parquet",
+        csv=paths.FIT_TABLE,
+        parquet=paths.FIT_TABLE_PARQUET,
     log:
-        "results/logs/fit_table.log",
+        paths.log("fit_table"),
     container:
-        image("analysis")
+        PLAN.image("analysis")
     script:
         "../scripts/fit_table.py"
 
@@ -35,15 +39,15 @@ rule fit_law:
     steps, from its training log (verl's jsonl, TRL's trainer_state.json or a CSV; `fit-law` outside the workflow)."""
     input:
         log=fit_law_log,
-        code=code("fit_law", "study.fit_law"),
+        code=PLAN.code("fit_law", "study.fit_law"),
     output:
-        json=FIT_LAW.format(name=fit_law_name()) + ".json",
-        png=FIT_LAW.format(name=fit_law_name()) + ".png",
-        pdf=FIT_LAW.format(name=fit_law_name()) + ".pdf",
+        json=paths.FIT_LAW.format(name=PLAN.fit_law_name) + ".json",
+        png=paths.FIT_LAW.format(name=PLAN.fit_law_name) + ".png",
+        pdf=paths.FIT_LAW.format(name=PLAN.fit_law_name) + ".pdf",
     localrule: True
     log:
-        FIT_LAW_LOG.format(name=fit_law_name()),
+        paths.FIT_LAW_LOG.format(name=PLAN.fit_law_name),
     container:
-        image("analysis")
+        PLAN.image("analysis")
     script:
         "../scripts/fit_law.py"

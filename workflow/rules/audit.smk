@@ -1,31 +1,32 @@
 import os
 
+from entropy_rl.core import paths
 from entropy_rl.paper.cost import anchors
-
-# The audit's row in `snakemake --report`, labelled as the figures' are (common.smk report_labels).
-AUDIT_LABELS = {REPORT_LABEL: "audit · every claim of claims.yaml"}
+from entropy_rl.pipeline import claims as claim_choice
+from entropy_rl.pipeline import params as pipeline_params
+from entropy_rl.pipeline.stamps import canonical
 
 
 rule audit:
     """Every claim of the ledger (claims.yaml) beside what this run measured, with a verdict."""
     input:
-        ledger=LEDGER,
+        ledger=PLAN.ledger,
         schema=os.path.join(workflow.basedir, "workflow", "schemas", "claims.schema.yaml"),
-        metrics=run_metrics(STUDY_RUNS),
-        summaries=expand(EVAL_SUMMARY, run=EVALUATED_RUNS),  # only the runs its claims read on the test sets
-        models=expand(MODEL_DIR, model=STUDY_MODELS),
-        power=expand(POWER_SAMPLES, method=STUDY_POWER_METHODS) if POWER else [],
-        code=code("audit", "study.audit"),
+        metrics=expand(paths.RUN_METRICS, run=PLAN.study_runs),
+        summaries=expand(paths.EVAL_SUMMARY, run=PLAN.evaluated_runs),  # only the runs its claims read on the test sets
+        models=expand(paths.MODEL_DIR, model=PLAN.study_models),
+        power=expand(paths.POWER_SAMPLES, method=PLAN.study_power_methods) if PLAN.power else [],
+        code=PLAN.code("audit", "study.audit"),
     output:
-        md=AUDIT_MD,
-        html=report(AUDIT_HTML, caption="../report/audit.rst", category="Audit", labels=AUDIT_LABELS),
-        csv=AUDIT_CSV,
+        md=paths.AUDIT_MD,
+        html=report(paths.AUDIT_HTML, caption="../report/audit.rst", category="Audit", labels={pipeline_params.REPORT_LABEL: "audit · every claim of claims.yaml"}),
+        csv=paths.AUDIT_CSV,
     params:
-        **audit_params(),
+        **pipeline_params.audit_params(PLAN),
     log:
-        "results/logs/audit.log",
+        paths.log("audit"),
     container:
-        image("analysis")
+        PLAN.image("analysis")
     script:
         "../scripts/audit.py"
 
@@ -33,22 +34,22 @@ rule audit:
 rule claims_budget:
     """What each claim of the ledger costs to judge at this scale, and what budgets buy (`snakemake claims_budget`)."""
     output:
-        md="results/budget/claims.md",
-        csv="results/budget/claims.csv",
+        md=paths.CLAIMS_BUDGET_MD,
+        csv=paths.CLAIMS_BUDGET_CSV,
     params:
-        scale=SCALE,
-        jobs=canonical({c: sorted(js) for c, js in CLAIM_JOBS.items()}),
-        hours=canonical({j: round(h, 2) for j, h in JOB_HOURS.items()}),
+        scale=PLAN.scale,
+        jobs=canonical({c: sorted(js) for c, js in PLAN.claim_jobs.items()}),
+        hours=canonical({j: round(h, 2) for j, h in PLAN.job_hours.items()}),
         # each job's range and what pays for it: computed when the rule runs, not at every plan
-        spread=lambda wildcards: job_spread(),
-        artifacts={c["id"]: c["measure"]["artifact"] for c in CLAIMS},
+        spread=lambda wildcards: claim_choice.job_spread(PLAN.scope, PLAN.power_study, PLAN.budget),
+        artifacts={c["id"]: c["measure"]["artifact"] for c in PLAN.claims},
         budgets=[500, 5000, 50000],
-        how=budget_source(),
-        anchors=[] if MINI else anchors.lines(S["budget"]),  # the configured assumption beside published runs
+        how=claim_choice.budget_source(PLAN.S, PLAN.mini, PLAN.budget, paths.PILOT_ESTIMATE),
+        anchors=[] if PLAN.mini else anchors.lines(PLAN.S["budget"]),  # the configured assumption beside published runs
     localrule: True
     log:
-        "results/logs/claims_budget.log",
+        paths.log("claims_budget"),
     container:
-        image("analysis")
+        PLAN.image("analysis")
     script:
         "../scripts/claims_budget.py"

@@ -3,10 +3,12 @@
 # runs its config entry lists, so `snakemake <name>` trains only those; the power-sampling
 # study's draw its methods' answers.
 
+from entropy_rl.core import paths
+from entropy_rl.pipeline import params as pipeline_params
 from entropy_rl.study import artifacts
 
 
-for _name in BUILDABLE_ARTIFACTS:
+for _name in PLAN.scope.buildable_artifacts:
     _artifact = artifacts.ARTIFACTS[_name]
     if _artifact.kind != "figure":
         continue
@@ -15,40 +17,40 @@ for _name in BUILDABLE_ARTIFACTS:
         name:
             _name
         input:
-            **artifact_inputs(_name),
+            **pipeline_params.artifact_inputs(PLAN, _name),
         output:
             pdf=_artifact.outputs["pdf"],
-            png=report(_artifact.outputs["png"], caption="../report/artifact.rst", category=_artifact.category, labels=report_labels(_name)),
+            png=report(_artifact.outputs["png"], caption="../report/artifact.rst", category=_artifact.category, labels=pipeline_params.report_labels(_name)),
         params:
-            **artifact_params(_name),
+            **pipeline_params.artifact_params(PLAN, _name),
         log:
-            ARTIFACT_LOG.format(name=_name),
+            paths.ARTIFACT_LOG.format(name=_name),
         container:
-            image("analysis")
+            PLAN.image("analysis")
         script:
             "../scripts/figure.py"
 
 
-for _name in BUILDABLE_ARTIFACTS:
+for _name in PLAN.scope.buildable_artifacts:
     _artifact = artifacts.ARTIFACTS[_name]
     if _artifact.kind != "table":
         continue
-    _params = artifact_params(_name)  # the table's and its page's (the caption)
+    _params = pipeline_params.artifact_params(PLAN, _name)  # the table's and its page's (the caption)
 
     rule:
         name:
             _name
         input:
-            **artifact_inputs(_name),
+            **pipeline_params.artifact_inputs(PLAN, _name),
         output:
             csv=_artifact.outputs["csv"],
             md=_artifact.outputs["md"],
         params:
             **_params,
         log:
-            ARTIFACT_LOG.format(name=_name),
+            paths.ARTIFACT_LOG.format(name=_name),
         container:
-            image("analysis")
+            PLAN.image("analysis")
         script:
             "../scripts/table.py"
 
@@ -58,20 +60,20 @@ for _name in BUILDABLE_ARTIFACTS:
             f"{_name}_page"
         input:
             csv=_artifact.outputs["csv"],
-            code=code("table_page", "study.pages"),
+            code=PLAN.code("table_page", "study.table_job"),
         output:
             html=report(
-                TABLE_PAGE.format(name=_name),
+                paths.TABLE_PAGE.format(name=_name),
                 caption="../report/artifact.rst",
                 category=_artifact.category,
-                labels=report_labels(_name),
+                labels=pipeline_params.report_labels(_name),
             ),
         params:
             title=f"{_artifact.source}: {_name}",
             caption=_params["caption"],
         log:
-            ARTIFACT_LOG.format(name=f"{_name}_page"),
+            paths.ARTIFACT_LOG.format(name=f"{_name}_page"),
         container:
-            image("analysis")
+            PLAN.image("analysis")
         script:
             "../scripts/table_page.py"

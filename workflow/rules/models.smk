@@ -1,21 +1,23 @@
+from entropy_rl.core import paths
 from entropy_rl.core import spec as run_spec
+from entropy_rl.pipeline.stamps import canonical
 
 
-if MINI:
+if PLAN.mini:
 
     rule build_tokenizer:
         """Byte-level BPE trained offline on the mini task corpus."""
         input:
-            corpus=PRETRAIN_CORPUS,
-            code=code("build_tokenizer", "mini.tokenizer", "mini.data"),
+            corpus=paths.PRETRAIN_CORPUS,
+            code=PLAN.code("build_tokenizer", "mini.tokenizer", "mini.data"),
         output:
-            directory(TOKENIZER_DIR),
+            directory(paths.TOKENIZER_DIR),
         params:
-            vocab_size=S["tokenizer"]["vocab_size"],
+            vocab_size=PLAN.S["tokenizer"]["vocab_size"],
         log:
-            "results/logs/build_tokenizer.log",
+            paths.log("build_tokenizer"),
         container:
-            image("analysis")
+            PLAN.image("analysis")
         script:
             "../scripts/build_tokenizer.py"
 
@@ -25,25 +27,25 @@ if MINI:
         model is its base model tuned further on instruction-style worked solutions (Appendix D)."""
         input:
             unpack(instruct_inputs),
-            tokenizer=TOKENIZER_DIR,
-            corpus=PRETRAIN_CORPUS,
-            benchmarks=bench_files(),
-            code=code("build_mini_model", "mini.models", "mini.evaluate", "mini.data"),
+            tokenizer=paths.TOKENIZER_DIR,
+            corpus=paths.PRETRAIN_CORPUS,
+            benchmarks=PLAN.benchmark_files(),
+            code=PLAN.code("build_mini_model", "mini.model_job", "mini.models", "mini.evaluate", "mini.data"),
         output:
-            directory(MODEL_DIR),
+            directory(paths.MODEL_DIR),
         params:
-            arch=lambda wc: canonical(S["models"][wc.model]),
-            pretrain=lambda wc: canonical(run_spec.pretrain_settings(S, wc.model)),
-            protocols=protocols(),
-            max_new_tokens=S["eval"]["max_new_tokens"],  # a base model's check: the scale's cap (no run to cap it)
+            arch=lambda wc: canonical(PLAN.S["models"][wc.model]),
+            pretrain=lambda wc: canonical(run_spec.pretrain_settings(PLAN.S, wc.model)),
+            protocols=PLAN.protocols(),
+            max_new_tokens=PLAN.S["eval"]["max_new_tokens"],  # a base model's check: the scale's cap (no run to cap it)
         threads: 1
         # Every base model first, then the runs (train.smk), then what reads them: a model built last
         # leaves its run, evaluation and every figure that needs them to run on one core at the end.
         priority: 2
         log:
-            "results/logs/build_mini_model/{model}.log",
+            paths.log("build_mini_model", "{model}"),
         container:
-            image("analysis")
+            PLAN.image("analysis")
         script:
             "../scripts/build_mini_model.py"
 
@@ -57,18 +59,18 @@ else:
     rule download_model:
         """A base model from the hub at its locked commit (or the mirror), every file checksummed."""
         input:
-            code=code("download_model", "paper.hub"),
+            code=PLAN.code("download_model", "paper.hub"),
         output:
-            directory(MODEL_DIR),
+            directory(paths.MODEL_DIR),
         params:
-            repo=lambda wc: S["models"][wc.model]["hub"],
-            revision=lambda wc: S["models"][wc.model].get("revision"),
-            lock=lambda wc: lock_file(S["models"][wc.model]["hub"]),
-            mirror=S["hub"]["mirror"],
+            repo=lambda wc: PLAN.S["models"][wc.model]["hub"],
+            revision=lambda wc: PLAN.S["models"][wc.model].get("revision"),
+            lock=lambda wc: PLAN.lock_file(PLAN.S["models"][wc.model]["hub"]),
+            mirror=PLAN.S["hub"]["mirror"],
             repo_type="model",
         log:
-            MODEL_LOG,
+            paths.MODEL_LOG,
         container:
-            image("eval")
+            PLAN.image("eval")
         script:
             "../scripts/download.py"

@@ -4,10 +4,15 @@
 # download_model, preflight, train_verl (interrupted once and resumed, then merged), evaluate_vllm on the first
 # problems of each benchmark, and power_sample_vllm (plain, p^alpha, the RL checkpoint).
 
-# The pilot's row in `snakemake --report`, labelled as the figures' are (common.smk report_labels).
-PILOT_LABELS = {REPORT_LABEL: "pilot · the GPU pilot's report"}
+from entropy_rl.core import paths
+from entropy_rl.pipeline import params as pipeline_params
+from entropy_rl.pipeline import pilot as pilot_jobs
+from entropy_rl.pipeline import resources
 
-if PILOT:
+
+
+
+if PLAN.pilot:
 
     localrules:
         pilot,
@@ -17,44 +22,45 @@ if PILOT:
     rule pilot:
         """Every GPU job once, small, and the report (results/pilot/report.md)."""
         input:
-            PILOT_REPORT,
+            paths.PILOT_REPORT,
 
     rule pilot_benchmark:
         """A benchmark's first problems, for the pilot's evaluation."""
         input:
-            BENCHMARK_FILE,
+            benchmark=paths.BENCHMARK_FILE,
+            code=PLAN.code("pilot_benchmark", "paper.cost.pilot_jobs"),
         output:
-            PILOT_BENCHMARK_FILE,
+            paths.PILOT_BENCHMARK_FILE,
         params:
-            problems=PILOT["eval_problems"],
+            problems=PLAN.pilot["eval_problems"],
         log:
-            "results/logs/pilot_benchmark/{benchmark}.log",
+            paths.log("pilot_benchmark", "{benchmark}"),
         container:
-            image("analysis")
+            PLAN.image("analysis")
         script:
             "../scripts/pilot_benchmark.py"
 
-    if "speed" in PILOT:
+    if "speed" in PLAN.pilot:
 
         rule pilot_speed:
             """The update's and the rollout's speed at each size of paper.pilot.speed on one GPU (paper.cost.speed): verl's
             worker and vLLM's engine on random weights of each shape; the report fits the speed laws to them."""
             input:
-                tokenizer=MODEL_DIR.format(model=run_model(PILOT_RUNS[0])),  # the pilot's model: its tokenizer
-                code=code("pilot_speed", "paper.cost.speed", "paper.cost.update_speed", "paper.cost.rollout_speed"),
+                tokenizer=paths.MODEL_DIR.format(model=PLAN.run_model(PLAN.pilot_runs[0])),  # the pilot's model: its tokenizer
+                code=PLAN.code("pilot_speed", "paper.cost.speed_job", "paper.cost.update_speed", "paper.cost.rollout_speed"),
             output:
-                PILOT_SPEED,
+                paths.PILOT_SPEED,
             params:
-                scope=pilot_speed_scope(),
+                scope=pilot_jobs.speed_scope(PLAN.S, PLAN.pilot),
             resources:
                 gpu=1,
                 cpus_per_task=8,
                 mem_mb_per_cpu=8000,
-                runtime=pilot_speed_minutes(),
+                runtime=resources.pilot_speed_minutes(PLAN.job_hours, PLAN.budget["walltime_margin"]),
             log:
-                PILOT_SPEED_LOG,
+                paths.PILOT_SPEED_LOG,
             container:
-                image("train")
+                PLAN.image("train")
             script:
                 "../scripts/pilot_speed.py"
 
@@ -62,23 +68,23 @@ if PILOT:
         """Each stage passed or failed, its wall time, peak GPU memory and throughput; the study's GPU-hours again,
         model size by model size, at the MFUs measured here (paper.cost.pilot_report)."""
         input:
-            metrics=expand(RUN_METRICS, run=PILOT_RUNS),
-            final=expand(RUN_FINAL, run=PILOT_RUNS),
-            evaluations=expand(EVAL_SUMMARY, run=PILOT_RUNS),
-            samples=expand(POWER_SAMPLES, method=list(PILOT_METHODS)),
-            speed=[PILOT_SPEED] if "speed" in PILOT else [],
-            node=expand(RUN_METRICS, run=PILOT_NODE_RUNS),  # the speed run on its own node (paper.pilot.speed.node)
-            code=code("pilot_report", "paper.cost.pilot_report"),
+            metrics=expand(paths.RUN_METRICS, run=PLAN.pilot_runs),
+            final=expand(paths.RUN_FINAL, run=PLAN.pilot_runs),
+            evaluations=expand(paths.EVAL_SUMMARY, run=PLAN.pilot_runs),
+            samples=expand(paths.POWER_SAMPLES, method=list(PLAN.pilot_methods)),
+            speed=[paths.PILOT_SPEED] if "speed" in PLAN.pilot else [],
+            node=expand(paths.RUN_METRICS, run=PLAN.scope.pilot_node_runs),  # the speed run on its own node (paper.pilot.speed.node)
+            code=PLAN.code("pilot_report", "paper.cost.pilot_jobs", "paper.cost.pilot_report"),
         output:
-            md=PILOT_REPORT,
-            html=report(PILOT_REPORT_HTML, caption="../report/pilot.rst", category="Pilot", labels=PILOT_LABELS),
-            estimate=PILOT_ESTIMATE,
+            md=paths.PILOT_REPORT,
+            html=report(paths.PILOT_REPORT_HTML, caption="../report/pilot.rst", category="Pilot", labels={pipeline_params.REPORT_LABEL: "pilot · the GPU pilot's report"}),
+            estimate=paths.PILOT_ESTIMATE,
         params:
-            stages=pilot_stages(),
-            scope=pilot_report_scope(),
+            stages=pilot_jobs.stages(PLAN),
+            scope=pilot_jobs.report_scope(PLAN.S),
         log:
-            "results/logs/pilot_report.log",
+            paths.log("pilot_report"),
         container:
-            image("analysis")
+            PLAN.image("analysis")
         script:
             "../scripts/pilot_report.py"

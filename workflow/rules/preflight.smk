@@ -1,6 +1,6 @@
 # Paper scale: every GPU job waits for a preflight that runs verl's own checks on exactly what the
 # job will run (entropy_rl.paper.preflight). The launch part already ran when the workflow was planned
-# (cluster.smk, check_launches); these rules add what needs the downloads and the prepared data.
+# (pipeline.cluster.before_jobs, through pipeline.estimate.check_launches); these rules add what needs the downloads and the prepared data.
 #
 # A preflight's code is an ancient() input: a change of it alone reruns no preflight. Snakemake 9.27 reruns every
 # job after one that reruns, whatever the rerun wrote (dag.py update_needrun; checksums spare only a later
@@ -8,12 +8,14 @@
 # ancient() link stops that, and it also stops Snakemake from looking at the later job's own reasons (issue
 # snakemake#4166): the GPU jobs keep a plain link, and the preflight reruns when what it reads does (model, data,
 # settings). A finished run trained again is checked by the launch part with the code it will run, before
-# anything is submitted (cluster.smk, check_retrained_launches).
+# anything is submitted (the Snakefile's onstart, pipeline.estimate.check_retrained_launches).
 
+from entropy_rl.core import paths
 from entropy_rl.paper import preflight, reward_launch
+from entropy_rl.pipeline import params as pipeline_params
 
 
-if not MINI:
+if not PLAN.mini:
 
     localrules:
         preflight,
@@ -26,17 +28,17 @@ if not MINI:
         input:
             model=run_model_dir,
             train=run_train_data,
-            validation=VALIDATION_SET,
-            code=ancient(code("preflight", *preflight.LAUNCH_CODE)),
+            validation=paths.VALIDATION_SET,
+            code=ancient(PLAN.code("preflight", *preflight.LAUNCH_CODE)),
         output:
-            RUN_PREFLIGHT,
+            paths.RUN_PREFLIGHT,
         params:
-            command=lambda wc: reward_launch.verl_command(S, wc.run),  # train_verl's params: what the job runs
+            command=lambda wc: reward_launch.verl_command(PLAN.S, wc.run),  # train_verl's params: what the job runs
             spec=run_settings,
-            rollout=lambda wc: preflight.run_engine(S, wc.run, "rollout"),
-            benchmarks=sorted(BENCHMARKS),
+            rollout=lambda wc: preflight.run_engine(PLAN.S, wc.run, "rollout"),
+            benchmarks=sorted(PLAN.benchmarks),
         log:
-            RUN_PREFLIGHT_LOG,
+            paths.RUN_PREFLIGHT_LOG,
         container:
             run_image
         script:
@@ -48,32 +50,32 @@ if not MINI:
         outdates the evaluation only, never the training run."""
         input:
             model=run_model_dir,
-            code=ancient(code("preflight_eval", "paper.preflight")),
+            code=ancient(PLAN.code("preflight_eval", "paper.preflight")),
         output:
-            EVAL_PREFLIGHT,
+            paths.EVAL_PREFLIGHT,
         params:
-            engines=lambda wc: [preflight.run_engine(S, wc.run, "evaluate")],
+            engines=lambda wc: [preflight.run_engine(PLAN.S, wc.run, "evaluate")],
         log:
-            EVAL_PREFLIGHT_LOG,
+            paths.EVAL_PREFLIGHT_LOG,
         container:
-            image("eval")
+            PLAN.image("eval")
         script:
             "../scripts/preflight.py"
 
-    if POWER:
+    if PLAN.power:
 
         rule preflight_power:
             """The power-sampling model against every vLLM engine the study starts it in."""
             input:
-                model=MODEL_DIR.format(model=POWER["model"]),
-                code=ancient(code("preflight_power", "paper.preflight")),
+                model=paths.MODEL_DIR.format(model=PLAN.power["model"]),
+                code=ancient(PLAN.code("preflight_power", "paper.preflight")),
             output:
-                POWER_PREFLIGHT,
+                paths.POWER_PREFLIGHT,
             params:
-                scope=preflight_power_scope(),
+                scope=pipeline_params.preflight_power_scope(PLAN.S),
             log:
-                "results/logs/preflight/power.log",
+                paths.log("preflight/power"),
             container:
-                image("eval")
+                PLAN.image("eval")
             script:
                 "../scripts/preflight.py"

@@ -1,7 +1,8 @@
+from entropy_rl.core import paths
 from entropy_rl.paper import reward_launch
 
 
-if MINI:
+if PLAN.mini:
 
     rule train:
         """One RL run: base model x algorithm x entropy treatment (the mini trainer)."""
@@ -9,18 +10,18 @@ if MINI:
             model=run_model_dir,
             train=run_train_data,
             benchmarks=run_validation_files,
-            code=code("train", "mini.trainer"),
+            code=PLAN.code("train", "mini.trainer"),
         output:
-            metrics=RUN_METRICS,
-            final=directory(RUN_FINAL),
+            metrics=paths.RUN_METRICS,
+            final=directory(paths.RUN_FINAL),
         params:
             spec=run_settings,
         threads: 1
         priority: 1  # after the base models, before the evaluations and samples (models.smk)
         log:
-            TRAIN_LOG,
+            paths.TRAIN_LOG,
         container:
-            image("analysis")
+            PLAN.image("analysis")
         script:
             "../scripts/train.py"
 
@@ -32,27 +33,27 @@ else:
         or rerun job continues; the last checkpoint is merged into a Hugging Face model."""
         input:
             model=run_model_dir,
-            train=train_data_with_budget,
-            validation=VALIDATION_SET,
-            preflight=RUN_PREFLIGHT,
+            train=run_train_data,
+            validation=paths.VALIDATION_SET,
+            preflight=paths.RUN_PREFLIGHT,
             code=train_code,
         output:
-            metrics=RUN_METRICS,
-            final=directory(RUN_FINAL),
+            metrics=paths.RUN_METRICS,
+            final=directory(paths.RUN_FINAL),
         params:
             spec=run_settings,
-            command=lambda wc: reward_launch.verl_command(S, wc.run),  # run_command's builder, the run resolved once, with its own reward
-            gpus_per_node=lambda wc: run_model_spec(wc.run)["gpus_per_node"],
-            benchmarks=BENCHMARKS,
+            command=lambda wc: reward_launch.verl_command(PLAN.S, wc.run),  # run_command's builder, the run resolved once, with its own reward
+            gpus_per_node=lambda wc: PLAN.run_model_spec(wc.run)["gpus_per_node"],
+            benchmarks=PLAN.benchmarks,
         resources:
-            nodes=lambda wc: train_resources(wc.run)["nodes"],
-            gpu=lambda wc: train_resources(wc.run)["gpu"],
-            cpus_per_task=lambda wc: train_resources(wc.run)["cpus_per_task"],
-            mem_mb_per_cpu=lambda wc: train_resources(wc.run)["mem_mb_per_cpu"],
-            runtime=lambda wc: train_resources(wc.run)["runtime"],
-            slurm_extra=lambda wc: train_resources(wc.run)["slurm_extra"],
+            nodes=lambda wc: PLAN.train_resources(wc.run)["nodes"],
+            gpu=lambda wc: PLAN.train_resources(wc.run)["gpu"],
+            cpus_per_task=lambda wc: PLAN.train_resources(wc.run)["cpus_per_task"],
+            mem_mb_per_cpu=lambda wc: PLAN.train_resources(wc.run)["mem_mb_per_cpu"],
+            runtime=lambda wc: PLAN.train_resources(wc.run)["runtime"],
+            slurm_extra=lambda wc: PLAN.train_resources(wc.run)["slurm_extra"],
         log:
-            TRAIN_LOG,
+            paths.TRAIN_LOG,
         container:
             run_image
         script:

@@ -1,12 +1,4 @@
-# One script for every figure, the paper's and the power-sampling study's: the rule's inputs, loaded, go to the
-# function registered under the rule's name (entropy_rl.study.registry).
-from pathlib import Path
+# One script for every figure, the paper's and the power-sampling study's (entropy_rl.study.figure_job).
+from entropy_rl.study import figure_job
 
-from entropy_rl.core import logs
-from entropy_rl.study import inputs, registry
-
-log = logs.setup(snakemake.log[0])
-loaded = inputs.load(dict(snakemake.input.items()), dict(snakemake.params.items()))
-if loaded.sizes:
-    log.info("non-embedding parameters %s", loaded.sizes)
-registry.load()[snakemake.rule].make(loaded, str(Path(snakemake.output.pdf).with_suffix("")))
+figure_job.main(snakemake)  # noqa: F821 (Snakemake's preamble defines it)

@@ -1,8 +1,3 @@
-from pathlib import Path
-
-from entropy_rl.core import logs
 from entropy_rl.study import fit_law
 
-log = logs.setup(snakemake.log[0])
-_, text = fit_law.run(snakemake.input.log, stem=Path(snakemake.output.json).with_suffix(""))
-log.info("\n%s", text)
+fit_law.fit_law_main(snakemake)  # noqa: F821 (Snakemake's preamble defines it)

@@ -1,14 +1,3 @@
-import json
+from entropy_rl.study import fit_job
 
-from entropy_rl.core import atomic, logs
-from entropy_rl.study import analysis
-
-log = logs.setup(snakemake.log[0])
-fits = {}
-for path in snakemake.input.fits:
-    with open(path) as fh:
-        result = json.load(fh)
-    fits[result["run"]] = {**result["fit"], **{f"early_{k}": v for k, v in result["early_prediction"].items() if not isinstance(v, dict)}}
-table = analysis.fits_table(fits)
-atomic.write_text(snakemake.output.csv, table.to_csv())
-atomic.to_parquet(table, snakemake.output.parquet)
+fit_job.fit_table_main(snakemake)  # noqa: F821 (Snakemake's preamble defines it)

@@ -1,6 +1,3 @@
-from entropy_rl.core import logs
 from entropy_rl.mini import data
 
-log = logs.setup(snakemake.log[0])
-paths = data.prepare_mini_data(snakemake.params.spec, "results/data")
-log.info("wrote %s", sorted(str(p) for p in paths.values()))
+data.prepare_mini_data_main(snakemake)  # noqa: F821 (Snakemake's preamble defines it)

@@ -1,12 +1,4 @@
-# One script for every table, the paper's and the power-sampling study's: the rule's inputs, loaded, go to the
-# function registered under the rule's name (entropy_rl.study.registry), and its table is written with its caption.
-from pathlib import Path
+# One script for every table, the paper's and the power-sampling study's (entropy_rl.study.table_job).
+from entropy_rl.study import table_job
 
-from entropy_rl.core import logs
-from entropy_rl.study import inputs, registry, tables
-
-log = logs.setup(snakemake.log[0])
-loaded = inputs.load(dict(snakemake.input.items()), dict(snakemake.params.items()))
-table = registry.load()[snakemake.rule].make(loaded)
-tables.write(table, Path(snakemake.output.csv).with_suffix(""), loaded.caption)
-log.info("%s\n%s", snakemake.rule, table)
+table_job.table_main(snakemake)  # noqa: F821 (Snakemake's preamble defines it)

@@ -1,6 +1,7 @@
 """A stand-in for Ray on a machine its wheel cannot travel to (the lent GPU): verl and TransferQueue import `ray` and
 decorate classes with `ray.remote` at import time, but one worker at world size 1 never starts Ray. Decorators leave
 what they decorate as it is; any other use raises, so a path that needs Ray fails loudly."""
+
 import importlib.abc
 import importlib.machinery
 import sys
@@ -10,6 +11,7 @@ import types
 def _refuse(name):
     def refused(*args, **kwargs):
         raise RuntimeError(f"{name}: Ray is not installed here (stand-in module)")
+
     return refused
 
 
@@ -28,6 +30,7 @@ def remote(*args, **kwargs):
 
 class _Stub:
     """Any other attribute: usable as a base class, a type hint or a decorator, refused when called."""
+
     def __init__(self, name):
         self._name = name
 

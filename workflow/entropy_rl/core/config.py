@@ -12,7 +12,7 @@ import jsonschema
 import yaml
 
 from .. import WORKFLOW_DIR
-from . import spec
+from . import algorithms, spec
 
 SCHEMA = WORKFLOW_DIR / "schemas" / "config.schema.yaml"
 
@@ -62,9 +62,11 @@ def validate_against(document: dict, schema_path, what: str, schema: dict | None
 
 
 def validate(config: dict, artifacts=None) -> dict:
-    """Check the config against the schema, whose artifact names are ``artifacts`` (the study's registry of
-    figures and tables, study.artifacts.PAPER) when given, then the cross-references of each scale."""
+    """Check the config against the schema, whose algorithm names are core.algorithms' and whose artifact names are
+    ``artifacts`` (the study's registry of figures and tables, study.artifacts.PAPER) when given, then the
+    cross-references of each scale."""
     schema = read_yaml(SCHEMA)
+    schema["$defs"]["run"]["properties"]["algorithm"]["enum"] = list(algorithms.ALGORITHMS)  # the registry's names
     if artifacts is not None:
         schema["$defs"]["artifacts"]["propertyNames"] = {"enum": list(artifacts)}
     validate_against(config, SCHEMA, "config", schema)

@@ -103,8 +103,13 @@ class Reference:
             (f"in `{k}` ", self.flat(v).get("required", []), self.flat(props[k]).get("properties", {}))
             for k, v in overlay.get("properties", {}).items()
         ]
-        notes = [where + "every key" + "".join(f"{', ' if i else ' but '}`{k}`" for i, k in enumerate(
-            k for k in keys if k not in req)) for where, req, keys in levels if req]  # fmt: skip
+        notes = [
+            where
+            + "every key"
+            + "".join(f"{', ' if i else ' but '}`{k}`" for i, k in enumerate(k for k in keys if k not in req))
+            for where, req, keys in levels
+            if req
+        ]
         return "; required here: " + "; ".join(notes) if notes else ""
 
     def row(self, sec, key, kind, required, desc, flat) -> dict:
@@ -140,8 +145,10 @@ class Reference:
                 desc = self.flat(self.resolve(s["ref"])).get("description", "").rstrip(".")
                 used = ", ".join(f"`{u}`" for u in dict.fromkeys(s["used_at"]))
                 lines.append(f"{escape(desc) + '. ' if desc else ''}Used at {used}; its keys are relative to these.\n")
-            rows = [(code(key), r["kind"], r["default"] or defaults(r["values"]), r["required"], escape(r["desc"]))
-                    for key, r in s["rows"].items()]  # fmt: skip
+            rows = [
+                (code(key), r["kind"], r["default"] or defaults(r["values"]), r["required"], escape(r["desc"]))
+                for key, r in s["rows"].items()
+            ]
             lines += md_table(("Key", "Type", "Default", "Required", "Description"), rows) if rows else []
         return "\n".join(lines) + "\n"
 
@@ -162,8 +169,14 @@ def describe(ref: Reference, s: dict) -> str:
     """A (flattened) schema node's type, with its enum values, bounds and pattern."""
     if "oneOf" in s:
         forms = [ref.flat(f) for f in s["oneOf"]]
-        return " or ".join(f"(form {i}) object with " + ", ".join(f"`{k}`" for k in f["required"][:2]) + ", ..." * (
-            len(f["required"]) > 2) if is_map(f) else describe(ref, f) for i, f in enumerate(forms, 1))  # fmt: skip
+        return " or ".join(
+            f"(form {i}) object with "
+            + ", ".join(f"`{k}`" for k in f["required"][:2])
+            + ", ..." * (len(f["required"]) > 2)
+            if is_map(f)
+            else describe(ref, f)
+            for i, f in enumerate(forms, 1)
+        )
     if "const" in s or "enum" in s:
         return code(s["const"]) if "const" in s else "one of " + ", ".join(code(v) for v in s["enum"])
     kind = " or ".join(s["type"]) if isinstance(s.get("type"), list) else s.get("type", "any")

@@ -69,7 +69,9 @@ def _in_worker(fn, *args, limit_s: float, default):
     global _worker
     with _worker_lock:
         if _worker is None:
-            _worker = concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+            _worker = concurrent.futures.ProcessPoolExecutor(
+                max_workers=1, mp_context=multiprocessing.get_context("spawn")
+            )
         worker = _worker
     try:
         return worker.submit(fn, *args).result(timeout=limit_s)

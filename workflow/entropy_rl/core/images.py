@@ -1,5 +1,5 @@
 """The Apptainer image each rule runs in, named after what it is built from: both scales' rules name their images
-by these references (common.smk ``image``); ``paper.images.build`` builds them.
+by these references (pipeline.plan's ``image``); ``paper.images.build`` builds them.
 
 ``containers/<name>.def`` builds ``containers/images/<name>-<hash>.sif``, where the hash covers what the
 definition puts in the image (every section but %help, %labels and %test, less whole-line comments) and every host

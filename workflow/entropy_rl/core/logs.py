@@ -41,7 +41,9 @@ def setup(log_path: str, threads: int = 1, engines: bool = False) -> logging.Log
     else:
         stream = open(log_path, "a", buffering=1)
         sys.stdout = sys.stderr = stream
-    logging.basicConfig(stream=stream, level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", force=True)
+    logging.basicConfig(
+        stream=stream, level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", force=True
+    )
     logging.captureWarnings(True)
     warnings.simplefilter("default")
     for noisy in ("httpx", "urllib3", "filelock"):
@@ -51,8 +53,14 @@ def setup(log_path: str, threads: int = 1, engines: bool = False) -> logging.Log
         torch.set_num_threads(max(1, threads))
     log = logging.getLogger("entropy_rl")
     # The job's first line: its start-up ends here (benchmarks/study_time.py --startup).
-    log.info("job started%s", " in a fork of a warm interpreter" if warm_start.in_child()
-             else f" cold: {warm_start.cold_reason}" if warm_start.cold_reason else "")  # fmt: skip
+    log.info(
+        "job started%s",
+        " in a fork of a warm interpreter"
+        if warm_start.in_child()
+        else f" cold: {warm_start.cold_reason}"
+        if warm_start.cold_reason
+        else "",
+    )
     return log
 
 
@@ -150,6 +158,10 @@ def log_throughput(log: logging.Logger, generated_tokens: int, seconds: float) -
     if torch is not None and torch.cuda.is_available():
         free, whole = torch.cuda.mem_get_info()
         used, total = round((whole - free) / 2**30, 2), round(whole / 2**30, 2)
-    record = {"generated_tokens": int(generated_tokens), "seconds": round(float(seconds), 3), "gpu_memory_used_gb": used,
-              "gpu_memory_total_gb": total}  # fmt: skip
+    record = {
+        "generated_tokens": int(generated_tokens),
+        "seconds": round(float(seconds), 3),
+        "gpu_memory_used_gb": used,
+        "gpu_memory_total_gb": total,
+    }
     log.info("throughput: %s", json.dumps(record))

@@ -22,10 +22,23 @@ BANDIT_ACC = {"bandit_cov_acc0.125": 0.125, "bandit_cov_acc0.5": 0.5, "bandit_co
 # gen_batches: the prompts a step generated, in batches of prompts_per_step (the released DAPO trainer's
 # num_gen_batches): above 1 where the group filter dropped groups and more prompts were drawn for the step.
 BASE_COLUMNS = [
-    "step", "entropy", "entropy_change", "reward_mean", "response_length", "kept_prompt_frac", "gen_batches",
-    TOKEN_COV, *COV_TOP, BANDIT_COV, *BANDIT_ACC, "cliphigher_cov", "cov_touched_frac",
-    "pg_loss", "pg_clipfrac", "ppo_kl",
-]  # fmt: skip
+    "step",
+    "entropy",
+    "entropy_change",
+    "reward_mean",
+    "response_length",
+    "kept_prompt_frac",
+    "gen_batches",
+    TOKEN_COV,
+    *COV_TOP,
+    BANDIT_COV,
+    *BANDIT_ACC,
+    "cliphigher_cov",
+    "cov_touched_frac",
+    "pg_loss",
+    "pg_clipfrac",
+    "ppo_kl",
+]
 
 
 def complete_table(rows) -> pd.DataFrame:

@@ -121,6 +121,10 @@ def pooled_loss_stats(stats: list[dict]) -> dict:
     total = lambda key: sum(s.get(key, 0.0) for s in stats)  # noqa: E731
     has = lambda key: any(key in s for s in stats)  # noqa: E731
     return {
-        "cliphigher_cov": total("cliphigher_cov_sum") / total("cliphigher_tokens") if total("cliphigher_tokens") else math.nan,
-        "cov_touched_frac": total("cov_touched_tokens") / total("response_tokens") if has("cov_touched_tokens") and total("response_tokens") else math.nan,
-    }  # fmt: skip
+        "cliphigher_cov": total("cliphigher_cov_sum") / total("cliphigher_tokens")
+        if total("cliphigher_tokens")
+        else math.nan,
+        "cov_touched_frac": total("cov_touched_tokens") / total("response_tokens")
+        if has("cov_touched_tokens") and total("response_tokens")
+        else math.nan,
+    }

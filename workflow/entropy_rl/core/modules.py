@@ -14,7 +14,6 @@ import hashlib
 import importlib.util
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from .. import PACKAGE_DIR
@@ -24,8 +23,15 @@ PACKAGE = "entropy_rl"
 # Plumbing that cannot change an output's content: left out of closures, so editing it reruns nothing.
 PLUMBING = frozenset(
     f"{PACKAGE}.{m}"
-    for m in ("core.atomic", "core.logs", "core.modules", "core.resume", "core.warm_start", "core.warm_server",
-              "mini.checkpoints")
+    for m in (
+        "core.atomic",
+        "core.logs",
+        "core.modules",
+        "core.resume",
+        "core.warm_start",
+        "core.warm_server",
+        "mini.checkpoints",
+    )
 )
 
 
@@ -158,41 +164,7 @@ def _behaviour(module: str, memo: dict) -> str:
     text = template["text"]
     for ref in template["refs"]:  # in the order a fresh parse meets them (an import cycle is named by that order)
         text = text.replace(_PLACEHOLDER.format(ref), _ref(ref, memo))
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    return next((split.was for split in SPLITS if split.now == digest), digest)
-
-
-@dataclass(frozen=True)
-class Split:
-    """A module split into several that compute together what it computed alone, each named by its behaviour hash:
-    the module as it reads now (``now``, which imports the parts, so their hashes are in it), the modules split out of
-    it (``parts``), and the one module before the split (``was``)."""
-
-    now: str
-    parts: tuple[str, ...]
-    was: str
-
-
-# A move or a rename leaves a behaviour hash as it was; a split cannot, as the module's text is new. Each split listed
-# here hashes as the module did before it: the module reads as ``was`` (so whatever imports it, the stamps and the
-# training commands that carry its hash are unchanged), and a set of modules that holds it counts its parts as part of
-# it (``combined_hash``: a run's checkpoints, fingerprinted by their code's closure, stay resumable). Any change of
-# behaviour in the module or a part (or in anything they import) gives ``now`` another value, and the entry no longer
-# applies: the change reruns what it would have rerun. An entry is checked by the tests of the code it covers.
-SPLITS: tuple[Split, ...] = (
-    Split(  # core/sandbox.py, split into core/confined/: sandbox (run, run_many, check), box and batch (issue 56)
-        now="c76bc4ae9eba52a3f47f87611e72b8f28cd29ac35f2784b5bc6722e56f3d3558",
-        parts=(
-            "af84d3a977790cd069fd9c1ba8181fe77fc16a4be1e74bed6847cdccf497ae1d",  # core.confined.box
-            "1c5da6ae9be732855f378a98d19d108b06d695701fa0150e6b82e80437f212a8",  # core.confined.batch
-        ),
-        was="846b0ccb426812a04eccde0b7c8d4da9a4a5d747d6d412fdb568f4f4a911d9eb",
-    ),
-    # study/figures/law.py's split into law_panels (issue 56) held until issue 59 changed every figure's caption (what
-    # the seeds vary, study.figures.shared): its entry ended there; figures are CPU jobs, seconds each.
-    # paper/launch.py's split into run_command (issue 56) held until issue 58 changed every command (the seeded
-    # agent loop a run's choice): its entry ended there, and the training runs were priced as outdated.
-)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @functools.cache
@@ -293,10 +265,7 @@ def closure_hashes(*modules: str) -> dict[str, str]:
 
 def combined_hash(*modules: str) -> str:
     """One hash of what ``modules`` compute together: their behaviour hashes, not their names."""
-    hashes = list(behaviour_hashes(*modules).values())
-    for split in SPLITS:
-        if split.was in hashes:  # the split module is in the set: its parts are already in its hash
-            hashes = [h for h in hashes if h not in split.parts]
+    hashes = behaviour_hashes(*modules).values()
     return hashlib.sha256("\0".join(sorted(hashes)).encode()).hexdigest()
 
 
@@ -330,10 +299,8 @@ def stamp(path: str | Path, *modules: str) -> str:
         if old is None:
             newest = max(source(m).stat().st_mtime for m in record["modules"])
             times = (newest, newest)
-        elif _recorded_hash(old) == record["hash"]:  # a stamp of an earlier format (its record in it): same behaviour
-            times = (path.stat().st_atime, path.stat().st_mtime)
         else:
-            replaced = _read_record(record_path(path)) or _read_record(path)  # an earlier format kept it in the stamp
+            replaced = _read_record(record_path(path))
             if replaced is not None:
                 atomic.write_text(previous_path(path), _record_text(replaced))
         atomic.write_text(path, text)
@@ -354,13 +321,6 @@ def _read_record(path: Path) -> dict | None:
     except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) and isinstance(record.get("modules"), dict) else None
-
-
-def _recorded_hash(text: str) -> str | None:
-    try:
-        return json.loads(text)["hash"]
-    except (ValueError, KeyError, TypeError):  # not a stamp this module wrote: a change
-        return None
 
 
 def changed_modules(path: str | Path) -> list[str]:

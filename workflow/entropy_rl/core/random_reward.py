@@ -59,8 +59,9 @@ def rollout_rewards(seed: int, step: int, draw: int, prompt_rows, n: int) -> np.
     )
 
 
-def compute_score(data_source, solution_str, ground_truth, extra_info=None, *, seed: int, random_sources,
-                  code: str = "", **kwargs) -> float:  # fmt: skip
+def compute_score(
+    data_source, solution_str, ground_truth, extra_info=None, *, seed: int, random_sources, code: str = "", **kwargs
+) -> float:
     """verl's reward-function signature, its settings bound by ``reward_kwargs`` (paper.reward_launch): rows of
     the ``random_sources`` (the run's training parts) draw their reward; every other row, the validation
     benchmarks' among them, is graded by ``core.reward``. ``code`` (the behaviour hash of this module) is not

@@ -29,22 +29,16 @@ def fingerprint(spec: dict, code_modules=()) -> str:
     return digest.hexdigest()
 
 
-def claim(directory: str | Path, fp: str, earlier=()) -> bool:
+def claim(directory: str | Path, fp: str) -> bool:
     """Make ``directory`` the checkpoint directory of the run ``fp``; True if it already was.
 
     Checkpoints of another spec or other code cannot continue this run: they are
     moved to ``<directory>.stale-<k>`` with a warning, and False is returned.
-    ``earlier`` are the fingerprints the same run under the same code had when its
-    fingerprint was computed another way: such checkpoints continue, recorded as ``fp``.
     """
     directory = Path(directory)
     record = directory / RECORD
     recorded = json.loads(record.read_text()).get("fingerprint") if record.exists() else None
     if recorded == fp:
-        return True
-    if recorded is not None and recorded in earlier:
-        atomic.write_text(record, json.dumps({"fingerprint": fp}))
-        log.info("%s was fingerprinted the earlier way, by the same settings and code; resuming", directory)
         return True
     if directory.exists() and any(directory.iterdir()):
         k = 1

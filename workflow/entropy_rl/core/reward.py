@@ -42,7 +42,10 @@ def sandbox_columns() -> dict[str, int]:
     ``sandbox_programs`` and ``sandbox_limit_kills`` columns of a training step or a benchmark summary;
     starts the count again."""
     tally = sandbox_tally(reset=True)
-    return {"sandbox_programs": sum(tally.values()), "sandbox_limit_kills": tally.get("killed", 0) + tally.get("timeout", 0)}
+    return {
+        "sandbox_programs": sum(tally.values()),
+        "sandbox_limit_kills": tally.get("killed", 0) + tally.get("timeout", 0),
+    }
 
 
 def extract_code(response: str) -> str:
@@ -59,7 +62,9 @@ def code_correct(style: str, tests: str, response: str) -> bool:
     if not solution:
         return False
     if style in ("asserts", "pytest"):
-        result = sandbox.check_result(solution, "\n".join(json.loads(tests)) if style == "asserts" else tests, timeout_s=TEST_TIMEOUT_S)
+        result = sandbox.check_result(
+            solution, "\n".join(json.loads(tests)) if style == "asserts" else tests, timeout_s=TEST_TIMEOUT_S
+        )
         _count([result])
         return result.status == "ok"
     if style == "stdio":
@@ -102,8 +107,10 @@ def stdio_verdicts(tests: list[str], responses: list[str]) -> list[bool]:
         _RAN.clear()
     _RAN.update((job, o) for job, o in outcome.items() if o[0] in ("ok", "error"))
     outcome = {job: outcome.get(job) or _RAN[job] for job in jobs}
-    return [bool(s) and all(_passes(*outcome[s, stdin], out) for stdin, out in zip(c["inputs"], c["outputs"]))
-            for s, c in zip(solutions, cases)]  # fmt: skip
+    return [
+        bool(s) and all(_passes(*outcome[s, stdin], out) for stdin, out in zip(c["inputs"], c["outputs"]))
+        for s, c in zip(solutions, cases)
+    ]
 
 
 def verdicts(styles: list[str], golds: list[str], responses: list[str]) -> list[bool]:

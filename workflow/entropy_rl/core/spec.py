@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import copy
 
+from . import algorithms
+
 
 def _merge(base: dict, update: dict) -> dict:
     out = copy.deepcopy(base)
@@ -35,15 +37,19 @@ def resolve_run(scale_cfg: dict, run_id: str) -> dict:
     recipe = run.get("recipe")
     recipes = scale_cfg.get("recipes", {})
     if recipe is not None and recipe not in recipes:
-        raise KeyError(f"run {run_id!r} names recipe {recipe!r}, which this config's recipes do not hold: {sorted(recipes)}")
+        raise KeyError(
+            f"run {run_id!r} names recipe {recipe!r}, which this config's recipes do not hold: {sorted(recipes)}"
+        )
     spec = _merge(scale_cfg["train"], recipes[recipe] if recipe is not None else {})
     spec = _merge(spec, {"loss": treatment})
     spec = _merge(spec, run.get("overrides", {}))
     # PRIME's settings belong to PRIME runs only: otherwise editing them would
     # change, and so rerun, every other run.
-    if run["algorithm"] != "prime":
+    if not algorithms.of(run).process_rewards:
         spec.pop("prime", None)
-    spec.update(run_id=run_id, model=run["model"], algorithm=run["algorithm"], treatment=run["treatment"], recipe=recipe)
+    spec.update(
+        run_id=run_id, model=run["model"], algorithm=run["algorithm"], treatment=run["treatment"], recipe=recipe
+    )
     if "replicate_of" in run:  # a replicate (with_replicates): the run it repeats, and which repeat it is
         spec.update(replicate_of=run["replicate_of"], replicate=run["replicate"])
     model = scale_cfg.get("models", {}).get(run["model"], {})
@@ -142,8 +148,9 @@ def with_replicates(scale_cfg: dict, base_seed: int = 0, count: int | None = Non
 def replicates(runs: dict[str, dict], run_id: str) -> list[str]:
     """The replicates of a configured run among ``runs`` (the runs of a config ``with_replicates`` made, or
     their resolved specs), replicate 0 (the run itself) first."""
-    return sorted((r for r, e in runs.items() if e.get("replicate_of", r) == run_id),
-                  key=lambda r: runs[r].get("replicate", 0))  # fmt: skip
+    return sorted(
+        (r for r, e in runs.items() if e.get("replicate_of", r) == run_id), key=lambda r: runs[r].get("replicate", 0)
+    )
 
 
 def run_scope(scale_cfg: dict, run_id: str) -> dict:

@@ -75,8 +75,11 @@ def serve(address: Path) -> None:
     gc.freeze()
     loaded, threads = _loaded_files(), _threads()
     refusing = f"the warm server has {threads} threads after its imports, not 1" if threads != 1 else None
-    print(f"pid {os.getpid()}: {len(sys.modules)} modules loaded in {time.monotonic() - started:.1f} s"
-          f"{f'; {refusing}: serving no job' if refusing else ''}", flush=True)  # fmt: skip
+    print(
+        f"pid {os.getpid()}: {len(sys.modules)} modules loaded in {time.monotonic() - started:.1f} s"
+        f"{f'; {refusing}: serving no job' if refusing else ''}",
+        flush=True,
+    )
     address.unlink(missing_ok=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(address))
@@ -92,8 +95,9 @@ def serve(address: Path) -> None:
             conn, _ = listener.accept()
             last = time.monotonic()
             try:
-                serving, refusing = _serve_one(conn, listener, lock, (address, bound), refusing, loaded, handlers,
-                                               imports_set)  # fmt: skip
+                serving, refusing = _serve_one(
+                    conn, listener, lock, (address, bound), refusing, loaded, handlers, imports_set
+                )
             except Exception:  # noqa: BLE001 (one connection's failure: that job runs cold; the server goes on)
                 traceback.print_exc()
             finally:

@@ -49,19 +49,21 @@ KEEP_LOGS_S = 7 * 86400  # a server's log is kept this long after its run (a fai
 # What a job imports before its work: the trainer's (torch, transformers, verl's losses, math-verify), the study's
 # (pandas, scipy, seaborn) and Snakemake's preamble. An import the child finds here costs it nothing.
 PRELOAD = (
-    "torch", "transformers", "verl.trainer.ppo.core_algos", "verl.workers.config", "verl.utils.torch_functional",
-    "math_verify", "pandas", "pyarrow.parquet", "scipy.optimize", "scipy.stats", "matplotlib.pyplot", "seaborn",
-    "snakemake.iocontainers", "snakemake.logging",
-)  # fmt: skip
+    *("torch", "transformers", "verl.trainer.ppo.core_algos", "verl.workers.config", "verl.utils.torch_functional"),
+    *("math_verify", "pandas", "pyarrow.parquet", "scipy.optimize", "scipy.stats", "matplotlib.pyplot", "seaborn"),
+    *("snakemake.iocontainers", "snakemake.logging"),
+)
 PRELOAD_ENV = "ENTROPY_RL_WARM_PRELOAD"  # a comma-separated list in its place (the tests' servers import less)
 # Thread pools sized at import from these (Snakemake sets each to the job's threads): the server's are 1.
-THREADS = ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
-           "NUMEXPR_NUM_THREADS")  # fmt: skip
+THREADS = (
+    *("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"),
+    "NUMEXPR_NUM_THREADS",
+)
 # Set by Snakemake for each job (its threads and temporary directory): a child takes them from its own job.
 PER_JOB = frozenset({*THREADS, "TMPDIR", "TMP", "TEMP", CHILD})
 # Forwarded to the fork as they come (a job not ignoring them would end or stop by them); SIGCONT resumes it.
-FORWARDED = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2,
-             signal.SIGALRM)  # fmt: skip
+FORWARDED = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
+FORWARDED += (signal.SIGALRM,)
 STOPPING = (signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU)
 
 _tried = False
@@ -166,8 +168,8 @@ def _hand_over(script: str) -> Handed | str:
     if address is None:
         return "no folder of this user's alone for the warm server's socket"
     ignored = [s for s in _catchable() if signal.getsignal(s) is signal.SIG_IGN]
-    request = {"script": script, "cwd": os.getcwd(), "env": dict(os.environ), "umask": _umask(), "ignored": ignored,
-               "blocked": sorted(signal.pthread_sigmask(signal.SIG_BLOCK, []))}  # fmt: skip
+    masks = {"ignored": ignored, "blocked": sorted(signal.pthread_sigmask(signal.SIG_BLOCK, []))}
+    request = {"script": script, "cwd": os.getcwd(), "env": dict(os.environ), "umask": _umask(), **masks}
     why = "no warm server started"
     for attempt in range(2):  # no server, one ending or retired (a loaded file changed): start one, and once only
         sock = _connect(address, _start_server(address) if attempt else None)
@@ -210,8 +212,10 @@ class Handed:
                 signal.signal(sig, self._forward)
         status = self._wait()
         if status is None:
-            print("warm start: the job's fork and its waiter ended without a status (killed): failing the job",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                "warm start: the job's fork and its waiter ended without a status (killed): failing the job",
+                file=sys.stderr,
+            )
             status = {"exit": 1}
         elif status.get("unstarted"):  # its waiter died before the fork began the job: nothing ran; run it here
             for sig, handler in before.items():
@@ -353,9 +357,9 @@ def _start_server(address: Path) -> subprocess.Popen:
     # and pyarrow's jemalloc without its purging thread.
     malloc = ",".join(filter(None, [os.environ.get("JE_ARROW_MALLOC_CONF"), "background_thread:false"]))
     env = {**os.environ, **dict.fromkeys(THREADS, "1"), "JE_ARROW_MALLOC_CONF": malloc}
-    server = subprocess.Popen([sys.executable, "-m", "entropy_rl.core.warm_server", str(address)], env=env,
-                              stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                              close_fds=True)  # fmt: skip
+    command = [sys.executable, "-m", "entropy_rl.core.warm_server", str(address)]
+    streams = {"stdin": subprocess.DEVNULL, "stdout": log, "stderr": subprocess.STDOUT}
+    server = subprocess.Popen(command, env=env, start_new_session=True, close_fds=True, **streams)
     log.close()
     return server
 

@@ -9,15 +9,13 @@ paper-scale verl runs therefore optimise the same objective.
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import torch
 from verl.trainer.config import AlgoConfig
 from verl.trainer.ppo.core_algos import agg_loss, get_adv_estimator_fn, get_policy_loss_fn, kl_penalty
 from verl.workers.config import FSDPActorConfig, PolicyLossConfig
-
-# The paper's algorithms and verl's estimator names. PRIME's advantage combines
-# an outcome RLOO term with implicit process rewards; see prime.py.
-ADVANTAGE_ESTIMATORS = {"grpo": "grpo", "rloo": "rloo", "reinforce_plus_plus": "reinforce_plus_plus", "prime": "rloo"}
 
 
 def token_level_rewards(rewards: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:
@@ -29,24 +27,24 @@ def token_level_rewards(rewards: torch.Tensor, response_mask: torch.Tensor) -> t
 
 
 def compute_advantages(
-    algorithm: str, rewards: torch.Tensor, response_mask: torch.Tensor, group_index: np.ndarray, gamma: float = 1.0
+    estimator: str, rewards: torch.Tensor, response_mask: torch.Tensor, group_index: np.ndarray, gamma: float = 1.0
 ) -> torch.Tensor:
-    """Token-level advantages from verl's estimator for ``algorithm``."""
-    name = ADVANTAGE_ESTIMATORS[algorithm]
-    fn = get_adv_estimator_fn(name)
+    """Token-level advantages from verl's registered advantage ``estimator`` (an algorithm's, core.algorithms), called
+    as verl's trainer calls an outcome estimator: the rewards on the last token, the mask, the groups' index and the
+    algorithm's config (an estimator takes what it reads of them)."""
+    fn = get_adv_estimator_fn(estimator)
+    accepts = inspect.signature(fn).parameters
+    offered = {"index": group_index, "config": AlgoConfig(adv_estimator=estimator, gamma=gamma)}
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepts.values())
+    kwargs = {k: v for k, v in offered.items() if takes_any or k in accepts}
     scores = token_level_rewards(rewards, response_mask)
-    mask = response_mask.float()
-    config = AlgoConfig(adv_estimator=name, gamma=gamma)
-    if name == "grpo":
-        adv, _ = fn(token_level_rewards=scores, response_mask=mask, index=group_index, norm_adv_by_std_in_grpo=True)
-    elif name == "rloo":
-        adv, _ = fn(token_level_rewards=scores, response_mask=mask, index=group_index, config=config)
-    else:
-        adv, _ = fn(token_level_rewards=scores, response_mask=mask, config=config)
+    adv, _ = fn(token_level_rewards=scores, response_mask=response_mask.float(), **kwargs)
     return adv
 
 
-def actor_config(loss: dict, rollout_n: int, mini_batch_size: int, max_response_length: int | None = None) -> FSDPActorConfig:
+def actor_config(
+    loss: dict, rollout_n: int, mini_batch_size: int, max_response_length: int | None = None
+) -> FSDPActorConfig:
     """verl's actor config for one run's loss settings (keys as in verl's ``actor`` section).
 
     ``max_response_length`` is the horizon "seq-mean-token-sum-norm" divides by: verl's actor takes
@@ -106,7 +104,9 @@ def actor_loss(
     metrics = {k: float(v) for k, v in metrics.items()}
     metrics["actor/pg_loss"] = float(pg_loss.detach())
     if entropy is not None and config.entropy_coeff != 0:
-        entropy_loss = agg_loss(loss_mat=entropy, loss_mask=mask, loss_agg_mode=config.loss_agg_mode, **config.global_batch_info)
+        entropy_loss = agg_loss(
+            loss_mat=entropy, loss_mask=mask, loss_agg_mode=config.loss_agg_mode, **config.global_batch_info
+        )
         loss = loss - config.entropy_coeff * entropy_loss
         metrics["actor/entropy_loss"] = float(entropy_loss.detach())
     if config.use_kl_loss:

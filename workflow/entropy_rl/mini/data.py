@@ -25,8 +25,9 @@ import numpy as np
 import pandas as pd
 import reasoning_gym
 
-from ..core import atomic
+from ..core import atomic, formats, logs
 from ..core.formats import VERL_COLUMNS
+from ..core.paths import DATA_DIR
 
 CODE_CUE = "Code: "
 CODE_STYLE = "code:stdio"
@@ -63,13 +64,28 @@ def task_problems(spec: dict, size: int, seed: int) -> list[dict]:
         terms = _terms(e["metadata"]["expression"])
         chain = "".join(terms)
         if domain(spec) == "math":
-            problems.append({"prompt": chain, "gold": str(e["answer"]), "style": "rule", "question": e["question"], "expression": chain})
+            problems.append(
+                {
+                    "prompt": chain,
+                    "gold": str(e["answer"]),
+                    "style": "rule",
+                    "question": e["question"],
+                    "expression": chain,
+                }
+            )
         else:
             in_x = "".join(["x", *terms[1:]])
             xs = [int(v) for v in rng.choice(10, size=CODE_TESTS, replace=False)]
             tests = {"inputs": [f"{x}\n" for x in xs], "outputs": [str(_value(in_x, x)) for x in xs]}
-            problems.append({"prompt": CODE_CUE + in_x, "gold": json.dumps(tests), "style": CODE_STYLE,
-                             "question": e["question"], "expression": in_x})  # fmt: skip
+            problems.append(
+                {
+                    "prompt": CODE_CUE + in_x,
+                    "gold": json.dumps(tests),
+                    "style": CODE_STYLE,
+                    "question": e["question"],
+                    "expression": in_x,
+                }
+            )
     return problems
 
 
@@ -200,8 +216,10 @@ def instruct_responses(frame: pd.DataFrame) -> pd.DataFrame:
     """Instruction-tuning targets: every prompt answered the way an instruct model answers, step by step
     and right (the worked solution), never a bare guess: tuning a base model on them (Appendix D's
     instruct models) moves it from the base corpus's mix of guesses towards working."""
-    responses = [faithful_program(e["expression"]) if ability == "code" else worked_solution(e["expression"], rm["ground_truth"])
-                 for e, rm, ability in zip(frame["extra_info"], frame["reward_model"], frame["ability"])]  # fmt: skip
+    responses = [
+        faithful_program(e["expression"]) if ability == "code" else worked_solution(e["expression"], rm["ground_truth"])
+        for e, rm, ability in zip(frame["extra_info"], frame["reward_model"], frame["ability"])
+    ]
     return frame.assign(response=responses)
 
 
@@ -224,7 +242,9 @@ def prepare_mini_data(spec: dict, out_dir: str | Path) -> dict[str, Path]:
     atomic.to_parquet(pretrain, paths["pretrain"])
     if "instruct" in spec:
         tuning = spec["instruct"]
-        instruct = build_training_mix(spec["benchmarks"], tuning["from"], tuning["prompts"], seed + 4, held_out, "instruct")
+        instruct = build_training_mix(
+            spec["benchmarks"], tuning["from"], tuning["prompts"], seed + 4, held_out, "instruct"
+        )
         paths["instruct"] = out / "instruct.parquet"
         atomic.to_parquet(instruct_responses(instruct), paths["instruct"])
     for name, frame in benches.items():
@@ -238,3 +258,20 @@ def build_train_set(benchmarks: dict, set_spec: dict, seed: int, benchmark_frame
     mix from the task families of ``set_spec["from"]``, never a problem of the benchmarks given."""
     held_out = {prompt_text(p) for f in benchmark_frames for p in f["prompt"]}
     return build_training_mix(benchmarks, set_spec["from"], set_spec["size"], seed + 1, held_out, "train")
+
+
+def prepare_mini_data_main(snakemake) -> None:
+    """Rule prepare_mini_data: the scale's tasks, training mix, pre-training corpus and benchmarks."""
+    log = logs.setup(snakemake.log[0])
+    written = prepare_mini_data(snakemake.params.spec, DATA_DIR)
+    log.info("wrote %s", sorted(str(p) for p in written.values()))
+
+
+def prepare_mini_train_set_main(snakemake) -> None:
+    """Rule prepare_mini_train_set: a further training set, none of the benchmarks' problems in it."""
+    log = logs.setup(snakemake.log[0])
+    p = snakemake.params
+    frames = [formats.load_verl_parquet(path) for path in snakemake.input.benchmarks]
+    train = build_train_set(p.benchmarks, p.spec, p.seed, frames)
+    atomic.to_parquet(train, snakemake.output[0])
+    log.info("%d prompts from %s", len(train), p.spec["from"])

@@ -17,7 +17,14 @@ from . import generation, models
 
 
 def sample_benchmark(
-    model, tokenizer, prompts, answers, styles: list[str], temperature: float, n: int, max_new_tokens: int,
+    model,
+    tokenizer,
+    prompts,
+    answers,
+    styles: list[str],
+    temperature: float,
+    n: int,
+    max_new_tokens: int,
     batch_size: int = 512,
 ) -> pd.DataFrame:
     """One row per (problem, sample): response, extracted answer, correctness (by each problem's reward
@@ -38,7 +45,9 @@ def sample_benchmark(
 
 @torch.no_grad()
 def accuracy(model, tokenizer, prompts, answers, styles: list[str], protocol: dict, max_new_tokens: int) -> float:
-    samples = sample_benchmark(model, tokenizer, prompts, answers, styles, protocol["temperature"], protocol["n"], max_new_tokens)
+    samples = sample_benchmark(
+        model, tokenizer, prompts, answers, styles, protocol["temperature"], protocol["n"], max_new_tokens
+    )
     return float(samples["correct"].mean())
 
 
@@ -56,7 +65,13 @@ def evaluate_benchmarks(model: str, frames: dict[str, pd.DataFrame], params) -> 
         yield (
             name,
             sample_benchmark(
-                policy, tokenizer, prompts, answers, formats.problem_styles(frame), protocol["temperature"], protocol["n"],
+                policy,
+                tokenizer,
+                prompts,
+                answers,
+                formats.problem_styles(frame),
+                protocol["temperature"],
+                protocol["n"],
                 params.max_new_tokens,
             ),
         )

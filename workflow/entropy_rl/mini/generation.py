@@ -111,8 +111,14 @@ def decode(model, ids, mask, temperature: float, max_new_tokens: int, eos: int, 
             rows, token, done, mask, position = rows[live], token[live], done[live], mask[live], position[live]
         mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
         position = position[:, -1:] + 1
-        out = model(input_ids=token[:, None], attention_mask=mask, position_ids=position,
-                    past_key_values=cache, use_cache=True, logits_to_keep=1)  # fmt: skip
+        out = model(
+            input_ids=token[:, None],
+            attention_mask=mask,
+            position_ids=position,
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
         step = out.logits[:, -1, :].float()
 
 

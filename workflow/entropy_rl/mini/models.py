@@ -92,8 +92,9 @@ def pretrain_precision(setting: str) -> str:
     return setting
 
 
-def pretrain(model, tokenizer, prompts, responses, steps: int, batch_size: int, lr: float, seed: int,
-             precision: str = "fp32") -> list[float]:  # fmt: skip
+def pretrain(
+    model, tokenizer, prompts, responses, steps: int, batch_size: int, lr: float, seed: int, precision: str = "fp32"
+) -> list[float]:
     """Supervised pre-training on the mini tasks' responses; returns the loss curve.
 
     ``precision`` "bf16" is mixed precision: the forward and backward under CPU autocast to bfloat16, the weights,

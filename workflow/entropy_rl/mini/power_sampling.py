@@ -43,7 +43,9 @@ class HFProposer:
         """Up to ``budgets[i]`` tokens after ``prefixes[i]`` (prompt + response so far), stopping at
         EOS, each continuation with its log p and log q per token."""
         ids, mask = pad(prefixes, self.pad_id, left=True)
-        new, logits = generation.decode(self.model, ids, mask, 1.0 / self.alpha, max(budgets), self.stop_ids[0], self.pad_id)
+        new, logits = generation.decode(
+            self.model, ids, mask, 1.0 / self.alpha, max(budgets), self.stop_ids[0], self.pad_id
+        )
         # p and q are the softmax of each step's raw logits at temperature 1 and 1/α.
         logp = torch.log_softmax(logits, dim=-1).gather(-1, new[..., None]).squeeze(-1)
         logq = torch.log_softmax(self.alpha * logits, dim=-1).gather(-1, new[..., None]).squeeze(-1)
@@ -71,8 +73,19 @@ def to_rollout(tokenizer, chains: list[Chain]) -> generation.Rollout:
 
 
 @torch.no_grad()
-def sample_method(model, tokenizer, base, prompts, answers, method: dict, n: int, max_new_tokens: int, seed: int,
-                  batch_size: int = 256, styles: list[str] | None = None) -> pd.DataFrame:  # fmt: skip
+def sample_method(
+    model,
+    tokenizer,
+    base,
+    prompts,
+    answers,
+    method: dict,
+    n: int,
+    max_new_tokens: int,
+    seed: int,
+    batch_size: int = 256,
+    styles: list[str] | None = None,
+) -> pd.DataFrame:
     """``n`` graded responses per problem from one method, with what the comparison needs of each:
     the base model's log-likelihood of it (``base``, temperature 1), the tokens drawn to make it and the wall time
     (``seconds``: its batch's sampling time, shared equally by the batch's answers; scoring not included).
@@ -96,7 +109,12 @@ def sample_method(model, tokenizer, base, prompts, answers, method: dict, n: int
             drawn, acceptance = algorithm.costs(chains)
         else:
             rollout = generation.generate(
-                model, tokenizer, chunk, n=n, temperature=method["temperature"], max_new_tokens=max_new_tokens,
+                model,
+                tokenizer,
+                chunk,
+                n=n,
+                temperature=method["temperature"],
+                max_new_tokens=max_new_tokens,
                 with_log_probs=False,
             )
             drawn, acceptance = plain_costs(rollout.response_mask.sum(dim=1).tolist())

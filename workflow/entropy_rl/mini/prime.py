@@ -45,7 +45,9 @@ class ImplicitPRM:
         self.model.eval()
         return float(loss.detach())
 
-    def advantages(self, batch, rewards: torch.Tensor, group_index: np.ndarray, n: int, temperature: float) -> torch.Tensor:
+    def advantages(
+        self, batch, rewards: torch.Tensor, group_index: np.ndarray, n: int, temperature: float
+    ) -> torch.Tensor:
         self.update(batch, rewards, temperature)
         mask = batch.response_mask.float()
         process = self.token_rewards(batch, temperature)

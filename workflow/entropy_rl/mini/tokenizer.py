@@ -12,6 +12,8 @@ from __future__ import annotations
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
+from ..core import atomic, formats, logs
+
 EOS = "<|endoftext|>"
 PAD = "<|pad|>"
 # A base-model style template: the user's turn, then the answer cue. The
@@ -39,3 +41,19 @@ def build_tokenizer(texts: list[str], vocab_size: int) -> PreTrainedTokenizerFas
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, pad_token=PAD, padding_side="left")
     fast.chat_template = CHAT_TEMPLATE
     return fast
+
+
+def corpus_texts(corpus) -> list[str]:
+    """What the tokenizer learns from: each prompt of the pre-training corpus with its response, and the template's
+    own words."""
+    prompts, _ = formats.prompts_and_answers(corpus)
+    return [p[-1]["content"] + r for p, r in zip(prompts, corpus["response"])] + ["Question: Answer:"]
+
+
+def main(snakemake) -> None:
+    """Rule build_tokenizer: the tokenizer trained on the pre-training corpus."""
+    log = logs.setup(snakemake.log[0])
+    tok = build_tokenizer(corpus_texts(formats.load_verl_parquet(snakemake.input.corpus)), snakemake.params.vocab_size)
+    with atomic.output(snakemake.output[0]) as out:
+        tok.save_pretrained(out)
+    log.info("tokenizer with %d tokens", len(tok))

@@ -27,7 +27,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..core import atomic, formats, metric_columns, metrics, modules, random_reward, resume, reward
+from ..core import algorithms as algorithms_registry
+from ..core import atomic, formats, logs, metric_columns, metrics, modules, random_reward, resume, reward
 from . import algorithms, checkpoints, evaluate, generation, models, prime
 
 log = logging.getLogger(__name__)
@@ -64,9 +65,12 @@ def validate(model, tokenizer, val_sets: dict, max_new_tokens: int) -> dict:
     accs = {}
     for key, names in by_protocol.items():
         protocol = json.loads(key)
-        prompts, answers, styles = ([x for name in names for x in getattr(val_sets[name], f)] for f in ("prompts", "answers", "styles"))
-        samples = evaluate.sample_benchmark(model, tokenizer, prompts, answers, styles, protocol["temperature"],
-                                            protocol["n"], max_new_tokens)  # fmt: skip
+        prompts, answers, styles = (
+            [x for name in names for x in getattr(val_sets[name], f)] for f in ("prompts", "answers", "styles")
+        )
+        samples = evaluate.sample_benchmark(
+            model, tokenizer, prompts, answers, styles, protocol["temperature"], protocol["n"], max_new_tokens
+        )
         owner = np.repeat(names, [len(val_sets[name].prompts) for name in names])[samples["problem_id"]]
         for name, correct in samples["correct"].groupby(owner):
             accs[f"val_acc/{name}"] = float(correct.mean())
@@ -109,8 +113,13 @@ def train(
         if step % 10 == 0:
             log.info(
                 "step %d entropy %.4f reward %.3f kept %.2f val %s (%.1fs)",
-                step, row["entropy"], row["reward_mean"], row["kept_prompt_frac"], row.get("val_acc"), time.time() - started,
-            )  # fmt: skip
+                step,
+                row["entropy"],
+                row["reward_mean"],
+                row["kept_prompt_frac"],
+                row.get("val_acc"),
+                time.time() - started,
+            )
         if save_every and (step + 1) % save_every == 0 and step < spec["steps"]:
             checkpoints.save(ckpt_dir, step + 1, run.snapshot(step + 1))
     return finish(run, out, ckpt_dir)
@@ -146,11 +155,16 @@ class Run:
     def snapshot(self, next_step: int) -> dict:
         prm = self.prm
         return {
-            "step": next_step, "rows": json.dumps(self.rows), "cursor": self.cursor, "order": torch.from_numpy(self.order),
-            "torch_rng": torch.get_rng_state(), "numpy_rng": self.rng.bit_generator.state,
-            "policy": self.policy.state_dict(), "optimizer": self.optimizer.state_dict(),
+            "step": next_step,
+            "rows": json.dumps(self.rows),
+            "cursor": self.cursor,
+            "order": torch.from_numpy(self.order),
+            "torch_rng": torch.get_rng_state(),
+            "numpy_rng": self.rng.bit_generator.state,
+            "policy": self.policy.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
             **({"prm": prm.model.state_dict(), "prm_optimizer": prm.optimizer.state_dict()} if prm else {}),
-        }  # fmt: skip
+        }
 
     def restore(self, state: dict) -> None:
         self.policy.load_state_dict(state["policy"])
@@ -180,16 +194,31 @@ def set_up(spec: dict, model_dir: str | Path, train_path: str | Path) -> Run:
     seed = spec["seed"]
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    loss_cfg, is_prime = spec["loss"], spec["algorithm"] == "prime"
+    loss_cfg, is_prime = spec["loss"], algorithms_registry.of(spec).process_rewards
     policy, tokenizer = models.load(model_dir)
     reference = models.load(model_dir)[0] if loss_cfg["kl_loss_coef"] > 0 or is_prime else None
     prm = prime.ImplicitPRM(model_dir, spec["prime"], reference) if is_prime else None
-    actor = algorithms.actor_config(loss_cfg, spec["rollout_n"], spec["ppo_mini_batch_size"], spec["max_response_length"])
+    actor = algorithms.actor_config(
+        loss_cfg, spec["rollout_n"], spec["ppo_mini_batch_size"], spec["max_response_length"]
+    )
     optimizer = torch.optim.AdamW(policy.parameters(), lr=spec["lr"], weight_decay=spec["weight_decay"])
     frame = formats.load_verl_parquet(train_path)
     prompts, answers = formats.prompts_and_answers(frame)
     order = rng.permutation(len(prompts))
-    return Run(spec, policy, tokenizer, reference, prm, actor, optimizer, rng, prompts, answers, formats.problem_styles(frame), order)
+    return Run(
+        spec,
+        policy,
+        tokenizer,
+        reference,
+        prm,
+        actor,
+        optimizer,
+        rng,
+        prompts,
+        answers,
+        formats.problem_styles(frame),
+        order,
+    )
 
 
 def resume_from(run: Run, ckpt_dir: Path) -> None:
@@ -255,8 +284,14 @@ def sample_batch(run: Run, step: int) -> Batch:
         run.cursor += len(idx)
         golds = [run.answers[i] for i in idx for _ in range(n)]
         styles = [run.styles[i] for i in idx for _ in range(n)]
-        rollout = generation.generate(run.policy, run.tokenizer, [run.prompts[i] for i in idx], n=n,
-                                      temperature=spec["temperature"], max_new_tokens=spec["max_response_length"])  # fmt: skip
+        rollout = generation.generate(
+            run.policy,
+            run.tokenizer,
+            [run.prompts[i] for i in idx],
+            n=n,
+            temperature=spec["temperature"],
+            max_new_tokens=spec["max_response_length"],
+        )
         if random_reward.is_random(spec):  # the control: a seeded coin per response, the answer never read
             rewards = random_reward.rollout_rewards(spec["seed"], step, drawn, idx, n)
         else:
@@ -293,7 +328,9 @@ def update_policy(run: Run, batch: Batch, old_log_prob: torch.Tensor) -> dict:
     if run.prm is not None:
         advantages = run.prm.advantages(data, rewards, group_index, n, spec["temperature"])
     else:
-        advantages = algorithms.compute_advantages(spec["algorithm"], rewards, mask, group_index, spec["gamma"])
+        advantages = algorithms.compute_advantages(
+            algorithms_registry.of(spec).estimator, rewards, mask, group_index, spec["gamma"]
+        )
     ref_lp = None
     if run.reference is not None and spec["loss"]["kl_loss_coef"] > 0:
         with torch.no_grad():
@@ -326,9 +363,7 @@ def ppo_epochs(run: Run, data, old_lp, advantages, ref_lp, n_groups: int) -> dic
             torch.nn.utils.clip_grad_norm_(run.policy.parameters(), spec["grad_clip"])
             run.optimizer.step()
             step_metrics.append(m)
-            token_stats.append(
-                metrics.loss_token_stats(run.actor, log_prob, old, adv, mb.response_mask, m)
-            )
+            token_stats.append(metrics.loss_token_stats(run.actor, log_prob, old, adv, mb.response_mask, m))
     out = metrics.pooled_loss_stats(token_stats)
     out["pg_loss"] = float(np.mean([m["actor/pg_loss"] for m in step_metrics]))
     out["pg_clipfrac"] = float(np.mean([m.get("actor/pg_clipfrac", math.nan) for m in step_metrics]))
@@ -345,3 +380,16 @@ def finish(run: Run, out: Path, ckpt_dir: Path) -> pd.DataFrame:
     atomic.to_parquet(frame, out / "metrics.parquet")
     checkpoints.clear(ckpt_dir)
     return frame
+
+
+def main(snakemake) -> None:
+    """Rule train: one RL run. A rerun after a kill resumes from its checkpoints when the spec and this code are
+    unchanged (``train``)."""
+    job_log = logs.setup(snakemake.log[0], snakemake.threads)
+    spec = snakemake.params.spec
+    job_log.info("run spec %s", json.dumps(spec))
+    benchmarks = {Path(p).stem: p for p in snakemake.input.benchmarks}
+    val_sets = validation_sets(benchmarks, spec["val_protocol"], spec["val_size"])
+    run_dir = Path(snakemake.output.final).parent
+    assert Path(snakemake.output.metrics) == run_dir / "metrics.parquet"
+    train(spec, snakemake.input.model, snakemake.input.train, val_sets, run_dir)

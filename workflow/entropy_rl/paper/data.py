@@ -17,12 +17,14 @@ from file listings and schemas alone, before anything is built.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from ..core import atomic, logs
 from ..core.formats import VERL_COLUMNS, DataError
 
 
@@ -227,3 +229,60 @@ def build_part(
 
 def shuffle(frame: pd.DataFrame, seed: int) -> pd.DataFrame:
     return frame.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+
+
+# ---- the data rules' jobs ---------------------------------------------------------------------------
+
+
+def check_source_main(snakemake) -> None:
+    """A downloaded dataset source against the parts that read it (rule check_source): every mismatch, one line
+    each; the download is kept."""
+    log = logs.setup(snakemake.log[0])
+    parts, source = snakemake.params.parts, snakemake.wildcards.source
+    problems = check_source(snakemake.input.source, parts)
+    for p in problems:
+        log.error("%s", p)
+    if problems:
+        sys.exit(
+            f"source {source} does not match its parts in config.yaml (the download is kept):\n"
+            + "\n".join(f"  - {p}" for p in problems)
+        )
+    atomic.write_text(snakemake.output[0], f"{', '.join(sorted(parts))}: files and fields as configured\n")
+    log.info("source %s matches parts %s", source, sorted(parts))
+
+
+def prepare_benchmark_main(snakemake) -> None:
+    """One benchmark as verl parquet, its data_source named for it (rule prepare_benchmark)."""
+    log = logs.setup(snakemake.log[0])
+    p, name = snakemake.params, snakemake.wildcards.benchmark
+    frame = build_part(snakemake.input.source, p.part, p.part_name, p.templates, p.seed, data_source=name)
+    atomic.to_parquet(frame, snakemake.output[0])
+    log.info("%s: %d problems", name, len(frame))
+
+
+def build_train_set(sources: dict[str, str], parts: dict, templates: dict, seed: int, log) -> pd.DataFrame:
+    """An RL training set: each of ``parts`` built from its source's directory (``sources``, by source name),
+    shuffled together."""
+    frames = []
+    for name, part in parts.items():
+        frame = build_part(sources[part["source"]], part, name, templates, seed)
+        log.info("%s: %d rows", name, len(frame))
+        frames.append(frame)
+    return shuffle(pd.concat(frames, ignore_index=True), seed)
+
+
+def prepare_train_set_main(snakemake) -> None:
+    """Rule prepare_train_set: the training set from its sources' directories, the rule's ``sources`` input (each a
+    source's directory, named by the source)."""
+    log = logs.setup(snakemake.log[0])
+    p = snakemake.params
+    sources = {Path(path).name: path for path in snakemake.input.sources}
+    atomic.to_parquet(build_train_set(sources, p.parts, p.templates, p.seed, log), snakemake.output[0])
+
+
+def validation_set_main(snakemake) -> None:
+    """Every benchmark in one file (rule validation_set): verl validates on it every val_every steps."""
+    log = logs.setup(snakemake.log[0])
+    frame = pd.concat([pd.read_parquet(path) for path in snakemake.input.benchmarks], ignore_index=True)
+    atomic.to_parquet(frame, snakemake.output[0])
+    log.info("%d rows from %d files", len(frame), len(snakemake.input.benchmarks))

@@ -38,8 +38,9 @@ def vllm_engine(model_dir: str, tensor_parallel: int, seed: int, max_model_len: 
     return LLM(model=model_dir, tensor_parallel_size=tensor_parallel, seed=seed, max_model_len=max_model_len)
 
 
-def vllm_samples(llm, frame: pd.DataFrame, protocol: dict, max_tokens: int, seed: int,
-                 chat_template: str | None = None) -> pd.DataFrame:  # fmt: skip
+def vllm_samples(
+    llm, frame: pd.DataFrame, protocol: dict, max_tokens: int, seed: int, chat_template: str | None = None
+) -> pd.DataFrame:
     """One benchmark through a loaded vLLM engine: one row per (problem, sample), as the mini scale's
     ``sample_benchmark`` gives, with each response's token count.
 
@@ -53,14 +54,20 @@ def vllm_samples(llm, frame: pd.DataFrame, protocol: dict, max_tokens: int, seed
     from vllm import SamplingParams  # the GPU image has vLLM; the mini scale never imports it
 
     n = protocol["n"]
-    params = [SamplingParams(n=n, temperature=protocol["temperature"], max_tokens=max_tokens, seed=seed + k * n)
-              for k in range(len(frame))]  # fmt: skip
+    params = [
+        SamplingParams(n=n, temperature=protocol["temperature"], max_tokens=max_tokens, seed=seed + k * n)
+        for k in range(len(frame))
+    ]
     template = {} if chat_template is None else {"chat_template": chat_template}
     outputs = llm.chat([list(p) for p in frame["prompt"]], params, use_tqdm=False, **template)
     completions = [c for out in outputs for c in out.outputs]
     gold = list(frame["reward_model"])
-    rows = scoring.graded_rows([c.text for c in completions], [g["ground_truth"] for g in gold], protocol["n"],
-                               styles=[g["style"] for g in gold])  # fmt: skip
+    rows = scoring.graded_rows(
+        [c.text for c in completions],
+        [g["ground_truth"] for g in gold],
+        protocol["n"],
+        styles=[g["style"] for g in gold],
+    )
     for row, c in zip(rows, completions):
         row["response_tokens"] = len(c.token_ids)
     return pd.DataFrame(rows)

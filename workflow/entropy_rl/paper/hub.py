@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from ..core import atomic
+from ..core import atomic, logs
 
 TOKEN_VARIABLES = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 
@@ -40,7 +40,9 @@ def write_environment_without_token(path: str | Path) -> None:
     """
     # os.environ, the mapping Python code (and a test's monkeypatch) changes: in CI a variable set there
     # was once missing from os.environb in a long-lived test worker.
-    data = b"".join(os.fsencode(k) + b"=" + os.fsencode(v) + b"\0" for k, v in os.environ.items() if k not in TOKEN_VARIABLES)
+    data = b"".join(
+        os.fsencode(k) + b"=" + os.fsencode(v) + b"\0" for k, v in os.environ.items() if k not in TOKEN_VARIABLES
+    )
     with atomic.output(path) as tmp, os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as fh:
         fh.write(data)
 
@@ -89,8 +91,14 @@ def resolve_revision(repo_id: str, repo_type: str, revision: str | None) -> str:
     return info.sha
 
 
-def fetch(repo_id: str, repo_type: str, dest: str | Path, lock_path: str | Path, revision: str | None = None,
-          mirror: str | Path | None = None) -> dict:  # fmt: skip
+def fetch(
+    repo_id: str,
+    repo_type: str,
+    dest: str | Path,
+    lock_path: str | Path,
+    revision: str | None = None,
+    mirror: str | Path | None = None,
+) -> dict:
     """Bring ``repo_id`` to ``dest`` at its locked commit and verify it; lock it first if new.
 
     Returns the lock entry. A mirror copy is verified against the lock like a
@@ -124,3 +132,11 @@ def fetch(repo_id: str, repo_type: str, dest: str | Path, lock_path: str | Path,
         shutil.rmtree(dest)
     partial.rename(dest)
     return entry
+
+
+def main(snakemake) -> None:
+    """The download rules' job (download_model, download_dataset): one repository at its locked commit."""
+    log = logs.setup(snakemake.log[0])
+    p = snakemake.params
+    entry = fetch(p.repo, p.repo_type, snakemake.output[0], p.lock, revision=p.revision, mirror=p.mirror)
+    log.info("%s %s at %s: %d files verified", p.repo_type, p.repo, entry["commit"], len(entry["files"]))

@@ -16,7 +16,7 @@ that (``pipeline.resources``). Within the job:
   ``save_every`` at most, as any pre-emption.
 
 A job that ended short of the run's steps exits with ``CONTINUE`` ("continued in the next job"): Snakemake submits the
-rule again (its retries under a cluster executor, rules/cluster.smk ``continue_long_runs``, sized from the estimate)
+rule again (its retries under a cluster executor, pipeline.cluster.continue_long_runs, sized from the estimate)
 and the next job resumes. Nothing depends on SLURM requeueing a TIMEOUT, which it never does.
 """
 

@@ -17,23 +17,18 @@ import subprocess
 import sys
 import time
 
+from ..core import algorithms
 from . import saves
-
-# The names verl, the job and the command share, defined where the command is built (run_command).
-from .run_command import AGENT_LOOP, GEN_BATCHES_KEY, PLUGIN_MODULE, PRIME_MAIN_MODULE, REWARD_MODULE  # noqa: F401
-from .run_command import RESULTS, TRAINER_MODE  # noqa: F401 (launch's names for them)
+from .verl_names import PLUGIN_MODULE, PRIME_MAIN_MODULE, RESULTS_PLACEHOLDER, REWARD_MODULE
 
 # What shapes a run's trajectory besides the command, by the trainer that runs it (``trainer``): the code verl 0.9.1
 # loads by name (the plugin, the reward), or PRIME's main on verl 0.4.1, which never loads the plugin. Their
-# closures are a run's resume fingerprint and, with this module and verl_metrics (which the job runs around the
-# trainer), its code input (train.smk): an edit of one trainer's code outdates none of the other's runs.
+# closures are a run's resume fingerprint (train_job.main) and, with the job around the trainer, its code input
+# (train.smk): an edit of one trainer's code outdates none of the other's runs.
 TRAINER_MODULES = {
-    "verl": (PLUGIN_MODULE, REWARD_MODULE),
-    "prime": (PRIME_MAIN_MODULE, REWARD_MODULE),
+    algorithms.VERL: (PLUGIN_MODULE, REWARD_MODULE),
+    algorithms.PRIME: (PRIME_MAIN_MODULE, REWARD_MODULE),
 }
-# The one list every run's checkpoints were fingerprinted with before TRAINER_MODULES (issue 39): a run pre-empted
-# before that change resumes after it when that code is unchanged (train_verl.py, core.resume.claim's earlier).
-FINGERPRINT_BEFORE_TRAINER_MODULES = (PLUGIN_MODULE, REWARD_MODULE, PRIME_MAIN_MODULE)
 
 # PRIME runs on verl 0.4.1 (containers/prime.def, envs/prime.txt) with the PRIME recipe of verl's own
 # tree at tag v0.4.1 (this commit), importable there as `recipe`: verl 0.9.1 has no PRIME, and
@@ -52,29 +47,35 @@ def verl_env(environ) -> dict:
     named = [m for m in environ.get("VERL_USE_EXTERNAL_MODULES", "").split(",") if m and m != PLUGIN_MODULE]
     return {**environ, "VERL_USE_EXTERNAL_MODULES": ",".join([*named, PLUGIN_MODULE])}
 
+
 # Overrides that change how a run saves and logs, never its trajectory: a checkpoint written under other values
 # still continues the run (``trajectory_command``).
-BOOKKEEPING = ("trainer.save_freq=", "trainer.max_actor_ckpt_to_keep=", "trainer.logger=", "trainer.project_name=",
-               "hydra.run.dir=")  # fmt: skip
+BOOKKEEPING = (
+    "trainer.save_freq=",
+    "trainer.max_actor_ckpt_to_keep=",
+    "trainer.logger=",
+    "trainer.project_name=",
+    "hydra.run.dir=",
+)
 
 
 def trajectory_command(command: list[str]) -> list[str]:
     """The recorded command less its ``BOOKKEEPING`` overrides: with the run spec, what a checkpoint must have
-    been written under to be resumed (train_verl.py's fingerprint), so that a change of verl's own settings (the
+    been written under to be resumed (train_job.main's fingerprint), so that a change of verl's own settings (the
     FSDP strategy, the placement, a launch override) starts the run afresh instead of resuming another's state."""
     return [arg for arg in command if not arg.startswith(BOOKKEEPING)]
 
 
 def trainer(spec: dict) -> str:
-    """The trainer of a run (a key of ``TRAINER_MODULES``): PRIME runs on verl 0.4.1's recipe, every other run on
-    verl 0.9.1."""
-    return "prime" if spec["algorithm"] == "prime" else "verl"
+    """The trainer of a run (a key of ``TRAINER_MODULES``): its algorithm's (core.algorithms): PRIME runs on verl
+    0.4.1's recipe, every other run on verl 0.9.1."""
+    return algorithms.of(spec).trainer
 
 
 def bind(command: list[str], results_dir: str) -> list[str]:
     """The recorded command made runnable here: this interpreter, and ``results_dir`` as an absolute path."""
     root = os.path.abspath(results_dir)
-    return [sys.executable, *(arg.replace(RESULTS, root) for arg in command[1:])]
+    return [sys.executable, *(arg.replace(RESULTS_PLACEHOLDER, root) for arg in command[1:])]
 
 
 def allocation_nodes(env=os.environ) -> list[str]:
@@ -93,8 +94,14 @@ def ray_commands(nodes: list[str], gpus_per_node: int, port: int) -> tuple[list[
     head_cmd = ["srun", "--nodes=1", "--ntasks=1", f"--nodelist={head}", *ray, "--head", f"--port={port}"]
     if not workers:
         return head_cmd, None
-    worker_cmd = ["srun", f"--nodes={len(workers)}", f"--ntasks={len(workers)}", f"--nodelist={','.join(workers)}",
-                  *ray, f"--address={head}:{port}"]  # fmt: skip
+    worker_cmd = [
+        "srun",
+        f"--nodes={len(workers)}",
+        f"--ntasks={len(workers)}",
+        f"--nodelist={','.join(workers)}",
+        *ray,
+        f"--address={head}:{port}",
+    ]
     return head_cmd, worker_cmd
 
 
@@ -129,15 +136,31 @@ def drive(command: list[str], env: dict, stop, grace_s: float = 120, poll_s: flo
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-def run_until_saved(command: list[str], env: dict, checkpoints: str | os.PathLike, step: int, grace_s: float = 120,
-                    poll_s: float = 5, logged=lambda: True, trainer: str = "verl") -> int:  # fmt: skip
+def run_until_saved(
+    command: list[str],
+    env: dict,
+    checkpoints: str | os.PathLike,
+    step: int,
+    grace_s: float = 120,
+    poll_s: float = 5,
+    logged=lambda: True,
+    trainer: str = "verl",
+) -> int:
     """Run verl's driver (one node) and stop it once it has saved ``step`` whole and ``logged()`` (verl saves a step
     before it logs it; stopped between the two, the step's metrics are lost): the pilot's pre-emption."""
     return drive(command, env, lambda: saves.completed_step(checkpoints, trainer) >= step and logged(), grace_s, poll_s)
 
 
-def run(command: list[str], nodes: list[str], gpus_per_node: int, env: dict, port: int = 6379, ray_timeout_s: float = 600,
-        stop=None, poll_s: float = 5) -> int:  # fmt: skip
+def run(
+    command: list[str],
+    nodes: list[str],
+    gpus_per_node: int,
+    env: dict,
+    port: int = 6379,
+    ray_timeout_s: float = 600,
+    stop=None,
+    poll_s: float = 5,
+) -> int:
     """Run verl's driver; on more than one node, inside a Ray cluster started across the allocation. ``stop``: polled
     while the driver runs, which is stopped once it says so (``drive``; ``job_time.StopBeforeEnd``)."""
     if len(nodes) == 1:
@@ -150,7 +173,11 @@ def run(command: list[str], nodes: list[str], gpus_per_node: int, env: dict, por
         address = f"{nodes[0]}:{port}"
         wait_for_ray(address, len(nodes), ray_timeout_s, env)
         driver_env = {**env, "RAY_ADDRESS": address}
-        return drive(command, driver_env, stop, poll_s=poll_s) if stop else subprocess.run(command, env=driver_env).returncode
+        return (
+            drive(command, driver_env, stop, poll_s=poll_s)
+            if stop
+            else subprocess.run(command, env=driver_env).returncode
+        )
     finally:
         for proc in reversed(started):  # only the processes started here, by their process group
             if proc.poll() is None:

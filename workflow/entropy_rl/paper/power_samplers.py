@@ -34,12 +34,26 @@ def check_context(ids: list[list[int]], engines: list, max_new_tokens: int) -> N
         cap = engine.model_config.max_model_len
         if context_needed(ids, max_new_tokens) > cap:
             longest = max(range(len(ids)), key=lambda i: len(ids[i]))
-            raise ValueError(f"problem {longest}: its prompt ({len(ids[longest])} tokens) + {max_new_tokens} answer "
-                             f"tokens + 1 scoring token is over the engine's max_model_len {cap}")  # fmt: skip
+            raise ValueError(
+                f"problem {longest}: its prompt ({len(ids[longest])} tokens) + {max_new_tokens} answer "
+                f"tokens + 1 scoring token is over the engine's max_model_len {cap}"
+            )
 
 
-def sample_method(llm, base_llm, tokenizer, prompts, answers, styles, method: dict, n: int, max_new_tokens: int,
-                  seed: int, stop: tuple[int, ...], chat_template: str | None = None) -> pd.DataFrame:  # fmt: skip
+def sample_method(
+    llm,
+    base_llm,
+    tokenizer,
+    prompts,
+    answers,
+    styles,
+    method: dict,
+    n: int,
+    max_new_tokens: int,
+    seed: int,
+    stop: tuple[int, ...],
+    chat_template: str | None = None,
+) -> pd.DataFrame:
     """``n`` graded answers per problem by a sampler of p^α (``method["kind"]`` in ``core.power.algorithms``) on
     ``llm``, scored by ``base_llm``, in the rows of ``power_sampling.sample_method`` plus ``seconds``: the sampling's
     wall time shared equally by its answers (scoring not included). Every answer of every problem advances together,
@@ -51,8 +65,9 @@ def sample_method(llm, base_llm, tokenizer, prompts, answers, styles, method: di
     requests, moves = np.random.SeedSequence(seed).spawn(2)
     proposer = VllmProposer(llm, method["alpha"], stop, requests)
     started = time.perf_counter()
-    chains = algorithm.chains(proposer, [torch.tensor(x) for x in ids], method, n, max_new_tokens,
-                              np.random.default_rng(moves))  # fmt: skip
+    chains = algorithm.chains(
+        proposer, [torch.tensor(x) for x in ids], method, n, max_new_tokens, np.random.default_rng(moves)
+    )
     seconds = (time.perf_counter() - started) / len(chains)
     responses = [c.tokens.tolist() for c in chains]
     drawn, acceptance = algorithm.costs(chains)
@@ -95,5 +110,20 @@ def sample_benchmarks(
     tokenizer, template, stop, problems, llm, base_llm = engines(base, policy, frames, params)
     log.info("stop tokens %s; prompt format %s; sampler %s", stop, params.chat_template, params.method["kind"])
     for name, (prompts, answers, styles) in problems.items():
-        yield name, sample_method(llm, base_llm, tokenizer, prompts, answers, styles, params.method, params.n,
-                                  params.max_new_tokens, params.seed, stop, template)  # fmt: skip
+        yield (
+            name,
+            sample_method(
+                llm,
+                base_llm,
+                tokenizer,
+                prompts,
+                answers,
+                styles,
+                params.method,
+                params.n,
+                params.max_new_tokens,
+                params.seed,
+                stop,
+                template,
+            ),
+        )

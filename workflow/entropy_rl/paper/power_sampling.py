@@ -42,10 +42,16 @@ class VllmProposer:
 
         seeds = self.rng.integers(0, 2**31 - 1, size=len(prefixes))
         params = [
-            SamplingParams(temperature=1.0 / self.alpha, max_tokens=b, logprobs=0, seed=int(s), ignore_eos=True,
-                           stop_token_ids=list(self.stop_ids))
+            SamplingParams(
+                temperature=1.0 / self.alpha,
+                max_tokens=b,
+                logprobs=0,
+                seed=int(s),
+                ignore_eos=True,
+                stop_token_ids=list(self.stop_ids),
+            )
             for b, s in zip(budgets, seeds)
-        ]  # fmt: skip
+        ]
         prefixes = [p.tolist() for p in prefixes]
         outputs = self.llm.generate(_tokens_prompts(prefixes), params, use_tqdm=False)
         drafts = [list(out.outputs[0].token_ids) for out in outputs]
@@ -119,8 +125,14 @@ def vllm_engine(model_dir: str, tensor_parallel: int, seed: int, max_model_len: 
         os.environ.update(REPRODUCIBLE_ENV)  # read by vLLM when the engine starts, and by its workers
     from vllm import LLM
 
-    return LLM(model=model_dir, tensor_parallel_size=tensor_parallel, seed=seed, max_model_len=max_model_len,
-               gpu_memory_utilization=memory, logprobs_mode="processed_logprobs")  # fmt: skip
+    return LLM(
+        model=model_dir,
+        tensor_parallel_size=tensor_parallel,
+        seed=seed,
+        max_model_len=max_model_len,
+        gpu_memory_utilization=memory,
+        logprobs_mode="processed_logprobs",
+    )
 
 
 def vllm_logprobs(llm, prefixes: list[list[int]], continuations: list[list[int]]) -> list[list[float]]:
@@ -143,8 +155,20 @@ def vllm_logprobs(llm, prefixes: list[list[int]], continuations: list[list[int]]
     return out
 
 
-def sample_method(llm, base_llm, tokenizer, prompts, answers, styles, method: dict, n: int, max_new_tokens: int,
-                  seed: int, stop_ids: tuple[int, ...], chat_template: str | None = None) -> pd.DataFrame:  # fmt: skip
+def sample_method(
+    llm,
+    base_llm,
+    tokenizer,
+    prompts,
+    answers,
+    styles,
+    method: dict,
+    n: int,
+    max_new_tokens: int,
+    seed: int,
+    stop_ids: tuple[int, ...],
+    chat_template: str | None = None,
+) -> pd.DataFrame:
     """``n`` graded answers per problem from one method with vLLM engines (``vllm_engine``), in the
     rows of ``core.power.mcmc.answer_rows`` (the mini scale's ``sample_method`` gives the same).
 
@@ -167,21 +191,30 @@ def sample_method(llm, base_llm, tokenizer, prompts, answers, styles, method: di
         cap = engine.model_config.max_model_len
         if context_needed(ids, max_new_tokens) > cap:
             longest = max(range(len(ids)), key=lambda i: len(ids[i]))
-            raise ValueError(f"problem {longest}: its prompt ({len(ids[longest])} tokens) + {max_new_tokens} answer "
-                             f"tokens + 1 scoring token is over the engine's max_model_len {cap}")  # fmt: skip
+            raise ValueError(
+                f"problem {longest}: its prompt ({len(ids[longest])} tokens) + {max_new_tokens} answer "
+                f"tokens + 1 scoring token is over the engine's max_model_len {cap}"
+            )
     if method["kind"] == "power":
         drafts, moves = np.random.SeedSequence(seed).spawn(2)  # independent streams: request seeds, cuts and MH draws
         proposer = VllmProposer(llm, method["alpha"], stop_ids, drafts)
-        chains = method_chains(proposer, [torch.tensor(x) for x in ids], method, n, max_new_tokens,
-                               np.random.default_rng(moves))  # fmt: skip
+        chains = method_chains(
+            proposer, [torch.tensor(x) for x in ids], method, n, max_new_tokens, np.random.default_rng(moves)
+        )
         responses = [c.tokens.tolist() for c in chains]
         drawn, acceptance = chain_costs(chains)
     else:
         params = [
-            SamplingParams(n=n, temperature=method["temperature"], max_tokens=max_new_tokens, seed=seed + k * n,
-                           ignore_eos=True, stop_token_ids=list(stop_ids))
+            SamplingParams(
+                n=n,
+                temperature=method["temperature"],
+                max_tokens=max_new_tokens,
+                seed=seed + k * n,
+                ignore_eos=True,
+                stop_token_ids=list(stop_ids),
+            )
             for k in range(len(ids))
-        ]  # fmt: skip
+        ]
         outputs = llm.generate(_tokens_prompts(ids), params, use_tqdm=False)
         responses = [list(c.token_ids) for out in outputs for c in out.outputs]
         drawn, acceptance = plain_costs([len(r) for r in responses])
@@ -229,5 +262,20 @@ def sample_benchmarks(
     log.info("stop tokens %s; prompt format %s; max_model_len %d", stop, params.chat_template, max_model_len)
     log.info("engines: %s samples, %s", policy, f"{base} scores (a second engine)" if two else "and scores")
     for name, (prompts, answers, styles) in problems.items():
-        yield name, sample_method(llm, base_llm, tokenizer, prompts, answers, styles, params.method, params.n,
-                                  params.max_new_tokens, params.seed, stop, template)  # fmt: skip
+        yield (
+            name,
+            sample_method(
+                llm,
+                base_llm,
+                tokenizer,
+                prompts,
+                answers,
+                styles,
+                params.method,
+                params.n,
+                params.max_new_tokens,
+                params.seed,
+                stop,
+                template,
+            ),
+        )

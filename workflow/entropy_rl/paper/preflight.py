@@ -31,25 +31,27 @@ import sys
 import time
 from pathlib import Path
 
-from ..core import modules
+from ..core import algorithms, atomic, logs, modules, paths
 from ..core import spec as run_spec
 from . import launch, reward_launch
 from .verl import checks
 
-def bound_command(scale_cfg: dict, run: str, results: str = "results") -> list[str]:
+
+def bound_command(scale_cfg: dict, run: str, results: str = paths.RESULTS) -> list[str]:
     return launch.bind(reward_launch.verl_command(scale_cfg, run), results)  # train.smk's command, bound
 
 
 # ---- launch: plan time ------------------------------------------------------------------------
 
 
-def launch_problems(scale_cfg: dict, run: str, results: str = "results") -> list[str]:
+def launch_problems(scale_cfg: dict, run: str, results: str = paths.RESULTS) -> list[str]:
     """The run's exact verl command through verl's validation, reward loader and loss plugin."""
     return command_launch_problems(run, bound_command(scale_cfg, run, results), run_spec.resolve_run(scale_cfg, run))
 
 
 def command_launch_problems(run: str, bound: list[str], spec: dict) -> list[str]:
-    return checks.prime_problems(run, bound) if spec["algorithm"] == "prime" else checks.command_problems(bound, spec)
+    prime = launch.trainer(spec) == algorithms.PRIME
+    return checks.prime_problems(run, bound) if prime else checks.command_problems(bound, spec)
 
 
 # Modules whose code the launch checks run (besides verl's): a change to one invalidates a passed check
@@ -64,7 +66,11 @@ def launch_key(scale_cfg: dict, run: str) -> str:
 
     from .verl import prime_check
 
-    digest = hashlib.sha256(json.dumps([reward_launch.verl_command(scale_cfg, run), metadata.version("verl"), prime_check.PRIME_VERL]).encode())
+    digest = hashlib.sha256(
+        json.dumps(
+            [reward_launch.verl_command(scale_cfg, run), metadata.version("verl"), prime_check.PRIME_VERL]
+        ).encode()
+    )
     for name in LAUNCH_CODE:
         digest.update(name.encode() + b"\0" + modules.source(name).read_bytes())
     return digest.hexdigest()
@@ -97,8 +103,12 @@ def run_engine(scale_cfg: dict, run: str, kind: str) -> dict:
     spec = run_spec.resolve_run(scale_cfg, run)
     length = spec["max_response_length"] if kind == "rollout" else run_spec.eval_max_new_tokens(scale_cfg, run)
     entry = run_spec.run_model_entry(scale_cfg, run)  # the run's placement: what its jobs start their engines with
-    return {"job": f"train {run} (rollout)" if kind == "rollout" else f"evaluate {run}", "tensor_parallel": entry["tensor_parallel"],
-            "max_model_len": scale_cfg["data"]["max_prompt_length"] + length, "template": entry.get("chat_template", "tokenizer")}  # fmt: skip
+    return {
+        "job": f"train {run} (rollout)" if kind == "rollout" else f"evaluate {run}",
+        "tensor_parallel": entry["tensor_parallel"],
+        "max_model_len": scale_cfg["data"]["max_prompt_length"] + length,
+        "template": entry.get("chat_template", "tokenizer"),
+    }
 
 
 def engines(scale_cfg: dict, model: str, kinds=ENGINE_KINDS) -> list[dict]:
@@ -107,8 +117,14 @@ def engines(scale_cfg: dict, model: str, kinds=ENGINE_KINDS) -> list[dict]:
     found = [run_engine(scale_cfg, run, kind) for run in runs for kind in ("rollout", "evaluate") if kind in kinds]
     power, entry = scale_cfg.get("power_sampling"), scale_cfg["models"][model]
     if "power" in kinds and power and power["model"] == model:
-        found.append({"job": "power_sample", "tensor_parallel": entry["tensor_parallel"], "template": entry.get("chat_template", "tokenizer"),
-                      "max_model_len": scale_cfg["data"]["max_prompt_length"] + power["max_new_tokens"] + 1})  # fmt: skip
+        found.append(
+            {
+                "job": "power_sample",
+                "tensor_parallel": entry["tensor_parallel"],
+                "template": entry.get("chat_template", "tokenizer"),
+                "max_model_len": scale_cfg["data"]["max_prompt_length"] + power["max_new_tokens"] + 1,
+            }
+        )
     return found
 
 
@@ -124,14 +140,20 @@ def engine_problems(model_dir: str | Path, engines_: list[dict], tokenizer_dir: 
         return [checks.problem(f"{model_dir}/config.json", error)]
     problems = []
     for engine in engines_:
-        found = prompt_format.engine_problems(hf_config, engine["tensor_parallel"], engine["max_model_len"], engine["template"],
-                                              model_dir if tokenizer_dir == "" else tokenizer_dir)  # fmt: skip
+        found = prompt_format.engine_problems(
+            hf_config,
+            engine["tensor_parallel"],
+            engine["max_model_len"],
+            engine["template"],
+            model_dir if tokenizer_dir == "" else tokenizer_dir,
+        )
         problems += [f"{engine['job']}: {p}" for p in found if f"{engine['job']}: {p}" not in problems]
     return problems
 
 
-def model_problems(scale_cfg: dict, model: str, model_dir: str | Path, tokenizer_dir: str | Path | None = "",
-                   kinds=ENGINE_KINDS) -> list[str]:  # fmt: skip
+def model_problems(
+    scale_cfg: dict, model: str, model_dir: str | Path, tokenizer_dir: str | Path | None = "", kinds=ENGINE_KINDS
+) -> list[str]:
     """The downloaded model against every engine of ``kinds`` the scale starts it in."""
     return engine_problems(model_dir, engines(scale_cfg, model, kinds), tokenizer_dir)
 
@@ -139,39 +161,47 @@ def model_problems(scale_cfg: dict, model: str, model_dir: str | Path, tokenizer
 # ---- one run, and the command line ------------------------------------------------------------
 
 
-def stages(spec: dict, results: str = "results") -> list[str]:
+def stages(spec: dict, results: str = paths.RESULTS) -> list[str]:
     """The parts of a run's preflight that what exists now allows: launch always, model and data once present."""
-    model_dir = Path(results, "models", spec["model"])
-    data = [Path(results, "data", "train", f"{spec['train_data']}.parquet"), Path(results, "data", "benchmarks", "validation.parquet")]
+    model_dir = Path(paths.rooted(paths.MODEL_DIR, results, model=spec["model"]))
+    data = [
+        Path(paths.rooted(paths.TRAIN_SET, results, train_set=spec["train_data"])),
+        Path(paths.rooted(paths.VALIDATION_SET, results)),
+    ]
     found = ["launch"]
     if (model_dir / "config.json").exists():
         found.append("model")
-        if spec["algorithm"] != "prime" and all(p.exists() for p in data):
+        if launch.trainer(spec) != algorithms.PRIME and all(p.exists() for p in data):
             found.append("data")
     return found
 
 
-def training_problems(run: str, command: list[str], spec: dict, rollout: dict, benchmarks: list[str], results: str = "results") -> list[str]:
+def training_problems(
+    run: str, command: list[str], spec: dict, rollout: dict, benchmarks: list[str], results: str = paths.RESULTS
+) -> list[str]:
     """Everything checkable for one run's training with what exists now (``stages``), from exactly what the training
     job runs: its recorded command and spec (train_verl's params), its rollout engine and the benchmarks it validates on."""
     present = stages(spec, results)
     bound = launch.bind(command, results)
     problems = command_launch_problems(run, bound, spec)
     if "model" in present:
-        problems += engine_problems(Path(results, "models", spec["model"]), [rollout])
+        problems += engine_problems(Path(paths.rooted(paths.MODEL_DIR, results, model=spec["model"])), [rollout])
     if "data" in present and not problems:
         problems += checks.data_problems(checks.compose(bound[3:]), benchmarks)
     return problems
 
 
-def run_problems(scale_cfg: dict, run: str, results: str = "results", kinds=("rollout",)) -> list[str]:
+def run_problems(scale_cfg: dict, run: str, results: str = paths.RESULTS, kinds=("rollout",)) -> list[str]:
     """``training_problems`` of a run of ``scale_cfg``, and with ``evaluate`` in ``kinds`` its evaluation's engine
     (which the ``preflight_eval`` rule checks apart)."""
     spec = run_spec.resolve_run(scale_cfg, run)
     command = reward_launch.verl_command(scale_cfg, run)
-    problems = training_problems(run, command, spec, run_engine(scale_cfg, run, "rollout"), sorted(scale_cfg["data"]["benchmarks"]), results)
+    problems = training_problems(
+        run, command, spec, run_engine(scale_cfg, run, "rollout"), sorted(scale_cfg["data"]["benchmarks"]), results
+    )
     if "evaluate" in kinds and "model" in stages(spec, results):
-        problems += engine_problems(Path(results, "models", spec["model"]), [run_engine(scale_cfg, run, "evaluate")])
+        model_dir = Path(paths.rooted(paths.MODEL_DIR, results, model=spec["model"]))
+        problems += engine_problems(model_dir, [run_engine(scale_cfg, run, "evaluate")])
     return problems
 
 
@@ -182,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("runs", nargs="*", help="runs to check (default: every run of the scale)")
     parser.add_argument("--config", default="config.yaml")
     parser.add_argument("--scale", default="paper")
-    parser.add_argument("--results", default="results")
+    parser.add_argument("--results", default=paths.RESULTS)
     args = parser.parse_args(argv)
     scale_cfg = yaml.safe_load(Path(args.config).read_text())[args.scale]
     failed = 0
@@ -196,6 +226,27 @@ def main(argv: list[str] | None = None) -> int:
             print(f"     - {p}")
     print(f"preflight: {failed} of {len(args.runs or scale_cfg['runs'])} runs with problems")
     return 1 if failed else 0
+
+
+def preflight_main(snakemake) -> None:
+    """The preflight rules' job, by rule: a run's training (its command, the rollout engine, the data), the engine of a
+    run's evaluation, or the power study's model against its engines. Fails with every problem, one line each."""
+    log = logs.setup(snakemake.log[0])
+    p = snakemake.params
+    run = snakemake.wildcards.get("run")
+    if snakemake.rule == "preflight":
+        what, problems = run, training_problems(run, p.command, p.spec, p.rollout, p.benchmarks, paths.RESULTS)
+    elif snakemake.rule == "preflight_eval":
+        what, problems = f"{run}'s evaluation", engine_problems(snakemake.input.model, p.engines)
+    else:
+        what = "power sampling"
+        problems = model_problems(p.scope, p.scope["power_sampling"]["model"], snakemake.input.model, kinds=("power",))
+    for problem in problems:
+        log.error("%s: %s", what, problem)
+    if problems:
+        sys.exit(f"preflight of {what} found {len(problems)} problem(s):\n" + "\n".join(f"  - {x}" for x in problems))
+    atomic.write_text(snakemake.output[0], f"preflight of {what}: no problem found\n")
+    log.info("preflight of %s: no problem found", what)
 
 
 if __name__ == "__main__":

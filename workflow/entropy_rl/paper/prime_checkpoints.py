@@ -44,8 +44,11 @@ def own_loader(path, checkpoints: str | Path) -> bool:
     if not isinstance(path, (str, os.PathLike)):
         return False
     path = Path(path).resolve()
-    return (path.name == saves.DATALOADER and bool(saves.STEP_DIR.match(path.parent.name))
-            and path.parent.parent == Path(checkpoints).resolve())  # fmt: skip
+    return (
+        path.name == saves.DATALOADER
+        and bool(saves.STEP_DIR.match(path.parent.name))
+        and path.parent.parent == Path(checkpoints).resolve()
+    )
 
 
 @contextlib.contextmanager

@@ -66,16 +66,22 @@ PLAIN = (
     "{%- if add_generation_prompt %}{{ 'Answer:' }}{% endif %}"
 )
 
-register(PromptFormat(
-    "tokenizer", None,
-    "the tokenizer's own chat template (tokenizer_config.json or chat_template.jinja); it must exist",
-    "the model's hub repository",
-))  # fmt: skip
-register(PromptFormat(
-    "plain", PLAIN,
-    "plain text for base models: [BOS] 'Question: <user>\\n' ... 'Answer:'",
-    "lm-evaluation-harness GSM8K doc_to_text ('Question: {{question}}\\nAnswer:'); entropy_rl.mini.tokenizer.CHAT_TEMPLATE",
-))  # fmt: skip
+register(
+    PromptFormat(
+        "tokenizer",
+        None,
+        "the tokenizer's own chat template (tokenizer_config.json or chat_template.jinja); it must exist",
+        "the model's hub repository",
+    )
+)
+register(
+    PromptFormat(
+        "plain",
+        PLAIN,
+        "plain text for base models: [BOS] 'Question: <user>\\n' ... 'Answer:'",
+        "lm-evaluation-harness GSM8K doc_to_text ('Question: {{question}}\\nAnswer:'); entropy_rl.mini.tokenizer.CHAT_TEMPLATE",
+    )
+)
 
 
 def get(name: str) -> PromptFormat:
@@ -174,10 +180,11 @@ def render(tokenizer, conversations: list[list[dict]], template: str | None) -> 
     ``add_special_tokens=False``: ``vllm/renderers/base.py``, ``default_chat_tok_params``), as verl's
     dataset does. ``template`` is ``chat_template(...)``'s answer: ``None`` is the tokenizer's own."""
     texts = [
-        tokenizer.apply_chat_template([dict(m) for m in conv], chat_template=template, tokenize=False,
-                                      add_generation_prompt=True)
+        tokenizer.apply_chat_template(
+            [dict(m) for m in conv], chat_template=template, tokenize=False, add_generation_prompt=True
+        )
         for conv in conversations
-    ]  # fmt: skip
+    ]
     return [list(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
 
 
@@ -185,8 +192,17 @@ def render(tokenizer, conversations: list[list[dict]], template: str | None) -> 
 
 # config.json keys vLLM 0.24 reads for a model's context (the smallest wins), in
 # vllm/transformers_utils/model_arch_config_convertor.py, derive_max_model_len_and_key.
-_MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
-                 "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")  # fmt: skip
+_MAX_LEN_KEYS = (
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+    "max_target_positions",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+)
 
 
 def _text_config(config: dict) -> dict:
@@ -225,8 +241,9 @@ def _read_json(path: Path) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def engine_problems(model_dir_or_config, tensor_parallel: int, max_model_len: int, chat_template_name: str,
-                    tokenizer_dir) -> list[str]:  # fmt: skip
+def engine_problems(
+    model_dir_or_config, tensor_parallel: int, max_model_len: int, chat_template_name: str, tokenizer_dir
+) -> list[str]:
     """Why a vLLM 0.24 engine for this model would refuse to start or to chat (empty: it would not),
     checked from config.json (``model_dir_or_config``: the model directory, or its config as a dict)
     and tokenizer_config.json (``tokenizer_dir``; ``None`` skips the tokenizer checks). These are

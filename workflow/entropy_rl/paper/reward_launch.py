@@ -5,16 +5,19 @@ preflight, the pilot's speed job).
 the verifiable one (``core.reward``), or, for a run whose spec selects it (``core.random_reward.is_random``), the
 random-reward control with its settings. This module is not in any training job's code stamp (the recorded command
 carries what it decides), so the control's reward outdates no other run; the control's runs get their own stamp
-(common.smk ``train_code``), which adds that reward's module to the verl trainer's.
+(pipeline.plan's ``train_code``), which adds that reward's module to the verl trainer's.
 """
 
 from __future__ import annotations
 
 from ..core import modules, random_reward
 from ..core import spec as run_spec
-from . import launch, run_command
+from . import launch, run_command, verl_names
 
 RANDOM_REWARD_MODULE = "entropy_rl.core.random_reward"
+# The job around every trainer (workflow/scripts/train_verl.py): the launch, the resumption and the log's translation
+# into the metrics contract. A run's code stamp holds it with its trainer's modules (pipeline.stamps.trainer_code).
+TRAINING_JOB = "paper.train_job"
 # verl binds these to the reward function (verl.trainer.ppo.reward.get_custom_reward_fn); its config has no such
 # key, hence Hydra's "+".
 REWARD_KWARGS = "+reward.custom_reward_function.reward_kwargs"
@@ -22,7 +25,7 @@ REWARD_KWARGS = "+reward.custom_reward_function.reward_kwargs"
 
 def reward_module(spec: dict) -> str:
     """The module verl loads the run's reward from."""
-    return RANDOM_REWARD_MODULE if random_reward.is_random(spec) else launch.REWARD_MODULE
+    return RANDOM_REWARD_MODULE if random_reward.is_random(spec) else verl_names.REWARD_MODULE
 
 
 def trainer_modules(spec: dict) -> tuple[str, ...]:
@@ -32,15 +35,15 @@ def trainer_modules(spec: dict) -> tuple[str, ...]:
 
 
 def stamp_key(spec: dict) -> str:
-    """The name of the run's code stamp: its trainer's (``train_verl``, ``train_prime``) for a verifiable reward, so
-    those stamps stand for the same code as before; ``train_verl_random_reward`` for the control."""
+    """The name of the run's code stamp: its trainer's (``train_verl``, ``train_prime``) for a verifiable reward,
+    ``train_verl_random_reward`` for the control."""
     key = f"train_{launch.trainer(spec)}"
-    return key if reward_module(spec) == launch.REWARD_MODULE else f"{key}_{random_reward.RANDOM}_reward"
+    return key if reward_module(spec) == verl_names.REWARD_MODULE else f"{key}_{random_reward.RANDOM}_reward"
 
 
 def reward_overrides(spec: dict, train_sets: dict) -> list[str]:
     """The random reward's settings for verl: the run's seed; the data sources it draws for, the parts of the run's
-    training set (the validation benchmarks stay graded); and the behaviour hash of its code, which train_verl.py's
+    training set (the validation benchmarks stay graded); and the behaviour hash of its code, which train_job.main's
     checkpoint fingerprint (the spec and the command, with ``launch.TRAINER_MODULES``' code only) then covers."""
     parts = train_sets[spec["train_data"]]
     return [
@@ -58,7 +61,7 @@ def reward(run: run_command.Run, train_sets: dict) -> run_command.Reward:
     return run_command.Reward(RANDOM_REWARD_MODULE, tuple(reward_overrides(run.spec, train_sets)))
 
 
-def verl_command(scale_cfg: dict, run_id: str, root: str = run_command.RESULTS) -> list[str]:
+def verl_command(scale_cfg: dict, run_id: str, root: str = verl_names.RESULTS_PLACEHOLDER) -> list[str]:
     """The run's command (``run_command.command``), the run resolved once, with its own reward."""
     run = run_command.resolve(scale_cfg, run_id)
     return run_command.command(run, reward(run, scale_cfg["data"].get("train_sets", {})), root)
@@ -81,5 +84,7 @@ def random_reward_problems(score, cfg) -> list[str]:
     source = sources[0]
     draws = [score(source, f"The answer is \\boxed{{{k}}}.", "0", extra_info={"index": 0}) for k in range(PROBES)]
     again = score(source, "The answer is \\boxed{0}.", "0", extra_info={"index": 0})
-    problems = [] if set(draws) == {0.0, 1.0} else [f"random reward drew only {sorted(set(draws))} for {PROBES} responses"]
+    problems = (
+        [] if set(draws) == {0.0, 1.0} else [f"random reward drew only {sorted(set(draws))} for {PROBES} responses"]
+    )
     return problems + ([] if again == draws[0] else ["random reward drew differently for the same response twice"])

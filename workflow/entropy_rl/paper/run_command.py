@@ -11,29 +11,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core import algorithms, paths
 from ..core import spec as run_spec
 from . import prompt_format
 from .cost.decode import ROLLOUT_ENGINE
 from .saves import ASYNC_SAVE_REFUSED, asks_async_save
-
-# What verl imports by name in its workers: the covariance loss plugin and the reward function.
-PLUGIN_MODULE = "entropy_rl.paper.verl_plugin"
-# The trainer that module registers with verl (verl's synchronous V1 trainer plus the paper's measures).
-TRAINER_MODE = "entropy_paper"
-# The released scripts' bound on generation batches per step, where that trainer reads it (verl_plugin.GenerationBound):
-# verl 0.9.1 reads its own algorithm.filter_groups.max_num_gen_batches only to warn that it ignores it.
-GEN_BATCHES_KEY = f"trainer.v1.{TRAINER_MODE}.max_num_gen_batches"
-# verl_plugin's agent loop: verl's single-turn loop with a sampling seed per request (verl_plugin.request_seed).
-AGENT_LOOP = "seeded_single_turn"
-REWARD_MODULE = "entropy_rl.core.reward"
-# PRIME's entry, run with -m: verl 0.4.1's PRIME recipe given the reward (it imports REWARD_MODULE).
-PRIME_MAIN_MODULE = "entropy_rl.paper.prime_main"
-# Checkpoints with optimiser state kept per run (the last two: one to resume from, one spare).
-KEEP_CHECKPOINTS = 2
-# The results directory in a command as the workflow records it (rule params): bound to an absolute
-# path, and the interpreter to the job's own, only where the job runs (``launch.bind``), so the recorded
-# command does not change with the checkout's location or the submitting host's Python.
-RESULTS = "@RESULTS@"
+from .verl_names import (
+    AGENT_LOOP,
+    GEN_BATCHES_KEY,
+    KEEP_CHECKPOINTS,
+    PLUGIN_MODULE,
+    PRIME_MAIN_MODULE,
+    RESULTS_PLACEHOLDER,
+    REWARD_MODULE,
+    TRAINER_MODE,
+)
 
 
 @dataclass(frozen=True)
@@ -49,16 +41,22 @@ class Run:
 
     @property
     def trainer(self) -> str:
-        """``prime`` for PRIME (verl 0.4.1's recipe), ``verl`` for every other run (verl 0.9.1)."""
-        return "prime" if self.spec["algorithm"] == "prime" else "verl"
+        """The run's algorithm's trainer (core.algorithms): ``prime`` for PRIME (verl 0.4.1's recipe), ``verl`` for every
+        other run (verl 0.9.1)."""
+        return algorithms.of(self.spec).trainer
 
 
 def resolve(scale_cfg: dict, run_id: str) -> Run:
     overrides = tuple(scale_cfg.get("launch", {}).get("verl_overrides", []))
     if asks_async_save(overrides):
         raise ValueError(f"launch.verl_overrides: {ASYNC_SAVE_REFUSED}")
-    return Run(run_id, run_spec.resolve_run(scale_cfg, run_id), run_spec.run_model_entry(scale_cfg, run_id),
-               scale_cfg["data"]["max_prompt_length"], overrides)  # fmt: skip
+    return Run(
+        run_id,
+        run_spec.resolve_run(scale_cfg, run_id),
+        run_spec.run_model_entry(scale_cfg, run_id),
+        scale_cfg["data"]["max_prompt_length"],
+        overrides,
+    )
 
 
 @dataclass(frozen=True)
@@ -95,7 +93,7 @@ def algorithm_settings(spec: dict, covariance_metrics: bool = False) -> list[Set
     loss = spec["loss"]
     loss_mode = loss["loss_mode"] + ("+cov" if covariance_metrics else "")
     actor = "actor_rollout_ref.actor"
-    adv = "rloo" if spec["algorithm"] == "prime" else spec["algorithm"]
+    adv = algorithms.of(spec).estimator
     return [
         Setting(f"algorithm.adv_estimator={adv}"),
         Setting(f"data.train_batch_size={spec['prompts_per_step']}"),
@@ -122,30 +120,52 @@ def algorithm_settings(spec: dict, covariance_metrics: bool = False) -> list[Set
         Setting(f"{actor}.policy_loss.clip_cov_ub={loss['clip_cov_ub']}"),
         Setting(f"{actor}.policy_loss.kl_cov_ratio={loss['kl_cov_ratio']}"),
         Setting(f"{actor}.policy_loss.ppo_kl_coef={loss['ppo_kl_coef']}"),
-        verl_only(f"algorithm.filter_groups.enable={str(spec['filter_groups']).lower()}",
-                  "PRIME filters groups by accuracy (data.filter_accuracy)"),  # fmt: skip
+        verl_only(
+            f"algorithm.filter_groups.enable={str(spec['filter_groups']).lower()}",
+            "PRIME filters groups by accuracy (data.filter_accuracy)",
+        ),
         # Appended (verl's config has no such key): the bound of the released scripts, which verl_plugin's trainer
         # honours; verl 0.9.1 would only warn about its own key and refill without end (verl_plugin.GenerationBound).
-        verl_only(f"+{GEN_BATCHES_KEY}={spec['max_num_gen_batches']}", "the generation bound is that V1 trainer's setting"),
+        verl_only(
+            f"+{GEN_BATCHES_KEY}={spec['max_num_gen_batches']}", "the generation bound is that V1 trainer's setting"
+        ),
         Setting(f"actor_rollout_ref.rollout.val_kwargs.temperature={spec['val_protocol']['temperature']}"),
         Setting(f"actor_rollout_ref.rollout.val_kwargs.n={spec['val_protocol']['n']}"),
-        Setting(f"actor_rollout_ref.rollout.val_kwargs.do_sample={str(spec['val_protocol']['temperature'] > 0).lower()}"),
+        Setting(
+            f"actor_rollout_ref.rollout.val_kwargs.do_sample={str(spec['val_protocol']['temperature'] > 0).lower()}"
+        ),
         Setting(f"trainer.total_training_steps={spec['steps']}"),
         Setting(f"trainer.test_freq={spec['val_every']}"),
         *([Setting(f"trainer.save_freq={spec['save_every']}")] if "save_every" in spec else []),
-        verl_only(f"data.seed={spec['seed']}", "not in verl 0.4.1's config; the PRIME trainer reads data.get('seed'), so "
-                  "PRIME's settings append it (+data.seed)"),  # fmt: skip
+        verl_only(
+            f"data.seed={spec['seed']}",
+            "not in verl 0.4.1's config; the PRIME trainer reads data.get('seed'), so "
+            "PRIME's settings append it (+data.seed)",
+        ),
         # The engine's seed (verl's default is 42 for every run); each request's too where the run asks for it
         # (rollout_seeds: per_request, the plugin's agent loop), so that the same run draws the same rollouts again
         # whatever else its engine serves at the time. Off unless asked: on a GPU a seeded request's noise is drawn
         # request by request, up to a third of a decode step at the study's batch (docs/reproducibility.md), for a
         # repeat that continuous batching does not give to the token anyway.
-        verl_only(f"actor_rollout_ref.rollout.seed={spec['seed']}", "not in verl 0.4.1's rollout config, whose vLLM "
-                  "engine reads config.get('seed', 0): PRIME's settings append it (+actor_rollout_ref.rollout.seed)"),  # fmt: skip
-        *([verl_only(f"actor_rollout_ref.rollout.agent.default_agent_loop={AGENT_LOOP}", "verl 0.4.1's rollout is "
-                     "vLLM's SPMD engine without agent loops: PRIME's rollouts are seeded by the engine only")]
-          if spec.get("rollout_seeds") == "per_request" else []),  # fmt: skip
-        *([Setting(f"data.val_max_samples={spec['val_max_samples']}")] if "val_max_samples" in spec else []),  # the pilot's
+        verl_only(
+            f"actor_rollout_ref.rollout.seed={spec['seed']}",
+            "not in verl 0.4.1's rollout config, whose vLLM "
+            "engine reads config.get('seed', 0): PRIME's settings append it (+actor_rollout_ref.rollout.seed)",
+        ),
+        *(
+            [
+                verl_only(
+                    f"actor_rollout_ref.rollout.agent.default_agent_loop={AGENT_LOOP}",
+                    "verl 0.4.1's rollout is "
+                    "vLLM's SPMD engine without agent loops: PRIME's rollouts are seeded by the engine only",
+                )
+            ]
+            if spec.get("rollout_seeds") == "per_request"
+            else []
+        ),
+        *(
+            [Setting(f"data.val_max_samples={spec['val_max_samples']}")] if "val_max_samples" in spec else []
+        ),  # the pilot's
     ]
 
 
@@ -159,9 +179,9 @@ def placement_settings(run: Run, reward: Reward, root: str) -> list[Setting]:
     spec, model, actor = run.spec, run.model, "actor_rollout_ref.actor"
     prompt_len = run.max_prompt_length
     return [
-        Setting(f"actor_rollout_ref.model.path={root}/models/{spec['model']}"),
-        Setting(f"data.train_files={root}/data/train/{spec['train_data']}.parquet"),
-        Setting(f"data.val_files={root}/data/benchmarks/validation.parquet"),
+        Setting(f"actor_rollout_ref.model.path={paths.rooted(paths.MODEL_DIR, root, model=spec['model'])}"),
+        Setting(f"data.train_files={paths.rooted(paths.TRAIN_SET, root, train_set=spec['train_data'])}"),
+        Setting(f"data.val_files={paths.rooted(paths.VALIDATION_SET, root)}"),
         Setting(f"data.max_prompt_length={prompt_len}"),
         Setting("data.filter_overlong_prompts=true"),
         Setting(f"trainer.nnodes={model['nodes']}"),
@@ -189,22 +209,33 @@ def placement_settings(run: Run, reward: Reward, root: str) -> list[Setting]:
         # Only verl 0.9.1's V1 trainer applies algorithm.filter_groups (its replay buffer); never rely on the default.
         verl_only("trainer.use_v1=true", V1),
         # The measures of Eq. 5, Eq. 10 and Eq. 8-9 on each whole update batch (verl_plugin.PaperMeasuresTrainer).
-        verl_only(f"trainer.v1.trainer_mode={TRAINER_MODE}", "the V1 trainer with the paper's measures (verl_plugin) "
-                  "is verl 0.9.1's; PRIME runs verl 0.4.1's loop"),  # fmt: skip
+        verl_only(
+            f"trainer.v1.trainer_mode={TRAINER_MODE}",
+            "the V1 trainer with the paper's measures (verl_plugin) is verl 0.9.1's; PRIME runs verl 0.4.1's loop",
+        ),
         verl_only("algorithm.filter_groups.metric=reward", "PRIME filters groups by accuracy (data.filter_accuracy)"),
         Setting("trainer.project_name=entropy-mechanism"),
         Setting(f"trainer.experiment_name={run.id}"),
         # Hydra's record of each launch (its composed config and overrides) in the run's directory: by default Hydra
         # writes outputs/<date>/<time>/ under the job's working directory, the checkout's root.
-        Setting(f"hydra.run.dir={root}/runs/{run.id}/hydra"),
-        Setting(f"trainer.default_local_dir={root}/runs/{run.id}/checkpoints"),
+        Setting(f"hydra.run.dir={paths.rooted(paths.RUN_HYDRA, root, run=run.id)}"),
+        Setting(f"trainer.default_local_dir={paths.rooted(paths.RUN_CHECKPOINTS, root, run=run.id)}"),
         Setting(f"trainer.max_actor_ckpt_to_keep={KEEP_CHECKPOINTS}"),
         Setting("trainer.resume_mode=auto"),
         Setting("trainer.val_before_train=true"),
-        verl_only(f"actor_rollout_ref.model.external_lib={PLUGIN_MODULE}", "the covariance plugin wraps verl 0.9.1's "
-                  "loss API; verl 0.4.1's losses return a 4-tuple and its vanilla loss is not in the registry"),  # fmt: skip
-        *(verl_only(o, "verl 0.4.1 calls it custom_reward_function and PRIME's main never reads it: prime_main hands "
-                    "the recipe the reward itself") for o in reward_overrides(reward)),  # fmt: skip
+        verl_only(
+            f"actor_rollout_ref.model.external_lib={PLUGIN_MODULE}",
+            "the covariance plugin wraps verl 0.9.1's "
+            "loss API; verl 0.4.1's losses return a 4-tuple and its vanilla loss is not in the registry",
+        ),
+        *(
+            verl_only(
+                o,
+                "verl 0.4.1 calls it custom_reward_function and PRIME's main never reads it: prime_main hands "
+                "the recipe the reward itself",
+            )
+            for o in reward_overrides(reward)
+        ),
         # The file log (its path from VERL_FILE_LOGGER_PATH) is what verl_metrics translates.
         verl_only("trainer.logger=[console,file]", "verl 0.4.1 has no file logger: PRIME logs to tensorboard"),
         # The model's recorded prompt format, the one evaluation and power sampling use too
@@ -231,7 +262,7 @@ def prime_settings(run: Run, root: str) -> list[str]:
         f"actor_rollout_ref.actor.grad_clip={spec['grad_clip']}",
         f"+data.seed={spec['seed']}",
         f"+actor_rollout_ref.rollout.seed={spec['seed']}",
-        f"reward_model.model.path={root}/models/{spec['model']}",
+        f"reward_model.model.path={paths.rooted(paths.MODEL_DIR, root, model=spec['model'])}",
         f"reward_model.model.beta_train={spec['prime']['beta']}",
         f"reward_model.model.optim.lr={spec['prime']['lr']}",
         # The recipe's own 4.0 (prime_trainer.yaml), explicit: the estimate charges the answers it generates.
@@ -261,15 +292,17 @@ def verl_main(run: Run, reward: Reward, root: str) -> list[str]:
 def prime_main(run: Run, reward: Reward, root: str) -> list[str]:
     """PRIME's main (verl-recipe's PRIME on verl 0.4.1, with the verifiable reward) with the settings it reads too."""
     if reward != VERIFIABLE:
-        raise ValueError(f"run {run.id!r}: PRIME's main hands the recipe {REWARD_MODULE} itself; {reward.module} is "
-                         "given to verl 0.9.1's runs only")  # fmt: skip
+        raise ValueError(
+            f"run {run.id!r}: PRIME's main hands the recipe {REWARD_MODULE} itself; {reward.module} is "
+            "given to verl 0.9.1's runs only"
+        )
     settings = algorithm_settings(run.spec, covariance_metrics=True) + placement_settings(run, reward, root)
     return ["python", "-m", PRIME_MAIN_MODULE, *(s.override for s in settings if s.prime), *prime_settings(run, root)]
 
 
-TRAINERS = {"verl": verl_main, "prime": prime_main}
+TRAINERS = {algorithms.VERL: verl_main, algorithms.PRIME: prime_main}
 
 
-def command(run: Run, reward: Reward = VERIFIABLE, root: str = RESULTS) -> list[str]:
+def command(run: Run, reward: Reward = VERIFIABLE, root: str = RESULTS_PLACEHOLDER) -> list[str]:
     """The run's command, by its trainer's builder."""
     return TRAINERS[run.trainer](run, reward, root)

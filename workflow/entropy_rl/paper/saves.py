@@ -26,8 +26,10 @@ SHARD_KINDS = ("model", "optim", "extra_state")
 DATALOADER = "data.pt"
 # verl's asynchronous save writes no marker (verl 0.9.1 trainer_base._save_checkpoint): refused wherever it could be set.
 ASYNC_SAVE = "actor_rollout_ref.actor.checkpoint.async_save"
-ASYNC_SAVE_REFUSED = (f"{ASYNC_SAVE}=true writes no {MARKER}, so no relaunch could tell a whole save from one cut "
-                      "short, and every launch would take each save for one cut short: remove it from the overrides")  # fmt: skip
+ASYNC_SAVE_REFUSED = (
+    f"{ASYNC_SAVE}=true writes no {MARKER}, so no relaunch could tell a whole save from one cut "
+    "short, and every launch would take each save for one cut short: remove it from the overrides"
+)
 
 
 def asks_async_save(overrides) -> bool:

@@ -1,6 +1,6 @@
 """One training job of a paper-scale run: its saves prepared, its trainer launched within the job's time limit, and
-what the job then tells Snakemake (train_verl.py runs it; tests/workflow/test_slurm_time_limit.py runs it through a
-real SLURM cluster).
+what the job then tells Snakemake (``main``, the train_verl rule's job; tests/workflow/test_slurm_time_limit.py runs
+``launch`` through a real SLURM cluster).
 
 ``launch`` prepares the run's checkpoint folder (``verl_checkpoints.prepare_launch``), learns when the job must end
 (``job_time.job_end``), runs the trainer with that end in its environment and a stop before it
@@ -14,12 +14,17 @@ from __future__ import annotations
 import json
 import logging
 import os
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import WORKFLOW_DIR
+from ..core import algorithms, atomic, logs, modules, paths, resume
 from . import job_time, saves, verl_checkpoints, verl_metrics
 from . import launch as launcher
+from .verl_names import KEEP_CHECKPOINTS
 
 log = logging.getLogger(__name__)
 LEDGER = "jobs.jsonl"  # in the run's checkpoint folder: one line per job, what it resumed from and reached
@@ -47,11 +52,15 @@ class Ended:
         ended_by_limit = self.end is not None and (self.stopped or self.code == 0)
         if ended_by_limit and self.reached > self.resumed:
             left = max(0.0, self.end - time.time()) / 60
-            return job_time.CONTINUE, (f"the job's time limit is {left:.0f} min away: step {self.reached} of "
-                                       f"{self.steps} is saved and logged, and the next job resumes from it")  # fmt: skip
+            return job_time.CONTINUE, (
+                f"the job's time limit is {left:.0f} min away: step {self.reached} of "
+                f"{self.steps} is saved and logged, and the next job resumes from it"
+            )
         if ended_by_limit:
-            return 1, (f"the job saved no step after global_step_{self.resumed} before its time limit: a save interval "
-                       "and the start-up do not fit in one job; raise launch.max_job_minutes (config.yaml)")  # fmt: skip
+            return 1, (
+                f"the job saved no step after global_step_{self.resumed} before its time limit: a save interval "
+                "and the start-up do not fit in one job; raise launch.max_job_minutes (config.yaml)"
+            )
         if self.code != 0:
             return 1, f"the trainer exited with {self.code}; its saves are kept and a rerun resumes from the last"
         return 1, f"the trainer ended at step {self.reached} of {self.steps} with no time limit to stop it"
@@ -59,8 +68,15 @@ class Ended:
 
 def record(checkpoints: str | Path, ended: Ended, status: int, why: str) -> None:
     """Append this job's line to the run's ledger."""
-    line = {"job": os.environ.get("SLURM_JOB_ID", "local"), "at": time.time(), "resumed": ended.resumed,
-            "reached": ended.reached, "code": ended.code, "status": status, "why": why}  # fmt: skip
+    line = {
+        "job": os.environ.get("SLURM_JOB_ID", "local"),
+        "at": time.time(),
+        "resumed": ended.resumed,
+        "reached": ended.reached,
+        "code": ended.code,
+        "status": status,
+        "why": why,
+    }
     Path(checkpoints).mkdir(parents=True, exist_ok=True)
     with open(Path(checkpoints) / LEDGER, "a") as fh:
         fh.write(json.dumps(line) + "\n")
@@ -95,15 +111,31 @@ def refusal(checkpoints: str | Path) -> tuple[int, str] | None:
     last = lines[-MAX_FAILURES_WITHOUT_PROGRESS:]
     if len(last) < MAX_FAILURES_WITHOUT_PROGRESS or any(x["status"] != 1 or x["reached"] > x["resumed"] for x in last):
         return None
-    return 1, (f"the last {len(last)} jobs of this run failed without a new save ({'; '.join(x['why'] for x in last)}):"
-               f" not launched again. Read the job logs; once the cause is fixed, remove those lines from "
-               f"{Path(checkpoints) / LEDGER}")  # fmt: skip
+    return 1, (
+        f"the last {len(last)} jobs of this run failed without a new save ({'; '.join(x['why'] for x in last)}):"
+        f" not launched again. Read the job logs; once the cause is fixed, remove those lines from "
+        f"{Path(checkpoints) / LEDGER}"
+    )
 
 
-def launch(command: list[str], env: dict, checkpoints: str | Path, *, trainer: str, keep: int, steps: int,
-           log_env: str, tensorboard: bool, nodes: list[str], gpus_per_node: int,
-           runtime_minutes: float | None = None, kept: bool = True, after_save: bool | None = None,
-           margin_s: float = job_time.MARGIN_S, poll_s: float = 5) -> Ended:  # fmt: skip
+def launch(
+    command: list[str],
+    env: dict,
+    checkpoints: str | Path,
+    *,
+    trainer: str,
+    keep: int,
+    steps: int,
+    log_env: str,
+    tensorboard: bool,
+    nodes: list[str],
+    gpus_per_node: int,
+    runtime_minutes: float | None = None,
+    kept: bool = True,
+    after_save: bool | None = None,
+    margin_s: float = job_time.MARGIN_S,
+    poll_s: float = 5,
+) -> Ended:
     """Prepare ``checkpoints``, then run ``command`` until it ends or the job's time limit is near. ``log_env``: the
     variable that tells the trainer its log file (verl's file logger, PRIME's TensorBoard); ``kept``: whether the
     run's checkpoints were kept for it (core.resume.claim), for the log's words; ``after_save``: stop the trainer
@@ -121,10 +153,12 @@ def launch(command: list[str], env: dict, checkpoints: str | Path, *, trainer: s
             if tensorboard
             else (lambda step: verl_metrics.logged_step(prepared.log) >= step)
         )
-        after_save = trainer == "prime" if after_save is None else after_save
+        after_save = trainer == algorithms.PRIME if after_save is None else after_save
         stop = job_time.StopBeforeEnd(checkpoints, end, trainer, logged, after_save=after_save, margin_s=margin_s)
     limit = f"the job ends in {(end - time.time()) / 60:.0f} min ({how})" if end else "the job has no time limit"
-    log.info("%s; this launch logs to %s; %s", verl_checkpoints.launch_words(kept, prepared.resume), prepared.log, limit)
+    log.info(
+        "%s; this launch logs to %s; %s", verl_checkpoints.launch_words(kept, prepared.resume), prepared.log, limit
+    )
     code = launcher.run(command, nodes, gpus_per_node, env, stop=stop, poll_s=poll_s)
     reached = saves.completed_step(checkpoints, trainer)
     return Ended(code, prepared.resume, reached, steps, end, bool(stop and stop.fired))
@@ -149,3 +183,114 @@ class TensorBoardLogged:
                 return False
             self.seen[step] = time.time()
         return time.time() - self.seen[step] >= self.flush_s
+
+
+# ---- the train_verl rule's job ------------------------------------------------------------------------------------
+
+
+def claim_checkpoints(checkpoints: Path, spec: dict, command: list[str], trainer: str) -> bool:
+    """Whether ``checkpoints`` hold this run's trajectory, which verl then resumes (resume_mode=auto): checkpoints of
+    other settings (the spec, or verl's own in the command), or of other code of the run's trainer, are moved aside
+    and training starts afresh (``core.resume.claim``)."""
+    trajectory = {**spec, "command": launcher.trajectory_command(command)}
+    return resume.claim(
+        checkpoints, resume.fingerprint(trajectory, modules.closure(*launcher.TRAINER_MODULES[trainer]))
+    )
+
+
+def preempt_once(
+    command: list[str], env: dict, checkpoints: Path, trainer: str, step: int, log_env: str, resuming: bool, log
+) -> None:
+    """The pilot's pre-emption (spec ``interrupt_at_step``): verl stopped by SIGTERM once ``step`` is saved and logged,
+    as a requeued job's would be; the launch after it resumes from that checkpoint."""
+    prime = trainer == algorithms.PRIME
+    try:
+        prepared = verl_checkpoints.prepare_launch(checkpoints, trainer, KEEP_CHECKPOINTS, tensorboard=prime)
+    except verl_checkpoints.RepeatedLoss as err:
+        sys.exit(str(err))
+    log.info("%s; this launch logs to %s", verl_checkpoints.launch_words(resuming, prepared.resume), prepared.log)
+    first_log = prepared.log
+    logged = TensorBoardLogged(first_log) if prime else (lambda s: verl_metrics.logged_step(first_log) >= s)
+    code = launcher.run_until_saved(
+        command, {**env, log_env: str(first_log)}, checkpoints, step, trainer=trainer, logged=lambda: logged(step)
+    )
+    if saves.completed_step(checkpoints, trainer) < step:
+        sys.exit(f"verl exited with {code} before saving step {step}; checkpoints in {checkpoints} are kept")
+    log.info(
+        "pre-emption: verl stopped by SIGTERM (exit %s) after saving step %d; relaunched (below)",
+        code,
+        saves.completed_step(checkpoints, trainer),
+    )
+
+
+def main(snakemake) -> None:
+    """Rule train_verl: one run's training job on its GPU nodes, then its last checkpoint merged into a Hugging Face
+    model. A run longer than the site's longest job goes on in the next job, which Snakemake submits again (the
+    rule's retries) and which resumes from the last whole save."""
+    log = logs.setup(snakemake.log[0], engines=True)  # verl's driver, its Ray workers and the merger print here too
+    spec, params = snakemake.params.spec, snakemake.params
+    checkpoints = Path(paths.RUN_CHECKPOINTS.format(run=snakemake.wildcards.run))  # the command's, unbound
+    trainer = launcher.trainer(spec)  # its own trainer's code only: PRIME's never loads the loss plugin
+    resuming = claim_checkpoints(checkpoints, spec, params.command, trainer)
+    # PRIME runs on verl 0.4.1, which logs to TensorBoard only; verl 0.9.1 runs write verl's file log.
+    prime = trainer == algorithms.PRIME
+    # verl's workers import entropy_rl (the covariance loss plugin, the reward): put the package on their path.
+    pythonpath = os.pathsep.join(filter(None, [str(WORKFLOW_DIR), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": pythonpath}
+    env = env if prime else launcher.verl_env(env)
+    log_env = "TENSORBOARD_DIR" if prime else "VERL_FILE_LOGGER_PATH"
+    command = launcher.bind(params.command, paths.RESULTS)
+    log.info("command: %s", " ".join(command))
+    nodes = launcher.allocation_nodes()
+    interrupt = spec.get("interrupt_at_step")
+    if interrupt and len(nodes) == 1 and saves.completed_step(checkpoints, trainer) < interrupt:
+        preempt_once(command, env, checkpoints, trainer, interrupt, log_env, resuming, log)
+    # Each launch: a checkpoint saved but never logged (a pre-emption between verl's save and its log) set aside, since
+    # resumed from, its step would never be logged; a marker that names no whole save mended, deleting nothing; the
+    # saves beyond the run's newest KEEP_CHECKPOINTS (earlier launches', which verl's retention forgets) removed.
+    refused = refusal(checkpoints)
+    if refused:
+        log.info("%s", refused[1])
+        sys.exit(refused[0] if refused[0] == job_time.CONTINUE else refused[1])
+    try:
+        ended = launch(
+            command,
+            env,
+            checkpoints,
+            trainer=trainer,
+            keep=KEEP_CHECKPOINTS,
+            steps=spec["steps"],
+            log_env=log_env,
+            tensorboard=prime,
+            nodes=nodes,
+            gpus_per_node=params.gpus_per_node,
+            runtime_minutes=snakemake.resources.get("runtime"),
+            kept=resuming,
+        )
+    except verl_checkpoints.RepeatedLoss as err:  # the same step lost again and again: stop, not retrain it once more
+        sys.exit(str(err))
+    status, why = ended.verdict()
+    record(checkpoints, ended, status, why)
+    if status:
+        log.info("%s", why)
+        sys.exit(status if status == job_time.CONTINUE else f"{why} ({checkpoints})")
+    table = verl_metrics.to_metrics_table(verl_metrics.read_attempts(checkpoints), params.benchmarks)
+    last = checkpoints / f"global_step_{ended.reached}"
+    with atomic.output(snakemake.output.final) as tmp:
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "verl.model_merger",
+                "merge",
+                "--backend",
+                "fsdp",
+                "--local_dir",
+                f"{last}/actor",
+                "--target_dir",
+                str(tmp),
+            ],
+            check=True,
+        )
+    log.info("merged %s into %s", last, snakemake.output.final)
+    atomic.to_parquet(table, snakemake.output.metrics)

@@ -96,7 +96,9 @@ def repair_marker(checkpoints: str | Path, trainer: str = "verl") -> str:
         atomic.write_text(checkpoints / MARKER, str(saves[-1]))
         return f"{what}: it now names global_step_{saves[-1]}, the newest whole save; nothing was deleted"
     (checkpoints / MARKER).rename(checkpoints / UNTRUSTED)
-    return f"{what}, and no save is whole: moved to {UNTRUSTED}, and verl starts from the base model; nothing was deleted"
+    return (
+        f"{what}, and no save is whole: moved to {UNTRUSTED}, and verl starts from the base model; nothing was deleted"
+    )
 
 
 def remove_cut_short(checkpoints: str | Path, trainer: str = "verl") -> list[Path]:
@@ -110,8 +112,9 @@ def remove_cut_short(checkpoints: str | Path, trainer: str = "verl") -> list[Pat
     return cut
 
 
-def set_aside_unlogged(checkpoints: str | Path, logged: int, attempt_log: str | Path | None = None,
-                       trainer: str = "verl") -> tuple[list[Path], int]:  # fmt: skip
+def set_aside_unlogged(
+    checkpoints: str | Path, logged: int, attempt_log: str | Path | None = None, trainer: str = "verl"
+) -> tuple[list[Path], int]:
     """Move the whole saves of steps after ``logged`` into ``unlogged/`` (keeping only the latest one set aside) and
     point verl's marker at the newest whole save left (none left: no marker, and verl starts afresh). Returns the
     directories moved and the step a launch resumes from. Raises RepeatedLoss, moving nothing, when a step would be set
@@ -126,7 +129,7 @@ def set_aside_unlogged(checkpoints: str | Path, logged: int, attempt_log: str | 
                 f"(validation, the log) fails again and again, and each relaunch retrains up to save_every steps to "
                 f"reach it. Not relaunched; read the last launch's log ({attempt_log or 'verl_log.*.jsonl'}) and the "
                 f"job's log. To try once more, delete {checkpoints / ASIDE / COUNTS}."
-            )  # fmt: skip
+            )
     moved = []
     if lost:
         aside = checkpoints / ASIDE
@@ -148,7 +151,9 @@ def set_aside_unlogged(checkpoints: str | Path, logged: int, attempt_log: str | 
     return moved, resume
 
 
-def prepare_launch(checkpoints: str | Path, trainer: str = "verl", keep: int = 0, tensorboard: bool = False) -> Prepared:
+def prepare_launch(
+    checkpoints: str | Path, trainer: str = "verl", keep: int = 0, tensorboard: bool = False
+) -> Prepared:
     """Before a launch: a marker not to trust mended without deleting anything, saves cut short removed, unlogged
     saves set aside, a repeated loss stopped (RepeatedLoss), and saves beyond the newest ``keep`` pruned (0: none), each
     said in the job's log; returns what this launch resumes from and the log it writes."""
@@ -158,18 +163,29 @@ def prepare_launch(checkpoints: str | Path, trainer: str = "verl", keep: int = 0
         log.warning("%s", repaired)
     removed = [] if repaired else remove_cut_short(checkpoints, trainer)
     for path in removed:
-        log.warning("%s was cut short (verl's marker says step %d is its last whole save): removed", path.name,
-                    completed_step(checkpoints, trainer))  # fmt: skip
+        log.warning(
+            "%s was cut short (verl's marker says step %d is its last whole save): removed",
+            path.name,
+            completed_step(checkpoints, trainer),
+        )
     logged = logged_step(checkpoints)
     moved, resume = set_aside_unlogged(checkpoints, logged, logs[-1] if logs else None, trainer)
     for path in moved:
-        log.warning("%s was saved but never logged (the job stopped between verl's save and its log; the last logged "
-                    "step is %d): moved to %s; this launch resumes from %s and trains the steps after it again",
-                    path.name, logged, path, f"global_step_{resume}" if resume else "the base model")  # fmt: skip
+        log.warning(
+            "%s was saved but never logged (the job stopped between verl's save and its log; the last logged "
+            "step is %d): moved to %s; this launch resumes from %s and trains the steps after it again",
+            path.name,
+            logged,
+            path,
+            f"global_step_{resume}" if resume else "the base model",
+        )
     pruned = [] if repaired else prune(checkpoints, keep, trainer)
     if pruned:
-        log.info("removed %s: saves no relaunch needs (the newest %d whole saves are kept)",
-                 ", ".join(p.name for p in pruned), keep)  # fmt: skip
+        log.info(
+            "removed %s: saves no relaunch needs (the newest %d whole saves are kept)",
+            ", ".join(p.name for p in pruned),
+            keep,
+        )
     resume = completed_step(checkpoints, trainer)
     log_path = verl_metrics.next_attempt_log(checkpoints, tensorboard=tensorboard)
     return Prepared(log_path, resume, moved, removed, pruned, repaired)

@@ -34,7 +34,9 @@ TRAINING_KEYS = {
     "actor/pg_loss": "pg_loss",
     "actor/pg_clipfrac": "pg_clipfrac",
     "actor/ppo_kl": "ppo_kl",
-    **{f"paper/{name}": name for name in ["cov_all", *metric_columns.COV_TOP, "bandit_cov", *metric_columns.BANDIT_ACC]},
+    **{
+        f"paper/{name}": name for name in ["cov_all", *metric_columns.COV_TOP, "bandit_cov", *metric_columns.BANDIT_ACC]
+    },
     "paper/gen_batches": "gen_batches",
 }
 # Columns pooled from the loss plugin's per-micro-batch sums and counts: the plugin's worker logs each
@@ -59,8 +61,11 @@ def read_jsonl(path: str | Path) -> list[dict]:
         except json.JSONDecodeError:
             if k < len(lines) - 1:
                 raise ValueError(f"{path}: line {k + 1} of {len(lines)} is not JSON, and not the last") from None
-            log.warning("%s: its last line is cut short (%d characters, not JSON): left out, its step is not logged",
-                        path, len(line))  # fmt: skip
+            log.warning(
+                "%s: its last line is cut short (%d characters, not JSON): left out, its step is not logged",
+                path,
+                len(line),
+            )
     return records
 
 
@@ -120,8 +125,11 @@ def next_attempt_log(directory: str | Path, tensorboard: bool = False) -> Path:
 def read_attempts(directory: str | Path) -> list[dict]:
     """All launches' records in launch order: a resumed launch repeats the steps after the last
     checkpoint, and in ``to_metrics_table`` its later records replace the lost launch's."""
-    return [record for path in attempt_logs(directory)
-            for record in (read_jsonl(path) if path.suffix == ".jsonl" else read_tensorboard(path))]  # fmt: skip
+    return [
+        record
+        for path in attempt_logs(directory)
+        for record in (read_jsonl(path) if path.suffix == ".jsonl" else read_tensorboard(path))
+    ]
 
 
 def _number(value) -> float:

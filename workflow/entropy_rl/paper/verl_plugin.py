@@ -43,7 +43,7 @@ from verl.workers.engine_workers import ActorRolloutRefWorker
 
 from ..core import metrics as measures  # `metrics` is verl's name for a step's metric dict
 from . import job_time, pass_counts, saves
-from .launch import AGENT_LOOP, GEN_BATCHES_KEY, TRAINER_MODE
+from .verl_names import AGENT_LOOP, GEN_BATCHES_KEY, TRAINER_MODE
 
 WRAPPED_MODES = ("vanilla", "clip_cov", "kl_cov")
 SUFFIX = "+cov"
@@ -53,11 +53,24 @@ BATCH_FIELDS = ["uid", "response_mask", "rm_scores", "old_log_probs", "advantage
 def with_covariance(mode: str):
     inner = get_policy_loss_fn(mode)
 
-    def loss_fn(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode="token-mean", config=None, rollout_is_weights=None):
+    def loss_fn(
+        old_log_prob,
+        log_prob,
+        advantages,
+        response_mask,
+        loss_agg_mode="token-mean",
+        config=None,
+        rollout_is_weights=None,
+    ):
         loss, pg_metrics = inner(
-            old_log_prob=old_log_prob, log_prob=log_prob, advantages=advantages, response_mask=response_mask,
-            loss_agg_mode=loss_agg_mode, config=config, rollout_is_weights=rollout_is_weights,
-        )  # fmt: skip
+            old_log_prob=old_log_prob,
+            log_prob=log_prob,
+            advantages=advantages,
+            response_mask=response_mask,
+            loss_agg_mode=loss_agg_mode,
+            config=config,
+            rollout_is_weights=rollout_is_weights,
+        )
         stats = measures.loss_token_stats(config, log_prob, old_log_prob, advantages, response_mask, pg_metrics)
         pg_metrics.update({f"actor/{k}": v for k, v in stats.items()})
         return loss, pg_metrics
@@ -156,7 +169,7 @@ class GenerationBound:
     (``prepare_step``) is generated there, so the bound counts them there, dispatches none past
     ``max_num_gen_batches * train_batch_size``, and once a refill is cut short fails the step as soon as the groups
     still registered (kept, or in flight) cannot fill the batch, which the released scripts could not either. The
-    bound is the trainer mode's own setting (``launch.GEN_BATCHES_KEY``; 0 or absent: none, as 0 in the scripts)."""
+    bound is the trainer mode's own setting (``verl_names.GEN_BATCHES_KEY``; 0 or absent: none, as 0 in the scripts)."""
 
     step_prompts = 0  # prompts generated for the current step
 
@@ -267,7 +280,11 @@ class PaperMeasuresTrainer(BoundedSaves, GenerationBound, PPOTrainerSync):
         """verl's step, then the tokens each of its models' passes read during it, summed over ranks, as
         ``paper/passes/<role>/<pass>`` (``paper.pass_counts``)."""
         batch = super().step(metrics, timing_raw)
-        groups = {id(g): g for g in (self.actor_rollout_wg, getattr(self, "ref_policy_wg", None)) if hasattr(g, "passes_counted")}
+        groups = {
+            id(g): g
+            for g in (self.actor_rollout_wg, getattr(self, "ref_policy_wg", None))
+            if hasattr(g, "passes_counted")
+        }
         totals: dict = {}
         for group in groups.values():  # the reference's worker group is the actor's where verl colocates them
             for rank in group.passes_counted():
@@ -312,11 +329,19 @@ class SeededSingleTurnAgentLoop(SingleTurnAgentLoop):
     async def run(self, sampling_params: dict, **kwargs):
         missing = [field for field in SEED_FIELDS if field not in kwargs]
         if missing:
-            raise KeyError(f"{AGENT_LOOP}: the request lacks {missing}, from which its seed is made (verl's "
-                           f"TransferQueue agent-loop worker passes them; this worker passed {sorted(kwargs)})")  # fmt: skip
+            raise KeyError(
+                f"{AGENT_LOOP}: the request lacks {missing}, from which its seed is made (verl's "
+                f"TransferQueue agent-loop worker passes them; this worker passed {sorted(kwargs)})"
+            )
         prompt = [dict(message) for message in kwargs["raw_prompt"]]
-        seed = request_seed(self.config.data.seed, kwargs["global_steps"], kwargs["index"], prompt,
-                            kwargs["session_id"], sampling_params)  # fmt: skip
+        seed = request_seed(
+            self.config.data.seed,
+            kwargs["global_steps"],
+            kwargs["index"],
+            prompt,
+            kwargs["session_id"],
+            sampling_params,
+        )
         return await super().run({**sampling_params, "seed": seed}, **kwargs)
 
 

@@ -103,7 +103,9 @@ def not_run(jobs: dict[str, frozenset[str]], selection: Selection, job_hours: di
     return {c: cost(js - selection.jobs, job_hours) for c, js in jobs.items() if c not in chosen}
 
 
-def study_jobs(scale_cfg: dict, claims: list[dict], reads_tests, power_study=None, power_drawn=None) -> dict[str, frozenset[str]]:
+def study_jobs(
+    scale_cfg: dict, claims: list[dict], reads_tests, power_study=None, power_drawn=None
+) -> dict[str, frozenset[str]]:
     """Each claim's jobs at one scale (``scale_cfg``: the scale's config with its replicates, core.spec.with_replicates):
     the training of its artifact's runs (every replicate), their evaluations if ``reads_tests(claim)``, and for the
     power-sampling study's artifacts (``power_drawn``: artifact -> the methods it draws) the sampling jobs (every

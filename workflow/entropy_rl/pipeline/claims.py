@@ -1,6 +1,6 @@
 """The claims this study judges and the jobs they need (pipeline.claim_plan), with the GPU-hours of each job at
 paper scale: the MFUs the estimate uses, every job's hours, and what the study builds of the claims chosen
-(rules/claims.smk binds them to its constants)."""
+(pipeline.plan builds them into the study plan)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ from .snakemake_api import WorkflowError
 
 def check_budget_setting(mini: bool, config: dict) -> None:
     if mini and config.get("budget_gpu_hours") is not None:
-        raise WorkflowError("budget_gpu_hours is a paper-scale setting (the mini scale runs on CPUs); choose claims with claims=[...]")
+        raise WorkflowError(
+            "budget_gpu_hours is a paper-scale setting (the mini scale runs on CPUs); choose claims with claims=[...]"
+        )
 
 
 def selecting(config: dict) -> bool:
@@ -37,8 +39,13 @@ def budget_assumptions(S: dict, mini: bool, estimate: str) -> dict | None:
         # the MFUs are fractions of the pilot's GPU; priced on the budget's only where the type is the same or a
         # conversion is stated (paper.cost.gpus): anything else is refused, not priced at the wrong GPU's speed
         timed = {key: measured[key] for key in ("gpu", "gpu_peak_tflops")}
-        out = {**S["budget"], **{k: gpus.convert(measured[k], timed["gpu"], timed["gpu_peak_tflops"], S["budget"])
-                                 for k in ("rollout_mfu", "train_mfu")}}  # fmt: skip
+        out = {
+            **S["budget"],
+            **{
+                k: gpus.convert(measured[k], timed["gpu"], timed["gpu_peak_tflops"], S["budget"])
+                for k in ("rollout_mfu", "train_mfu")
+            },
+        }
         if measured.get("gen_batches", {}).get("source", "").startswith("measured"):  # the filter's refills as logged
             out["gen_batches"] = measured["gen_batches"]
         if measured.get("speed_laws"):  # the MFU by architecture (paper.cost.speed_law), where the pilot timed sizes
@@ -65,7 +72,9 @@ def job_hours(scope: Scope, power_study, pilot_jobs: dict, assumptions: dict, cl
             hours["speed:pilot"] = budget.pilot_speed_hours(S, assumptions)
         for m, job in pilot_jobs.items():
             arch = architectures.of_model(S, job["model"])
-            hours[f"power:{m}"] = budget.pilot_power_hours(job, arch, assumptions, pilot["startup_minutes"], len(scope.power["benchmarks"]))
+            hours[f"power:{m}"] = budget.pilot_power_hours(
+                job, arch, assumptions, pilot["startup_minutes"], len(scope.power["benchmarks"])
+            )
     return hours
 
 
@@ -86,8 +95,10 @@ def budget_source(S: dict, mini: bool, assumptions: dict, estimate: str) -> str:
         return f"each architecture's FLOPs at its MFU by the GPU pilot's speed laws ({estimate}), {gpu}"
     if assumptions is not S["budget"]:
         return f"each architecture's FLOPs at the MFUs the GPU pilot measured at its one model size ({estimate}), {gpu}"
-    return (f"each architecture's update FLOPs and decoding roofline at the efficiencies of config.yaml paper.budget, "
-            f"assumed, {gpu}")
+    return (
+        f"each architecture's update FLOPs and decoding roofline at the efficiencies of config.yaml paper.budget, "
+        f"assumed, {gpu}"
+    )
 
 
 def built_artifacts(claims: list[dict], selection, chosen: bool, buildable: list[str]) -> list[str]:

@@ -1,12 +1,20 @@
-"""Cluster concerns, paper scale, before any job is submitted: the SLURM jobs' environment without the hub token
-(written by the Snakefile's ``onstart``, removed when the run ends) and the hub-access check."""
+"""Cluster concerns, paper scale, before any job is submitted: the checks once the DAG is built (``before_jobs``), the
+SLURM jobs' environment without the hub token (written by the Snakefile's ``onstart``, removed when the run ends;
+resources.SLURM_JOB_ENV_FLAG) and the training jobs submitted again past the site's longest job."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ..core import paths
 from ..paper import hub
+from . import estimate
+from .gpu_rules import TRAIN
+
+if TYPE_CHECKING:
+    from .plan import StudyPlan
 
 
 def write_job_environment(plan, path: str) -> None:
@@ -33,3 +41,28 @@ def check_hub_access(S: dict, model_dir: str, source_dir: str) -> None:
         staged = mirror and os.path.isdir(os.path.join(mirror, entry["hub"]))
         if not os.path.exists(dest) and not staged:
             hub.require_token(entry["hub"], entry.get("gated", False))
+
+
+def before_jobs(plan: StudyPlan) -> None:
+    """At paper scale, once the DAG is built and before any job, in a dry run too (the Snakefile, through
+    snakemake_api.Workflow.after_dag): stop if a gated repository is still to download without a token; state the
+    GPU-hours of what the targets need; and put every run still to train through verl's launch validation. The
+    hub check and the validation only in the process the user started: SLURM jobs (--mode remote) and local
+    subprocess jobs parse the Snakefile again, without the token, while a gated download may still be running."""
+    if plan.mini:
+        return
+    main = plan.workflow.is_main_process
+    if main:
+        check_hub_access(plan.S, paths.MODEL_DIR, paths.SOURCE_DIR)
+    estimate.print_gpu_budget(plan)
+    if main:
+        estimate.check_launches(plan.S, estimate.requested_runs(plan))
+
+
+def continue_long_runs(plan: StudyPlan) -> None:
+    """Under a cluster executor, train_verl is submitted again up to ``plan.train_retries`` times: each further job of
+    a run longer than the site's longest (paper.job_time). Set from the Snakefile's onstart, once the executor is
+    known, not as the rule's ``retries``, which would reach the SLURM job's own Snakemake too (it would retry inside
+    the job, with no time left; its hooks do not run) and local runs (no time limit to go past)."""
+    if not plan.mini and not plan.workflow.local_exec:
+        plan.workflow.allow_restarts(TRAIN.name, plan.train_retries)

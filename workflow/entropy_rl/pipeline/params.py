@@ -1,16 +1,21 @@
 """The params and inputs the rules build from the scale config beyond one run: the benchmarks' protocols and
 names, each artifact's inputs and params (study.inputs.Inputs), the audit's params, the power preflight's scope,
-the hub's lock files and the report's labels. Paths are given as paths.smk's templates."""
+the hub's lock files and the report's labels. Paths are core.paths' templates."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ..core import paths
 from ..core import spec as run_spec
 from ..study import artifacts
-from .scope import Scope, artifact_runs, run_label, run_model, with_replicates
+from .scope import artifact_runs, run_label, run_model, with_replicates
 from .stamps import canonical
+
+if TYPE_CHECKING:
+    from .plan import StudyPlan
 
 REPORT_LABEL = "rule · where in the paper"  # the one label of each row of `snakemake --report` (report_labels)
 
@@ -29,28 +34,29 @@ def benchmark_names(S: dict) -> dict:
     return {b: f"{b} ({spec[b]['plays']})" if "plays" in spec[b] else b for b in run_spec.domain_benchmarks(S, "math")}
 
 
-def artifact_inputs(S: dict, name: str, code: str, samples: list[str], *, metrics: str, summary: str, model_dir: str) -> dict:
+def artifact_inputs(plan: StudyPlan, name: str) -> dict:
     """Only what the artifact reads (its registered ``reads``), every replicate of each: its runs' metrics (or
-    evaluations) and their models' configs, or the answers of the power-sampling methods it draws (``samples``, a
-    power artifact's); and its ``code`` stamp. ``metrics``, ``summary``, ``model_dir``: paths.smk's templates."""
+    evaluations) and their models' configs, or the answers of the power-sampling methods it draws (a power
+    artifact's); and its code stamp."""
     artifact = artifacts.ARTIFACTS[name]
-    inputs = {"code": code}
+    inputs = {"code": plan.code(name, *artifact.modules)}
     if artifact.power:
-        return inputs | {"samples": samples}
+        return inputs | {"samples": plan.power_samples(plan.power_study.drawn(artifact.methods))}
+    S = plan.S
     runs = with_replicates(S, artifact_runs(S, name))
     if "metrics" in artifact.reads:
-        inputs["metrics"] = [metrics.format(run=r) for r in runs]
+        inputs["metrics"] = [paths.RUN_METRICS.format(run=r) for r in runs]
     if "eval" in artifact.reads:
-        inputs["summaries"] = [summary.format(run=r) for r in runs]
+        inputs["summaries"] = [paths.EVAL_SUMMARY.format(run=r) for r in runs]
     if "models" in artifact.reads:
-        inputs["models"] = [model_dir.format(model=run_model(S, r)) for r in runs]
+        inputs["models"] = [paths.MODEL_DIR.format(model=run_model(S, r)) for r in runs]
     return inputs
 
 
-def artifact_params(scope: Scope, power_study, name: str) -> dict:
+def artifact_params(plan: StudyPlan, name: str) -> dict:
     """What the artifact's function reads beside its inputs (study.inputs.Inputs): labels and caption, the order
     of its input files (run or method -> replicates), and the runs' settings or the methods' sampling settings."""
-    S = scope.S
+    scope, power_study, S = plan.scope, plan.power_study, plan.S
     if artifacts.ARTIFACTS[name].power:
         methods = power_study.drawn(artifacts.ARTIFACTS[name].methods)
         return {
@@ -78,13 +84,14 @@ def artifact_params(scope: Scope, power_study, name: str) -> dict:
     }
 
 
-def audit_params(scope: Scope, power_study, study: dict, not_run: dict | None) -> dict:
+def audit_params(plan: StudyPlan) -> dict:
     """Per-run settings and the benchmark facts the audit's tolerances need; never the whole config.
     The power-sampling study (when the scale has one): its methods and their settings, which method
     plays which role, the methods each of its artifacts draws, problems answered per benchmark and
-    answers per problem. ``study``: the runs, evaluated runs and models of the claims judged
-    (pipeline.claims.Study); ``not_run``: the claims left out and their GPU-hours, when claims are chosen."""
-    S, power = scope.S, scope.power
+    answers per problem; the runs, evaluated runs and models of the claims judged; and the claims left out with
+    their GPU-hours, when claims are chosen."""
+    scope, power_study, S, power = plan.scope, plan.power_study, plan.S, plan.power
+    not_run = plan.not_run if plan.selecting else None
     bench = S["data"]["benchmarks"]
     val = S["train"]["val_protocol"]["n"]
     power_params = {}
@@ -99,15 +106,17 @@ def audit_params(scope: Scope, power_study, study: dict, not_run: dict | None) -
         }
     return {
         "scale": scope.scale,
-        "runs": study["runs"],  # the runs whose metrics it reads, in its input's order
-        "evaluated": study["evaluated"],  # the runs whose evaluation summaries it reads, in its input's order
-        "models": study["models"],
+        "runs": plan.study_runs,  # the runs whose metrics it reads, in its input's order
+        "evaluated": plan.evaluated_runs,  # the runs whose evaluation summaries it reads, in its input's order
+        "models": plan.study_models,
         "artifacts": {name: artifact_runs(S, name) for name in scope.artifact_names},
         "specs": canonical({r: run_spec.resolve_run(S, r) for r in scope.runs}),
         "fit_steps": S["analysis"]["early_fit_steps"],
         # problems per benchmark of Table 2 (math), and validation samples per benchmark at each validation step
         "bench_sizes": {b: bench[b]["size"] for b in run_spec.domain_benchmarks(S, "math")},
-        "val_samples": {b: min(bench[b]["size"], S["train"].get("val_size", bench[b]["size"])) * val for b in scope.benchmarks},
+        "val_samples": {
+            b: min(bench[b]["size"], S["train"].get("val_size", bench[b]["size"])) * val for b in scope.benchmarks
+        },
         "plays": {b: bench[b]["plays"] for b in scope.benchmarks if "plays" in bench[b]},
         "power": canonical(power_params),
         # the claims left out of this study (--config claims=... or budget_gpu_hours=...), with the GPU-hours of
@@ -131,12 +140,14 @@ def preflight_power_scope(S: dict) -> dict:
     """What the power study's preflight reads: its model's engine fields, the prompt length and the answers' length."""
     power = S["power_sampling"]
     entry = S["models"][power["model"]]
-    return canonical({
-        "runs": {},
-        "models": {power["model"]: {k: entry[k] for k in POWER_ENGINE_FIELDS if k in entry}},
-        "data": {"max_prompt_length": S["data"]["max_prompt_length"]},
-        "power_sampling": {"model": power["model"], "max_new_tokens": power["max_new_tokens"]},
-    })  # fmt: skip
+    return canonical(
+        {
+            "runs": {},
+            "models": {power["model"]: {k: entry[k] for k in POWER_ENGINE_FIELDS if k in entry}},
+            "data": {"max_prompt_length": S["data"]["max_prompt_length"]},
+            "power_sampling": {"model": power["model"], "max_new_tokens": power["max_new_tokens"]},
+        }
+    )
 
 
 def report_labels(name: str) -> dict:

@@ -3,8 +3,8 @@ pilot (pilot.power): each one's settings, model, placement, problems, answers an
 
 from __future__ import annotations
 
-from ..core.power import methods as power_registry
 from ..core import spec as run_spec
+from ..core.power import methods as power_registry
 from .scope import run_label, run_model, run_model_spec
 
 
@@ -14,7 +14,9 @@ def study(S: dict, replicates: int, seed: int):
     if not power:
         return None
     base_models = sum(run_spec.replicate_of(m)[0] == power["model"] for m in S["models"])  # 1 where shared (scope)
-    return power_registry.build(power, {r: run_label(S, r) for r in power["runs"].values()}, replicates, seed, base_models)
+    return power_registry.build(
+        power, {r: run_label(S, r) for r in power["runs"].values()}, replicates, seed, base_models
+    )
 
 
 def methods(power_study) -> dict:
@@ -29,14 +31,26 @@ def pilot_methods(S: dict, pilot: dict | None, pilot_runs: list[str]) -> dict:
         return {}
     p, run = pilot["power"], pilot_runs[0]
     model = run_model(S, run)
-    job = {"model": model, "placement": run_model_spec(S, run), "problems": p["problems"], "n": p["n"],
-           "max_new_tokens": p["max_new_tokens"], "seed": S["eval"]["seed"]}  # fmt: skip
+    job = {
+        "model": model,
+        "placement": run_model_spec(S, run),
+        "problems": p["problems"],
+        "n": p["n"],
+        "max_new_tokens": p["max_new_tokens"],
+        "seed": S["eval"]["seed"],
+    }
     power = {"kind": "power", "alpha": p["alpha"], "block_size": p["block_size"], "n_mcmc": p["n_mcmc"]}
-    later = {f"{run_spec.PILOT}{kind}": {**job, "settings": {"kind": kind, "alpha": p["alpha"], **p[kind]}}
-             for kind in power_registry.LATER if kind in p}  # fmt: skip
-    return {f"{run_spec.PILOT}plain": {**job, "settings": {"kind": "sample", "temperature": 1.0}},
-            f"{run_spec.PILOT}power": {**job, "settings": power}, **later,
-            f"{run_spec.PILOT}rl": {**job, "settings": {"kind": "sample", "temperature": 1.0, "run": run}}}  # fmt: skip
+    later = {
+        f"{run_spec.PILOT}{kind}": {**job, "settings": {"kind": kind, "alpha": p["alpha"], **p[kind]}}
+        for kind in power_registry.LATER
+        if kind in p
+    }
+    return {
+        f"{run_spec.PILOT}plain": {**job, "settings": {"kind": "sample", "temperature": 1.0}},
+        f"{run_spec.PILOT}power": {**job, "settings": power},
+        **later,
+        f"{run_spec.PILOT}rl": {**job, "settings": {"kind": "sample", "temperature": 1.0, "run": run}},
+    }
 
 
 def job(S: dict, power_study, pilot_jobs: dict, method: str) -> dict:
@@ -45,9 +59,15 @@ def job(S: dict, power_study, pilot_jobs: dict, method: str) -> dict:
     if method in pilot_jobs:
         return pilot_jobs[method]
     power = S["power_sampling"]
-    return {"settings": methods(power_study)[method], "model": power_study.model(method), "placement": S["models"][power["model"]],
-            "problems": power["problems"], "n": power["n"], "max_new_tokens": power["max_new_tokens"],
-            "seed": power_study.seed(method)}  # fmt: skip
+    return {
+        "settings": methods(power_study)[method],
+        "model": power_study.model(method),
+        "placement": S["models"][power["model"]],
+        "problems": power["problems"],
+        "n": power["n"],
+        "max_new_tokens": power["max_new_tokens"],
+        "seed": power_study.seed(method),
+    }
 
 
 def benchmarks(S: dict, settings: dict) -> list[str]:

@@ -3,26 +3,24 @@ sampling job, for the GPU-hours the estimate gives (paper.cost.budget) times its
 
 from __future__ import annotations
 
+from ..core import paths
 from ..paper import job_time
 from ..paper.cost import budget
 
-
-def train_hours(job_hours: dict[str, float], run: str) -> float:
-    return job_hours[f"train:{run}"]
-
-
-def eval_hours(job_hours: dict[str, float], run: str) -> float:
-    return job_hours[f"eval:{run}"]
-
-
-def power_hours(job_hours: dict[str, float], method: str) -> float:
-    return job_hours[f"power:{method}"]
+# snakemake-executor-plugin-slurm submits every job with `sbatch --export=ALL` and refuses `--export` in slurm_extra, so
+# a job would get the submitting shell's HF_TOKEN, and slurmctld would keep it in the job's saved environment.
+# `sbatch --export-file` makes the environment sbatch submits the file's alone: the main process writes its own there,
+# less the token variables, before the first submission (the Snakefile's onstart, pipeline.cluster), and deletes it
+# when the run ends. Every SLURM job's slurm_extra carries the flag: the profile's default-resources
+# (slurm/config.yaml, this same string) and the training jobs' (train_resources). Only the local download rules, run
+# by the main process, see the token.
+SLURM_JOB_ENV_FLAG = f"--export-file={paths.SLURM_JOB_ENV}"
 
 
 def train_resources(model: dict, hours: float, walltime_margin: float, env_flag: str, max_job_minutes: int) -> dict:
     """Whole nodes for a run (8 CPUs and 64 GB per GPU), requeueable, for the estimated time, and never longer than
     the site's longest job (``max_job_minutes``: a longer run goes on in the next job, paper.job_time). ``model``: the
-    run's model entry with its placement; ``env_flag``: sbatch's --export-file (rules/cluster.smk SLURM_JOB_ENV_FLAG)."""
+    run's model entry with its placement; ``env_flag``: sbatch's --export-file (SLURM_JOB_ENV_FLAG)."""
     gpus = model["nodes"] * model["gpus_per_node"]
     return {
         "nodes": model["nodes"],

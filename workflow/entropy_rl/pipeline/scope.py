@@ -1,12 +1,13 @@
 """The study a scale config describes, as the rules read it: the scale, seed and replicates chosen on the command
 line, the resolved scale config ``S`` (instruct models, replicates, the GPU pilot), and the runs, models,
-benchmarks and artifacts it has (rules/common.smk binds them to its constants)."""
+benchmarks and artifacts it has (the study plan holds it, pipeline.plan)."""
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
 
+from ..core import algorithms
 from ..core import spec as run_spec
 from ..study import artifacts
 
@@ -96,7 +97,7 @@ def run_label(S: dict, run: str) -> str:
     r = S["runs"][run]
     treatment = "" if r["treatment"] == "none" else f" + {r['treatment']}"
     data = f" ({r['train_data']})" if "train_data" in r else ""  # a run's own training set: code, Appendix C's
-    return f"{run_model(S, run)} {r['algorithm'].upper()}{treatment}{data}"
+    return f"{run_model(S, run)} {algorithms.of(r).label}{treatment}{data}"
 
 
 def artifact_runs(S: dict, name: str) -> list[str]:

@@ -1,30 +1,77 @@
 """Every use of Snakemake's internals, in one place: the planned DAG (jobs, their reasons and dependencies), the
 persistence's records (input checksums, the params a job ran with, and how Snakemake serialises a param), the
 command line's targets and settings, and the error that stops a workflow. A Snakemake upgrade that moves any of
-these touches this module alone; the rest of ``entropy_rl.pipeline`` reads the workflow through ``Plan``, and its
-tests through a fake with the same methods (tests/pipeline/fakes.py).
+these touches this module alone; the rest of ``entropy_rl.pipeline`` reads the workflow through ``Workflow`` and a job
+through the functions below, and its tests through fakes with the same methods (tests/pipeline/fakes.py).
 
 Snakemake 9.27: ``workflow.dag`` (``needrun_jobs``, ``reason``, ``needrun``, ``dependencies``),
 ``workflow.persistence`` (``input_checksums``, ``params``, the private ``_serialize_param``),
-``workflow.dag_settings.targets``, ``workflow.touch``, ``workflow.is_main_process``, ``workflow.local_exec``; a
-job's ``rule.name``, ``rule.basedir``, ``rule.script``, ``wildcards``, ``input``, ``output``, ``params``,
-``non_derived_params`` and ``container_img_url``.
+``workflow.dag_settings.targets``, ``workflow.touch``, ``workflow.is_main_process``, ``workflow.local_exec``,
+``workflow.get_rule(name).restart_times``, the private ``workflow._build_dag`` (``after_dag``); a job's ``rule.name``,
+``rule.basedir``, ``rule.script``, ``wildcards``, ``input``, ``output``, ``params``, ``non_derived_params`` and
+``container_img_url``; a reason's ``forced``, ``updated_input``, ``missing_output``, ``input_changed`` and
+``software_stack_changed``.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 from snakemake.exceptions import WorkflowError
 
-__all__ = ["Plan", "WorkflowError", "rule_name", "job_wildcard", "job_script", "job_params"]
+__all__ = [
+    "Reason",
+    "Workflow",
+    "WorkflowError",
+    "job_container",
+    "job_input",
+    "job_output",
+    "job_params",
+    "job_script",
+    "job_wildcard",
+    "rule_name",
+]
 
 
-class Plan:
-    """The workflow as the pipeline's hooks and input functions read it."""
+@dataclass(frozen=True)
+class Reason:
+    """Why Snakemake runs a job, as the guard reads it."""
+
+    forced: bool = False
+    updated_input: frozenset = frozenset()
+    missing_output: frozenset = frozenset()
+    input_changed: bool = False
+    software_stack_changed: bool = False
+    text: str = "reason: unknown"
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class Workflow:
+    """Snakemake's workflow as the pipeline's plan, hooks and estimate read it."""
 
     def __init__(self, workflow):
         self._workflow = workflow
+
+    def after_dag(self, callback) -> None:
+        """Call ``callback()`` once the DAG is built, before any job runs: in a dry run too (Snakemake runs ``onstart``
+        only when jobs are to run). Snakemake has no such hook: this wraps the workflow's ``_build_dag``, which every
+        execution, dry or not, calls once its targets are known."""
+        build, called = self._workflow._build_dag, []
+
+        def build_then_call():
+            build()
+            if not called:
+                called.append(True)
+                callback()
+
+        self._workflow._build_dag = build_then_call
+
+    def allow_restarts(self, rule: str, times: int) -> None:
+        """Let Snakemake submit ``rule``'s failed jobs again up to ``times`` times (its ``restart_times``)."""
+        self._workflow.get_rule(rule).restart_times = times
 
     # ---- the command line -------------------------------------------------------------------------
     def targets(self) -> set[str] | None:
@@ -52,10 +99,17 @@ class Plan:
     def needrun_jobs(self):
         return self._workflow.dag.needrun_jobs()
 
-    def reason(self, job):
-        """Snakemake's reason for running ``job`` (``forced``, ``updated_input``, ``missing_output``,
-        ``input_changed``, ``software_stack_changed``; its text when printed)."""
-        return self._workflow.dag.reason(job)
+    def reason(self, job) -> Reason:
+        """Snakemake's reason for running ``job``."""
+        r = self._workflow.dag.reason(job)
+        return Reason(
+            forced=bool(r.forced),
+            updated_input=frozenset(r.updated_input),
+            missing_output=frozenset(r.missing_output),
+            input_changed=bool(r.input_changed),
+            software_stack_changed=bool(r.software_stack_changed),
+            text=str(r),
+        )
 
     def needrun(self, job) -> bool:
         return bool(self._workflow.dag.needrun(job))
@@ -101,3 +155,16 @@ def job_script(job) -> str | None:
 def job_params(job) -> tuple[dict, list]:
     """The job's params by name, and the values Snakemake compares with the recorded ones (non-derived)."""
     return dict(job.params.items()), job.non_derived_params
+
+
+def job_input(job) -> list[str]:
+    return list(job.input)
+
+
+def job_output(job) -> list[str]:
+    return list(job.output)
+
+
+def job_container(job) -> str | None:
+    """The image the job runs in."""
+    return job.container_img_url

@@ -10,9 +10,10 @@ from ..core import modules as modules_closure
 from ..core.power import methods as power_registry
 from ..paper import reward_launch
 
-# At paper scale each sampling module has its own code stamp (core.power.methods.sampler_module): a change to the later
-# samplers outdates none of the jobs of plain sampling and Algorithm 1, whose stamp keeps its name.
-SAMPLER_CODE = {"paper.power_sampling": "power_sample_vllm", "paper.power_samplers": "power_samplers_vllm"}
+# At paper scale each sampling module has its own code stamp (core.power.methods.sampler_module), named for it: a
+# change to the later samplers outdates none of the jobs of plain sampling and Algorithm 1.
+SAMPLER_CODE = {"paper.power_sampling": "power_sampling_vllm", "paper.power_samplers": "power_samplers_vllm"}
+SAMPLING_JOB = "core.power.sample_job"  # the job around every sampler (workflow/scripts/power_sample.py)
 
 
 def use_template_cache(path: str | Path) -> None:
@@ -34,7 +35,7 @@ def canonical(obj):
 def code(template: str, key: str, *modules: str) -> str:
     """The code that shapes a job's outputs, as an input: the modules the rule's script calls (``layer.module``, or a
     full dotted name) and everything they import in the package, less plumbing (core.modules.PLUMBING), stood for by
-    one stamp per ``key`` (``template``: paths.smk CODE_STAMP) that is rewritten only when what that code computes
+    one stamp per ``key`` (``template``: core.paths.CODE_STAMP) that is rewritten only when what that code computes
     changes (core.modules.stamp). A comment, a docstring or a moved module reruns nothing; a change of behaviour
     reruns the jobs that run it, and at paper scale the GPU rules' jobs only when asked (guard.paid_work_guard)."""
     dotted = [m if m.startswith("entropy_rl.") else f"entropy_rl.{m}" for m in modules]
@@ -43,10 +44,10 @@ def code(template: str, key: str, *modules: str) -> str:
 
 @functools.cache
 def trainer_code(template: str, key: str, modules: tuple[str, ...]) -> str:
-    """The code a trainer's runs execute (``modules``: launch.TRAINER_MODULES of the trainer, with the launch and the
-    log translation around it), one stamp per ``key``: train_verl.json for verl 0.9.1's runs, train_prime.json for
-    PRIME's, train_verl_random_reward.json for the random-reward control (paper.reward_launch)."""
-    return code(template, key, "paper.launch", "paper.verl_metrics", *modules)
+    """The code a trainer's runs execute (``modules``: launch.TRAINER_MODULES of the trainer, with the job around it,
+    reward_launch.TRAINING_JOB: the launch and the log translation), one stamp per ``key``: train_verl.json for verl
+    0.9.1's runs, train_prime.json for PRIME's, train_verl_random_reward.json for the random-reward control."""
+    return code(template, key, reward_launch.TRAINING_JOB, *modules)
 
 
 def train_code(template: str, settings: dict) -> str:
@@ -57,7 +58,7 @@ def train_code(template: str, settings: dict) -> str:
 
 @functools.cache
 def sampler_stamp(template: str, module: str) -> str:
-    return code(template, SAMPLER_CODE[module], module)
+    return code(template, SAMPLER_CODE[module], SAMPLING_JOB, module)
 
 
 def power_sampler_code(template: str, kind: str) -> str:

@@ -157,7 +157,9 @@ def pooled_shares(metrics_by_run: dict[str, pd.DataFrame], column: str = "val_ac
     return pool_changes([run_changes(metrics, column, run) for run, metrics in metrics_by_run.items()])
 
 
-def run_changes(metrics: pd.DataFrame, column: str = "val_acc", run: str = "") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def run_changes(
+    metrics: pd.DataFrame, column: str = "val_acc", run: str = ""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One run's part of ``pooled_shares``: its validation steps as fractions of training, and the
     entropy drop and ``column`` gain from its first validation step to each."""
     pts = validation_points(metrics, column)
@@ -208,8 +210,8 @@ def early_prediction_summary(metrics_by_run: dict[str, pd.DataFrame], fit_steps:
     rows = {}
     for run, metrics in metrics_by_run.items():
         pred = early_prediction(metrics, fit_steps)
-        rows[run] = {"n_fit": pred["n_fit"], "n_pred": pred["n_pred"], "rmse_pct": pred["rmse_pct"],
-                     "final_error_pct": pred["final_error_pct"], "a": pred["fit"]["a"], "b": pred["fit"]["b"]}  # fmt: skip
+        counts = {k: pred[k] for k in ("n_fit", "n_pred", "rmse_pct", "final_error_pct")}
+        rows[run] = {**counts, "a": pred["fit"]["a"], "b": pred["fit"]["b"]}
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("run")
 
 
@@ -242,10 +244,12 @@ def shared_coefficients_test(metrics_by_run: dict[str, pd.DataFrame], column: st
     lo = max(p["entropy"].min() for p in pts.values())
     hi = min(p["entropy"].max() for p in pts.values())
     grid = np.linspace(lo, hi, 50) if hi > lo else np.array([lo])
-    gap = max(float(np.max(np.abs(entropy_law(grid, f["a"], f["b"]) - entropy_law(grid, pooled["a"], pooled["b"]))))
-              for f in own.values())  # fmt: skip
-    return {"F": float(F), "df1": df1, "df2": df2, "p_value": float(scipy.stats.f.sf(F, df1, df2)),
-            "pooled": pooled, "per_run": own, "max_curve_gap_pct": 100.0 * gap}  # fmt: skip
+    gap = max(
+        float(np.max(np.abs(entropy_law(grid, f["a"], f["b"]) - entropy_law(grid, pooled["a"], pooled["b"]))))
+        for f in own.values()
+    )
+    test = {"F": float(F), "df1": df1, "df2": df2, "p_value": float(scipy.stats.f.sf(F, df1, df2))}
+    return {**test, "pooled": pooled, "per_run": own, "max_curve_gap_pct": 100.0 * gap}
 
 
 def coefficients_anova(seed_fits: dict[str, list[dict]]) -> dict:
@@ -257,9 +261,12 @@ def coefficients_anova(seed_fits: dict[str, list[dict]]) -> dict:
     out = {}
     for c in ("a", "b"):
         test = scipy.stats.f_oneway(*[[f[c] for f in fits] for fits in seed_fits.values()])
-        out[c] = {"F": float(test.statistic), "p_value": float(test.pvalue),
-                  "mean": {r: float(np.mean([f[c] for f in fits])) for r, fits in seed_fits.items()},
-                  "sd": {r: float(np.std([f[c] for f in fits], ddof=1)) for r, fits in seed_fits.items()}}  # fmt: skip
+        out[c] = {
+            "F": float(test.statistic),
+            "p_value": float(test.pvalue),
+            "mean": {r: float(np.mean([f[c] for f in fits])) for r, fits in seed_fits.items()},
+            "sd": {r: float(np.std([f[c] for f in fits], ddof=1)) for r, fits in seed_fits.items()},
+        }
     out["p_value"] = min(1.0, 2 * min(out["a"]["p_value"], out["b"]["p_value"]))
     return out
 
@@ -270,8 +277,13 @@ def log_linear_fit(x, y) -> dict:
     if x.size < 3:
         raise ValueError(f"a log-linear trend needs at least 3 sizes, got {x.size}")
     reg = scipy.stats.linregress(np.log10(x), y)
-    return {"slope": float(reg.slope), "intercept": float(reg.intercept), "r2": float(reg.rvalue**2),
-            "p_value": float(reg.pvalue), "n": int(x.size)}  # fmt: skip
+    return {
+        "slope": float(reg.slope),
+        "intercept": float(reg.intercept),
+        "r2": float(reg.rvalue**2),
+        "p_value": float(reg.pvalue),
+        "n": int(x.size),
+    }
 
 
 # ---- Section 3.3: covariance and entropy dynamics --------------------------------------------
@@ -311,8 +323,14 @@ def covariance_dynamics(metrics: pd.DataFrame, column: str = metric_columns.BAND
         raise ValueError(f"need at least 3 steps with {column} and an entropy change, got {len(both)}")
     r, p = scipy.stats.pearsonr(both["cov"], both["neg_dH"])
     cov = cov.dropna()
-    return {"column": column, "pearson_r": float(r), "p_value": float(p), "n_steps": len(both),
-            "positive_share": float((cov > 0).mean()), "mean_cov": float(cov.mean())}  # fmt: skip
+    return {
+        "column": column,
+        "pearson_r": float(r),
+        "p_value": float(p),
+        "n_steps": len(both),
+        "positive_share": float((cov > 0).mean()),
+        "mean_cov": float(cov.mean()),
+    }
 
 
 def covariance_by_difficulty(metrics: pd.DataFrame) -> dict:

@@ -9,6 +9,7 @@ config.yaml (``<scale>.artifacts.<name>.runs``).
 
 from __future__ import annotations
 
+from ..core import algorithms
 from . import registry
 from .registry import Artifact  # noqa: F401  (what the workflow reads)
 
@@ -48,7 +49,7 @@ def output_files(name: str) -> list[str]:
 def _setting(spec: dict) -> str:
     """What sets a run apart: its algorithm and the loss settings its treatment changes."""
     loss = spec["loss"]
-    parts = [spec["algorithm"].upper().replace("_PLUS_PLUS", "++")]
+    parts = [algorithms.of(spec).label]
     mode = loss["loss_mode"]
     if mode == "clip_cov":
         parts.append(
@@ -69,18 +70,24 @@ def _setting(spec: dict) -> str:
     return ", ".join(parts)
 
 
-SEEDS = {True: " Seeds: RL's, every replicate of a run starting from its model's one base model.",
-         False: " Seeds: pre-training's and RL's, each replicate of a run on a base model pre-trained under its own seed."}
+SEEDS = {
+    True: " Seeds: RL's, every replicate of a run starting from its model's one base model.",
+    False: " Seeds: pre-training's and RL's, each replicate of a run on a base model pre-trained under its own seed.",
+}
 
 
-def caption(name: str, scale: str, specs: dict[str, dict], labels: dict[str, str], shared_base: bool | None = None) -> str:
+def caption(
+    name: str, scale: str, specs: dict[str, dict], labels: dict[str, str], shared_base: bool | None = None
+) -> str:
     """Scale, what is shown, the shared training settings and what sets each run apart; where a run has several
     seeds at mini scale, what they vary (``shared_base``: whether its replicates share one base model)."""
     first = next(iter(specs.values()))
     rates = sorted({s["lr"] for s in specs.values()})  # one each when learning rates scale with width
     lr = f"lr {rates[0]:g}" if len(rates) == 1 else f"lr {rates[0]:g}-{rates[-1]:g} (scaled with 1/width)"
-    shared = (f"{first['steps']} steps of {first['prompts_per_step']} prompts x {first['rollout_n']} responses, "
-              f"{lr}, temperature {first['temperature']:g}, validation every {first['val_every']} steps")  # fmt: skip
+    shared = (
+        f"{first['steps']} steps of {first['prompts_per_step']} prompts x {first['rollout_n']} responses, "
+        f"{lr}, temperature {first['temperature']:g}, validation every {first['val_every']} steps"
+    )
     per_run = "; ".join(f"{labels[r]}: {_setting(s)}" for r, s in specs.items())
     seeds = "" if shared_base is None else SEEDS[shared_base]
     return f"{scale.capitalize()} scale. {ARTIFACTS[name].what} ({ARTIFACTS[name].source}.) Settings: {shared}. Runs: {per_run}.{seeds}"

@@ -15,5 +15,4 @@ STYLE = "td,th{text-align:right}th:first-child,td:first-child{text-align:left}"
 
 def table_page(table: pd.DataFrame, title: str, caption: str) -> str:
     """The page: a title, the caption, then the table; a missing value shows as a dash."""
-    body = table.reset_index().to_html(index=False, float_format=lambda x: f"{x:.3g}", na_rep="–", border=0)
-    return pages.html_page(title, f"<p>{html.escape(caption)}</p>{body}", STYLE)
+    return pages.html_page(title, f"<p>{html.escape(caption)}</p>{pages.html_frame(table, '.3g', '–')}", STYLE)

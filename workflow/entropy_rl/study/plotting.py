@@ -67,8 +67,7 @@ def grid(n: int, width: float = 3.2, height: float = 2.9):
     """A figure with ``n`` panels, at most four to a row; unused panels are hidden."""
     ncols = min(4, n)
     nrows = math.ceil(n / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), layout="constrained",
-                             squeeze=False)  # fmt: skip
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), layout="constrained", squeeze=False)
     for ax in axes.flat[n:]:
         ax.set_visible(False)
     return fig, axes
@@ -76,8 +75,17 @@ def grid(n: int, width: float = 3.2, height: float = 2.9):
 
 def box(ax, text: str, x: float = 0.97, y: float = 0.97) -> None:
     """A small framed note inside the axes; (x, y) is the corner nearest the axes edge."""
-    ax.text(x, y, text, transform=ax.transAxes, ha="right" if x > 0.5 else "left", va="top" if y > 0.5 else "bottom",
-            fontsize=8, bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "0.7", "alpha": 0.9}, zorder=5)  # fmt: skip
+    ax.text(
+        x,
+        y,
+        text,
+        transform=ax.transAxes,
+        ha="right" if x > 0.5 else "left",
+        va="top" if y > 0.5 else "bottom",
+        fontsize=8,
+        bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "0.7", "alpha": 0.9},
+        zorder=5,
+    )
 
 
 def align_zero(ax1, ax2) -> None:

@@ -136,7 +136,13 @@ def power01_accuracy(d: Inputs) -> pd.DataFrame:
     return table.rename(index=d.labels)
 
 
-@artifact("figure", "Karan & Du (2025), Figure 5", "pass@k against k per benchmark (unbiased estimator).", ("samples",), "main")
+@artifact(
+    "figure",
+    "Karan & Du (2025), Figure 5",
+    "pass@k against k per benchmark (unbiased estimator).",
+    ("samples",),
+    "main",
+)
 def power02_pass_at_k(d: Inputs, stem):
     """pass@k against k per benchmark (that paper's Figure 5): does sharpening keep the base model's diversity?
     Several seeds: the mean of each seed's curve, in a band of ±1 standard error."""
@@ -271,13 +277,31 @@ def power05_cost_accuracy(d: Inputs, stem):
     costs = (("cost vs base", "Tokens drawn per answer"), ("time vs base", "Wall time per answer"))
     for ax, (cost, name) in zip(axes, costs):
         for method, row in stats.iterrows():
-            ax.errorbar(row[(cost, "mean")], row[("Avg.", "mean")], xerr=row[(cost, "sem")], yerr=row[("Avg.", "sem")],
-                        fmt="o", ms=4, capsize=2, color=colours[method], label=plotting.label(labels, method))  # fmt: skip
+            ax.errorbar(
+                row[(cost, "mean")],
+                row[("Avg.", "mean")],
+                xerr=row[(cost, "sem")],
+                yerr=row[("Avg.", "sem")],
+                fmt="o",
+                ms=4,
+                capsize=2,
+                color=colours[method],
+                label=plotting.label(labels, method),
+            )
             if row[("maj@k k", "mean")] > 1:  # k = 1: the vote is the single answer, already drawn
                 x, y = row[(f"maj@k {cost}", "mean")], row[("maj@k Avg.", "mean")]
                 ax.plot([row[(cost, "mean")], x], [row[("Avg.", "mean")], y], ls=":", lw=0.8, color=colours[method])
-                ax.errorbar(x, y, xerr=row[(f"maj@k {cost}", "sem")], yerr=row[("maj@k Avg.", "sem")], fmt="o", ms=4,
-                            mfc="white", capsize=2, color=colours[method])  # fmt: skip
+                ax.errorbar(
+                    x,
+                    y,
+                    xerr=row[(f"maj@k {cost}", "sem")],
+                    yerr=row[("maj@k Avg.", "sem")],
+                    fmt="o",
+                    ms=4,
+                    mfc="white",
+                    capsize=2,
+                    color=colours[method],
+                )
         ax.set_xscale("log")
         ax.set_xlabel(f"{name} (× plain sampling)")
     axes[0].set_ylabel("Accuracy (%, average over benchmarks)")

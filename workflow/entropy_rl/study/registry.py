@@ -3,7 +3,8 @@
 A name is the function's, the Snakemake rule's and the output files' stem, so `snakemake <name>`,
 ``figures.<module>.<name>`` and `results/figures/<name>.pdf` name the same thing; a name
 registered twice is refused. An entry holds the function itself, what it reads and what it writes; the rules
-(figures.smk) make one rule per entry, and one script per kind calls its function with its ``inputs.Inputs``.
+(figures.smk) make one rule per entry, and each kind's job (``figure_job``, ``table_job``) calls its function with
+its ``inputs.Inputs``.
 Which runs a paper artifact draws is configuration (``<scale>.artifacts.<name>.runs``); the power-sampling study's
 artifacts draw its methods (``methods``: the main comparison or the sweeps).
 
@@ -21,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+
+from ..core import paths
 
 KINDS = {"figure": ("pdf", "png"), "table": ("csv", "md")}  # the files each kind writes
 # What an artifact can read: its runs' metrics, their models' configs (for sizes), their test-set evaluations, or
@@ -45,8 +48,10 @@ class Artifact:
 
     def __post_init__(self):
         if self.kind not in KINDS or not set(self.reads) <= READS or (self.methods is not None) != self.power:
-            raise ValueError(f"artifact {self.name!r}: {self.kind} reading {self.reads} (methods {self.methods!r}) "
-                             "is not one the rules build")  # fmt: skip
+            raise ValueError(
+                f"artifact {self.name!r}: {self.kind} reading {self.reads} (methods {self.methods!r}) "
+                "is not one the rules build"
+            )
 
     @property
     def power(self) -> bool:
@@ -61,13 +66,13 @@ class Artifact:
     @property
     def outputs(self) -> dict[str, str]:
         """The files it writes, by extension: figures under results/figures, tables under results/tables."""
-        return {ext: f"results/{self.kind}s/{self.name}.{ext}" for ext in KINDS[self.kind]}
+        return {ext: paths.ARTIFACT_FILE.format(kind=self.kind, name=self.name, ext=ext) for ext in KINDS[self.kind]}
 
     @property
     def modules(self) -> tuple[str, ...]:
-        """The code its job runs: its function's module, the loading of its inputs, and a table's writer."""
-        extra = [f"{__package__}.tables"] if self.kind == "table" else []
-        return (self.module, f"{__package__}.inputs", *extra)
+        """The code its job runs: its function's module and its kind's job (``figure_job``, ``table_job``), which
+        loads its inputs and writes a table."""
+        return (self.module, f"{__package__}.{self.kind}_job")
 
 
 ARTIFACTS: dict[str, Artifact] = {}
@@ -115,7 +120,12 @@ def declared() -> dict[str, Artifact]:
                     names = ("kind", "source", "what", "reads", "methods")
                     given = {**dict(zip(names, args)), **kwargs}
                     out[node.name] = Artifact(
-                        node.name, given["kind"], given["source"], given["what"], f"{__package__}.{section}",
-                        tuple(given.get("reads", ("metrics",))), given.get("methods"),
-                    )  # fmt: skip
+                        node.name,
+                        given["kind"],
+                        given["source"],
+                        given["what"],
+                        f"{__package__}.{section}",
+                        tuple(given.get("reads", ("metrics",))),
+                        given.get("methods"),
+                    )
     return out

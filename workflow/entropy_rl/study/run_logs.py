@@ -25,8 +25,10 @@ TOKEN_MEAN = "token-mean: the mean over every response token of the batch, not t
 # verl logs agg_loss(entropy, response_mask, actor.loss_agg_mode) of the rollout batch as actor/entropy (0.4.1 on:
 # ray_trainer.py; 0.9.1 also trainer/ppo/v1/trainer_base.py), as actor/entropy_loss in 0.4.0; loss_agg_mode defaults
 # to token-mean. Its file logger (JSON lines) is 0.6's on; an earlier run's records exported in that shape read the same.
-_VERL_TOKEN_MEAN = TOKEN_MEAN + (" (verl aggregates it by the actor's loss_agg_mode: token-mean unless the run set "
-                                 "another; seq-mean-token-mean would be Eq. 5)")  # fmt: skip
+_VERL_TOKEN_MEAN = TOKEN_MEAN + (
+    " (verl aggregates it by the actor's loss_agg_mode: token-mean unless the run set "
+    "another; seq-mean-token-mean would be Eq. 5)"
+)
 VERL_ENTROPY = {
     "paper/entropy": EQ5 + ", logged by this workflow's verl plugin",
     "actor/entropy": _VERL_TOKEN_MEAN,
@@ -99,7 +101,9 @@ def read_verl(path, entropy_key: str | None = None, accuracy_keys: list[str] | N
         keys = set().union(*(r["data"] for r in records))
         steps = [int(r["step"]) for r in records]
     except (ValueError, KeyError, TypeError) as err:
-        raise LogError(f"{path}: not verl's file-logger JSON lines ({{'step': k, 'data': {{...}}}} a line): {err}") from err
+        raise LogError(
+            f"{path}: not verl's file-logger JSON lines ({{'step': k, 'data': {{...}}}} a line): {err}"
+        ) from err
     wanted = [entropy_key] if entropy_key else list(VERL_ENTROPY)
     entropy_key = next((k for k in wanted if k in keys), None)
     if entropy_key is None:
@@ -120,12 +124,22 @@ def read_verl(path, entropy_key: str | None = None, accuracy_keys: list[str] | N
             dropped["accuracy"] += sum(map(math.isnan, values))
             rows.setdefault(step, {})["val_acc"] = float(np.mean(values))
     table = pd.DataFrame([{"step": k, **rows[k]} for k in sorted(rows)], columns=["step", "entropy", "val_acc"])
-    pairing = ("verl logs step k's entropy from the rollout before update k and validates after update k: the "
-               "accuracy validated at step k is paired with the entropy logged at step k + 1 (as this workflow "
-               "translates its own runs); a validation with no later step has no entropy and is not fitted")  # fmt: skip
-    return RunLog(str(path), "verl", table, entropy_key, VERL_ENTROPY.get(
-        entropy_key, "named by the user: its aggregation is not known here"), accuracy_keys, pairing, max(steps),
-        dropped)  # fmt: skip
+    pairing = (
+        "verl logs step k's entropy from the rollout before update k and validates after update k: the "
+        "accuracy validated at step k is paired with the entropy logged at step k + 1 (as this workflow "
+        "translates its own runs); a validation with no later step has no entropy and is not fitted"
+    )
+    return RunLog(
+        str(path),
+        "verl",
+        table,
+        entropy_key,
+        VERL_ENTROPY.get(entropy_key, "named by the user: its aggregation is not known here"),
+        accuracy_keys,
+        pairing,
+        max(steps),
+        dropped,
+    )
 
 
 def read_trl(path, entropy_key: str | None = None, accuracy_keys: list[str] | None = None) -> RunLog:
@@ -147,8 +161,9 @@ def read_trl(path, entropy_key: str | None = None, accuracy_keys: list[str] | No
     if not set(accuracy_keys) <= keys:
         raise _missing("validation accuracy", path, wanted, keys)
     evals = [e for e in entries if any(k in e for k in accuracy_keys)]
-    train = sorted((e for e in entries if entropy_key in e and not any(k in e for k in accuracy_keys)),
-                   key=lambda e: e["step"])  # fmt: skip
+    train = sorted(
+        (e for e in entries if entropy_key in e and not any(k in e for k in accuracy_keys)), key=lambda e: e["step"]
+    )
     dropped = {"entropy": 0, "accuracy": 0}
     rows = []
     for entry in sorted(evals, key=lambda e: e["step"]):
@@ -161,12 +176,23 @@ def read_trl(path, entropy_key: str | None = None, accuracy_keys: list[str] | No
     if entropy_key.startswith("eval_"):
         pairing = f"each evaluation's accuracy beside the {entropy_key} of the same evaluation"
     else:
-        pairing = (f"each evaluation at step k beside the {entropy_key} of the first training log after it (the "
-                   "policy evaluated, when logging_steps is 1); an evaluation with no later training log is not fitted")  # fmt: skip
+        pairing = (
+            f"each evaluation at step k beside the {entropy_key} of the first training log after it (the "
+            "policy evaluated, when logging_steps is 1); an evaluation with no later training log is not fitted"
+        )
     kind = TOKEN_MEAN + " (TRL's GRPOTrainer)" if entropy_key in ("entropy", "eval_entropy") else "named by the user"
     table = pd.DataFrame(rows, columns=["step", "entropy", "val_acc"])
-    return RunLog(str(path), "trl", table, entropy_key, kind, accuracy_keys, pairing,
-                  max(int(e["step"]) for e in entries), dropped)  # fmt: skip
+    return RunLog(
+        str(path),
+        "trl",
+        table,
+        entropy_key,
+        kind,
+        accuracy_keys,
+        pairing,
+        max(int(e["step"]) for e in entries),
+        dropped,
+    )
 
 
 def read_csv(path, entropy_key: str | None = None, accuracy_keys: list[str] | None = None) -> RunLog:
@@ -188,5 +214,14 @@ def read_csv(path, entropy_key: str | None = None, accuracy_keys: list[str] | No
         dropped[what] = int((given & values.isna()).sum().sum())
         columns[what] = values.mean(axis=1, skipna=False)
     table = pd.DataFrame({"step": step.astype(int), "entropy": columns["entropy"], "val_acc": columns["accuracy"]})
-    return RunLog(str(path), "csv", table, entropy_key, "as the file gives it: its aggregation is not known here",
-                  accuracy_keys, "entropy and accuracy as each row of the file pairs them", int(step.max()), dropped)  # fmt: skip
+    return RunLog(
+        str(path),
+        "csv",
+        table,
+        entropy_key,
+        "as the file gives it: its aggregation is not known here",
+        accuracy_keys,
+        "entropy and accuracy as each row of the file pairs them",
+        int(step.max()),
+        dropped,
+    )

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..core import atomic, metric_columns
+from ..core import atomic, metric_columns, pages
 from . import analysis
 from .inputs import Inputs
 from .registry import artifact
@@ -86,5 +86,5 @@ def write(table: pd.DataFrame, stem, caption: str) -> tuple[Path, Path]:
     stem.parent.mkdir(parents=True, exist_ok=True)
     csv, md = Path(f"{stem}.csv"), Path(f"{stem}.md")
     atomic.write_text(csv, table.to_csv())
-    atomic.write_text(md, f"{caption}\n\n{table.to_markdown(floatfmt='.3g')}\n")
+    atomic.write_text(md, f"{caption}\n\n{pages.md_frame(table, floatfmt='.3g')}\n")
     return csv, md

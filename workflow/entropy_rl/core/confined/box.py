@@ -117,9 +117,16 @@ class _Box:
         env = {"PATH": ENV_PATH, "HOME": self.scratch, "TMPDIR": self.scratch, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
         cmd = [*self.prefix, self.python, "-I", "-S", "-c", code, json.dumps(cfg)]
         return subprocess.Popen(
-            cmd, stdin=stdin, stdout=stdout, stderr=stderr, cwd=self.scratch, env=env, start_new_session=True,
-            pass_fds=pass_fds, **_popen_user(self.user),
-        )  # fmt: skip
+            cmd,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            cwd=self.scratch,
+            env=env,
+            start_new_session=True,
+            pass_fds=pass_fds,
+            **_popen_user(self.user),
+        )
 
 
 @contextlib.contextmanager
@@ -176,9 +183,15 @@ def _launcher(namespaces: bool) -> tuple[tuple[str, ...], str]:
             quiet = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
             try:
                 done = subprocess.run(
-                    probe, check=False, cwd="/", env={"PATH": ENV_PATH}, timeout=30, start_new_session=True,
-                    **quiet, **_popen_user(_sandbox_user()),
-                )  # fmt: skip
+                    probe,
+                    check=False,
+                    cwd="/",
+                    env={"PATH": ENV_PATH},
+                    timeout=30,
+                    start_new_session=True,
+                    **quiet,
+                    **_popen_user(_sandbox_user()),
+                )
             except (OSError, subprocess.SubprocessError):
                 continue
             if done.returncode == 0:

@@ -101,10 +101,18 @@ def run(
 
 
 def run_many(
-    jobs: Sequence[tuple[str, str]], *, timeout_s: float = 10.0, cpu_s: int | None = None, memory_mb: int = 1024,
-    max_output_bytes: int = 64 * 1024, max_file_mb: int = 16, max_procs: int = 32, max_files: int = 256,
-    namespaces: bool = True, landlock: bool = True,
-) -> list[Result]:  # fmt: skip
+    jobs: Sequence[tuple[str, str]],
+    *,
+    timeout_s: float = 10.0,
+    cpu_s: int | None = None,
+    memory_mb: int = 1024,
+    max_output_bytes: int = 64 * 1024,
+    max_file_mb: int = 16,
+    max_procs: int = 32,
+    max_files: int = 256,
+    namespaces: bool = True,
+    landlock: bool = True,
+) -> list[Result]:
     """`run` for each (program, stdin) in `jobs`, in one sandbox: the results, in order.
 
     Each program runs in turn in a child forked from a harness inside the sandbox (see the module

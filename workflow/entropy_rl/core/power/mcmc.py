@@ -84,9 +84,11 @@ def log_acceptance(chain: Chain, m: int, draft: Draft, alpha: float) -> float:
     tokens, logp, logq = draft
     return (
         alpha * (float(logp.sum()) - float(chain.logp[m:].sum()))
-        + float(chain.logq[m:].sum()) - float(logq.sum())
-        + math.log(len(chain.tokens)) - math.log(m + len(tokens))
-    )  # fmt: skip
+        + float(chain.logq[m:].sum())
+        - float(logq.sum())
+        + math.log(len(chain.tokens))
+        - math.log(m + len(tokens))
+    )
 
 
 def mh_step(chain: Chain, m: int, draft: Draft, alpha: float, rng: np.random.Generator) -> bool:
@@ -102,8 +104,9 @@ def mh_step(chain: Chain, m: int, draft: Draft, alpha: float, rng: np.random.Gen
     return False
 
 
-def advance_block(proposer: Proposer, chains: list[Chain], end: int, alpha: float, n_mcmc: int,
-                  rng: np.random.Generator) -> None:  # fmt: skip
+def advance_block(
+    proposer: Proposer, chains: list[Chain], end: int, alpha: float, n_mcmc: int, rng: np.random.Generator
+) -> None:
     """Extend every chain to ``end`` response tokens (or its EOS), then run ``n_mcmc`` MH steps on each."""
     budgets = [end - len(c.tokens) for c in chains]
     for c, draft in zip(chains, proposer.extend([torch.cat([c.prompt, c.tokens]) for c in chains], budgets)):
@@ -118,8 +121,15 @@ def advance_block(proposer: Proposer, chains: list[Chain], end: int, alpha: floa
             mh_step(c, m, draft, alpha, rng)
 
 
-def sample_chains(proposer: Proposer, prompt_ids: list[torch.Tensor], alpha: float, block_size: int, n_mcmc: int,
-                  max_new_tokens: int, rng: np.random.Generator) -> list[Chain]:  # fmt: skip
+def sample_chains(
+    proposer: Proposer,
+    prompt_ids: list[torch.Tensor],
+    alpha: float,
+    block_size: int,
+    n_mcmc: int,
+    max_new_tokens: int,
+    rng: np.random.Generator,
+) -> list[Chain]:
     """One power-sampled response per entry of ``prompt_ids`` (Algorithm 1, all chains in step)."""
     chains = [Chain(p) for p in prompt_ids]
     for k in range(math.ceil(max_new_tokens / block_size)):
@@ -130,8 +140,14 @@ def sample_chains(proposer: Proposer, prompt_ids: list[torch.Tensor], alpha: flo
     return chains
 
 
-def method_chains(proposer: Proposer, prompt_ids: list[torch.Tensor], method: dict, n: int, max_new_tokens: int,
-                  rng: np.random.Generator) -> list[Chain]:  # fmt: skip
+def method_chains(
+    proposer: Proposer,
+    prompt_ids: list[torch.Tensor],
+    method: dict,
+    n: int,
+    max_new_tokens: int,
+    rng: np.random.Generator,
+) -> list[Chain]:
     """``n`` chains per prompt, grouped by prompt (as ``answer_rows`` reads them), with a power
     method's settings ``{"kind": "power", "alpha", "block_size", "n_mcmc"}``."""
     ids = [p for p in prompt_ids for _ in range(n)]
@@ -153,10 +169,16 @@ def answer_rows(texts, answers, n, start, lengths, drawn, acceptance, loglik, st
     needs of each: its tokens, the tokens drawn to make it, the MH acceptance rate, and the base
     model's log-likelihood of it, in all and per token."""
     return [
-        {**row, "response_tokens": int(lengths[j]), "drawn_tokens": int(drawn[j]), "acceptance": acceptance[j],
-         "base_loglik": float(loglik[j]), "base_loglik_per_token": float(loglik[j]) / max(int(lengths[j]), 1)}
+        {
+            **row,
+            "response_tokens": int(lengths[j]),
+            "drawn_tokens": int(drawn[j]),
+            "acceptance": acceptance[j],
+            "base_loglik": float(loglik[j]),
+            "base_loglik_per_token": float(loglik[j]) / max(int(lengths[j]), 1),
+        }
         for j, row in enumerate(scoring.graded_rows(texts, answers, n, start, styles))
-    ]  # fmt: skip
+    ]
 
 
 def context_needed(prompt_ids: list[list[int]], max_new_tokens: int) -> int:

@@ -47,7 +47,9 @@ class Study:
 
     def model(self, name: str) -> str:
         """The base model a method's replicate samples, or scores an RL checkpoint's answers with."""
-        return spec.replicate_names(self.config["model"], self.base_models)[min(spec.replicate_of(name)[1], self.base_models - 1)]
+        return spec.replicate_names(self.config["model"], self.base_models)[
+            min(spec.replicate_of(name)[1], self.base_models - 1)
+        ]
 
     def seed(self, name: str) -> int:
         """The sampling seed of a method's replicate."""
@@ -79,7 +81,11 @@ class Study:
 
     def benchmarks(self, name: str | None = None) -> list[str]:
         """The benchmarks a method answers: the study's, or the sweeps' own where ``sweeps.benchmarks`` names them."""
-        return self.config["benchmarks"] if name is None else self.methods[name].get("benchmarks", self.config["benchmarks"])
+        return (
+            self.config["benchmarks"]
+            if name is None
+            else self.methods[name].get("benchmarks", self.config["benchmarks"])
+        )
 
     def problems(self, benchmarks: dict[str, dict], name: str | None = None) -> dict[str, int]:
         """Problems answered per benchmark of the study (or of method ``name``): the first ``problems``, or all of a
@@ -97,9 +103,12 @@ class Study:
         p = self.config
         runs = ", ".join(f"{n}: {self.labels[n]}" for n in p["runs"])
         first = p["seed"] + self.base_seed
-        seeds = (f"seed {first}" if self.replicates == 1 else
-                 f"{self.replicates} seeds ({first}-{first + self.replicates - 1}), each sampling its own replicate of the base "
-                 "model and of the RL runs; values are means over the seeds")  # fmt: skip
+        seeds = (
+            f"seed {first}"
+            if self.replicates == 1
+            else f"{self.replicates} seeds ({first}-{first + self.replicates - 1}), each sampling its own replicate of the base "
+            "model and of the RL runs; values are means over the seeds"
+        )
         return (
             f"{scale.capitalize()} scale, after Karan & Du (2025). {what} Base model {p['model']}; "
             f"{p['n']} answers to each of the first {p['problems']} problems of {', '.join(p['benchmarks'])}, "
@@ -111,20 +120,31 @@ class Study:
 
     def _sweep_caption(self) -> str:
         only = self.config["sweeps"].get("benchmarks")
-        return f" The alpha and N_MCMC sweeps answer {', '.join(only)} only, the benchmark their claim reads." if only else ""
+        return (
+            f" The alpha and N_MCMC sweeps answer {', '.join(only)} only, the benchmark their claim reads."
+            if only
+            else ""
+        )
 
     def _later_caption(self) -> str:
         if not self.later:
             return ""
-        return (" The later samplers target the same p^alpha from the same proposal: "
-                + "; ".join(self.labels[k] for k in self.later) + ".")  # fmt: skip
+        return (
+            " The later samplers target the same p^alpha from the same proposal: "
+            + "; ".join(self.labels[k] for k in self.later)
+            + "."
+        )
 
 
 # The module that samples a method of each kind at paper scale (``power_sampling``: plain sampling and Algorithm 1;
 # ``power_samplers``: the later samplers, apart so that their code is not in the first jobs' code stamp). At mini scale
 # ``mini.power_sampling`` samples every kind.
-PAPER_SAMPLERS = {"sample": "paper.power_sampling", "power": "paper.power_sampling",
-                  "smc": "paper.power_samplers", "sps": "paper.power_samplers"}  # fmt: skip
+PAPER_SAMPLERS = {
+    "sample": "paper.power_sampling",
+    "power": "paper.power_sampling",
+    "smc": "paper.power_samplers",
+    "sps": "paper.power_samplers",
+}
 
 
 def sampler_module(scale: str, kind: str) -> str:
@@ -140,27 +160,38 @@ def _later_label(settings: dict) -> str:
     if settings["kind"] == "smc":
         every = settings["resample_every"]
         return f"Power-SMC (N {settings['particles']}, ESS < {settings['ess_threshold']:g}N, every {every} tokens)"
-    return (f"Scalable power sampling (B {settings['block_size']}, L {settings['candidates']}, "
-            f"M {settings['rollouts']}, H {settings['horizon']})")  # fmt: skip
+    return (
+        f"Scalable power sampling (B {settings['block_size']}, L {settings['candidates']}, "
+        f"M {settings['rollouts']}, H {settings['horizon']})"
+    )
 
 
-def build(power: dict, run_labels: dict[str, str], replicates: int = 1, base_seed: int = 0, base_models: int | None = None) -> Study:
+def build(
+    power: dict, run_labels: dict[str, str], replicates: int = 1, base_seed: int = 0, base_models: int | None = None
+) -> Study:
     """Every method of the study ``power`` (a scale's ``power_sampling``), each ``replicates`` times; ``run_labels``
     names each RL run it samples (run id -> display name); ``base_models`` is how many replicates the base model has
     (``replicates`` unless they share one, pipeline.scope.with_shared_base_models)."""
     study = Study(power, replicates=replicates, base_seed=base_seed, base_models=base_models or replicates)
     alpha = power["alpha"]
     main = {"kind": "power", "alpha": alpha, "block_size": power["block_size"], "n_mcmc": power["n_mcmc"]}
-    methods = [("base", {"kind": "sample", "temperature": 1.0}, "Base (T = 1)"),
-               ("low-temp", {"kind": "sample", "temperature": 1.0 / alpha}, f"Low temperature (T = 1/{alpha:g})"),
-               ("power", main, _power_label(main))]  # fmt: skip
+    methods = [
+        ("base", {"kind": "sample", "temperature": 1.0}, "Base (T = 1)"),
+        ("low-temp", {"kind": "sample", "temperature": 1.0 / alpha}, f"Low temperature (T = 1/{alpha:g})"),
+        ("power", main, _power_label(main)),
+    ]
     later = [(kind, {"kind": kind, "alpha": alpha, **power[kind]}) for kind in LATER if kind in power]
     methods += [(name, settings, _later_label(settings)) for name, settings in later]
-    methods += [(name, {"kind": "sample", "temperature": 1.0, "run": run}, run_labels[run]) for name, run in power["runs"].items()]
+    methods += [
+        (name, {"kind": "sample", "temperature": 1.0, "run": run}, run_labels[run])
+        for name, run in power["runs"].items()
+    ]
     # A sweep point answers the sweeps' own benchmarks where they are named (sized by the claim that reads them).
     only = {"benchmarks": power["sweeps"]["benchmarks"]} if "benchmarks" in power["sweeps"] else {}
     sweeps = [(f"power-alpha{a:g}", dict(main, alpha=a, **only)) for a in power["sweeps"]["alpha"] if a != alpha]
-    sweeps += [(f"power-mcmc{n}", dict(main, n_mcmc=n, **only)) for n in power["sweeps"]["n_mcmc"] if n != power["n_mcmc"]]
+    sweeps += [
+        (f"power-mcmc{n}", dict(main, n_mcmc=n, **only)) for n in power["sweeps"]["n_mcmc"] if n != power["n_mcmc"]
+    ]
     methods += [(name, settings, _power_label(settings)) for name, settings in sweeps]
     for k in range(replicates):
         for name, settings, label in methods:

@@ -42,8 +42,16 @@ def systematic_resample(log_w: np.ndarray, rng: np.random.Generator) -> np.ndarr
     return np.searchsorted(cdf, (rng.random() + np.arange(len(log_w))) / len(log_w), side="right")
 
 
-def smc_answers(proposer: Proposer, prompts: list[torch.Tensor], alpha: float, particles: int, resample_every: int,
-                ess_threshold: float, max_new_tokens: int, rng: np.random.Generator) -> list[Chain]:  # fmt: skip
+def smc_answers(
+    proposer: Proposer,
+    prompts: list[torch.Tensor],
+    alpha: float,
+    particles: int,
+    resample_every: int,
+    ess_threshold: float,
+    max_new_tokens: int,
+    rng: np.random.Generator,
+) -> list[Chain]:
     """One response to each of ``prompts``, each from a population of its own: ``particles`` partial answers advanced
     ``resample_every`` tokens at a time (every population's live particles in one batched call), weighted towards p^α
     and resampled when their effective size falls below ``ess_threshold``·N; then one drawn by weight. A returned
@@ -75,14 +83,28 @@ def _copy(chain: Chain) -> Chain:
     return Chain(chain.prompt, chain.tokens, chain.logp, chain.logq)
 
 
-def method_chains(proposer: Proposer, prompt_ids: list[torch.Tensor], method: dict, n: int, max_new_tokens: int,
-                  rng: np.random.Generator) -> list[Chain]:  # fmt: skip
+def method_chains(
+    proposer: Proposer,
+    prompt_ids: list[torch.Tensor],
+    method: dict,
+    n: int,
+    max_new_tokens: int,
+    rng: np.random.Generator,
+) -> list[Chain]:
     """``n`` answers per prompt, each from its own population (all advanced together), grouped by prompt (as
     ``mcmc.answer_rows`` reads them), with settings ``{"kind": "smc", "alpha", "particles", "resample_every",
     "ess_threshold"}``."""
     prompts = [p for p in prompt_ids for _ in range(n)]
-    return smc_answers(proposer, prompts, method["alpha"], method["particles"], method["resample_every"],
-                       method["ess_threshold"], max_new_tokens, rng)  # fmt: skip
+    return smc_answers(
+        proposer,
+        prompts,
+        method["alpha"],
+        method["particles"],
+        method["resample_every"],
+        method["ess_threshold"],
+        max_new_tokens,
+        rng,
+    )
 
 
 def costs(chains: list[Chain]) -> tuple[list[int], list[float]]:

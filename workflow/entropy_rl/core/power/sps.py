@@ -65,8 +65,9 @@ def _candidates(proposer: Proposer, chains: list[Chain], settings: dict, max_new
     counted on the chain."""
     L = settings["candidates"]
     budgets = [min(settings["block_size"], max_new_tokens - len(c.tokens)) for c in chains]
-    drafts = proposer.extend([torch.cat([c.prompt, c.tokens]) for c in chains for _ in range(L)],
-                             [b for b in budgets for _ in range(L)])  # fmt: skip
+    drafts = proposer.extend(
+        [torch.cat([c.prompt, c.tokens]) for c in chains for _ in range(L)], [b for b in budgets for _ in range(L)]
+    )
     distinct = []
     for k, chain in enumerate(chains):
         mine = drafts[k * L : (k + 1) * L]
@@ -75,8 +76,9 @@ def _candidates(proposer: Proposer, chains: list[Chain], settings: dict, max_new
     return distinct
 
 
-def _lookahead(proposer: Proposer, chains: list[Chain], distinct: list[list], alpha: float, settings: dict,
-               max_new_tokens: int) -> list[np.ndarray]:  # fmt: skip
+def _lookahead(
+    proposer: Proposer, chains: list[Chain], distinct: list[list], alpha: float, settings: dict, max_new_tokens: int
+) -> list[np.ndarray]:
     """Each chain's candidate × rollout log p^α/q of M rollouts after each open candidate (0 for one that ends the
     response), every chain's rollouts in one batched call; the tokens drawn are counted on the chain."""
     M = settings["rollouts"]
@@ -106,8 +108,14 @@ def _ends(proposer: Proposer, chain: Chain, draft, max_new_tokens: int) -> bool:
     )
 
 
-def sps_answers(proposer: Proposer, prompts: list[torch.Tensor], alpha: float, settings: dict, max_new_tokens: int,
-                rng: np.random.Generator) -> list[Chain]:  # fmt: skip
+def sps_answers(
+    proposer: Proposer,
+    prompts: list[torch.Tensor],
+    alpha: float,
+    settings: dict,
+    max_new_tokens: int,
+    rng: np.random.Generator,
+) -> list[Chain]:
     """One response to each of ``prompts``, all grown a block at a time together (``settings``: ``block_size``,
     ``candidates``, ``rollouts``, ``horizon``); a chain's ``drawn`` counts every candidate and rollout token it
     needed."""
@@ -122,8 +130,14 @@ def sps_answers(proposer: Proposer, prompts: list[torch.Tensor], alpha: float, s
     return chains
 
 
-def method_chains(proposer: Proposer, prompt_ids: list[torch.Tensor], method: dict, n: int, max_new_tokens: int,
-                  rng: np.random.Generator) -> list[Chain]:  # fmt: skip
+def method_chains(
+    proposer: Proposer,
+    prompt_ids: list[torch.Tensor],
+    method: dict,
+    n: int,
+    max_new_tokens: int,
+    rng: np.random.Generator,
+) -> list[Chain]:
     """``n`` answers per prompt (all grown together), grouped by prompt (as ``mcmc.answer_rows`` reads them),
     with settings ``{"kind": "sps", "alpha", "block_size", "candidates", "rollouts", "horizon"}``."""
     prompts = [p for p in prompt_ids for _ in range(n)]

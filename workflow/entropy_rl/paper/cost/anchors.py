@@ -27,10 +27,12 @@ from .gpus import PEAK_TFLOPS
 
 NEMO = "NVIDIA-NeMo/RL docs/about/performance-summary.md"
 # Each published model's config.json (verbatim copies in citsjtu2020/LLM-Prof sglang/Model_Config.md @8434c8d).
-QWEN3_32B = Architecture(hidden=5120, intermediate=25600, layers=64, heads=64, kv_heads=8, head_dim=128, vocab=151936,
-                         tied=False)  # fmt: skip
-LLAMA31_8B = Architecture(hidden=4096, intermediate=14336, layers=32, heads=32, kv_heads=8, head_dim=128, vocab=128256,
-                          tied=False)  # fmt: skip
+QWEN3_32B = Architecture(
+    hidden=5120, intermediate=25600, layers=64, heads=64, kv_heads=8, head_dim=128, vocab=151936, tied=False
+)
+LLAMA31_8B = Architecture(
+    hidden=4096, intermediate=14336, layers=32, heads=32, kv_heads=8, head_dim=128, vocab=128256, tied=False
+)
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,9 @@ class Anchor:
         _, trained = self.step_flops()
         peak = PEAK_TFLOPS[self.hardware] * 1e12
         engine = decode.ROLLOUT_ENGINE.at(self.generation_tp)
-        roof = decode.roofline(self.arch, self.mean_prompt, self.mean_response, engine, self.hardware, PEAK_TFLOPS[self.hardware])
+        roof = decode.roofline(
+            self.arch, self.mean_prompt, self.mean_response, engine, self.hardware, PEAK_TFLOPS[self.hardware]
+        )
         generation = self.samples * self.mean_response * roof.seconds / budget["rollout_mfu"]
         return (generation + trained / (peak * budget["train_mfu"])) / self.gpus
 
@@ -81,8 +85,14 @@ class Anchor:
         update MFU: the roofline's GPU-seconds over the step's GPU-seconds the update leaves (None if it leaves none)."""
         _, trained = self.step_flops()
         left = self.step_s * self.gpus - trained / (PEAK_TFLOPS[self.hardware] * 1e12 * budget["train_mfu"])
-        roof = decode.roofline(self.arch, self.mean_prompt, self.mean_response, decode.ROLLOUT_ENGINE.at(self.generation_tp),
-                               self.hardware, PEAK_TFLOPS[self.hardware])  # fmt: skip
+        roof = decode.roofline(
+            self.arch,
+            self.mean_prompt,
+            self.mean_response,
+            decode.ROLLOUT_ENGINE.at(self.generation_tp),
+            self.hardware,
+            PEAK_TFLOPS[self.hardware],
+        )
         return self.samples * self.mean_response * roof.seconds / left if left > 0 else None
 
 
@@ -92,39 +102,95 @@ def _nemo(release: str, commit: str, **numbers) -> Anchor:
 
 V05, V04 = "6c7089300fded94abfa49bb9cbf9eb357d862461", "cff17f83bf30c4f9c757b5fe707b2c32db606411"
 ANCHORS = (
-    _nemo("v0.5.0", V05, model="Qwen3-32B", params_b=32.8, arch=QWEN3_32B, hardware="H100", gpus=32, step_s=376,
-          samples=2048, mean_response=3251, tokens_per_s_per_gpu=571, generation_tp=4,
-          quote="| GRPO      |Qwen3-32B  |On policy    |4,096                |3,251            |32    |2,048|512  |[4,1]"
-                "             |[4,1,1,4,n/a]             |571               | 376|"),
-    _nemo("v0.5.0", V05, model="Llama3.1-8B", params_b=8.03, arch=LLAMA31_8B, hardware="H100", gpus=16, step_s=92.8,
-          samples=2048, mean_response=1019, tokens_per_s_per_gpu=1581, generation_tp=1,
-          quote="| GRPO      |LLAMA3.1_8B|On policy    |4,096                |1,019            |16    |2,048|512  |[1,1]"
-                "             |[1,1,1,1,1,2,n/a]         |1,581             | 92.8|"),
+    _nemo(
+        "v0.5.0",
+        V05,
+        model="Qwen3-32B",
+        params_b=32.8,
+        arch=QWEN3_32B,
+        hardware="H100",
+        gpus=32,
+        step_s=376,
+        samples=2048,
+        mean_response=3251,
+        tokens_per_s_per_gpu=571,
+        generation_tp=4,
+        quote="| GRPO      |Qwen3-32B  |On policy    |4,096                |3,251            |32    |2,048|512  |[4,1]"
+        "             |[4,1,1,4,n/a]             |571               | 376|",
+    ),
+    _nemo(
+        "v0.5.0",
+        V05,
+        model="Llama3.1-8B",
+        params_b=8.03,
+        arch=LLAMA31_8B,
+        hardware="H100",
+        gpus=16,
+        step_s=92.8,
+        samples=2048,
+        mean_response=1019,
+        tokens_per_s_per_gpu=1581,
+        generation_tp=1,
+        quote="| GRPO      |LLAMA3.1_8B|On policy    |4,096                |1,019            |16    |2,048|512  |[1,1]"
+        "             |[1,1,1,1,1,2,n/a]         |1,581             | 92.8|",
+    ),
     # the v0.4 section of the same summary, as first published (the v0.5.0 file replaced it)
-    _nemo("v0.4", V04, model="Qwen3-32B", params_b=32.8, arch=QWEN3_32B, hardware="H100", gpus=32, step_s=393,
-          samples=2048, mean_response=3206, tokens_per_s_per_gpu=540, generation_tp=4,
-          quote="|Qwen3-32B  |On policy    |4,096                |3,206            |32    |2,048|512  |[4,1]"
-                "             |[4,1,1,4,n/a]             |540               | 393|"),
-    _nemo("v0.4", V04, model="Llama3.1-8B", params_b=8.03, arch=LLAMA31_8B, hardware="H100", gpus=16, step_s=97.7,
-          samples=2048, mean_response=1060, tokens_per_s_per_gpu=1562, generation_tp=1,
-          quote="|LLAMA3.1_8B|On policy    |4,096                |1,060            |16    |2,048|512  |[1,1]"
-                "             |[1,1,1,1,1,2,n/a]         |1,562             | 97.7|"),
-)  # fmt: skip
+    _nemo(
+        "v0.4",
+        V04,
+        model="Qwen3-32B",
+        params_b=32.8,
+        arch=QWEN3_32B,
+        hardware="H100",
+        gpus=32,
+        step_s=393,
+        samples=2048,
+        mean_response=3206,
+        tokens_per_s_per_gpu=540,
+        generation_tp=4,
+        quote="|Qwen3-32B  |On policy    |4,096                |3,206            |32    |2,048|512  |[4,1]"
+        "             |[4,1,1,4,n/a]             |540               | 393|",
+    ),
+    _nemo(
+        "v0.4",
+        V04,
+        model="Llama3.1-8B",
+        params_b=8.03,
+        arch=LLAMA31_8B,
+        hardware="H100",
+        gpus=16,
+        step_s=97.7,
+        samples=2048,
+        mean_response=1060,
+        tokens_per_s_per_gpu=1562,
+        generation_tp=1,
+        quote="|LLAMA3.1_8B|On policy    |4,096                |1,060            |16    |2,048|512  |[1,1]"
+        "             |[1,1,1,1,1,2,n/a]         |1,562             | 97.7|",
+    ),
+)
 
 
 def lines(budget: dict) -> list[str]:
     """Each anchor's whole-step MFU, and the step time the budget's MFUs would give it, as Markdown list items."""
-    out = [f"- this budget, as configured: train MFU {budget['train_mfu']:g} of its GPU's peak ({budget['gpu']}, "
-           f"{budget['gpu_peak_tflops']:g} TFLOPS), rollout at {budget['rollout_mfu']:g} of its decoding roofline; on "
-           "each anchor's GPU, the same fractions of that GPU's peak and roofline"]  # fmt: skip
+    out = [
+        f"- this budget, as configured: train MFU {budget['train_mfu']:g} of its GPU's peak ({budget['gpu']}, "
+        f"{budget['gpu_peak_tflops']:g} TFLOPS), rollout at {budget['rollout_mfu']:g} of its decoding roofline; on "
+        "each anchor's GPU, the same fractions of that GPU's peak and roofline"
+    ]
+
     def implied(a: Anchor) -> str:
         value = a.implied_rollout(budget)
-        return ("at the budget's update MFU its passes alone would outlast the step" if value is None else
-                f"with its passes at the budget's update MFU, its generation reached {value:.2f} of its roofline")  # fmt: skip
+        return (
+            "at the budget's update MFU its passes alone would outlast the step"
+            if value is None
+            else f"with its passes at the budget's update MFU, its generation reached {value:.2f} of its roofline"
+        )
 
     for a in ANCHORS:
-        out.append(f"- {a.model} on {a.gpus} {a.hardware}: whole-step MFU {a.step_mfu():.3f} ({a.step_s:g} s a step, "
-                   f"{a.samples} answers of {a.mean_response:,.0f} tokens after {a.mean_prompt:,.0f}-token prompts, "
-                   f"{a.tokens_per_s_per_gpu:,.0f} tokens/s/GPU; {a.forwards} forwards a trained token); at this "
-                   f"budget's MFUs the step would take {a.budget_step_s(budget):,.0f} s; {implied(a)}; {a.source}")  # fmt: skip
+        out.append(
+            f"- {a.model} on {a.gpus} {a.hardware}: whole-step MFU {a.step_mfu():.3f} ({a.step_s:g} s a step, "
+            f"{a.samples} answers of {a.mean_response:,.0f} tokens after {a.mean_prompt:,.0f}-token prompts, "
+            f"{a.tokens_per_s_per_gpu:,.0f} tokens/s/GPU; {a.forwards} forwards a trained token); at this "
+            f"budget's MFUs the step would take {a.budget_step_s(budget):,.0f} s; {implied(a)}; {a.source}"
+        )
     return out

@@ -35,9 +35,16 @@ class Architecture:
     @classmethod
     def of(cls, arch: dict) -> Architecture:
         """From an ``architectures`` entry (head_dim, where absent, is hidden / heads, as transformers derives it)."""
-        return cls(arch["hidden_size"], arch["intermediate_size"], arch["num_layers"], arch["num_heads"],
-                   arch["num_kv_heads"], arch.get("head_dim", arch["hidden_size"] // arch["num_heads"]),
-                   arch["vocab_size"], arch["tie_word_embeddings"])  # fmt: skip
+        return cls(
+            arch["hidden_size"],
+            arch["intermediate_size"],
+            arch["num_layers"],
+            arch["num_heads"],
+            arch["num_kv_heads"],
+            arch.get("head_dim", arch["hidden_size"] // arch["num_heads"]),
+            arch["vocab_size"],
+            arch["tie_word_embeddings"],
+        )
 
     @property
     def dense(self) -> int:

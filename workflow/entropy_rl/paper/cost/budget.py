@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 
 from ...core import spec as run_spec
-from .. import job_time, run_command, saves
+from .. import job_time, saves, verl_names
 from . import architectures, decode, efficiency, step
 from .architectures import Architecture
 
@@ -36,8 +36,9 @@ def _pick(eff: efficiency.Efficiency, end: str) -> float:
     return {"expected": eff.value, "bound": eff.value, "low": eff.high, "high": eff.low}[end]
 
 
-def decode_s(arch: Architecture, prompt: float, response: float, budget: dict, engine: decode.Engine,
-             end: str = "expected") -> float:  # fmt: skip
+def decode_s(
+    arch: Architecture, prompt: float, response: float, budget: dict, engine: decode.Engine, end: str = "expected"
+) -> float:
     """One GPU's seconds a generated token costs: its roofline on the budget's GPU over the rollout's efficiency."""
     roof = decode.roofline(arch, prompt, response, engine, budget["gpu"], budget["gpu_peak_tflops"])
     eff = efficiency.of(budget, "rollout_mfu", arch, prompt, response, engine)
@@ -71,9 +72,12 @@ class TrainTime:
     def terms(self) -> dict[str, float]:
         """GPU-hours by what they pay for (the jobs' start-ups apart)."""
         hours = lambda seconds: seconds * self.gpus / 3600  # noqa: E731
-        return {"update": hours(self.steps * self.update_s), "rollout": hours(self.steps * self.rollout_s),
-                "refills": hours(self.steps * self.refill_s),
-                "validation": hours(self.validations * self.validation_s)}  # fmt: skip
+        return {
+            "update": hours(self.steps * self.update_s),
+            "rollout": hours(self.steps * self.rollout_s),
+            "refills": hours(self.steps * self.refill_s),
+            "validation": hours(self.validations * self.validation_s),
+        }
 
     @property
     def lost_s(self) -> float:
@@ -99,8 +103,9 @@ class TrainTime:
         return seconds * self.gpus / 3600
 
 
-def train_time(spec: dict, model: dict, arch: Architecture, budget: dict, val_questions: int,
-               end: str = "expected") -> TrainTime:  # fmt: skip
+def train_time(
+    spec: dict, model: dict, arch: Architecture, budget: dict, val_questions: int, end: str = "expected"
+) -> TrainTime:
     gpus_ = model["nodes"] * model["gpus_per_node"]
     length = step.lengths(spec, budget)
     sequence = length.prompt + length.response
@@ -116,8 +121,18 @@ def train_time(spec: dict, model: dict, arch: Architecture, budget: dict, val_qu
     val_response = min(budget["mean_response_tokens"], spec["max_response_length"])
     val_token_s = decode_s(arch, budget["mean_prompt_tokens"], val_response, budget, engine, end)
     validation = val_token_s * val_questions * spec["val_protocol"]["n"] * val_response / gpus_
-    return TrainTime(gpus_, update, rollout, refill, validation, spec["steps"], validations,
-                     spec.get("save_every", spec["steps"]), spec["val_every"], step.is_prime(spec))  # fmt: skip
+    return TrainTime(
+        gpus_,
+        update,
+        rollout,
+        refill,
+        validation,
+        spec["steps"],
+        validations,
+        spec.get("save_every", spec["steps"]),
+        spec["val_every"],
+        step.is_prime(spec),
+    )
 
 
 def train_gpu_hours(spec: dict, model: dict, arch: Architecture, budget: dict, val_questions: int) -> float:
@@ -129,11 +144,17 @@ def train_gpu_hours(spec: dict, model: dict, arch: Architecture, budget: dict, v
 def save_bytes(arch: Architecture, spec: dict) -> float:
     """Bytes of one whole save: each trained model's fp32 weights and AdamW's two fp32 moments (12 bytes a parameter,
     verl's FSDP checkpoint manager's shards), the actor's and, for PRIME, its implicit PRM's."""
-    return 12 * arch.parameters * (2 if spec["algorithm"] == "prime" else 1)
+    return 12 * arch.parameters * (2 if step.is_prime(spec) else 1)
 
 
-def eval_gpu_hours(benchmark_sizes: dict[str, int], protocols: dict, model: dict, arch: Architecture,
-                   budget: dict, end: str = "expected") -> float:  # fmt: skip
+def eval_gpu_hours(
+    benchmark_sizes: dict[str, int],
+    protocols: dict,
+    model: dict,
+    arch: Architecture,
+    budget: dict,
+    end: str = "expected",
+) -> float:
     """Every benchmark's samples, each token at its roofline in the evaluation's engine (vLLM's defaults)."""
     response = budget["mean_response_tokens"]
     generated = sum(size * protocols[b]["n"] for b, size in benchmark_sizes.items()) * response
@@ -162,8 +183,9 @@ def smc_tokens(length: int, particles: int, resample_every: int, prompt: int) ->
     return float(particles * length), float(particles * sum(prompt + end for end in ends))
 
 
-def sps_tokens(length: int, block_size: int, candidates: int, rollouts: int, horizon: int,
-               prompt: int) -> tuple[float, float]:  # fmt: skip
+def sps_tokens(
+    length: int, block_size: int, candidates: int, rollouts: int, horizon: int, prompt: int
+) -> tuple[float, float]:
     """The same for scalable power sampling (``core.power.sps``), at its most (every candidate distinct, none ending
     early): per block, L candidates of B tokens, then M rollouts of up to H tokens after each, every draw scored with
     its prefix."""
@@ -176,8 +198,9 @@ def sps_tokens(length: int, block_size: int, candidates: int, rollouts: int, hor
     return drawn, scored
 
 
-def power_gpu_hours(method: dict, answers: int, model: dict, arch: Architecture, budget: dict,
-                    max_new_tokens: int) -> float:  # fmt: skip
+def power_gpu_hours(
+    method: dict, answers: int, model: dict, arch: Architecture, budget: dict, max_new_tokens: int
+) -> float:
     """One power-sampling-study job on one node: ``answers`` answers by ``method`` (plain sampling, Algorithm 1,
     Power-SMC or scalable power sampling), then the base model's log-likelihood of each (one more prefill per answer).
     A drawn token is charged as decoding at the answer's mean position, a scored one as a pass over the whole answer."""
@@ -189,10 +212,13 @@ def power_gpu_hours(method: dict, answers: int, model: dict, arch: Architecture,
     elif method["kind"] == "smc":
         drawn, scored = smc_tokens(length, method["particles"], method["resample_every"], prompt)
     elif method["kind"] == "sps":
-        drawn, scored = sps_tokens(length, method["block_size"], method["candidates"], method["rollouts"],
-                                   method["horizon"], prompt)  # fmt: skip
+        drawn, scored = sps_tokens(
+            length, method["block_size"], method["candidates"], method["rollouts"], method["horizon"], prompt
+        )
     scored += prompt + length
-    engine = decode.Engine(decode.SAMPLER_MEMORY, decode.eval_engine(budget["gpu"]).max_num_seqs, model["tensor_parallel"])
+    engine = decode.Engine(
+        decode.SAMPLER_MEMORY, decode.eval_engine(budget["gpu"]).max_num_seqs, model["tensor_parallel"]
+    )
     seconds = decode_s(arch, prompt, length, budget, engine) * drawn * answers
     train = efficiency.mfu(budget, "train_mfu", arch)
     seconds += _seconds(arch.forward(prompt + length) * scored * answers, gpus_, train, budget) * gpus_
@@ -209,11 +235,15 @@ def estimate_message(runs: int, train: float, evaluation: float, methods: int, p
     evaluation GPU-hours) and ``methods`` power-sampling jobs still to run (theirs)."""
     peak = f"{budget['gpu_peak_tflops']} TFLOPS per GPU"
     if budget.get("speed_laws"):
-        how = (f"each architecture's FLOPs at its MFU by the pilot's speed laws, of {budget['gpu']}'s {peak}"
-               " (results/pilot/report.md)")
+        how = (
+            f"each architecture's FLOPs at its MFU by the pilot's speed laws, of {budget['gpu']}'s {peak}"
+            " (results/pilot/report.md)"
+        )
     else:
-        how = (f"each architecture's update FLOPs at {budget['train_mfu']:.0%} of {budget['gpu']}'s {peak}, its decoding at "
-               f"{budget['rollout_mfu']:.0%} of its roofline")  # fmt: skip
+        how = (
+            f"each architecture's update FLOPs at {budget['train_mfu']:.0%} of {budget['gpu']}'s {peak}, its decoding at "
+            f"{budget['rollout_mfu']:.0%} of its roofline"
+        )
     return (
         f"GPU-hours estimate for {runs} run(s) still to train: {train:,.0f} training + {evaluation:,.0f} evaluation"
         f" = {train + evaluation:,.0f}; {methods} power-sampling job(s): {power:,.0f}"
@@ -222,7 +252,7 @@ def estimate_message(runs: int, train: float, evaluation: float, methods: int, p
 
 
 def job_hours(scale_cfg: dict, power_study=None, budget: dict | None = None, end: str = "expected") -> dict[str, float]:
-    """Every GPU job of the paper scale with its estimated GPU-hours, by the names of core.claim_plan:
+    """Every GPU job of the paper scale with its estimated GPU-hours, by the names of pipeline.claim_plan:
     ``train:<run>`` (its steps and validations, and the start-up of each of the jobs it needs within the site's
     ``launch.max_job_minutes``: ``TrainTime.launches_gpu_hours``), ``eval:<run>`` (every benchmark, the paper's
     protocol) and ``power:<method>``; under ``budget`` (the config's, or one the pilot measured:
@@ -253,7 +283,7 @@ def job_hours(scale_cfg: dict, power_study=None, budget: dict | None = None, end
 def peak_disk_bytes(scale_cfg: dict, runs: list[str]) -> dict[str, float]:
     """Each run's largest hold on disk: the saves it keeps at most (``saves.peak_saves`` of the launch's
     ``KEEP_CHECKPOINTS``), each ``save_bytes`` by its model's architecture."""
-    held = saves.peak_saves(run_command.KEEP_CHECKPOINTS)
+    held = saves.peak_saves(verl_names.KEEP_CHECKPOINTS)
     out = {}
     for run in runs:
         spec = run_spec.resolve_run(scale_cfg, run)
@@ -267,10 +297,12 @@ def disk_message(scale_cfg: dict, runs: list[str]) -> str | None:
         return None
     disk = peak_disk_bytes(scale_cfg, runs)
     largest = max(disk, key=disk.get)
-    return (f"disk for checkpoints: at most {saves.peak_saves(run_command.KEEP_CHECKPOINTS)} saves a run (the "
-            f"{run_command.KEEP_CHECKPOINTS} kept, one being written, one set aside), 12 bytes a trained parameter: "
-            f"{disk[largest] / 1e12:.2f} TB for {largest}, the largest; {sum(disk.values()) / 1e12:.1f} TB if all "
-            f"{len(runs)} train at once")  # fmt: skip
+    return (
+        f"disk for checkpoints: at most {saves.peak_saves(verl_names.KEEP_CHECKPOINTS)} saves a run (the "
+        f"{verl_names.KEEP_CHECKPOINTS} kept, one being written, one set aside), 12 bytes a trained parameter: "
+        f"{disk[largest] / 1e12:.2f} TB for {largest}, the largest; {sum(disk.values()) / 1e12:.1f} TB if all "
+        f"{len(runs)} train at once"
+    )
 
 
 def jobs_message(scale_cfg: dict, runs: list[str], budget: dict | None = None) -> str | None:
@@ -286,9 +318,11 @@ def jobs_message(scale_cfg: dict, runs: list[str], budget: dict | None = None) -
         text += f": {sum(fit.values())} for {len(fit)} run(s), {fit[most]} for {most}, the most"
     unfit = sorted(set(jobs) - set(fit))
     if unfit:
-        text += (f"; by this estimate one job cannot hold the start-up and a save interval of {len(unfit)} run(s) "
-                 f"({', '.join(unfit[:4])}{', ...' if len(unfit) > 4 else ''}): each job of theirs would end without "
-                 "a save; raise launch.max_job_minutes")  # fmt: skip
+        text += (
+            f"; by this estimate one job cannot hold the start-up and a save interval of {len(unfit)} run(s) "
+            f"({', '.join(unfit[:4])}{', ...' if len(unfit) > 4 else ''}): each job of theirs would end without "
+            "a save; raise launch.max_job_minutes"
+        )
     return text
 
 
@@ -301,7 +335,9 @@ def train_jobs(scale_cfg: dict, budget: dict | None = None) -> dict[str, int | N
     jobs = {}
     for run in scale_cfg["runs"]:
         spec, model = run_spec.resolve_run(scale_cfg, run), run_spec.run_model_entry(scale_cfg, run)
-        jobs[run] = train_time(spec, model, architectures.of_model(scale_cfg, spec["model"]), budget, questions).jobs(longest, startup)
+        jobs[run] = train_time(spec, model, architectures.of_model(scale_cfg, spec["model"]), budget, questions).jobs(
+            longest, startup
+        )
     return jobs
 
 
@@ -331,7 +367,7 @@ def pilot_hours(scale_cfg: dict, budget: dict | None = None, node_runs: list[str
 
 
 def pilot_power_hours(job: dict, arch: Architecture, budget: dict, startup_minutes: float, benchmarks: int) -> float:
-    """One pilot sampling job (common.smk pilot_power_methods): its answers by the study's estimate, plus start-up."""
+    """One pilot sampling job (pipeline.power.pilot_methods): its answers by the study's estimate, plus start-up."""
     answers = job["problems"] * benchmarks * job["n"]
     engines = 2 if "run" in job["settings"] else 1  # an RL checkpoint's answers are scored by the base model's engine
     gpus_ = job["placement"]["tensor_parallel"]

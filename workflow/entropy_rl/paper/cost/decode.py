@@ -85,8 +85,10 @@ def sequences(arch: Architecture, context: float, engine: Engine, gpu: str) -> i
     weights = WEIGHT_BYTES * arch.parameters
     room = engine.tensor_parallel * capacity * 1e9 * engine.gpu_memory_utilization - weights
     if room <= 0:
-        raise NoRoom(f"{weights / 1e9:.1f} GB of weights exceed {engine.gpu_memory_utilization:g} of "
-                     f"{engine.tensor_parallel} × {capacity} GB ({gpu})")  # fmt: skip
+        raise NoRoom(
+            f"{weights / 1e9:.1f} GB of weights exceed {engine.gpu_memory_utilization:g} of "
+            f"{engine.tensor_parallel} × {capacity} GB ({gpu})"
+        )
     return max(1, min(engine.max_num_seqs, int(room // (arch.kv_cache_bytes() * context))))
 
 
@@ -105,8 +107,9 @@ def roofline(
     return Roofline(compute, memory, held)
 
 
-def roofline_flops(arch: Architecture, prompt: float, response: float, engine: Engine, gpu: str,
-                   peak_tflops: float) -> float:  # fmt: skip
+def roofline_flops(
+    arch: Architecture, prompt: float, response: float, engine: Engine, gpu: str, peak_tflops: float
+) -> float:
     """The FLOPs a token costs as the roofline counts it: its own, or where memory binds, the FLOPs the GPU's peak
     would do in the time its bytes take. Its MFU is the fraction of the roofline a rollout achieves."""
     return roofline(arch, prompt, response, engine, gpu, peak_tflops).seconds * peak_tflops * 1e12

@@ -41,8 +41,9 @@ class Efficiency:
         return self.low < self.value or self.high > self.value
 
 
-def kind_flops(kind: str, arch: Architecture, prompt: float, response: float, engine: decode.Engine, gpu: str,
-               peak_tflops: float) -> float:  # fmt: skip
+def kind_flops(
+    kind: str, arch: Architecture, prompt: float, response: float, engine: decode.Engine, gpu: str, peak_tflops: float
+) -> float:
     """The FLOPs a token of ``kind`` is charged as on ``gpu``: the update's (the old log-probs and one PPO epoch), or
     a generated token's by the decoding roofline of ``engine``. What a speed law's points and its use are placed by."""
     if kind == "update":
@@ -50,8 +51,14 @@ def kind_flops(kind: str, arch: Architecture, prompt: float, response: float, en
     return decode.roofline_flops(arch, prompt, response, engine, gpu, peak_tflops)
 
 
-def of(budget: dict, key: str, arch: Architecture, prompt: float, response: float,
-       engine: decode.Engine = decode.ROLLOUT_ENGINE) -> Efficiency:  # fmt: skip
+def of(
+    budget: dict,
+    key: str,
+    arch: Architecture,
+    prompt: float,
+    response: float,
+    engine: decode.Engine = decode.ROLLOUT_ENGINE,
+) -> Efficiency:
     """``key``'s efficiency for ``arch`` at these mean lengths (and, for the rollout, this engine), as a fraction of
     the budget's GPU peak, with its range and source."""
     laws = budget.get("speed_laws", {})
@@ -79,8 +86,14 @@ def of(budget: dict, key: str, arch: Architecture, prompt: float, response: floa
     return Efficiency(value, min(ends), max(ends), source)
 
 
-def mfu(budget: dict, key: str, arch: Architecture, prompt: float | None = None, response: float | None = None,
-        engine: decode.Engine = decode.ROLLOUT_ENGINE) -> float:  # fmt: skip
+def mfu(
+    budget: dict,
+    key: str,
+    arch: Architecture,
+    prompt: float | None = None,
+    response: float | None = None,
+    engine: decode.Engine = decode.ROLLOUT_ENGINE,
+) -> float:
     """The efficiency charged (the budget's mean lengths unless given)."""
     prompt = budget["mean_prompt_tokens"] if prompt is None else prompt
     response = budget["mean_response_tokens"] if response is None else response

@@ -12,15 +12,36 @@ from __future__ import annotations
 
 # TFLOPS, dense bf16: verl 0.9.1's own table (verl/utils/flops_counter.py, _DEVICE_FLOPS), which its logged MFU
 # divides by, for the types a study runs on. tests/paper/test_speed_guards.py holds them equal to verl's.
-PEAK_TFLOPS = {"A100": 312.0, "A800": 312.0, "H100": 989.0, "H800": 989.0, "H200": 989.0, "H20": 148.0,
-               "L40S": 362.05, "B200": 2250.0, "GB200": 2500.0, "MI300X": 1307.0, "CPU": 0.448}  # fmt: skip
+PEAK_TFLOPS = {
+    "A100": 312.0,
+    "A800": 312.0,
+    "H100": 989.0,
+    "H800": 989.0,
+    "H200": 989.0,
+    "H20": 148.0,
+    "L40S": 362.05,
+    "B200": 2250.0,
+    "GB200": 2500.0,
+    "MI300X": 1307.0,
+    "CPU": 0.448,
+}
 
 # Memory a GPU holds (GB) and reads a second (TB/s), which bound decoding (paper.cost.decode): each vendor's data sheet
 # for the SXM part at its largest memory (NVIDIA A100 80GB, H100 and H200 SXM, H20, L40S, B200 and GB200 NVL72 per GPU
 # data sheets; A800 and H800 are the A100's and H100's export variants, their memory unchanged; AMD Instinct MI300X).
 # No entry for the CPU: the tests' CPU stand-in has no memory bound to price.
-MEMORY = {"A100": (80, 2.039), "A800": (80, 2.039), "H100": (80, 3.35), "H800": (80, 3.35), "H200": (141, 4.8),
-          "H20": (96, 4.0), "L40S": (48, 0.864), "B200": (180, 7.7), "GB200": (186, 8.0), "MI300X": (192, 5.3)}  # fmt: skip
+MEMORY = {
+    "A100": (80, 2.039),
+    "A800": (80, 2.039),
+    "H100": (80, 3.35),
+    "H800": (80, 3.35),
+    "H200": (141, 4.8),
+    "H20": (96, 4.0),
+    "L40S": (48, 0.864),
+    "B200": (180, 7.7),
+    "GB200": (186, 8.0),
+    "MI300X": (192, 5.3),
+}
 
 
 def gpu_type(device_name: str) -> str | None:
@@ -49,6 +70,6 @@ def convert(mfu: float, timed_on: str, timed_peak: float, budget: dict) -> float
                 f"the speeds were timed on {timed_on} ({timed}) and the budget prices {own} (config.yaml paper.budget.gpu):"
                 f" set paper.budget.gpu to the type the study runs on (with its gpu_peak_tflops), or state"
                 f" paper.budget.gpu_conversion.{timed}: {{factor: <{own} seconds per {timed} second>, source: <where from>}}"
-            )  # fmt: skip
+            )
         factor = stated["factor"]
     return mfu * timed_peak / (budget["gpu_peak_tflops"] * factor)

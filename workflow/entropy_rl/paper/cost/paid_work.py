@@ -1,7 +1,7 @@
 """Paid work is never redone silently: what made a finished GPU job outdated, and what rerunning it costs.
 
-At paper scale a rerun costs GPU-hours, so before any job is submitted the workflow (cluster.smk,
-``paid_work_guard``) stops when a GPU job whose outputs exist is about to run again, and prints each
+At paper scale a rerun costs GPU-hours, so before any job is submitted the workflow (the Snakefile's onstart,
+``pipeline.guard.paid_work_guard``) stops when a GPU job whose outputs exist is about to run again, and prints each
 such job with its causes and its price. This module turns Snakemake's reasons into those lines; it
 reads recorded facts only (the code stamps of ``core.modules.stamp``, the parameters Snakemake recorded
 when the job ran), never imports Snakemake.
@@ -15,8 +15,6 @@ from pathlib import Path
 
 from ...core import modules
 
-# The rules whose jobs run on GPUs: their reruns are priced and need consent.
-GPU_RULES = ("train_verl", "evaluate_vllm", "power_sample_vllm")
 # The config key that gives consent: job names (a run or a power-sampling method) or "all".
 CONSENT_KEY = "rerun_paid"
 
@@ -95,7 +93,8 @@ def param_causes(current: dict[str, object], serialize, recorded: list[str]) -> 
 
 
 def message(jobs: list[OutdatedJob]) -> str:
-    """The guard's refusal: each outdated GPU job, why, and the GPU-hours it costs; and how to consent."""
+    """The guard's refusal: each outdated GPU job (in the order given), why, and the GPU-hours it costs; and how to
+    consent."""
     total = sum(j.gpu_hours for j in jobs)
     lines = [
         (
@@ -103,7 +102,7 @@ def message(jobs: list[OutdatedJob]) -> str:
             f"{total:,.0f} GPU-hours (config.yaml paper.budget). Nothing was submitted."
         )
     ]
-    for job in sorted(jobs, key=lambda j: (GPU_RULES.index(j.rule), j.name)):
+    for job in jobs:
         lines.append(f"  {job.rule} {job.name}: {job.gpu_hours:,.1f} GPU-hours")
         lines += [f"      {cause}" for cause in job.causes]
     names = ",".join(sorted({j.name for j in jobs})[:3])

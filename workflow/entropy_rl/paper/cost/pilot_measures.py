@@ -52,7 +52,6 @@ class Stage:
     verl_logs_dir: str | Path | None = None  # a training stage: the checkpoints dir holding verl_log.<attempt>.jsonl
 
 
-
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
@@ -134,8 +133,9 @@ def _training(directory: Path, responses_per_step: int | None, ppo_epochs: int |
     return out
 
 
-def measured_budget(budget: dict, train_measure: dict, arch: Architecture, gpus: int, timed: dict,
-                    tensor_parallel: int = 1) -> tuple[dict, dict]:  # fmt: skip
+def measured_budget(
+    budget: dict, train_measure: dict, arch: Architecture, gpus: int, timed: dict, tensor_parallel: int = 1
+) -> tuple[dict, dict]:
     """The budget with rollout and train MFU measured by the pilot's training (where it logged them), and for
     every key whether its value is measured or assumed, and why. The MFUs are fractions of the peak of the GPU the
     pilot ran on (``timed``: its ``gpu`` type and ``gpu_peak_tflops``, which the returned budget names), of FLOPs
@@ -146,7 +146,10 @@ def measured_budget(budget: dict, train_measure: dict, arch: Architecture, gpus:
     out.pop("gpu_conversion", None)
     why = {key: ("assumed", "as configured (config.yaml paper.budget)") for key in out}
     why["gpu"] = ("measured" if timed.get("known") else "assumed", timed["why"])
-    why["gpu_peak_tflops"] = ("assumed", f"{timed['gpu']}'s dense bf16 peak (verl's table); every MFU here is a fraction of it")
+    why["gpu_peak_tflops"] = (
+        "assumed",
+        f"{timed['gpu']}'s dense bf16 peak (verl's table); every MFU here is a fraction of it",
+    )
     why["walltime_margin"] = ("assumed", "a safety factor on the SLURM wall time, not a measurement")
     shown = f" ({m['mean_response_length']:.0f} tokens)" if m.get("mean_response_length") else ""
     why["mean_response_tokens"] = (
@@ -176,8 +179,11 @@ def measured_budget(budget: dict, train_measure: dict, arch: Architecture, gpus:
             ),
         )
     if m.get("gen_batches"):
-        out["gen_batches"] = {**budget["gen_batches"], "expected": max(1.0, m["gen_batches"]),
-                              "source": f"measured: paper/gen_batches, mean of {steps} pilot steps"}  # fmt: skip
+        out["gen_batches"] = {
+            **budget["gen_batches"],
+            "expected": max(1.0, m["gen_batches"]),
+            "source": f"measured: paper/gen_batches, mean of {steps} pilot steps",
+        }
         why["gen_batches"] = ("measured", out["gen_batches"]["source"])
     why["train_mfu"] = ("assumed", "the pilot's training logged no update")
     if m.get("mfu_actor"):

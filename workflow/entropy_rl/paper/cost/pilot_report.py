@@ -192,7 +192,12 @@ def _blocks(stages_measured, estimate_assumed, estimate_measured, sources, scali
             ("pre", "\n".join(m["tail"])),
         ]
     budget_rows = [
-        [key, *(_setting(v, spec) for v, spec in ((s["configured"], "g"), (s["value"], ".4g"))), s["source"], s["reason"]]
+        [
+            key,
+            *(_setting(v, spec) for v, spec in ((s["configured"], "g"), (s["value"], ".4g"))),
+            s["source"],
+            s["reason"],
+        ]
         for key, s in sources.items()
     ]
     blocks += list(speed)
@@ -264,10 +269,16 @@ def timed_gpu(result: dict | None, gpu: str | None, budget: dict) -> dict:
     name = found["gpu"] if found else gpu
     kind = gpus.gpu_type(name) if name else None
     if kind is None:
-        return {"gpu": budget["gpu"], "gpu_peak_tflops": budget["gpu_peak_tflops"], "known": False, "name": name,
-                "why": f"the pilot's GPU type is in none of its outputs: taken as the budget's {budget['gpu']}"}  # fmt: skip
-    return {"gpu": kind, "gpu_peak_tflops": gpus.PEAK_TFLOPS[kind], "known": True, "name": name,
-            "why": f"the device the pilot's speed job ran on ({name})"}  # fmt: skip
+        why = f"the pilot's GPU type is in none of its outputs: taken as the budget's {budget['gpu']}"
+        return {
+            "gpu": budget["gpu"],
+            "gpu_peak_tflops": budget["gpu_peak_tflops"],
+            "known": False,
+            "name": name,
+            "why": why,
+        }
+    why = f"the device the pilot's speed job ran on ({name})"
+    return {"gpu": kind, "gpu_peak_tflops": gpus.PEAK_TFLOPS[kind], "known": True, "name": name, "why": why}
 
 
 # The pilot's run on a whole node (pipeline.scope.NODE_RUN): named so.
@@ -289,9 +300,15 @@ def node_point(S: dict, stage: Stage, m: dict, timed: dict) -> dict | None:
     arch = architectures.of_model(S, spec["model"])
     tensor_parallel = run_spec.run_model_entry(S, stage.job)["tensor_parallel"]
     node_budget, sources = measured_budget(S["budget"], m, arch, stage.gpus, timed, tensor_parallel)
-    point = {"model": spec["model"], "arch": dataclasses.asdict(arch), "gpus": stage.gpus, "steps": m["steps"],
-             "tensor_parallel": run_spec.run_model_entry(S, stage.job)["tensor_parallel"], "gpu": timed["gpu"],
-             "peak_tflops": timed["gpu_peak_tflops"]}  # fmt: skip
+    point = {
+        "model": spec["model"],
+        "arch": dataclasses.asdict(arch),
+        "gpus": stage.gpus,
+        "steps": m["steps"],
+        "tensor_parallel": run_spec.run_model_entry(S, stage.job)["tensor_parallel"],
+        "gpu": timed["gpu"],
+        "peak_tflops": timed["gpu_peak_tflops"],
+    }
     point.update({k: node_budget[k] for k in ("train_mfu", "rollout_mfu") if sources[k]["source"] == "measured"})
     return point
 
@@ -300,12 +317,18 @@ def in_budget_gpu(measured: dict, budget: dict) -> dict:
     """The measured budget priced on the configured budget's GPU where its type is the same or a conversion is stated
     (``gpus.convert``); else the measured budget itself, priced on the pilot's GPU."""
     try:
-        convert = {k: gpus.convert(measured[k], measured["gpu"], measured["gpu_peak_tflops"], budget)
-                   for k in ("train_mfu", "rollout_mfu")}  # fmt: skip
+        convert = {
+            k: gpus.convert(measured[k], measured["gpu"], measured["gpu_peak_tflops"], budget)
+            for k in ("train_mfu", "rollout_mfu")
+        }
     except gpus.GpuMismatch:
         return measured
-    return {**measured, **convert, **{k: budget[k] for k in ("gpu", "gpu_peak_tflops")},
-            **({"gpu_conversion": budget["gpu_conversion"]} if "gpu_conversion" in budget else {})}
+    return {
+        **measured,
+        **convert,
+        **{k: budget[k] for k in ("gpu", "gpu_peak_tflops")},
+        **({"gpu_conversion": budget["gpu_conversion"]} if "gpu_conversion" in budget else {}),
+    }
 
 
 def write(stages: list[Stage], S: dict, out_md, out_html, out_json, gpu: str | None = None, speed=None) -> dict:
@@ -323,8 +346,8 @@ def write(stages: list[Stage], S: dict, out_md, out_html, out_json, gpu: str | N
     train_measure = next(m for s, m in zip(stages, measured) if s is train[0])
     result = json.loads(Path(speed).read_text()) if speed is not None and Path(speed).is_file() else None
     timed = timed_gpu(result, gpu, S["budget"])
-    budget_m, sources = measured_budget(S["budget"], train_measure, architectures.of_model(S, spec["model"]),
-                                        train[0].gpus, timed, run_spec.run_model_entry(S, train[0].job)["tensor_parallel"])  # fmt: skip
+    arch, tp = architectures.of_model(S, spec["model"]), run_spec.run_model_entry(S, train[0].job)["tensor_parallel"]
+    budget_m, sources = measured_budget(S["budget"], train_measure, arch, train[0].gpus, timed, tp)
     laws, by_size, blocks, rule = {}, {}, [], SCALING_RULE
     if result is not None:
         laws = speed_report.laws(result)
@@ -333,8 +356,11 @@ def write(stages: list[Stage], S: dict, out_md, out_html, out_json, gpu: str | N
             by_size, rule = speed_report.mfu_by_size(S, laws), speed_report.RULE
             for kind, key in (("update", "train_mfu"), ("rollout", "rollout_mfu")):
                 if kind in laws:
-                    sources[key] = {**sources[key], "source": "measured by size",
-                                    "reason": f"{sources[key]['reason']}; for the estimate, by size: {laws[kind].describe()}"}  # fmt: skip
+                    sources[key] = {
+                        **sources[key],
+                        "source": "measured by size",
+                        "reason": f"{sources[key]['reason']}; for the estimate, by size: {laws[kind].describe()}",
+                    }
         blocks = speed_report.report_blocks(result, laws, by_size)
     for stage, m in zip(stages, measured):
         if stage in node:
@@ -347,10 +373,12 @@ def write(stages: list[Stage], S: dict, out_md, out_html, out_json, gpu: str | N
     if priced is not budget_m:
         rule += f" The measured column is in {S['budget']['gpu']} hours (config.yaml paper.budget)."
     else:
-        rule += (f" The measured column is in {timed['gpu']} hours, the GPU the pilot ran on; the budget prices"
-                 f" {S['budget']['gpu']}, and no paper.budget.gpu_conversion for {timed['gpu']} is stated.")  # fmt: skip
-    md, page = render(measured, reestimate(S, S["budget"]), reestimate(S, priced), sources, rule, blocks,
-                      Path(out_md).parent, Path(out_html).parent)  # fmt: skip
+        rule += (
+            f" The measured column is in {timed['gpu']} hours, the GPU the pilot ran on; the budget prices"
+            f" {S['budget']['gpu']}, and no paper.budget.gpu_conversion for {timed['gpu']} is stated."
+        )
+    assumed, at_measured = reestimate(S, S["budget"]), reestimate(S, priced)
+    md, page = render(measured, assumed, at_measured, sources, rule, blocks, Path(out_md).parent, Path(out_html).parent)
     summary = {
         "rollout_mfu": budget_m["rollout_mfu"],
         "train_mfu": budget_m["train_mfu"],

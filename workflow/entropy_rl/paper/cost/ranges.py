@@ -25,8 +25,9 @@ class Spread:
 
     def __add__(self, other: Spread) -> Spread:
         terms = {k: self.terms.get(k, 0.0) + other.terms.get(k, 0.0) for k in {*self.terms, *other.terms}}
-        return Spread(self.value + other.value, self.low + other.low, self.high + other.high, self.worst + other.worst,
-                      terms)  # fmt: skip
+        return Spread(
+            self.value + other.value, self.low + other.low, self.high + other.high, self.worst + other.worst, terms
+        )
 
     @property
     def largest(self) -> str:
@@ -52,9 +53,7 @@ def train_terms(scale_cfg: dict, run: str, assumptions: dict) -> dict[str, float
 def job_spread(scale_cfg: dict, power_study=None, assumptions: dict | None = None) -> dict[str, Spread]:
     """Every job of ``budget.job_hours`` with its range, worst case and terms."""
     assumptions = assumptions or scale_cfg["budget"]
-    at = {
-        end: budget.job_hours(scale_cfg, power_study, assumptions, end) for end in budget.ENDS
-    }
+    at = {end: budget.job_hours(scale_cfg, power_study, assumptions, end) for end in budget.ENDS}
     out = {}
     for job, value in at["expected"].items():
         kind, name = job.split(":", 1)
@@ -72,9 +71,16 @@ def claim_ranges(jobs: dict[str, frozenset[str]], spread: dict[str, Spread]) -> 
 
 def as_params(spread: dict[str, Spread]) -> dict[str, dict]:
     """The spread as a rule's params (plain, rounded: a rule's params are compared as they are written)."""
-    return {job: {"value": round(s.value, 1), "low": round(s.low, 1), "high": round(s.high, 1),
-                  "worst": round(s.worst, 1), "terms": {k: round(v, 1) for k, v in sorted(s.terms.items())}}
-            for job, s in sorted(spread.items())}  # fmt: skip
+    return {
+        job: {
+            "value": round(s.value, 1),
+            "low": round(s.low, 1),
+            "high": round(s.high, 1),
+            "worst": round(s.worst, 1),
+            "terms": {k: round(v, 1) for k, v in sorted(s.terms.items())},
+        }
+        for job, s in sorted(spread.items())
+    }
 
 
 def from_params(params: dict[str, dict]) -> dict[str, Spread]:

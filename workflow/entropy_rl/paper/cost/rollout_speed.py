@@ -17,8 +17,15 @@ import time
 from pathlib import Path
 
 # The rollout config's keys verl passes to vLLM's engine as they are (verl 0.9.1, vllm_async_server.py).
-ENGINE = ("dtype", "max_num_seqs", "max_num_batched_tokens", "enable_chunked_prefill", "enable_prefix_caching",
-          "enforce_eager", "gpu_memory_utilization")  # fmt: skip
+ENGINE = (
+    "dtype",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "enable_chunked_prefill",
+    "enable_prefix_caching",
+    "enforce_eager",
+    "gpu_memory_utilization",
+)
 
 
 def main(spec_path: str, out_path: str) -> None:
@@ -45,13 +52,16 @@ def main(spec_path: str, out_path: str) -> None:
     if not engine_args["enable_chunked_prefill"]:  # as verl raises it: a whole prompt must fit one batch
         engine_args["max_num_batched_tokens"] = max(engine_args["max_num_batched_tokens"], max_len)
     started = time.perf_counter()
-    engine = LLM(model=str(model_dir), load_format="dummy", tensor_parallel_size=1, seed=0, max_model_len=max_len,
-                 **engine_args)  # fmt: skip
+    engine = LLM(
+        model=str(model_dir), load_format="dummy", tensor_parallel_size=1, seed=0, max_model_len=max_len, **engine_args
+    )
     start_s = time.perf_counter() - started
     rng = random.Random(0)
     vocab = min(spec["arch"]["vocab_size"], len(tokenizer))
-    prompts = [TokensPrompt(prompt_token_ids=[rng.randrange(vocab) for _ in range(spec["prompt_tokens"])])
-               for _ in range(spec["sequences"])]  # fmt: skip
+    prompts = [
+        TokensPrompt(prompt_token_ids=[rng.randrange(vocab) for _ in range(spec["prompt_tokens"])])
+        for _ in range(spec["sequences"])
+    ]
     params = SamplingParams(temperature=1.0, max_tokens=spec["response_tokens"], ignore_eos=True, seed=0)
     engine.generate(prompts[: max(1, len(prompts) // 8)], params, use_tqdm=False)  # warm-up: kernels, caches
     started = time.perf_counter()
@@ -63,11 +73,21 @@ def main(spec_path: str, out_path: str) -> None:
     from . import gpus
 
     device_name = torch.cuda.get_device_name() if torch.cuda.is_available() else "CPU"
-    result = {"model": spec["model"], "params": shapes.params(spec["family"], spec["arch"]), "engine_start_s": start_s,
-              "device_name": device_name, "peak_tflops": gpus.PEAK_TFLOPS.get(gpus.gpu_type(device_name)),
-              "tensor_parallel": 1, "prompt_tokens": spec["prompt_tokens"], "response_tokens": spec["response_tokens"],
-              "sequences": len(prompts), "generated_tokens": generated, "seconds": seconds,
-              "tokens_per_s": generated / seconds, "engine": engine_args}  # fmt: skip
+    result = {
+        "model": spec["model"],
+        "params": shapes.params(spec["family"], spec["arch"]),
+        "engine_start_s": start_s,
+        "device_name": device_name,
+        "peak_tflops": gpus.PEAK_TFLOPS.get(gpus.gpu_type(device_name)),
+        "tensor_parallel": 1,
+        "prompt_tokens": spec["prompt_tokens"],
+        "response_tokens": spec["response_tokens"],
+        "sequences": len(prompts),
+        "generated_tokens": generated,
+        "seconds": seconds,
+        "tokens_per_s": generated / seconds,
+        "engine": engine_args,
+    }
     Path(out_path).write_text(json.dumps(result, indent=2) + "\n")
 
 

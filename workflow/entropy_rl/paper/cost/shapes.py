@@ -12,8 +12,12 @@ from pathlib import Path
 from ...core import model_size
 
 # The config.json ``model_type`` and class of each family (DeepSeek-Math-7B is a llama, as its config says).
-MODEL_TYPES = {"qwen2": ("qwen2", "Qwen2ForCausalLM"), "llama": ("llama", "LlamaForCausalLM"),
-               "mistral": ("mistral", "MistralForCausalLM"), "deepseek": ("llama", "LlamaForCausalLM")}  # fmt: skip
+MODEL_TYPES = {
+    "qwen2": ("qwen2", "Qwen2ForCausalLM"),
+    "llama": ("llama", "LlamaForCausalLM"),
+    "mistral": ("mistral", "MistralForCausalLM"),
+    "deepseek": ("llama", "LlamaForCausalLM"),
+}
 
 
 def hf_config(family: str, arch: dict) -> dict:
@@ -49,8 +53,9 @@ def state_bytes(family: str, arch: dict) -> int:
     return 16 * params(family, arch)
 
 
-def write_random_model(directory: str | Path, family: str, arch: dict, tokenizer_dir: str | Path, seed: int = 0,
-                       device: str = "cpu") -> Path:  # fmt: skip
+def write_random_model(
+    directory: str | Path, family: str, arch: dict, tokenizer_dir: str | Path, seed: int = 0, device: str = "cpu"
+) -> Path:
     """A model directory (``save_pretrained``: config, bf16 safetensors and the tokenizer of ``tokenizer_dir``) holding
     freshly initialised weights of the shape; initialised on ``device`` (a GPU makes a 7B model in seconds)."""
     import torch

@@ -55,27 +55,47 @@ def _probe(module: str, spec: dict, python: str, env: dict | None, log) -> dict:
     spec_path.write_text(json.dumps(spec))
     out_path.unlink(missing_ok=True)
     started = time.perf_counter()
-    proc = subprocess.run([python, "-m", f"entropy_rl.paper.cost.{module}", str(spec_path), str(out_path)], env=env,
-                          stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    proc = subprocess.run(
+        [python, "-m", f"entropy_rl.paper.cost.{module}", str(spec_path), str(out_path)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     if proc.returncode != 0 or not out_path.exists():
         return {"model": spec["model"], "failed": f"exit {proc.returncode} after {time.perf_counter() - started:.0f} s"}
     return json.loads(out_path.read_text())
 
 
-def measure(scale_cfg: dict, root: str, tokenizer: str, work: str | Path, python: str = sys.executable,
-            env: dict | None = None, log=None, rollout: bool = True) -> dict:  # fmt: skip
+def measure(
+    scale_cfg: dict,
+    root: str,
+    tokenizer: str,
+    work: str | Path,
+    python: str = sys.executable,
+    env: dict | None = None,
+    log=None,
+    rollout: bool = True,
+) -> dict:
     """Every size's update and (``rollout``) rollout, smallest first; a size that fails or is skipped is recorded
     with its reason and the next one still runs. ``log`` takes the probes' own output."""
     sizes = []
     for spec in specs(scale_cfg, root, tokenizer, work):
-        entry = {"model": spec["model"], "params_b": spec["params_b"], "arch": spec["arch"],
-                 "update": _probe("update_speed", spec, python, env, log)}  # fmt: skip
+        entry = {
+            "model": spec["model"],
+            "params_b": spec["params_b"],
+            "arch": spec["arch"],
+            "update": _probe("update_speed", spec, python, env, log),
+        }
         if rollout:
             entry["rollout"] = _probe("rollout_speed", spec, python, env, log)
         sizes.append(entry)
     speed = scale_cfg["pilot"]["speed"]
-    return {"run": speed["run"], "prompt_tokens": scale_cfg["budget"]["mean_prompt_tokens"],
-            "response_tokens": scale_cfg["budget"]["mean_response_tokens"], "sizes": sizes}  # fmt: skip
+    return {
+        "run": speed["run"],
+        "prompt_tokens": scale_cfg["budget"]["mean_prompt_tokens"],
+        "response_tokens": scale_cfg["budget"]["mean_response_tokens"],
+        "sizes": sizes,
+    }
 
 
 def update_rate(update: dict, arch: Architecture | None = None) -> dict | None:
@@ -88,10 +108,15 @@ def update_rate(update: dict, arch: Architecture | None = None) -> dict | None:
     tokens = sum(s["tokens"] for s in timed)
     seconds = sum(s["log_prob_s"] + s["update_s"] for s in timed)
     mean = lambda key: (sum(v) / len(v)) if (v := [s[key] for s in timed if s[key] is not None]) else None  # noqa: E731
-    out = {"tokens_per_s": tokens / seconds, "seconds_per_token": seconds / tokens,
-           "mfu_update": mean("mfu_update"), "mfu_log_prob": mean("mfu_log_prob"),
-           "peak_memory_gb": update.get("peak_memory_gb"), "attention": update.get("attention"),
-           "device_name": update.get("device_name")}  # fmt: skip
+    out = {
+        "tokens_per_s": tokens / seconds,
+        "seconds_per_token": seconds / tokens,
+        "mfu_update": mean("mfu_update"),
+        "mfu_log_prob": mean("mfu_log_prob"),
+        "peak_memory_gb": update.get("peak_memory_gb"),
+        "attention": update.get("attention"),
+        "device_name": update.get("device_name"),
+    }
     if arch is not None:
         # Σs²/Σs: the sequence length causal attention costs as, over the batch's spread of lengths
         sequence = sum(s["squares"] for s in timed) / tokens
@@ -125,9 +150,11 @@ def rollout_rate(rollout: dict, arch: Architecture) -> dict | None:
 
 
 # What the rollout probe leaves out, so that every rollout efficiency from it is at most a run's.
-BEST_CASE = ("a best case: one wave of answers all of the budget's mean length (ignore_eos), as many as the engine "
-             "holds, at tensor-parallel size 1; a run's answers spread to their cap, its batch drains at the end, and "
-             "it decodes at TP 2-8")
+BEST_CASE = (
+    "a best case: one wave of answers all of the budget's mean length (ignore_eos), as many as the engine "
+    "holds, at tensor-parallel size 1; a run's answers spread to their cap, its batch drains at the end, and "
+    "it decodes at TP 2-8"
+)
 
 
 def timed_on(result: dict, kind: str) -> dict | None:
@@ -136,10 +163,17 @@ def timed_on(result: dict, kind: str) -> dict | None:
     for size in result["sizes"]:
         probe = size.get(kind, {})
         if probe.get("device_name") and ("steps" in probe or "tokens_per_s" in probe):
-            path, bound = (probe.get("path", ""), probe.get("lower_bound", False)) if kind == "update" else (
-                f"vLLM's engine at tensor-parallel size {probe.get('tensor_parallel', 1)}; {BEST_CASE}", False)  # fmt: skip
-            return {"gpu": probe["device_name"], "peak_tflops": probe.get("peak_tflops"), "path": path,
-                    "lower_bound": bound}  # fmt: skip
+            path, bound = (
+                (probe.get("path", ""), probe.get("lower_bound", False))
+                if kind == "update"
+                else (f"vLLM's engine at tensor-parallel size {probe.get('tensor_parallel', 1)}; {BEST_CASE}", False)
+            )
+            return {
+                "gpu": probe["device_name"],
+                "peak_tflops": probe.get("peak_tflops"),
+                "path": path,
+                "lower_bound": bound,
+            }
     return None
 
 
@@ -158,21 +192,36 @@ def table(result: dict) -> list[list[str]]:
         arch = Architecture.of(size["arch"]) if "arch" in size else None
         rate, roll = update_rate(update, arch), rollout_rate(rollout, arch) if arch else None
         bound = "≥ " if update.get("lower_bound") else ""
-        rows.append([
-            size["model"], f"{update['params'] / 1e9:.3g}" if "params" in update else f"{size['params_b']:g}",
-            update.get("device_name") or "–", update.get("attention") or "–",
-            bound + num(rate["tokens_per_s"], ",.0f") if rate else reason(update) or "–",
-            num(rate.get("flops", None) and rate["flops"] / 1e9, ".3g") if rate else "–",
-            bound + num(rate.get("mfu"), ".3f") if rate else "–",
-            num(rate["mfu_update"], ".3f") if rate else "–",
-            num(rate["mfu_log_prob"], ".3f") if rate else "–",
-            num(rate["peak_memory_gb"], ".1f") if rate else "–",
-            num(rollout.get("tokens_per_s"), ",.0f") if "tokens_per_s" in rollout else reason(rollout) or "–",
-            num(roll.get("mfu"), ".3f") if roll else "–",
-        ])  # fmt: skip
+        rows.append(
+            [
+                size["model"],
+                f"{update['params'] / 1e9:.3g}" if "params" in update else f"{size['params_b']:g}",
+                update.get("device_name") or "–",
+                update.get("attention") or "–",
+                bound + num(rate["tokens_per_s"], ",.0f") if rate else reason(update) or "–",
+                num(rate.get("flops", None) and rate["flops"] / 1e9, ".3g") if rate else "–",
+                bound + num(rate.get("mfu"), ".3f") if rate else "–",
+                num(rate["mfu_update"], ".3f") if rate else "–",
+                num(rate["mfu_log_prob"], ".3f") if rate else "–",
+                num(rate["peak_memory_gb"], ".1f") if rate else "–",
+                num(rollout.get("tokens_per_s"), ",.0f") if "tokens_per_s" in rollout else reason(rollout) or "–",
+                num(roll.get("mfu"), ".3f") if roll else "–",
+            ]
+        )
     return rows
 
 
-HEADER = ["model", "params (B, the shape's)", "GPU", "attention", "update tokens/s (log-prob + update)",
-          "update GFLOPs a token", "update MFU", "verl MFU, update", "verl MFU, log-prob", "peak GPU memory (GiB)",
-          "rollout generated tokens/s (a best case)", "rollout efficiency (of its roofline)"]  # fmt: skip
+HEADER = [
+    "model",
+    "params (B, the shape's)",
+    "GPU",
+    "attention",
+    "update tokens/s (log-prob + update)",
+    "update GFLOPs a token",
+    "update MFU",
+    "verl MFU, update",
+    "verl MFU, log-prob",
+    "peak GPU memory (GiB)",
+    "rollout generated tokens/s (a best case)",
+    "rollout efficiency (of its roofline)",
+]

@@ -33,7 +33,10 @@ KINDS = ("update", "rollout")
 MFU_CAP = 0.6
 # The fewest timed architectures for a fixed cost per token beside the efficiency.
 FIXED_COST_FROM = 3
-FORMS = {"efficiency": "t = F / (e·peak), one efficiency", "efficiency+fixed": "t = a·F + b, an efficiency and a fixed cost"}
+FORMS = {
+    "efficiency": "t = F / (e·peak), one efficiency",
+    "efficiency+fixed": "t = a·F + b, an efficiency and a fixed cost",
+}
 
 
 @dataclass(frozen=True)
@@ -90,8 +93,11 @@ class Law:
         if value > self.cap * (1 + 1e-9):
             if flops not in self.warned and self.kind == "update":
                 self.warned.append(flops)
-                warnings.warn(f"speed law ({self.kind}): MFU {value:.3g} at {flops:.3g} FLOPs a token is above "
-                              f"{self.cap}; held at the cap ({self.describe()})", stacklevel=2)  # fmt: skip
+                warnings.warn(
+                    f"speed law ({self.kind}): MFU {value:.3g} at {flops:.3g} FLOPs a token is above "
+                    f"{self.cap}; held at the cap ({self.describe()})",
+                    stacklevel=2,
+                )
             return self.cap, "capped"
         return value, source
 
@@ -111,23 +117,43 @@ class Law:
     @classmethod
     def from_dict(cls, data: dict) -> Law:
         points = tuple(Point(p["model"], Architecture(**p["arch"]), p["flops"], p["seconds"]) for p in data["points"])
-        return cls(data["kind"], data["form"], data["per_flop_s"], data["fixed_s"], points, data["gpu"],
-                   data["peak_tflops"], data.get("path", ""), data.get("lower_bound", False))  # fmt: skip
+        return cls(
+            data["kind"],
+            data["form"],
+            data["per_flop_s"],
+            data["fixed_s"],
+            points,
+            data["gpu"],
+            data["peak_tflops"],
+            data.get("path", ""),
+            data.get("lower_bound", False),
+        )
 
     def describe(self) -> str:
         timed = ", ".join(f"{p.model} ({p.mfu(self.peak_tflops):.3f})" for p in self.points)
         if self.form == "efficiency":
             body = f"one efficiency, MFU {1 / (self.per_flop_s * self.peak_tflops * 1e12):.3f}"
         else:
-            body = (f"t = F / ({1 / (self.per_flop_s * self.peak_tflops * 1e12) if self.per_flop_s else float('inf'):.3f}"
-                    f" · peak) + {self.fixed_s * 1e6:.3g} µs a token")  # fmt: skip
+            body = (
+                f"t = F / ({1 / (self.per_flop_s * self.peak_tflops * 1e12) if self.per_flop_s else float('inf'):.3f}"
+                f" · peak) + {self.fixed_s * 1e6:.3g} µs a token"
+            )
         bound = "; a lower bound on the run's speed" if self.lower_bound and "lower bound" not in self.path else ""
-        return (f"{self.kind}: {body} ({FORMS[self.form]}), fitted to {timed} on {self.gpu} "
-                f"({self.peak_tflops:g} TFLOPS){f', {self.path}' if self.path else ''}{bound}")  # fmt: skip
+        return (
+            f"{self.kind}: {body} ({FORMS[self.form]}), fitted to {timed} on {self.gpu} "
+            f"({self.peak_tflops:g} TFLOPS){f', {self.path}' if self.path else ''}{bound}"
+        )
 
 
-def fit(kind: str, points: list[Point], gpu: str, peak_tflops: float, path: str = "", lower_bound: bool = False,
-        form: str | None = None) -> Law:  # fmt: skip
+def fit(
+    kind: str,
+    points: list[Point],
+    gpu: str,
+    peak_tflops: float,
+    path: str = "",
+    lower_bound: bool = False,
+    form: str | None = None,
+) -> Law:
     """The law through ``points`` (one per timed architecture), in the form their number allows (or ``form``: the
     fixed cost needs two points at least)."""
     if kind not in KINDS:
@@ -158,4 +184,3 @@ def node_mfu(node: dict | None, key: str, arch: Architecture) -> tuple[float, st
     if not node or key not in node or Architecture(**node["arch"]) != arch:
         return None
     return node[key], f"measured on a node ({node['gpus']} GPUs, TP {node['tensor_parallel']})"
-

@@ -18,12 +18,16 @@ RULE = (
     f"{speed.BEST_CASE}. The communication between a run's GPUs is in none of these points."
 )
 
+
 def points(result: dict) -> dict[str, list[speed_law.Point]]:
     """Each timed architecture's FLOPs a token and the seconds a token cost one GPU, by kind (update, rollout)."""
     out = {"update": [], "rollout": []}
     for size in result["sizes"]:
         arch = architectures.Architecture.of(size["arch"])
-        for kind, rate in (("update", speed.update_rate(size["update"], arch)), ("rollout", speed.rollout_rate(size.get("rollout", {}), arch))):
+        for kind, rate in (
+            ("update", speed.update_rate(size["update"], arch)),
+            ("rollout", speed.rollout_rate(size.get("rollout", {}), arch)),
+        ):
             if rate:
                 out[kind].append(speed_law.Point(size["model"], arch, rate["flops"], rate["seconds_per_token"]))
     return out
@@ -43,8 +47,14 @@ def _flops(kind: str, arch, prompt: float, response: float, engine: decode.Engin
     """A token's FLOPs as ``kind``'s law places it: for the rollout, its roofline on the law's GPU; without a law, its
     own FLOPs."""
     if law is None:
-        return architectures.update_flops(arch, prompt, response) if kind == "update" else architectures.rollout_flops(arch, prompt, response)
-    return efficiency.kind_flops(kind, arch, prompt, response, engine, gpus.gpu_type(law.gpu) or law.gpu, law.peak_tflops)
+        return (
+            architectures.update_flops(arch, prompt, response)
+            if kind == "update"
+            else architectures.rollout_flops(arch, prompt, response)
+        )
+    return efficiency.kind_flops(
+        kind, arch, prompt, response, engine, gpus.gpu_type(law.gpu) or law.gpu, law.peak_tflops
+    )
 
 
 def mfu_by_size(S: dict, laws: dict[str, speed_law.Law], node: dict | None = None) -> dict[str, dict]:
@@ -53,14 +63,19 @@ def mfu_by_size(S: dict, laws: dict[str, speed_law.Law], node: dict | None = Non
     extrapolated, capped, measured on a node); its KV cache a token; its rollout's TP."""
     budget = S["budget"]
     prompt, response = budget["mean_prompt_tokens"], budget["mean_response_tokens"]
-    models = sorted({S["runs"][r]["model"] for r in S["runs"] if not r.startswith("pilot-")},
-                    key=lambda m: (S["models"][m]["params_b"], m))  # fmt: skip
+    models = sorted(
+        {S["runs"][r]["model"] for r in S["runs"] if not r.startswith("pilot-")},
+        key=lambda m: (S["models"][m]["params_b"], m),
+    )
     timed_kv = [p.arch.kv_cache_bytes() for law in laws.values() for p in law.points]
     out = {}
     for model in models:
         arch = architectures.of_model(S, model)
-        entry = {"params_b": S["models"][model]["params_b"], "tensor_parallel": S["models"][model]["tensor_parallel"],
-                 "kv_cache_kib": arch.kv_cache_bytes() / 1024}  # fmt: skip
+        entry = {
+            "params_b": S["models"][model]["params_b"],
+            "tensor_parallel": S["models"][model]["tensor_parallel"],
+            "kv_cache_kib": arch.kv_cache_bytes() / 1024,
+        }
         engine = decode.ROLLOUT_ENGINE.at(S["models"][model]["tensor_parallel"])
         for kind, key in (("update", "train_mfu"), ("rollout", "rollout_mfu")):
             flops = _flops(kind, arch, prompt, response, engine, laws.get(kind))
@@ -79,21 +94,48 @@ def mfu_by_size(S: dict, laws: dict[str, speed_law.Law], node: dict | None = Non
 def report_blocks(result: dict, laws: dict, by_size: dict) -> list[tuple]:
     blocks = [
         ("h2", "Speed by model size"),
-        ("p", (f"verl's worker built from {result['run']}'s command and vLLM's engine, on random weights of each shape, "
-               f"one GPU; {result['prompt_tokens']} + {result['response_tokens']} tokens a sequence (paper.cost.speed). "
-               "MFUs are of the timed GPU's own peak; ≥ marks a speed timed on a slower path than the run's.")),
+        (
+            "p",
+            (
+                f"verl's worker built from {result['run']}'s command and vLLM's engine, on random weights of each shape, "
+                f"one GPU; {result['prompt_tokens']} + {result['response_tokens']} tokens a sequence (paper.cost.speed). "
+                "MFUs are of the timed GPU's own peak; ≥ marks a speed timed on a slower path than the run's."
+            ),
+        ),
         ("table", (speed.HEADER, speed.table(result))),
         *[("p", law.describe()) for law in laws.values()],
-    ]  # fmt: skip
+    ]
     if by_size:
-        head = ["study model", "params (B)", "update GFLOPs a token", "rollout GFLOPs a token", "KV cache (KiB a token)",
-                "rollout TP", "train MFU, source", "rollout efficiency (of its roofline), source", "note"]  # fmt: skip
+        head = [
+            "study model",
+            "params (B)",
+            "update GFLOPs a token",
+            "rollout GFLOPs a token",
+            "KV cache (KiB a token)",
+            "rollout TP",
+            "train MFU, source",
+            "rollout efficiency (of its roofline), source",
+            "note",
+        ]
         cell = lambda v, k: f"{v[k]['value']:.3f}, {v[k]['source']}" if k in v else "as configured"  # noqa: E731
-        rows = [[m, f"{v['params_b']:g}", f"{v['update_gflops']:.3g}", f"{v['rollout_gflops']:.3g}",
-                 f"{v['kv_cache_kib']:.0f}", f"{v['tensor_parallel']} (its room priced; timed at 1)" if v["tensor_parallel"] > 1 else "1",
-                 cell(v, "train_mfu"), cell(v, "rollout_mfu"), v.get("note", "")] for m, v in by_size.items()]  # fmt: skip
-        blocks += [("p", "Each model of the study, the FLOPs it is charged and the MFU it gets in the estimate below:"),
-                   ("table", (head, rows))]  # fmt: skip
+        rows = [
+            [
+                m,
+                f"{v['params_b']:g}",
+                f"{v['update_gflops']:.3g}",
+                f"{v['rollout_gflops']:.3g}",
+                f"{v['kv_cache_kib']:.0f}",
+                f"{v['tensor_parallel']} (its room priced; timed at 1)" if v["tensor_parallel"] > 1 else "1",
+                cell(v, "train_mfu"),
+                cell(v, "rollout_mfu"),
+                v.get("note", ""),
+            ]
+            for m, v in by_size.items()
+        ]
+        blocks += [
+            ("p", "Each model of the study, the FLOPs it is charged and the MFU it gets in the estimate below:"),
+            ("table", (head, rows)),
+        ]
     return blocks
 
 
@@ -106,14 +148,21 @@ def node_blocks(S: dict, node: dict, laws: dict[str, speed_law.Law]) -> list[tup
     for kind, key in (("update", "train_mfu"), ("rollout", "rollout_mfu")):
         if key not in node:
             continue
-        text = f"{kind}: MFU {node[key]:.3f} on {node['gpus']} GPUs (TP {node['tensor_parallel']}), {node['steps']} steps"
+        text = (
+            f"{kind}: MFU {node[key]:.3f} on {node['gpus']} GPUs (TP {node['tensor_parallel']}), {node['steps']} steps"
+        )
         if kind in laws:
             engine = decode.ROLLOUT_ENGINE.at(node["tensor_parallel"])
             flops = _flops(kind, arch, budget["mean_prompt_tokens"], budget["mean_response_tokens"], engine, laws[kind])
             law, source = laws[kind].mfu(arch, flops)
             text += f"; the one-GPU law gives {law:.3f} ({source}), {node[key] / law:.2f}× it"
         lines.append(text)
-    return [("h2", f"{node['model']} on a node"),
-            ("p", "The speed run, with its own command and placement, for a few steps (paper.pilot.speed.node): "
-                  + "; ".join(lines) + ". The estimate prices this architecture by these.")]  # fmt: skip
-
+    return [
+        ("h2", f"{node['model']} on a node"),
+        (
+            "p",
+            "The speed run, with its own command and placement, for a few steps (paper.pilot.speed.node): "
+            + "; ".join(lines)
+            + ". The estimate prices this architecture by these.",
+        ),
+    ]

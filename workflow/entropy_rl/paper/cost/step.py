@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...core import algorithms
+
 
 def has_reference(spec: dict) -> bool:
     """Whether verl computes the reference policy's log-probs each step: a KL loss to it (verl 0.9.1
@@ -31,7 +33,8 @@ def has_reference(spec: dict) -> bool:
 
 
 def is_prime(spec: dict) -> bool:
-    return spec["algorithm"] == "prime"
+    """Whether the run trains PRIME's implicit process reward model beside its policy."""
+    return algorithms.of(spec).process_rewards
 
 
 def actor_passes(spec: dict) -> int:

@@ -31,7 +31,9 @@ FITS = 0.8
 FALLBACK = "flash-attn missing; the run uses flash_attention_2 with remove-padding: a lower bound on its speed"
 
 
-def overrides(model_dir: str, prompts: int, mini_batch: int, flash_attn: bool, command: list[str]) -> list[tuple[str, str]]:
+def overrides(
+    model_dir: str, prompts: int, mini_batch: int, flash_attn: bool, command: list[str]
+) -> list[tuple[str, str]]:
     """Every way the timed worker's config differs from the run's ``command``: (override, reason)."""
     actor = "actor_rollout_ref.actor"
     out = [
@@ -42,10 +44,18 @@ def overrides(model_dir: str, prompts: int, mini_batch: int, flash_attn: bool, c
         (f"{actor}.ppo_mini_batch_size={mini_batch}", "as many mini-batches a step as the prompts allow"),
     ]
     if not flash_attn and not any("override_config.attn_implementation=" in o for o in command):
-        out.append(("+actor_rollout_ref.model.override_config.attn_implementation=sdpa",
-                    "flash-attn does not import here; verl's default attention is flash_attention_2"))  # fmt: skip
-        out.append(("actor_rollout_ref.model.use_remove_padding=false",
-                    "sdpa over a packed micro-batch would be a dense mask over all of it: padded sequences instead"))  # fmt: skip
+        out.append(
+            (
+                "+actor_rollout_ref.model.override_config.attn_implementation=sdpa",
+                "flash-attn does not import here; verl's default attention is flash_attention_2",
+            )
+        )
+        out.append(
+            (
+                "actor_rollout_ref.model.use_remove_padding=false",
+                "sdpa over a packed micro-batch would be a dense mask over all of it: padded sequences instead",
+            )
+        )
     return out
 
 
@@ -90,8 +100,9 @@ def run_config(spec: dict, model_dir: str | Path):
     return compose(command, [o for o, _ in extra]), extra
 
 
-def synthetic_batch(prompts: int, n: int, prompt_tokens: int, response_tokens: int, max_response: int, vocab: int,
-                    seed: int) -> list[dict]:  # fmt: skip
+def synthetic_batch(
+    prompts: int, n: int, prompt_tokens: int, response_tokens: int, max_response: int, vocab: int, seed: int
+) -> list[dict]:
     """``prompts`` groups of ``n`` responses as verl's agent loop writes them: prompts of ``prompt_tokens`` tokens,
     responses of lengths uniform over ±50% of ``response_tokens`` (at most ``max_response``), random token ids, a 0/1
     reward on the last token and GRPO's advantage (the group-normalised reward) on every response token."""
@@ -109,12 +120,21 @@ def synthetic_batch(prompts: int, n: int, prompt_tokens: int, response_tokens: i
             scores[-1] = rewards[k]
             advantage = (rewards[k] - mean) / (std + 1e-6)
             ids, mask = prompt + response, [1] * length
-            samples.append({
-                "prompts": prompt, "responses": response, "response_mask": mask, "loss_mask": mask,
-                "input_ids": ids, "position_ids": list(range(len(ids))), "rm_scores": scores,
-                "advantages": [advantage] * length, "returns": [advantage] * length, "uid": f"prompt{p}",
-                "session": k,
-            })  # fmt: skip
+            samples.append(
+                {
+                    "prompts": prompt,
+                    "responses": response,
+                    "response_mask": mask,
+                    "loss_mask": mask,
+                    "input_ids": ids,
+                    "position_ids": list(range(len(ids))),
+                    "rm_scores": scores,
+                    "advantages": [advantage] * length,
+                    "returns": [advantage] * length,
+                    "uid": f"prompt{p}",
+                    "session": k,
+                }
+            )
     return samples
 
 
@@ -149,19 +169,28 @@ def time_steps(worker, cfg, samples: list[dict], steps: int, synchronize) -> lis
         old = response_from_nested(out["log_probs"], data["response_mask"])
         synchronize()
         log_prob_s = time.perf_counter() - started
-        batch = verl_worker.tensordict([{**s, "old_log_probs": row.tolist()} for s, row in zip(samples, old.unbind())],
-                                       verl_worker.update_info(cfg))  # fmt: skip
+        batch = verl_worker.tensordict(
+            [{**s, "old_log_probs": row.tolist()} for s, row in zip(samples, old.unbind())],
+            verl_worker.update_info(cfg),
+        )
         started = time.perf_counter()
         metrics = worker.update_actor(batch)["metrics"]
         synchronize()
         update_s = time.perf_counter() - started
         lp_metrics = dict(out["metrics"]) if "metrics" in out else {}
-        records.append({
-            "step": step, "warmup": step == 0, "tokens": tokens, "squares": squares, "log_prob_s": log_prob_s,
-            "update_s": update_s,
-            "mfu_update": _metric(metrics, "mfu"), "mfu_log_prob": _metric(lp_metrics, "mfu"),
-            "peak_memory_gb": _metric(metrics, "perf/max_memory_allocated_gb"),
-        })  # fmt: skip
+        records.append(
+            {
+                "step": step,
+                "warmup": step == 0,
+                "tokens": tokens,
+                "squares": squares,
+                "log_prob_s": log_prob_s,
+                "update_s": update_s,
+                "mfu_update": _metric(metrics, "mfu"),
+                "mfu_log_prob": _metric(lp_metrics, "mfu"),
+                "peak_memory_gb": _metric(metrics, "perf/max_memory_allocated_gb"),
+            }
+        )
     return records
 
 
@@ -174,8 +203,14 @@ def _free_port() -> int:
 def main(spec_path: str, out_path: str) -> None:
     """One size, from a spec the pilot writes (``speed.specs``); its measurement goes to ``out_path``."""
     spec = json.loads(Path(spec_path).read_text())
-    os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
-                      MASTER_PORT=str(_free_port()))  # fmt: skip
+    os.environ.update(
+        RANK="0",
+        WORLD_SIZE="1",
+        LOCAL_RANK="0",
+        LOCAL_WORLD_SIZE="1",
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(_free_port()),
+    )
     import torch
     import torch.distributed as dist
     from verl.plugin.platform import get_platform
@@ -190,14 +225,24 @@ def main(spec_path: str, out_path: str) -> None:
     memory_gb = torch.cuda.get_device_properties(0).total_memory / 2**30 if cuda else None
     need_gb = shapes.state_bytes(spec["family"], arch) / 2**30
     if memory_gb is not None and need_gb > FITS * memory_gb:
-        out.write_text(json.dumps({"model": spec["model"], "skipped": (
-            f"weights, gradients and AdamW state need {need_gb:.0f} GiB, more than {FITS:.0%} of the GPU's"
-            f" {memory_gb:.0f} GiB (the rest is the activations'); not run, and not offloaded")}) + "\n")  # fmt: skip
+        out.write_text(
+            json.dumps(
+                {
+                    "model": spec["model"],
+                    "skipped": (
+                        f"weights, gradients and AdamW state need {need_gb:.0f} GiB, more than {FITS:.0%} of the GPU's"
+                        f" {memory_gb:.0f} GiB (the rest is the activations'); not run, and not offloaded"
+                    ),
+                }
+            )
+            + "\n"
+        )
         return
     # verl's own backend string on a GPU (its CPU collectives over gloo, the GPU's over NCCL); gloo on the CPU platform
     dist.init_process_group("cpu:gloo,cuda:nccl" if cuda else "gloo")
-    model_dir = shapes.write_random_model(Path(spec["work"]) / "model", spec["family"], arch, spec["tokenizer"],
-                                          device="cuda" if cuda else "cpu")  # fmt: skip
+    model_dir = shapes.write_random_model(
+        Path(spec["work"]) / "model", spec["family"], arch, spec["tokenizer"], device="cuda" if cuda else "cpu"
+    )
     if cuda:  # the random model was made on the GPU: its memory is not the worker's
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
@@ -206,8 +251,15 @@ def main(spec_path: str, out_path: str) -> None:
     started = time.perf_counter()
     worker = verl_worker.build(cfg)
     build_s = time.perf_counter() - started
-    samples = synthetic_batch(spec["prompts"], cfg.actor_rollout_ref.rollout.n, spec["prompt_tokens"],
-                              spec["response_tokens"], cfg.data.max_response_length, arch["vocab_size"], seed=0)  # fmt: skip
+    samples = synthetic_batch(
+        spec["prompts"],
+        cfg.actor_rollout_ref.rollout.n,
+        spec["prompt_tokens"],
+        spec["response_tokens"],
+        cfg.data.max_response_length,
+        arch["vocab_size"],
+        seed=0,
+    )
     records = time_steps(worker, cfg, samples, spec["steps"], synchronize)
     path, lower_bound = attention_path(cfg, extra)
     device_name = torch.cuda.get_device_name() if cuda else "CPU"
@@ -215,16 +267,24 @@ def main(spec_path: str, out_path: str) -> None:
     if not math.isfinite(peak):  # the tests' CPU platform: the same table's entry by the device's name
         peak = gpus.PEAK_TFLOPS.get(gpus.gpu_type(device_name))
     result = {
-        "model": spec["model"], "params": shapes.params(spec["family"], arch), "device": device,
-        "device_name": device_name, "peak_tflops": peak,
-        "device_memory_gb": memory_gb, "peak_memory_gb": torch.cuda.max_memory_allocated() / 2**30 if cuda else None,
+        "model": spec["model"],
+        "params": shapes.params(spec["family"], arch),
+        "device": device,
+        "device_name": device_name,
+        "peak_tflops": peak,
+        "device_memory_gb": memory_gb,
+        "peak_memory_gb": torch.cuda.max_memory_allocated() / 2**30 if cuda else None,
         "attention": cfg.actor_rollout_ref.model.get("override_config", {}).get("attn_implementation")
-        or "flash_attention_2", "path": path, "lower_bound": lower_bound, "build_s": build_s,
+        or "flash_attention_2",
+        "path": path,
+        "lower_bound": lower_bound,
+        "build_s": build_s,
         "ppo_epochs": cfg.actor_rollout_ref.actor.ppo_epochs,
         "token_budget": cfg.actor_rollout_ref.actor.ppo_max_token_len_per_gpu,
         "loss_mode": cfg.actor_rollout_ref.actor.policy_loss.loss_mode,
-        "overrides": [{"override": o, "reason": r} for o, r in extra], "steps": records,
-    }  # fmt: skip
+        "overrides": [{"override": o, "reason": r} for o, r in extra],
+        "steps": records,
+    }
     out.write_text(json.dumps(result, indent=2) + "\n")
     dist.destroy_process_group()
     shutil.rmtree(model_dir)  # gigabytes of random weights, read by nothing else

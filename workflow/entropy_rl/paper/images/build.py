@@ -1,7 +1,7 @@
 """Building the Apptainer images whose files are missing, and printing their references (``core.images``):
 
-    python -m entropy_rl.paper.images.build build [NAME ...]
-    python -m entropy_rl.paper.images.build ref [NAME ...]
+python -m entropy_rl.paper.images.build build [NAME ...]
+python -m entropy_rl.paper.images.build ref [NAME ...]
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """What each image's %test must import: every module from outside the project that the code its rules run imports,
 so that a broken image fails when it is built, not at its first job on the cluster.
 
-A rule's code is what its code stamp names (the ``code=`` input of its block in workflow/rules, through the functions
-common.smk names it by), the script it runs, and the modules its jobs launch with ``python -m``; the image is its
-``container:``. Imports are read from the source (lazy ones included), never by importing it. A module counts as
+A rule's code is what its code stamp names (the ``code=`` input of its block in workflow/rules: ``PLAN.code(...)``, or
+the study plan's ``train_code`` and ``power_sampler_code``), the script it runs with the package's modules that script imports (its job's ``main``), and
+the modules its jobs launch with ``python -m``; the image is its ``container:``. Imports are read from the source (lazy ones included), never by importing it. A module counts as
 imported by %test when %test imports it or one of its submodules.
 
     python -m entropy_rl.paper.images.imports [NAME ...]   # each image's missing imports (exit 1 if any)
@@ -17,31 +17,38 @@ import sys
 from functools import cache
 from pathlib import Path
 
-from ...core import modules
+from ...core import algorithms, modules
 from ...core.images import ROOT, names, section
 from .. import launch, reward_launch
 
 RULES = "workflow/rules"
 SCRIPTS = "workflow/scripts"
-# What a rule's run_image may be (common.smk): each trainer's image, with the trainer it runs.
-RUN_IMAGES = {"train": "verl", "prime": "prime"}
+# What a rule's run_image may be (pipeline.plan): each trainer's image, with the trainer it runs.
+RUN_IMAGES = {"train": algorithms.VERL, "prime": algorithms.PRIME}
 # Entry points run as `python -m` (not imported by any module, so read here): verl's trainer (launch.command),
-# verl's checkpoint merger (workflow/scripts/train_verl.py) in both training images.
+# verl's checkpoint merger (paper.train_job.main) in both training images.
 LAUNCHED = {"train": ("verl.trainer.main_ppo", "verl.model_merger"), "prime": ("verl.model_merger",)}
 
 
 # What the code stamps over-count: a stamp covers a whole module, and paper.preflight holds the checks of every
 # trainer and of the power study's model, each run in its own image. Each entry: image -> {module prefix: why}.
 NOT_RUN_THERE = {
-    "eval": {p: "paper.preflight's run checks (verl's config, dataset and trainer; PRIME's recipe) run in the training "
-                "images; the eval image runs only its model check (preflight_power, preflight.model_problems)"
-             for p in ("verl", "recipe", "hydra", "omegaconf", "ray")},
-    "train": {p: "paper.verl.prime_check's (PRIME's recipe on verl 0.4.1, where fsdp_workers still is): paper.preflight "
-                 "checks a PRIME run with it in the prime image" for p in ("recipe", "verl.workers.fsdp_workers")},
-    "prime": {p: "verl 0.9.1's modules, imported by paper.preflight's check of a verl 0.9.1 run (the train image); a "
-                 "PRIME run's check (paper.verl.prime_check) runs on verl 0.4.1, which has none of them"
-              for p in ("verl.trainer.ppo.v1", "verl.workers.config", "verl.trainer.ppo.utils")},
-}  # fmt: skip
+    "eval": {
+        p: "paper.preflight's run checks (verl's config, dataset and trainer; PRIME's recipe) run in the training "
+        "images; the eval image runs only its model check (preflight_power, preflight.model_problems)"
+        for p in ("verl", "recipe", "hydra", "omegaconf", "ray")
+    },
+    "train": {
+        p: "paper.verl.prime_check's (PRIME's recipe on verl 0.4.1, where fsdp_workers still is): paper.preflight "
+        "checks a PRIME run with it in the prime image"
+        for p in ("recipe", "verl.workers.fsdp_workers")
+    },
+    "prime": {
+        p: "verl 0.9.1's modules, imported by paper.preflight's check of a verl 0.9.1 run (the train image); a "
+        "PRIME run's check (paper.verl.prime_check) runs on verl 0.4.1, which has none of them"
+        for p in ("verl.trainer.ppo.v1", "verl.workers.config", "verl.trainer.ppo.utils")
+    },
+}
 
 
 class ImageImportError(RuntimeError):
@@ -59,14 +66,17 @@ def _block_code(block: str, images: list[str]) -> dict[str, set[str]]:
     named = set(re.findall(r"\"([\w.]+)\"", literal.group(1))) if literal else set()
     for image in images:
         if "*preflight.LAUNCH_CODE" in expr:  # the launch check of the image's own trainer
-            found[image] |= {"paper.preflight", *(m.removeprefix("entropy_rl.") for m in launch.TRAINER_MODULES[RUN_IMAGES[image]])}
-        elif expr == "train_code":  # common.trainer_code: the launch, the log translation, the trainer's modules
+            found[image] |= {
+                "paper.preflight",
+                *(m.removeprefix("entropy_rl.") for m in launch.TRAINER_MODULES[RUN_IMAGES[image]]),
+            }
+        elif expr == "train_code":  # pipeline.stamps.trainer_code: the job around the trainer, the trainer's modules
             trainer = launch.TRAINER_MODULES[RUN_IMAGES[image]]
             if RUN_IMAGES[image] == "verl":  # the random-reward control's stamp adds its reward (paper.reward_launch)
                 trainer = (*trainer, reward_launch.RANDOM_REWARD_MODULE)
-            found[image] |= {"paper.launch", "paper.verl_metrics", *(m.removeprefix("entropy_rl.") for m in trainer)}
-        elif expr == "power_sampler_code":  # common.SAMPLER_CODE's modules
-            found[image] |= {"paper.power_sampling", "paper.power_samplers"}
+            found[image] |= {reward_launch.TRAINING_JOB, *(m.removeprefix("entropy_rl.") for m in trainer)}
+        elif "power_sampler_code" in expr:  # pipeline.stamps.SAMPLER_CODE's modules, with the job around them
+            found[image] |= {"core.power.sample_job", "paper.power_sampling", "paper.power_samplers"}
         elif not literal:
             raise ImageImportError(f"a rule's code input is `{expr}`, which {__name__} does not know how to read")
         found[image] |= named
@@ -86,16 +96,21 @@ def image_code(root: str = str(ROOT)) -> dict[str, dict[str, set[str]]]:
     """Per image: {"modules": project modules its rules' code stamps name, "scripts": the scripts it runs}."""
     per: dict[str, dict[str, set[str]]] = {}
     for block in _rule_blocks(root):
-        container = re.search(r"container:\s*\n\s*(image\(\"(\w+)\"\)|run_image)", block)
+        container = re.search(r"container:\s*\n\s*(PLAN\.image\(\"(\w+)\"\)|run_image)", block)
         script = re.search(r"script:\s*\n\s*\"\.\./scripts/([\w.]+)\"", block)
         if container is None:
             continue
         images = [container.group(2)] if container.group(2) else list(RUN_IMAGES)
-        if "artifact_inputs(" in block:  # a figure or table: the study registry's modules, read here as the whole
+        if "artifact_inputs(PLAN" in block:  # a figure or table: the study registry's modules, read here as the whole
             # study layer (this layer may not import it; the analysis image runs all of it)
             study = Path(root, "workflow", modules.PACKAGE, "study")
-            code = {images[0]: {".".join(("study", *p.relative_to(study).with_suffix("").parts))
-                                for p in study.rglob("*.py") if p.name != "__init__.py"}}  # fmt: skip
+            code = {
+                images[0]: {
+                    ".".join(("study", *p.relative_to(study).with_suffix("").parts))
+                    for p in study.rglob("*.py")
+                    if p.name != "__init__.py"
+                }
+            }
         else:
             code = _block_code(block, images)
         for image in images:
@@ -114,18 +129,41 @@ def _external(tree: ast.Module) -> set[str]:
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
             found.add(node.module)
-    return {m for m in found if m.split(".")[0] not in sys.stdlib_module_names and m != "__future__"
-            and m.split(".")[0] != modules.PACKAGE}  # fmt: skip
+    return {
+        m
+        for m in found
+        if m.split(".")[0] not in sys.stdlib_module_names and m != "__future__" and m.split(".")[0] != modules.PACKAGE
+    }
+
+
+def _ours(tree: ast.Module) -> set[str]:
+    """The package's modules a script imports (``from entropy_rl.layer import module``, ``import entropy_rl.x``)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.split(".")[0] == modules.PACKAGE}
+        elif (
+            isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == modules.PACKAGE
+        ):
+            for alias in node.names:
+                named = f"{node.module}.{alias.name}"
+                try:
+                    found.add(named if modules.source(named) else node.module)
+                except ModuleNotFoundError:  # a name the module defines, not a module of its package
+                    found.add(node.module)
+    return found
 
 
 def required(name: str, root: str = str(ROOT)) -> set[str]:
     """The modules from outside the project that the code run in image ``name`` imports."""
     code = image_code(root).get(name, {"modules": set(), "scripts": set()})
-    needed = set(LAUNCHED.get(name, ()))
-    for module in modules.closure(*sorted(code["modules"])):
-        needed |= _external(ast.parse(modules.source(module).read_text()))
+    needed, ran = set(LAUNCHED.get(name, ())), set(code["modules"])
     for script in code["scripts"]:
-        needed |= _external(ast.parse(Path(root, SCRIPTS, script).read_text()))
+        tree = ast.parse(Path(root, SCRIPTS, script).read_text())
+        needed |= _external(tree)
+        ran |= _ours(tree)
+    for module in modules.closure(*sorted(ran)):
+        needed |= _external(ast.parse(modules.source(module).read_text()))
     return needed
 
 
@@ -135,9 +173,9 @@ def tested(name: str, root: str = str(ROOT)) -> set[str]:
     for statement in re.findall(r"-c \"([^\"]+)\"", section(name, "%test", root)):
         for part in (p.strip() for p in statement.split(";")):
             if part.startswith("import "):
-                imported |= {m.strip().split(" as ")[0] for m in part[len("import "):].split(",")}
+                imported |= {m.strip().split(" as ")[0] for m in part[len("import ") :].split(",")}
             elif part.startswith("from ") and " import " in part:
-                imported.add(part[len("from "):].split(" import ")[0].strip())
+                imported.add(part[len("from ") :].split(" import ")[0].strip())
     return imported
 
 
@@ -151,7 +189,9 @@ def missing(name: str, root: str = str(ROOT)) -> list[str]:
     true."""
     have, needed = tested(name, root), required(name, root)
     excluded = NOT_RUN_THERE.get(name, {})
-    gaps = [m for m in sorted(needed) if not any(_under(t, m) for t in have) and not any(_under(m, p) for p in excluded)]
+    gaps = [
+        m for m in sorted(needed) if not any(_under(t, m) for t in have) and not any(_under(m, p) for p in excluded)
+    ]
     stale = [f"(stale exclusion {p})" for p in excluded if not any(_under(m, p) for m in needed)]
     return gaps + stale
 
@@ -162,8 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in wanted:
         gaps = missing(name)
         bad += bool(gaps)
-        print(f"{name}: {len(required(name))} modules its rules import, {len(NOT_RUN_THERE.get(name, {}))} prefixes "
-              f"run elsewhere; %test misses {', '.join(gaps) or 'none'}")  # fmt: skip
+        print(
+            f"{name}: {len(required(name))} modules its rules import, {len(NOT_RUN_THERE.get(name, {}))} prefixes "
+            f"run elsewhere; %test misses {', '.join(gaps) or 'none'}"
+        )
     return 1 if bad else 0
 
 

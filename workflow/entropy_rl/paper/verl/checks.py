@@ -20,7 +20,7 @@ from functools import cache
 import pandas as pd
 import pyarrow.parquet as pq
 
-from .. import launch, reward_launch
+from .. import launch, reward_launch, verl_names
 
 # One right and one wrong answer per reward style the paper's data use: the reward must tell them apart.
 REWARD_PROBES = {
@@ -60,7 +60,6 @@ def compose(overrides: list[str]):
         return hydra_compose(config_name="ppo_trainer", overrides=overrides)
 
 
-
 def prime_problems(run: str, command: list[str]) -> list[str]:
     """PRIME runs on its own verl (``prime_check.PRIME_VERL``): checked by that verl's code, here when
     it is the importable one (the prime image), else in a child over ``envs/install-prime-check.sh``'s copy."""
@@ -96,21 +95,27 @@ def command_problems(command: list[str], spec: dict) -> list[str]:
     longest = cfg.data.max_prompt_length + cfg.data.max_response_length
     actor = cfg.actor_rollout_ref.actor
     if actor.use_dynamic_bsz and actor.ppo_max_token_len_per_gpu < longest:
-        problems.append(f"actor.ppo_max_token_len_per_gpu {actor.ppo_max_token_len_per_gpu} is under prompt + response"
-                        f" ({longest}): verl's rearrange_micro_batches would stop at the first update")  # fmt: skip
+        problems.append(
+            f"actor.ppo_max_token_len_per_gpu {actor.ppo_max_token_len_per_gpu} is under prompt + response"
+            f" ({longest}): verl's rearrange_micro_batches would stop at the first update"
+        )
     if not cfg.trainer.use_v1:
         problems.append("trainer.use_v1 is false: only verl's V1 trainer applies algorithm.filter_groups")
     if cfg.algorithm.filter_groups.enable != spec["filter_groups"]:
-        problems.append(f"algorithm.filter_groups.enable is {cfg.algorithm.filter_groups.enable}, the run says {spec['filter_groups']}")
+        problems.append(
+            f"algorithm.filter_groups.enable is {cfg.algorithm.filter_groups.enable}, the run says {spec['filter_groups']}"
+        )
     # verl accepts these and, at best, warns on the GPU nodes; unbounded, a step whose groups are all alike never ends.
     from omegaconf import OmegaConf
 
     from . import ignored_settings
 
     problems += ignored_settings.problems(cfg)
-    if cfg.algorithm.filter_groups.enable and not OmegaConf.select(cfg, launch.GEN_BATCHES_KEY, default=0):
-        problems.append(f"{launch.GEN_BATCHES_KEY} is unset or 0: with the group filter on, a step whose groups are all"
-                        " right or all wrong would generate without end (verl_plugin.GenerationBound)")  # fmt: skip
+    if cfg.algorithm.filter_groups.enable and not OmegaConf.select(cfg, verl_names.GEN_BATCHES_KEY, default=0):
+        problems.append(
+            f"{verl_names.GEN_BATCHES_KEY} is unset or 0: with the group filter on, a step whose groups are all"
+            " right or all wrong would generate without end (verl_plugin.GenerationBound)"
+        )
     problems += reward_problems(cfg, spec)
     problems += loss_problems(cfg)
     problems += trainer_problems(cfg)
@@ -154,13 +159,21 @@ def loss_problems(cfg) -> list[str]:
         old = -torch.rand(4, 16, generator=g) * 3
         new, adv = old + 0.1 * torch.randn(4, 16, generator=g), torch.randn(4, 16, generator=g)
         mask = torch.ones(4, 16)
-        loss, metrics = loss_fn(old_log_prob=old, log_prob=new, advantages=adv, response_mask=mask,
-                                loss_agg_mode=actor_cfg.loss_agg_mode, config=actor_cfg)  # fmt: skip
+        loss, metrics = loss_fn(
+            old_log_prob=old,
+            log_prob=new,
+            advantages=adv,
+            response_mask=mask,
+            loss_agg_mode=actor_cfg.loss_agg_mode,
+            config=actor_cfg,
+        )
     except Exception as error:
         return [problem(f"loss {actor.policy_loss.loss_mode}", error)]
     problems = [] if math.isfinite(float(loss)) else [f"loss {actor.policy_loss.loss_mode} is {float(loss)}"]
     if "actor/response_tokens" not in metrics:
-        problems.append(f"loss {actor.policy_loss.loss_mode} logs no token counts (actor/response_tokens): not the plugin's")
+        problems.append(
+            f"loss {actor.policy_loss.loss_mode} logs no token counts (actor/response_tokens): not the plugin's"
+        )
     return problems
 
 
@@ -175,8 +188,10 @@ def trainer_problems(cfg) -> list[str]:
         trainer_cls = get_trainer_cls(cfg.trainer.v1.trainer_mode)
     except Exception as error:
         return [problem(f"trainer {cfg.trainer.v1.trainer_mode}", error)]
-    if trainer_cls.__module__ != launch.PLUGIN_MODULE:
-        return [f"trainer {cfg.trainer.v1.trainer_mode} is {trainer_cls.__qualname__}: it logs none of the paper's measures"]
+    if trainer_cls.__module__ != verl_names.PLUGIN_MODULE:
+        return [
+            f"trainer {cfg.trainer.v1.trainer_mode} is {trainer_cls.__qualname__}: it logs none of the paper's measures"
+        ]
     return []
 
 
@@ -196,13 +211,17 @@ def data_problems(cfg, benchmarks: list[str]) -> list[str]:
             continue
         missing = {key, "data_source", "reward_model"} - columns
         if missing:
-            problems.append(f"{kind} {path}: no column {sorted(missing)} (verl reads {key!r}, data_source, reward_model)")
+            problems.append(
+                f"{kind} {path}: no column {sorted(missing)} (verl reads {key!r}, data_source, reward_model)"
+            )
     if problems:
         return problems
     sources = set(pd.read_parquet(cfg.data.val_files, columns=["data_source"])["data_source"])
     if sources != set(benchmarks):
-        problems.append(f"validation data_source values {sorted(sources)} are not the benchmarks {sorted(benchmarks)}"
-                        " (verl names its validation metrics after them)")  # fmt: skip
+        problems.append(
+            f"validation data_source values {sorted(sources)} are not the benchmarks {sorted(benchmarks)}"
+            " (verl names its validation metrics after them)"
+        )
     return problems + dataset_problems(cfg)
 
 
@@ -226,8 +245,10 @@ def dataset_problems(cfg) -> list[str]:
             try:
                 dataset = RLHFDataset(data_files=[sample], tokenizer=model.tokenizer, config=cfg.data, processor=None)
                 if len(dataset) == 0:
-                    problems.append(f"{kind} {path}: verl's dataset keeps none of the first {DATASET_SAMPLE_ROWS} rows"
-                                    f" (prompts over data.max_prompt_length={cfg.data.max_prompt_length} tokens are dropped)")  # fmt: skip
+                    problems.append(
+                        f"{kind} {path}: verl's dataset keeps none of the first {DATASET_SAMPLE_ROWS} rows"
+                        f" (prompts over data.max_prompt_length={cfg.data.max_prompt_length} tokens are dropped)"
+                    )
                 else:
                     dataset[0]
             except Exception as error:

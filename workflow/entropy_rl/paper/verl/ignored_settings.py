@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from omegaconf import OmegaConf
 
-from ..launch import GEN_BATCHES_KEY, TRAINER_MODE
+from ..verl_names import GEN_BATCHES_KEY, TRAINER_MODE
 
 V1 = "verl/trainer/ppo/v1"
 

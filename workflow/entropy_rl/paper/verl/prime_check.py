@@ -49,6 +49,7 @@ import tempfile
 from pathlib import Path
 
 from ... import PROJECT_DIR
+from ...core import algorithms
 
 ROOT = PROJECT_DIR
 PRIME_VERL = "0.4.1"
@@ -92,8 +93,12 @@ def _after_composition(cfg, scratch: str) -> list[str]:
         out.append(f"policy loss {mode!r} is neither verl 0.4.1's built-in 'vanilla' nor registered")
     os.environ["TENSORBOARD_DIR"] = os.path.join(scratch, "tensorboard")
     try:
-        logger = Tracking(project_name=cfg.trainer.project_name, experiment_name=cfg.trainer.experiment_name,
-                          default_backend=list(cfg.trainer.logger), config=None)  # fmt: skip
+        logger = Tracking(
+            project_name=cfg.trainer.project_name,
+            experiment_name=cfg.trainer.experiment_name,
+            default_backend=list(cfg.trainer.logger),
+            config=None,
+        )
         logger.log({"check": 1.0}, step=0)
         if "tensorboard" in logger.logger:
             logger.logger["tensorboard"].finish()
@@ -132,9 +137,13 @@ def _through_verl(overrides: list[str], scratch: str) -> tuple[list[str], dict]:
     original = ray_trainer.RayPPOTrainer._create_dataloader
     ray_trainer.RayPPOTrainer._create_dataloader = lambda self, *a, **k: reached.setdefault("validated", True)
     try:
-        ray_trainer.RayPPOTrainer(config=cfg, tokenizer=None, role_worker_mapping=mapping,
-                                  resource_pool_manager=ResourcePoolManager(pool, {r: "global_pool" for r in mapping}),
-                                  device_name=cfg.trainer.device)  # fmt: skip
+        ray_trainer.RayPPOTrainer(
+            config=cfg,
+            tokenizer=None,
+            role_worker_mapping=mapping,
+            resource_pool_manager=ResourcePoolManager(pool, {r: "global_pool" for r in mapping}),
+            device_name=cfg.trainer.device,
+        )
     except Exception as err:  # noqa: BLE001
         return [f"verl {PRIME_VERL}'s RayPPOTrainer._validate_config: {type(err).__name__}: {err}"], {}
     finally:
@@ -158,15 +167,23 @@ def _through_recipe(overrides: list[str], scratch: str) -> tuple[list[str], dict
     trainer_cls = prime_ray_trainer.RayPRIMETrainer
 
     def stop_at_data(self, *args, **kwargs):  # RayPRIMETrainer.__init__ has validated by now
-        seen.update(config=self.config, compute_score=self.reward_fn.compute_score, use_rm=self.use_rm,
-                    resumable=getattr(type(self), "resumable", False))  # fmt: skip
+        seen.update(
+            config=self.config,
+            compute_score=self.reward_fn.compute_score,
+            use_rm=self.use_rm,
+            resumable=getattr(type(self), "resumable", False),
+        )
 
     def in_process(config, compute_score=None):  # run_prime without Ray: its main_task, here
         main_prime.main_task._function(config, compute_score)
 
-    patched = [(trainer_cls, "_create_dataloader", stop_at_data), (trainer_cls, "init_workers", lambda self: None),
-               (trainer_cls, "fit", lambda self: None), (main_prime, "run_prime", in_process),
-               (verl.utils, "hf_tokenizer", lambda *a, **k: None)]  # fmt: skip
+    patched = [
+        (trainer_cls, "_create_dataloader", stop_at_data),
+        (trainer_cls, "init_workers", lambda self: None),
+        (trainer_cls, "fit", lambda self: None),
+        (main_prime, "run_prime", in_process),
+        (verl.utils, "hf_tokenizer", lambda *a, **k: None),
+    ]
     saved = [(obj, name, getattr(obj, name)) for obj, name, _ in patched]
     for obj, name, value in patched:
         setattr(obj, name, value)
@@ -179,7 +196,9 @@ def _through_recipe(overrides: list[str], scratch: str) -> tuple[list[str], dict
         os.chdir(workdir)
         prime_main.main()
     except BaseException as err:  # noqa: BLE001 - SystemExit included: Hydra's own errors
-        return [f"python -m entropy_rl.paper.prime_main failed under verl {PRIME_VERL}: {type(err).__name__}: {err}"], {}
+        return [
+            f"python -m entropy_rl.paper.prime_main failed under verl {PRIME_VERL}: {type(err).__name__}: {err}"
+        ], {}
     finally:
         os.chdir(cwd)
         sys.argv = argv
@@ -189,11 +208,15 @@ def _through_recipe(overrides: list[str], scratch: str) -> tuple[list[str], dict
         return ["the recipe's main_task ended before RayPRIMETrainer loaded its data"], {}
     cfg, out = seen["config"], []
     if seen["compute_score"] is not reward.compute_score:
-        out.append(f"PRIME's reward managers score with {seen['compute_score']!r}, not entropy_rl.core.reward.compute_score")
+        out.append(
+            f"PRIME's reward managers score with {seen['compute_score']!r}, not entropy_rl.core.reward.compute_score"
+        )
     if not seen["use_rm"]:
         out.append("PRIME's implicit PRM is not enabled (reward_model.enable)")
     if not seen["resumable"]:
-        out.append("PRIME's trainer is the recipe's own: on torch >= 2.6 it cannot load its own save (prime_checkpoints)")
+        out.append(
+            "PRIME's trainer is the recipe's own: on torch >= 2.6 it cannot load its own save (prime_checkpoints)"
+        )
     for key in RECIPE_KEYS:  # keeps RECIPE_KEYS true to the recipe
         if OmegaConf.select(cfg, key) is None:
             out.append(f"{key} is in RECIPE_KEYS but the recipe's config has no such key")
@@ -244,18 +267,34 @@ def _values(config: dict) -> dict:
             node = node[part]
         return node
 
-    keys = ["algorithm.adv_estimator", "data.train_batch_size", "data.seed", "data.filter_accuracy",
-            "data.accuracy_lower_bound", "data.accuracy_upper_bound", "actor_rollout_ref.rollout.n",
-            "actor_rollout_ref.actor.optim.lr", "actor_rollout_ref.actor.grad_clip", "actor_rollout_ref.actor.entropy_coeff",
-            "actor_rollout_ref.actor.policy_loss.loss_mode", "actor_rollout_ref.actor.use_dynamic_bsz",
-            "reward_model.enable", "reward_model.model.beta_train", "reward_model.model.optim.lr",
-            "reward_model.use_dynamic_bsz", "trainer.logger", "trainer.total_training_steps", "trainer.test_freq"]  # fmt: skip
+    keys = [
+        "algorithm.adv_estimator",
+        "data.train_batch_size",
+        "data.seed",
+        "data.filter_accuracy",
+        "data.accuracy_lower_bound",
+        "data.accuracy_upper_bound",
+        "actor_rollout_ref.rollout.n",
+        "actor_rollout_ref.actor.optim.lr",
+        "actor_rollout_ref.actor.grad_clip",
+        "actor_rollout_ref.actor.entropy_coeff",
+        "actor_rollout_ref.actor.policy_loss.loss_mode",
+        "actor_rollout_ref.actor.use_dynamic_bsz",
+        "reward_model.enable",
+        "reward_model.model.beta_train",
+        "reward_model.model.optim.lr",
+        "reward_model.use_dynamic_bsz",
+        "trainer.logger",
+        "trainer.total_training_steps",
+        "trainer.test_freq",
+    ]
     return {k: get(k) for k in keys}
 
 
 # ---------------------------------------------------------------- in the parent (any environment)
-def check_commands(commands: dict[str, list[str]], site: Path | None = None, recipe: str | None = None,
-                   timeout_s: float = 600) -> dict:  # fmt: skip
+def check_commands(
+    commands: dict[str, list[str]], site: Path | None = None, recipe: str | None = None, timeout_s: float = 600
+) -> dict:
     """Run the check for {run: command} in a child whose verl is the one in ``site``."""
     site = Path(site or default_site())
     if not (site / "verl" / "__init__.py").is_file():
@@ -274,8 +313,15 @@ def check_commands(commands: dict[str, list[str]], site: Path | None = None, rec
             "RAY_USAGE_STATS_ENABLED": "0",
             "WANDB_MODE": "disabled",
         }
-        proc = subprocess.run([sys.executable, "-m", "entropy_rl.paper.verl.prime_check", "--child", str(request), str(result)],
-                              check=False, env=env, cwd=tmp, capture_output=True, text=True, timeout=timeout_s)  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, "-m", "entropy_rl.paper.verl.prime_check", "--child", str(request), str(result)],
+            check=False,
+            env=env,
+            cwd=tmp,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
         if proc.returncode != 0 or not result.exists():
             raise RuntimeError(f"the PRIME check's child failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
         return json.loads(result.read_text())
@@ -291,12 +337,14 @@ def prime_commands(
 
     cfg = yaml.safe_load(Path(config_path).read_text())[scale]
     results = results or os.path.join(tempfile.gettempdir(), "prime-check-results")
-    runs = [run for run, r in cfg["runs"].items() if r["algorithm"] == "prime"]
+    runs = [run for run, r in cfg["runs"].items() if algorithms.of(r).trainer == algorithms.PRIME]
     return {run: launch.bind(reward_launch.verl_command(cfg, run), results) for run in runs}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m entropy_rl.paper.verl.prime_check", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m entropy_rl.paper.verl.prime_check", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--config", default=str(ROOT / "config.yaml"))
     parser.add_argument("--scale", default="paper")
     parser.add_argument("--site", default=None, help="the verl 0.4.1 --target directory (default: .venv/prime-site)")

@@ -24,7 +24,9 @@ def actor_worker_class(cfg) -> str:
     trainer = trainer_cls.__new__(trainer_cls)  # only the mapping: no Ray, no dataset, no workers
     trainer.config = copy.deepcopy(cfg)
     trainer._init_resource_pool_mgr()
-    (cls,) = [c.__ray_actor_class__ for role, c in trainer.role_worker_mapping.items() if role in verl_plugin.ACTOR_ROLES]
+    (cls,) = [
+        c.__ray_actor_class__ for role, c in trainer.role_worker_mapping.items() if role in verl_plugin.ACTOR_ROLES
+    ]
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
@@ -86,8 +88,12 @@ def update_info(cfg) -> dict:
     mini_batch = ref.actor.ppo_mini_batch_size * ref.rollout.n
     return {
         "calculate_entropy": ref.actor.calculate_entropy or ref.actor.entropy_coeff != 0.0,
-        "distillation_use_topk": False, "distillation_only": False,
-        "global_batch_size": mini_batch, "mini_batch_size": mini_batch, "epochs": ref.actor.ppo_epochs,
-        "seed": ref.actor.data_loader_seed, "dataloader_kwargs": {"shuffle": ref.actor.shuffle},
+        "distillation_use_topk": False,
+        "distillation_only": False,
+        "global_batch_size": mini_batch,
+        "mini_batch_size": mini_batch,
+        "epochs": ref.actor.ppo_epochs,
+        "seed": ref.actor.data_loader_seed,
+        "dataloader_kwargs": {"shuffle": ref.actor.shuffle},
         "temperature": ref.rollout.temperature,
-    }  # fmt: skip
+    }

@@ -72,7 +72,9 @@ def benchmark_cell(study: Study, artifact: str, model: str, method: str, benchma
         raise NotComparable(f"no benchmark plays {benchmark} at this scale")
     s = study.summary(run).set_index("benchmark")
     value = 100 * float(s.loc[bench, "avg_at_n"])
-    return _against_paper(value, math.sqrt(2) * binomial_se(value, study.bench_sizes[bench]), f"avg@n of {run} on {bench}")
+    return _against_paper(
+        value, math.sqrt(2) * binomial_se(value, study.bench_sizes[bench]), f"avg@n of {run} on {bench}"
+    )
 
 
 def _against_paper(value: float, se: float, how: str) -> Measured:
@@ -106,4 +108,6 @@ def best_gain_over_grpo(study: Study, artifact: str, model: str, benchmark: str 
     else:
         n = study.bench_sizes[study.bench_roles[benchmark]]
         se = math.hypot(binomial_se(score(best), n), binomial_se(score(base), n))
-    return _against_paper(value, math.sqrt(2) * se, f"{best} minus {base} ({'mean over benchmarks' if benchmark is None else benchmark})")
+    return _against_paper(
+        value, math.sqrt(2) * se, f"{best} minus {base} ({'mean over benchmarks' if benchmark is None else benchmark})"
+    )

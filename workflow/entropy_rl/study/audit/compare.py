@@ -13,7 +13,7 @@ straddles the line: what a noisier or smaller study is expected to do.
 
 Two audits judged against different ledgers (their ``ledger`` fingerprints differ: other claims, margins or
 bands) are not comparable verdict by verdict: ``compare`` refuses them unless told ``--different-ledgers``, and
-then says so first. An audit from before the fingerprint has none and is flagged.
+then says so first.
 """
 
 from __future__ import annotations
@@ -45,8 +45,7 @@ def compare(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     """One row per claim of either audit: both verdicts and measurements, whether the verdicts agree and how they
     moved. ``judged`` marks the claims with a verdict other than "not comparable" in at least one audit."""
     cols = ["id", "verdict", "measured", "why"]
-    a, b = (t.reindex(columns=cols) for t in (a, b))  # an audit from before issue 55 may lack a column
-    both = a.merge(b, on="id", how="outer", suffixes=("_a", "_b")).set_index("id")
+    both = a[cols].merge(b[cols], on="id", how="outer", suffixes=("_a", "_b")).set_index("id")
     va, vb = both["verdict_a"].fillna(NOT_COMPARABLE), both["verdict_b"].fillna(NOT_COMPARABLE)
     both["agree"] = both["verdict_a"] == both["verdict_b"]
     both["move"] = [kind_of_move(x, y) for x, y in zip(va, vb)]
@@ -73,10 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--different-ledgers", action="store_true", help="compare audits judged against different ledgers")
     args = ap.parse_args(argv)
     a, b = pd.read_csv(args.a), pd.read_csv(args.b)
-    ledgers = [str(t["ledger"].iloc[0]) if "ledger" in t and len(t) else None for t in (a, b)]
-    if None in ledgers or ledgers[0] != ledgers[1]:
-        what = (f"judged against different ledgers ({ledgers[0] or 'no fingerprint'} against {ledgers[1] or 'no fingerprint'}): "
-                "other claims, margins or bands")  # fmt: skip
+    ledgers = [str(t["ledger"].iloc[0]) if len(t) else None for t in (a, b)]
+    if ledgers[0] != ledgers[1]:
+        what = f"judged against different ledgers ({ledgers[0]} against {ledgers[1]}): other claims, margins or bands"
         if not args.different_ledgers:
             print(f"refused: the two audits were {what}; --different-ledgers compares them anyway", file=sys.stderr)
             return 2
@@ -88,14 +86,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{side}: {path}: " + ", ".join(f"{counts.get(v, 0)} {v}" for v in sorted(counts)))
     print(f"verdicts agree on {same} of {judged} judged claims ({100 * same / max(judged, 1):.0f}%)")
     count = moves(table)
-    print(f"decisive flips (reproduced <-> contradicted): {count[FLIP]}; moves to or from inconclusive: "
-          f"{count[INCONCLUSIVE_MOVE]}" + (f"; other moves: {count[OTHER]}" if count[OTHER] else ""))  # fmt: skip
+    print(
+        f"decisive flips (reproduced <-> contradicted): {count[FLIP]}; moves to or from inconclusive: "
+        f"{count[INCONCLUSIVE_MOVE]}" + (f"; other moves: {count[OTHER]}" if count[OTHER] else "")
+    )
     order = {FLIP: 0, INCONCLUSIVE_MOVE: 1, OTHER: 2, AGREE: 3}
     shown = table[table["judged"]].assign(order=lambda t: t["move"].map(order)).sort_values(["order", "id"])
     for _, row in shown.iterrows():
         mark = {FLIP: "!! ", INCONCLUSIVE_MOVE: "~  ", OTHER: "≠  ", AGREE: "   "}[row["move"]]
-        print(f"{mark}{row['id']:<40} {row['verdict_a']!s:<13} {row['verdict_b']!s:<13} "
-              f"{str(row['measured_a'])[:50]:<50} | {str(row['measured_b'])[:50]}")  # fmt: skip
+        print(
+            f"{mark}{row['id']:<40} {row['verdict_a']!s:<13} {row['verdict_b']!s:<13} "
+            f"{str(row['measured_a'])[:50]:<50} | {str(row['measured_b'])[:50]}"
+        )
         if row["move"] == FLIP:  # the effects and their bounds, both sides: what the two studies saw
             for side in ("a", "b"):
                 print(f"       {side}: {str(row[f'why_{side}']).split('. Test:')[0]}")

@@ -97,20 +97,28 @@ def entropy_loss_sensitivity(
     width = band * abs(h0_start - h0_end)
     barely = abs(h_small - h0_end) <= width
     explodes = h_large > h_large_start and h_large > explode * h0_end
-    value = (f"GRPO {h0_start:.3g} → {h0_end:.3g}; smallest {parameter} {c_small:g} ends {h_small:.3g} "
-             f"({h_small - h0_end:+.3g}, band ±{width:.3g}: {'barely moves' if barely else 'moves'}); "
-             f"largest {c_large:g} {h_large_start:.3g} → {h_large:.3g} (explodes above max(start, {explode:g}× GRPO's end = "
-             f"{explode * h0_end:.3g}): {'yes' if explodes else 'no'}); all: "
-             + ", ".join(f"{c:g}: {_final_entropy(study, r):.3g}" for c, r in treated))  # fmt: skip
+    value = (
+        f"GRPO {h0_start:.3g} → {h0_end:.3g}; smallest {parameter} {c_small:g} ends {h_small:.3g} "
+        f"({h_small - h0_end:+.3g}, band ±{width:.3g}: {'barely moves' if barely else 'moves'}); "
+        f"largest {c_large:g} {h_large_start:.3g} → {h_large:.3g} (explodes above max(start, {explode:g}× GRPO's end = "
+        f"{explode * h0_end:.3g}): {'yes' if explodes else 'no'}); all: "
+        + ", ".join(f"{c:g}: {_final_entropy(study, r):.3g}" for c, r in treated)
+    )
     # |d| <= band as two signed effects, band - d and band + d: each is linear in the seeds' values, so its mean over
     # seeds is unbiased, where the mean of band - |d| drifts below zero with noise alone (E|d| > |E d|).
     drop = band * (h0_start - h0_end)  # signed: the band is a share of the entropy GRPO consumed
-    effects = {"band - (smallest's end - GRPO's end)": drop - (h_small - h0_end),
-               "band + (smallest's end - GRPO's end)": drop + (h_small - h0_end),
-               "largest's end - its start": h_large - h_large_start,
-               f"largest's end - {explode:g}x GRPO's end": h_large - explode * h0_end}  # fmt: skip
-    return Measured(value, f"entropy, means over the first and last 10% of steps, {method_name} runs of {artifact} by rank of {parameter}, against its GRPO run",
-                    holds=bool(barely and explodes), effects=effects)  # fmt: skip
+    effects = {
+        "band - (smallest's end - GRPO's end)": drop - (h_small - h0_end),
+        "band + (smallest's end - GRPO's end)": drop + (h_small - h0_end),
+        "largest's end - its start": h_large - h_large_start,
+        f"largest's end - {explode:g}x GRPO's end": h_large - explode * h0_end,
+    }
+    return Measured(
+        value,
+        f"entropy, means over the first and last 10% of steps, {method_name} runs of {artifact} by rank of {parameter}, against its GRPO run",
+        holds=bool(barely and explodes),
+        effects=effects,
+    )
 
 
 @measurement
@@ -135,8 +143,12 @@ def entropy_ratio_late(study: Study, artifact: str, method: str, factor: float, 
         parts.append(f"{r} {h:.3g} vs {base} {h0:.3g}: {ratio:.3g}×")
         holds &= ratio >= factor
         effects[f"log10({study.name(r)} / GRPO / {factor:g})"] = math.log10(ratio / factor) if h > 0 else math.nan
-    return Measured("; ".join(parts), f"mean entropy over the last {tail:.3g} of the steps, {method} over the same model's GRPO run, runs of {artifact}",
-                    holds=bool(holds), effects=effects)  # fmt: skip
+    return Measured(
+        "; ".join(parts),
+        f"mean entropy over the last {tail:.3g} of the steps, {method} over the same model's GRPO run, runs of {artifact}",
+        holds=bool(holds),
+        effects=effects,
+    )
 
 
 @measurement
@@ -157,9 +169,15 @@ def clip_cov_bounds(study: Study, artifact: str, bound: str, exceeds: float, als
         else:
             parts.append(f"{r}: mean cov_all {mean:.3g} over {steps} steps, ratio undefined")
             holds = False
-        effects[f"log10({study.name(r)}: {bound} / cov / {exceeds:g})"] = math.log10(lb / mean / exceeds) if mean > 0 else math.nan
-    return Measured("; ".join(parts), f"{bound} from each Clip-Cov run's spec over its mean token covariance (Eq. 10, all tokens of a batch) over steps",
-                    holds=bool(holds), effects=effects)  # fmt: skip
+        effects[f"log10({study.name(r)}: {bound} / cov / {exceeds:g})"] = (
+            math.log10(lb / mean / exceeds) if mean > 0 else math.nan
+        )
+    return Measured(
+        "; ".join(parts),
+        f"{bound} from each Clip-Cov run's spec over its mean token covariance (Eq. 10, all tokens of a batch) over steps",
+        holds=bool(holds),
+        effects=effects,
+    )
 
 
 @measurement
@@ -194,8 +212,12 @@ def touched_fraction(study: Study, artifact: str, low: float, high: float, also:
         holds &= low <= mean <= high
         effects[f"{study.name(r)} - {low:g}"] = mean - low
         effects[f"{high:g} - {study.name(r)}"] = high - mean
-    return Measured("; ".join(parts), f"mean over steps of cov_touched_frac, Clip-Cov and KL-Cov runs of {', '.join((artifact, *also))}, against [{low:g}, {high:g}]",
-                    holds=bool(holds), effects=effects)  # fmt: skip
+    return Measured(
+        "; ".join(parts),
+        f"mean over steps of cov_touched_frac, Clip-Cov and KL-Cov runs of {', '.join((artifact, *also))}, against [{low:g}, {high:g}]",
+        holds=bool(holds),
+        effects=effects,
+    )
 
 
 @measurement
@@ -234,9 +256,12 @@ def kl_cov_stabler(study: Study, artifact: str) -> Measured:
     if not pairs:
         raise NotComparable(f"{artifact} has no model with both Clip-Cov and KL-Cov")
     value = "; ".join(f"{m}: KL-Cov {v['KL-Cov']:.4f} vs Clip-Cov {v['Clip-Cov']:.4f}" for m, v in pairs.items())
-    return Measured(value, f"analysis.entropy_stability (std of entropy changes, second half), mean per method, runs of {artifact}",
-                    holds=all(v["KL-Cov"] < v["Clip-Cov"] for v in pairs.values()),
-                    effects={f"{replicate_of(m)[0]}: Clip-Cov - KL-Cov": v["Clip-Cov"] - v["KL-Cov"] for m, v in pairs.items()})  # fmt: skip
+    return Measured(
+        value,
+        f"analysis.entropy_stability (std of entropy changes, second half), mean per method, runs of {artifact}",
+        holds=all(v["KL-Cov"] < v["Clip-Cov"] for v in pairs.values()),
+        effects={f"{replicate_of(m)[0]}: Clip-Cov - KL-Cov": v["Clip-Cov"] - v["KL-Cov"] for m, v in pairs.items()},
+    )
 
 
 @measurement
@@ -252,4 +277,6 @@ def response_length_grows(study: Study, artifact: str, methods: list[str]) -> Me
         parts.append(f"{r} {start:.0f}→{end:.0f}")
         holds &= end > start
         effects[f"{study.name(r)}: end - start"] = end - start
-    return Measured("; ".join(parts), "mean response length, first vs last 10% of steps", holds=bool(holds), effects=effects)
+    return Measured(
+        "; ".join(parts), "mean response length, first vs last 10% of steps", holds=bool(holds), effects=effects
+    )

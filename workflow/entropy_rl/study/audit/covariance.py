@@ -47,10 +47,13 @@ def covariance_tracks_entropy(study: Study, artifact: str, column: str = metric_
     run = study.runs(artifact)[0]
     d = analysis.covariance_dynamics(study.metrics(run), column)
     effect, n_eff = correlation_effect(*_dynamics_series(study.metrics(run), column))
-    return Measured(f"r = {d['pearson_r']:.2f} (p = {d['p_value']:.3g} as if independent, {d['n_steps']} steps worth {n_eff:.1f} independent pairs)",
-                    f"analysis.covariance_dynamics on {run}: Pearson correlation of {column}, the {_quantity(column)}, at step t with -(H[t+1] - H[t]), "
-                    "Fisher's z with the steps' autocorrelation counted (effective pairs)",
-                    holds=bool(d["pearson_r"] > 0 and d["p_value"] < 0.05), effects={"Fisher z of r": effect})  # fmt: skip
+    return Measured(
+        f"r = {d['pearson_r']:.2f} (p = {d['p_value']:.3g} as if independent, {d['n_steps']} steps worth {n_eff:.1f} independent pairs)",
+        f"analysis.covariance_dynamics on {run}: Pearson correlation of {column}, the {_quantity(column)}, at step t with -(H[t+1] - H[t]), "
+        "Fisher's z with the steps' autocorrelation counted (effective pairs)",
+        holds=bool(d["pearson_r"] > 0 and d["p_value"] < 0.05),
+        effects={"Fisher z of r": effect},
+    )
 
 
 def share_effect(positive, share: float) -> Effect:
@@ -67,9 +70,12 @@ def covariance_positive(study: Study, artifact: str, share: float, column: str =
     run = study.runs(artifact)[0]
     d = analysis.covariance_dynamics(study.metrics(run), column)
     cov = study.metrics(run).sort_values("step")[column].dropna().to_numpy()
-    return Measured(f"{100 * d['positive_share']:.0f}% of steps (mean {d['mean_cov']:.3g})",
-                    f"share of the steps of {run} with {column} > 0, the {_quantity(column)}, its noise over the steps' effective count",
-                    holds=bool(d["positive_share"] >= share), effects={f"share of steps - {share:g}": share_effect(cov > 0, share)})  # fmt: skip
+    return Measured(
+        f"{100 * d['positive_share']:.0f}% of steps (mean {d['mean_cov']:.3g})",
+        f"share of the steps of {run} with {column} > 0, the {_quantity(column)}, its noise over the steps' effective count",
+        holds=bool(d["positive_share"] >= share),
+        effects={f"share of steps - {share:g}": share_effect(cov > 0, share)},
+    )
 
 
 def series_mean(d) -> Effect:
@@ -103,10 +109,14 @@ def covariance_by_difficulty(study: Study, artifact: str) -> Measured:
         )
     means = ", ".join(f"acc {metric_columns.BANDIT_ACC[k]:g}: {v:.3g}" for k, v in d["mean"].items())
     p = d["hard_below_easy_p"]
-    return Measured(f"mean bandit covariance {means}; one-sided Wilcoxon p = {p:.3g}" if np.isfinite(p)
-                    else f"mean bandit covariance {means}; no test: the two groups never differ",
-                    f"analysis.covariance_by_difficulty on {run}: {analysis.HARDEST} against {analysis.EASIEST} over the {d['n_paired_steps']} steps with both",
-                    holds=bool(p < 0.05), effects={"easiest - hardest (paired over steps)": _paired_steps(study.metrics(run))})  # fmt: skip
+    return Measured(
+        f"mean bandit covariance {means}; one-sided Wilcoxon p = {p:.3g}"
+        if np.isfinite(p)
+        else f"mean bandit covariance {means}; no test: the two groups never differ",
+        f"analysis.covariance_by_difficulty on {run}: {analysis.HARDEST} against {analysis.EASIEST} over the {d['n_paired_steps']} steps with both",
+        holds=bool(p < 0.05),
+        effects={"easiest - hardest (paired over steps)": _paired_steps(study.metrics(run))},
+    )
 
 
 @measurement
@@ -130,12 +140,22 @@ def covariance_outliers(study: Study, artifact: str, paper_top: float, paper_all
     top, mean = float(dist["cov_top0.02"]), float(dist["cov_all"])
     paper = paper_top / paper_all
     needed = paper / within
-    how = (f"Table 1 columns of {run} at training step 1 (row {dist.name}); paper {paper_top:g} / {paper_all:g} = {paper:.0f}x, "
-           f"reproduced at {needed:.0f}x or more (within a factor {within:g} of the paper's ratio)")  # fmt: skip
+    how = (
+        f"Table 1 columns of {run} at training step 1 (row {dist.name}); paper {paper_top:g} / {paper_all:g} = {paper:.0f}x, "
+        f"reproduced at {needed:.0f}x or more (within a factor {within:g} of the paper's ratio)"
+    )
     effect = "log10(ratio / needed)"
     if not mean > 0:
-        return Measured(f"undefined: the all-token mean is {mean:.3g} (top 0.02% {top:.3g}); paper {paper:.0f}x", how,
-                        holds=False, effects={effect: math.nan})  # fmt: skip
+        return Measured(
+            f"undefined: the all-token mean is {mean:.3g} (top 0.02% {top:.3g}); paper {paper:.0f}x",
+            how,
+            holds=False,
+            effects={effect: math.nan},
+        )
     ratio = top / mean
-    return Measured(f"top 0.02% / all = {top:.3g} / {mean:.3g} = {ratio:.0f}x; paper {paper:.0f}x", how,
-                    holds=bool(ratio >= needed), effects={effect: math.log10(ratio / needed) if ratio > 0 else math.nan})  # fmt: skip
+    return Measured(
+        f"top 0.02% / all = {top:.3g} / {mean:.3g} = {ratio:.0f}x; paper {paper:.0f}x",
+        how,
+        holds=bool(ratio >= needed),
+        effects={effect: math.log10(ratio / needed) if ratio > 0 else math.nan},
+    )

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ...core import model_size
+from ...core import algorithms, model_size
 from ...core import spec as run_spec
 from .. import analysis
 
@@ -57,8 +57,12 @@ class Study:
         """Whether every replicate of a run starts from replicate 0's base model (None with one seed)."""
         if self.replicates < 2:
             return None
-        return all(self.specs[s]["model"] == self.specs[r]["model"] for r in self.specs if self.name(r) == r
-                   for s in self.seeds(r))  # fmt: skip
+        return all(
+            self.specs[s]["model"] == self.specs[r]["model"]
+            for r in self.specs
+            if self.name(r) == r
+            for s in self.seeds(r)
+        )
 
     def name(self, run: str) -> str:
         """The configured run a replicate repeats (the run itself when it is one)."""
@@ -68,8 +72,11 @@ class Study:
         """The study as seed ``k`` ran it: every artifact's runs are their replicate k, and every power-sampling
         method (by its plain name) is its replicate k's answers (core.power.methods). Same cache."""
         artifacts = {a: [self.seeds(r)[k] for r in runs] for a, runs in self.artifacts.items()}
-        power_paths = {m: self.power_paths[rep] for m in self.power_paths
-                       if run_spec.replicate_of(m)[1] == 0 and (rep := run_spec.replicate_names(m, k + 1)[k]) in self.power_paths}  # fmt: skip
+        power_paths = {
+            m: self.power_paths[rep]
+            for m in self.power_paths
+            if run_spec.replicate_of(m)[1] == 0 and (rep := run_spec.replicate_names(m, k + 1)[k]) in self.power_paths
+        }
         return dataclasses.replace(self, artifacts=artifacts, power_paths=power_paths, _cache=self._cache)
 
     def runs(self, artifact: str) -> list[str]:
@@ -88,8 +95,10 @@ class Study:
         key = ("summary", run)
         if key not in self._cache:
             if run not in self.summary_paths:  # the workflow evaluates only the runs EVAL_MEASUREMENTS read
-                raise KeyError(f"{run} has no evaluation among the audit's inputs; a measurement that reads one is "
-                               "named in study.artifacts.EVAL_MEASUREMENTS")  # fmt: skip
+                raise KeyError(
+                    f"{run} has no evaluation among the audit's inputs; a measurement that reads one is "
+                    "named in study.artifacts.EVAL_MEASUREMENTS"
+                )
             frame = pd.read_parquet(self.summary_paths[run])
             self._cache[key] = frame[frame["benchmark"].isin(list(self.bench_sizes))].reset_index(drop=True)
         return self._cache[key]
@@ -146,4 +155,4 @@ def method(spec: dict) -> str:
         return "Reference KL"
     if loss["clip_ratio_high"] > loss["clip_ratio_low"]:
         return "Clip-higher"
-    return {"grpo": "GRPO", "rloo": "RLOO", "reinforce_plus_plus": "REINFORCE++", "prime": "PRIME"}[spec["algorithm"]]
+    return algorithms.of(spec).label

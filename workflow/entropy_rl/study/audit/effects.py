@@ -124,8 +124,10 @@ class VarianceRatio(Effect):
     def bounds(self, level: float = LEVEL) -> tuple[float, float]:
         if not self.judgeable:
             return -math.inf, math.inf
-        return (self.chi2 / scipy.stats.chi2.ppf(1 - level, self.dof) - 1,
-                self.chi2 / scipy.stats.chi2.ppf(level, self.dof) - 1)  # fmt: skip
+        return (
+            self.chi2 / scipy.stats.chi2.ppf(1 - level, self.dof) - 1,
+            self.chi2 / scipy.stats.chi2.ppf(level, self.dof) - 1,
+        )
 
 
 def variance_ratio(chi2: float, dof: int, seeds: int = 1) -> VarianceRatio:

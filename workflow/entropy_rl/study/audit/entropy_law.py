@@ -29,8 +29,11 @@ def cumulative_share(study: Study, artifact: str, quantity: str, at: float) -> M
         return 100 * analysis.share_at(shares, at)[column == "perf_share"]
 
     value = stat(runs)
-    return Measured(value, f"analysis.pooled_shares over {len(runs)} runs of {artifact}, first validation step at or after {at:.3g} of training",
-                    interval=bootstrap(stat, runs))  # fmt: skip
+    return Measured(
+        value,
+        f"analysis.pooled_shares over {len(runs)} runs of {artifact}, first validation step at or after {at:.3g} of training",
+        interval=bootstrap(stat, runs),
+    )
 
 
 @measurement
@@ -39,8 +42,12 @@ def front_loaded(study: Study, artifact: str, at: float, share: float) -> Measur
     runs = study.runs(artifact)
     pooled = analysis.pooled_shares({r: study.metrics(r) for r in runs})
     h, r = analysis.share_at(pooled, at)
-    return Measured(f"entropy {100 * h:.0f}%, accuracy {100 * r:.0f}%", f"pooled shares over {len(runs)} runs of {artifact} at {at:.3g} of training",
-                    holds=bool(h >= share and r >= share), effects={"entropy share - threshold": h - share, "accuracy share - threshold": r - share})  # fmt: skip
+    return Measured(
+        f"entropy {100 * h:.0f}%, accuracy {100 * r:.0f}%",
+        f"pooled shares over {len(runs)} runs of {artifact} at {at:.3g} of training",
+        holds=bool(h >= share and r >= share),
+        effects={"entropy share - threshold": h - share, "accuracy share - threshold": r - share},
+    )
 
 
 def _val_noise(study: Study, metrics: pd.DataFrame) -> np.ndarray:
@@ -86,10 +93,13 @@ def law_fits_within_noise(study: Study, artifact: str) -> Measured:
         effects[f"{run}: misfit over noise"] = variance_ratio(chi2, dof, study.replicates)
         parts.append(f"{run} {chi2 / dof:.2f} (chi-square {chi2:.1f} on {dof}, p {scipy.stats.chi2.sf(chi2, dof):.3g})")
     seeds = study.replicates
-    return Measured(f"residual variance over noise: {'; '.join(parts)}; R² {min(r2):.2f}–{max(r2):.2f}",
-                    f"chi-square of each fit's residuals against binomial validation noise, over its degrees of freedom, {len(runs)} runs of {artifact}"
-                    + (f", each summed over its {seeds} seeds" if seeds > 1 else ""),
-                    holds=all(e.estimate <= 0 for e in effects.values()), effects=effects)  # fmt: skip
+    return Measured(
+        f"residual variance over noise: {'; '.join(parts)}; R² {min(r2):.2f}–{max(r2):.2f}",
+        f"chi-square of each fit's residuals against binomial validation noise, over its degrees of freedom, {len(runs)} runs of {artifact}"
+        + (f", each summed over its {seeds} seeds" if seeds > 1 else ""),
+        holds=all(e.estimate <= 0 for e in effects.values()),
+        effects=effects,
+    )
 
 
 def _train_data(study: Study, run: str) -> str:
@@ -116,11 +126,18 @@ def early_prediction_error(study: Study, artifact: str, quantity: str, task: str
     mean = float(values.mean()) if len(values) else math.nan
     if len(values) > 1:  # the runs' spread: different models and data, so it holds the seed's variation too
         se = float(values.std(ddof=1) / math.sqrt(len(values)))
-        spread, half = Effect(mean, se, len(values) - 1, len(values)), float(scipy.stats.t.ppf(0.975, len(values) - 1) * se)
+        spread, half = (
+            Effect(mean, se, len(values) - 1, len(values)),
+            float(scipy.stats.t.ppf(0.975, len(values) - 1) * se),
+        )
     else:  # one run: no spread to judge by
         spread, half = Effect(mean), math.inf
-    return Measured(mean, f"analysis.early_prediction fitted on steps <= {study.fit_steps}, mean over {len(values)} runs of {artifact}",
-                    interval=(mean - half, mean + half), spread=spread)  # fmt: skip
+    return Measured(
+        mean,
+        f"analysis.early_prediction fitted on steps <= {study.fit_steps}, mean over {len(values)} runs of {artifact}",
+        interval=(mean - half, mean + half),
+        spread=spread,
+    )
 
 
 def _difference(a: list[float], b: list[float]) -> Effect:
@@ -135,7 +152,9 @@ def _curve(fit: dict, h: float) -> float:
     return fit["b"] - fit["a"] * math.exp(h)
 
 
-@measurement(pools_seeds=True, relation=lambda spec: {"shared": "within", "different": "differs"}[spec.get("expect", "shared")])
+@measurement(
+    pools_seeds=True, relation=lambda spec: {"shared": "within", "different": "differs"}[spec.get("expect", "shared")]
+)
 def shared_coefficients(study: Study, artifact: str, expect: str = "shared") -> Measured:
     """Do the runs share one law? Each run's fitted curve R = -a exp(H) + b against the artifact's first run's, at
     both ends of the entropy range the runs observed: the curves differ by a line in exp(H), so the largest gap over
@@ -154,15 +173,18 @@ def shared_coefficients(study: Study, artifact: str, expect: str = "shared") -> 
     if len(runs) < 2:
         raise NotComparable(f"{artifact} has fewer than 2 runs at this scale")
     fits = {r: [analysis.fit_run(study.metrics(s)) for s in study.seeds(r)] for r in runs}
-    entropies = np.concatenate([analysis.validation_points(study.metrics(s))["entropy"].to_numpy()
-                                for r in runs for s in study.seeds(r)])  # fmt: skip
+    entropies = np.concatenate(
+        [analysis.validation_points(study.metrics(s))["entropy"].to_numpy() for r in runs for s in study.seeds(r)]
+    )
     ends = (float(entropies.min()), float(entropies.max()))
     ref, effects = runs[0], {}
     for r in runs[1:]:
         for h in ends:
             if study.replicates < 2:
                 (f,), (f0,) = fits[r], fits[ref]
-                se = math.hypot(*(g["b_stderr"] + math.exp(h) * g["a_stderr"] for g in (f, f0)))  # a bound: no covariance
+                se = math.hypot(
+                    *(g["b_stderr"] + math.exp(h) * g["a_stderr"] for g in (f, f0))
+                )  # a bound: no covariance
                 gap = Effect(_curve(f, h) - _curve(f0, h), se, f["n"] + f0["n"] - 4, between_runs=True)
             else:
                 gap = _difference([_curve(f, h) for f in fits[r]], [_curve(f, h) for f in fits[ref]])
@@ -171,16 +193,24 @@ def shared_coefficients(study: Study, artifact: str, expect: str = "shared") -> 
         test = analysis.shared_coefficients_test({r: study.metrics(r) for r in runs})
         coefs = ", ".join(f"{r} a={f['a']:.2f} b={f['b']:.2f}" for r, f in test["per_run"].items())
         value = f"F-test p = {test['p_value']:.3g}; largest curve gap {test['max_curve_gap_pct']:.1f} points ({coefs})"
-        how = (f"gaps between each run's fitted curve and {ref}'s at both ends of the observed entropy range "
-               f"[{ends[0]:.3g}, {ends[1]:.3g}], {len(runs)} runs of {artifact}")  # fmt: skip
+        how = (
+            f"gaps between each run's fitted curve and {ref}'s at both ends of the observed entropy range "
+            f"[{ends[0]:.3g}, {ends[1]:.3g}], {len(runs)} runs of {artifact}"
+        )
     else:
         test = analysis.coefficients_anova(fits)
-        parts = [f"{c}: ANOVA p = {test[c]['p_value']:.3g} ("
-                 + ", ".join(f"{r} {test[c]['mean'][r]:.3g} ± {test[c]['sd'][r]:.2g}" for r in runs) + ")" for c in ("a", "b")]
+        parts = [
+            f"{c}: ANOVA p = {test[c]['p_value']:.3g} ("
+            + ", ".join(f"{r} {test[c]['mean'][r]:.3g} ± {test[c]['sd'][r]:.2g}" for r in runs)
+            + ")"
+            for c in ("a", "b")
+        ]
         value = "; ".join(parts)
-        how = (f"gaps between each run's fitted curve and {ref}'s at both ends of the observed entropy range "
-               f"[{ends[0]:.3g}, {ends[1]:.3g}], means over {study.replicates} seeds, Welch's standard error, "
-               f"{len(runs)} runs of {artifact}")  # fmt: skip
+        how = (
+            f"gaps between each run's fitted curve and {ref}'s at both ends of the observed entropy range "
+            f"[{ends[0]:.3g}, {ends[1]:.3g}], means over {study.replicates} seeds, Welch's standard error, "
+            f"{len(runs)} runs of {artifact}"
+        )
     return Measured(value, how, effects=effects)
 
 
@@ -216,8 +246,10 @@ def log_linear_in_size(study: Study, artifact: str, coefficient: str) -> Measure
             per_size.append(f"{study.size(r):,}: {np.mean(v):.3g}{spread}")
         fit = analysis.log_linear_fit(sizes, [float(np.mean(v)) for v in values])
         effects[f"{data}: slope per decade"] = size_trend(sizes, values)
-        parts.append(f"{data}: slope {fit['slope']:+.3f} per decade, R² {fit['r2']:.2f}, p {fit['p_value']:.3g} "
-                     f"({'; '.join(per_size)})")  # fmt: skip
+        parts.append(
+            f"{data}: slope {fit['slope']:+.3f} per decade, R² {fit['r2']:.2f}, p {fit['p_value']:.3g} "
+            f"({'; '.join(per_size)})"
+        )
     if not parts:
         raise NotComparable(f"{artifact} has no training set with 3 or more model sizes")
     seeds = study.replicates

@@ -48,8 +48,10 @@ def with_family(audit: pd.DataFrame) -> pd.DataFrame:
     family-wise 5%, else inconclusive; other verdicts as they are."""
     p = [two_way_p(a, b) for a, b in zip(audit["p_reproduce"], audit["p_contradict"])]
     keep = holm(p)
-    family = [v if v not in (REPRODUCED, CONTRADICTED) or k or not math.isfinite(pv) else INCONCLUSIVE
-              for v, k, pv in zip(audit["verdict"], keep, p)]  # fmt: skip
+    family = [
+        v if v not in (REPRODUCED, CONTRADICTED) or k or not math.isfinite(pv) else INCONCLUSIVE
+        for v, k, pv in zip(audit["verdict"], keep, p)
+    ]
     return audit.assign(p_two_way=np.asarray(p, dtype=float), family_verdict=family)
 
 

@@ -34,14 +34,23 @@ def consistency_rows(ledger: dict) -> list[dict]:
     means = table2_row_means(ledger["table2"])
     worst = max(means, key=lambda r: abs(r[1] - r[2]))
     bad = [r for r in means if abs(r[1] - r[2]) > 0.05 + 1e-9]
-    rows.append({
-        "id": "table2/avg-is-mean", "claim": "Table 2's Avg. column is the mean of the seven benchmark columns",
-        "source": "Table 2", "kind": "consistency", "paper": f"{len(bad)} of {len(means)} rows differ",
-        "unit": "", "measured": f"largest gap: {worst[0]} reports {worst[1]}, its cells average {worst[2]:.2f}",
-        "how": "unweighted mean of each row's benchmark cells, against the reported Avg.",
-        "tolerance": "0.05 points (rounding to one decimal)", "verdict": REPRODUCED if not bad else CONTRADICTED,
-        "why": "the reported average is not the plain mean of the cells; its weighting is not stated" if bad else "",
-    })  # fmt: skip
+    rows.append(
+        {
+            "id": "table2/avg-is-mean",
+            "claim": "Table 2's Avg. column is the mean of the seven benchmark columns",
+            "source": "Table 2",
+            "kind": "consistency",
+            "paper": f"{len(bad)} of {len(means)} rows differ",
+            "unit": "",
+            "measured": f"largest gap: {worst[0]} reports {worst[1]}, its cells average {worst[2]:.2f}",
+            "how": "unweighted mean of each row's benchmark cells, against the reported Avg.",
+            "tolerance": "0.05 points (rounding to one decimal)",
+            "verdict": REPRODUCED if not bad else CONTRADICTED,
+            "why": "the reported average is not the plain mean of the cells; its weighting is not stated"
+            if bad
+            else "",
+        }
+    )
     return rows
 
 
@@ -59,18 +68,20 @@ def check_ledger(ledger: dict) -> None:
             )
         for name in (claim["measure"]["artifact"], *claim["measure"].get("also", ())):
             if name not in ARTIFACTS:
-                raise ValueError(
-                    f"{where}: unknown artifact {name!r}; known are {sorted(ARTIFACTS)}"
-                )
+                raise ValueError(f"{where}: unknown artifact {name!r}; known are {sorted(ARTIFACTS)}")
         if "factor" in claim.get("tolerance", {}) and claim["kind"] != "number":
             raise ValueError(f"{where}: tolerance.factor applies to number claims only")
         if claim["kind"] == "number":
             if "margin" in claim:
-                raise ValueError(f"{where}: a number is judged against the paper's value within its tolerance.band; a "
-                                 "margin is for qualitative claims")  # fmt: skip
+                raise ValueError(
+                    f"{where}: a number is judged against the paper's value within its tolerance.band; a "
+                    "margin is for qualitative claims"
+                )
             if claim.get("paper") is not None and not {"band", "factor"} & claim.get("tolerance", {}).keys():
-                raise ValueError(f"{where}: a number needs tolerance.band (equivalence to the paper's value, in its unit) "
-                                 "or tolerance.factor (a point reading), each with its reason")  # fmt: skip
+                raise ValueError(
+                    f"{where}: a number needs tolerance.band (equivalence to the paper's value, in its unit) "
+                    "or tolerance.factor (a point reading), each with its reason"
+                )
             continue
         if "contrast" in claim:
             raise ValueError(f"{where}: contrast applies to number claims only")
@@ -83,7 +94,9 @@ def check_ledger(ledger: dict) -> None:
         if relation not in MARGINED and "margin" in claim:
             raise ValueError(f"{where}: relation {relation!r} tests against zero and takes no margin")
     if "band" not in ledger["table2"]["tolerance"]:
-        raise ValueError("claims.yaml table2: its tolerance needs a band (points), each cell judged against the paper's within it")
+        raise ValueError(
+            "claims.yaml table2: its tolerance needs a band (points), each cell judged against the paper's within it"
+        )
     widths = {len(cells) for rows in ledger["table2"]["rows"].values() for cells in rows.values()}
     if widths != {len(ledger["table2"]["columns"])}:
         raise ValueError(
@@ -111,7 +124,9 @@ def run_audit(ledger: dict, study: Study, not_run: dict[str, float] | None = Non
     the GPU-hours they would add), then the paper's checks against itself."""
     check_ledger(ledger)
     not_run = not_run or {}
-    rows = [verdicts.not_run(c, not_run[c["id"]], study.scale) if c["id"] in not_run else judge(c, study)
-            for c in with_contrasts(ledger, expand_ledger(ledger))]  # fmt: skip
+    rows = [
+        verdicts.not_run(c, not_run[c["id"]], study.scale) if c["id"] in not_run else judge(c, study)
+        for c in with_contrasts(ledger, expand_ledger(ledger))
+    ]
     rows += [{**dict.fromkeys(COLUMNS, ""), **r} for r in consistency_rows(ledger)]
     return with_family(pd.DataFrame(rows, columns=COLUMNS)).assign(ledger=ledger_hash(ledger))

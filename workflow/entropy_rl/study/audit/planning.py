@@ -43,6 +43,7 @@ class Plan:
     def text(self) -> str:
         if self.instead:
             return self.instead
+
         def side(r, what):
             if r is None:
                 return f"{what}: not at the observed effect"
@@ -50,9 +51,11 @@ class Plan:
             seeds = f"{low}" if low == high else f"{low}–{high}"
             return f"{what} at {'≥ ' if self.at_least else ''}{seeds} seeds"
 
-        return (f"a new study: {side(self.reproduce, 'reproduced')}; {side(self.contradict, 'contradicted')} "
-                f"({POWER:.0%} power at one-sided {LEVEL:.0%}, from the observed spread to its {UCL:.0%} upper "
-                "confidence limit; seeds added to this study and judged again would spend α again)")  # fmt: skip
+        return (
+            f"a new study: {side(self.reproduce, 'reproduced')}; {side(self.contradict, 'contradicted')} "
+            f"({POWER:.0%} power at one-sided {LEVEL:.0%}, from the observed spread to its {UCL:.0%} upper "
+            "confidence limit; seeds added to this study and judged again would spend α again)"
+        )
 
 
 def spreads(effect: Effect) -> tuple[float, float] | None:
@@ -142,8 +145,14 @@ def _fewest(ranges):
     return (min(r[0] for r in found), min(r[1] for r in found)) if found else None
 
 
-def plan(effects: dict[str, Effect], reproduce: tuple[Condition, ...], contradict: tuple[Condition, ...],
-         union_to_reproduce: bool, margin: float, level: float = LEVEL) -> Plan:  # fmt: skip
+def plan(
+    effects: dict[str, Effect],
+    reproduce: tuple[Condition, ...],
+    contradict: tuple[Condition, ...],
+    union_to_reproduce: bool,
+    margin: float,
+    level: float = LEVEL,
+) -> Plan:
     """The seeds each side of a claim would need in a new study (relations.REPRODUCE / CONTRADICT conditions)."""
     es = list(effects.values())
     other = sorted({e.spread_over for e in es if e.spread_over != "seeds"})

@@ -24,7 +24,7 @@ from .registry import Measured, measurement
 from .relations import Effect
 from .stats import Z95, Z95_ONE_SIDED, binomial_se, bootstrap
 
-# The study's methods of the base model, named as common.smk's power_methods names them (the later samplers by
+# The study's methods of the base model, named as the study plan's power_methods names them (the later samplers by
 # their kind); the RL methods are found by the run they sample.
 PLAIN_POWER_METHODS = (*power_methods.PLAIN, *power_methods.LATER)
 
@@ -55,8 +55,12 @@ def _power_bench(study: Study, benchmark: str | None) -> str | None:
 
 
 _PER_PROBLEM = {"accuracy": ("correct", 100), "loglik": ("base_loglik_per_token", 1), "drawn": ("drawn_tokens", 1)}
-_QUANTITY = {"accuracy": "single-shot accuracy (%)", "pass_at_n": "unbiased pass@n (%, k = answers per problem)",
-             "loglik": "base-model log-likelihood per answer token", "drawn": "tokens drawn per answer"}  # fmt: skip
+_QUANTITY = {
+    "accuracy": "single-shot accuracy (%)",
+    "pass_at_n": "unbiased pass@n (%, k = answers per problem)",
+    "loglik": "base-model log-likelihood per answer token",
+    "drawn": "tokens drawn per answer",
+}
 
 
 def _answers(study: Study, method: str, bench: str | None) -> pd.DataFrame:
@@ -71,7 +75,9 @@ def _per_problem(study: Study, method: str, quantity: str, bench: str | None) ->
     if quantity == "pass_at_n":
         counts = groups["correct"].agg(["size", "sum"])
         k = study.power["n"]
-        return pd.Series([100 * pass_rates.pass_at_k(int(n), int(c), k) for n, c in counts.to_numpy()], index=counts.index)
+        return pd.Series(
+            [100 * pass_rates.pass_at_k(int(n), int(c), k) for n, c in counts.to_numpy()], index=counts.index
+        )
     column, scale = _PER_PROBLEM[quantity]
     return scale * groups[column].mean()
 
@@ -112,14 +118,18 @@ def power_compare(
             part += f" (± {Z95 * naive:.2g} if answers were independent)"
         parts.append(part)
     means = ", ".join(f"{role} {values[m].mean():.3g}" for role, m in zip(order, methods))
-    return Measured(f"{means}; {'; '.join(parts)}",
-                    f"{_QUANTITY[quantity]} per problem of {bench or 'every benchmark'} ({', '.join(methods)}), differences paired over {problems} problems, "
-                    "95% half-width from the standard error over problems", effects=effects)  # fmt: skip
+    return Measured(
+        f"{means}; {'; '.join(parts)}",
+        f"{_QUANTITY[quantity]} per problem of {bench or 'every benchmark'} ({', '.join(methods)}), differences paired over {problems} problems, "
+        "95% half-width from the standard error over problems",
+        effects=effects,
+    )
 
 
 @measurement
-def power_vs_majority(study: Study, artifact: str, method: str = "power", versus: str = "base",
-                      benchmark: str | None = None) -> Measured:  # fmt: skip
+def power_vs_majority(
+    study: Study, artifact: str, method: str = "power", versus: str = "base", benchmark: str | None = None
+) -> Measured:
     """``method``'s single-shot accuracy against a majority vote over k answers of ``versus`` (study.majority), k
     matched so that the k answers draw the tokens one answer of ``method`` draws (per answer over every benchmark,
     as the table's k); per problem, paired over problems. Holds when the difference is positive at the one-sided
@@ -132,12 +142,15 @@ def power_vs_majority(study: Study, artifact: str, method: str = "power", versus
     votes = 100 * majority.majority_accuracy(_answers(study, b, bench), k)
     d, se, problems = _paired(single, votes)
     cap = f", capped at the {k} answers per problem" if capped else ""
-    return Measured(f"{method} {single.mean():.3g}, {versus} majority of {k} {votes.mean():.3g}; "
-                    f"{method} − {versus} majority {d:+.3g} ± {Z95 * se:.2g} (k {k}: {k} × {drawn:.3g} = {k * drawn:.3g} tokens drawn against {target:.3g}{cap})",
-                    f"single-shot accuracy of {a} against the accuracy of a majority vote over {k} answers of {b} (its n // {k} disjoint groups "
-                    f"of {k} per problem, answers compared as the grader read them, a tie to the first given, an unread answer never winning), "
-                    f"per problem of {bench or 'every benchmark'}, paired over {problems} problems, 95% half-width from the standard error over problems",
-                    holds=bool(d > Z95_ONE_SIDED * se), effects={f"{method} − {versus} majority": _paired_effect(d, se, problems)})  # fmt: skip
+    return Measured(
+        f"{method} {single.mean():.3g}, {versus} majority of {k} {votes.mean():.3g}; "
+        f"{method} − {versus} majority {d:+.3g} ± {Z95 * se:.2g} (k {k}: {k} × {drawn:.3g} = {k * drawn:.3g} tokens drawn against {target:.3g}{cap})",
+        f"single-shot accuracy of {a} against the accuracy of a majority vote over {k} answers of {b} (its n // {k} disjoint groups "
+        f"of {k} per problem, answers compared as the grader read them, a tie to the first given, an unread answer never winning), "
+        f"per problem of {bench or 'every benchmark'}, paired over {problems} problems, 95% half-width from the standard error over problems",
+        holds=bool(d > Z95_ONE_SIDED * se),
+        effects={f"{method} − {versus} majority": _paired_effect(d, se, problems)},
+    )
 
 
 @measurement
@@ -147,8 +160,12 @@ def power_rises_with(study: Study, artifact: str, parameter: str, benchmark: str
     positive at the one-sided 5% level with its standard error over problems."""
     bench = _power_bench(study, benchmark)
     main = study.power["methods"][_power_method(study, artifact, "power")]
-    sweep = {m: s[parameter] for m in study.power_methods(artifact)
-             if (s := study.power["methods"][m])["kind"] == "power" and all(s[k] == v for k, v in main.items() if k != parameter)}  # fmt: skip
+    sweep = {
+        m: s[parameter]
+        for m in study.power_methods(artifact)
+        if (s := study.power["methods"][m])["kind"] == "power"
+        and all(s[k] == v for k, v in main.items() if k != parameter)
+    }
     if len(set(sweep.values())) < 3:
         raise NotComparable(f"{artifact} sweeps {parameter} over fewer than 3 values")
     acc = pd.DataFrame({m: _per_problem(study, m, "accuracy", bench) for m in sweep}).dropna()
@@ -157,9 +174,12 @@ def power_rises_with(study: Study, artifact: str, parameter: str, benchmark: str
     slopes = acc.to_numpy() @ xc / (xc @ xc)
     slope, se = float(slopes.mean()), float(slopes.std(ddof=1) / math.sqrt(len(slopes)))
     points = ", ".join(f"{v:g}: {acc[m].mean():.1f}%" for m, v in sorted(sweep.items(), key=lambda kv: kv[1]))
-    return Measured(f"{points}; slope {slope:+.3g} ± {Z95 * se:.2g} points per unit of {parameter}",
-                    f"accuracy on {bench or 'every benchmark'} per problem along the {parameter} sweep of {artifact}, slope averaged over {len(slopes)} problems",
-                    holds=bool(slope > Z95_ONE_SIDED * se), effects={"slope": Effect(slope, se, len(slopes) - 1)})  # fmt: skip
+    return Measured(
+        f"{points}; slope {slope:+.3g} ± {Z95 * se:.2g} points per unit of {parameter}",
+        f"accuracy on {bench or 'every benchmark'} per problem along the {parameter} sweep of {artifact}, slope averaged over {len(slopes)} problems",
+        holds=bool(slope > Z95_ONE_SIDED * se),
+        effects={"slope": Effect(slope, se, len(slopes) - 1)},
+    )
 
 
 def _cost_effect(estimate: float, lo: float, hi: float) -> Effect:
@@ -176,9 +196,12 @@ def power_cost(study: Study, artifact: str, method: str = "power", versus: str =
     table = power_study.accuracy_table({a: study.samples(a), b: study.samples(b)}, reference=b)
     both = pd.concat([_per_problem(study, m, "drawn", None) for m in (a, b)], axis=1).dropna().to_numpy()
     lo, hi = bootstrap(lambda idx: both[idx, 0].mean() / both[idx, 1].mean(), list(range(len(both))))
-    return Measured(f"{table.loc[a, f'cost vs {b}']:.3g}× ({table.loc[a, 'tokens drawn per answer']:.3g} vs {table.loc[b, 'tokens drawn per answer']:.3g} tokens drawn per answer), 95% interval [{lo:.3g}, {hi:.3g}]",
-                    f"power_study.accuracy_table over every benchmark; bootstrap over {len(both)} problems", holds=bool(lo > 1),
-                    effects={"cost − 1": _cost_effect(float(table.loc[a, f"cost vs {b}"]) - 1, lo - 1, hi - 1)})  # fmt: skip
+    return Measured(
+        f"{table.loc[a, f'cost vs {b}']:.3g}× ({table.loc[a, 'tokens drawn per answer']:.3g} vs {table.loc[b, 'tokens drawn per answer']:.3g} tokens drawn per answer), 95% interval [{lo:.3g}, {hi:.3g}]",
+        f"power_study.accuracy_table over every benchmark; bootstrap over {len(both)} problems",
+        holds=bool(lo > 1),
+        effects={"cost − 1": _cost_effect(float(table.loc[a, f"cost vs {b}"]) - 1, lo - 1, hi - 1)},
+    )
 
 
 @measurement
@@ -188,12 +211,17 @@ def power_time(study: Study, artifact: str, method: str, versus: str) -> Measure
     a, b = _power_method(study, artifact, method), _power_method(study, artifact, versus)
     untimed = [m for m in (a, b) if "seconds" not in study.samples(m)]
     if untimed:
-        raise NotComparable(f"the answers of {', '.join(untimed)} record no wall time (sampled before samplers timed "
-                            "their answers; rerunning them is priced by the paid-work guard)")  # fmt: skip
+        raise NotComparable(
+            f"the answers of {', '.join(untimed)} record no wall time (sampled before samplers timed "
+            "their answers; rerunning them is priced by the paid-work guard)"
+        )
     table = power_study.accuracy_table({a: study.samples(a), b: study.samples(b)}, reference=b)
     ratio = float(table.loc[a, f"time vs {b}"])
-    return Measured(ratio, f"wall time per answer of {a} ({table.loc[a, 'seconds per answer']:.3g} s) over that of {b} "
-                           f"({table.loc[b, 'seconds per answer']:.3g} s), every benchmark")  # fmt: skip
+    return Measured(
+        ratio,
+        f"wall time per answer of {a} ({table.loc[a, 'seconds per answer']:.3g} s) over that of {b} "
+        f"({table.loc[b, 'seconds per answer']:.3g} s), every benchmark",
+    )
 
 
 @measurement
@@ -211,5 +239,9 @@ def power_accuracy_cell(study: Study, artifact: str, model: str, method: str, be
     problems = study.power["problems"][bench]
     se = math.sqrt(2) * binomial_se(value, problems)
     trained = m in study.power["runs"]  # an RL checkpoint's answers: a trained run beside the paper's
-    return Measured(value, f"mean correctness of {m}'s {study.power['n']} answers to each of {problems} problems of {bench}",
-                    interval=(value - Z95 * se, value + Z95 * se), spread=Effect(value, se, between_runs=trained))  # fmt: skip
+    return Measured(
+        value,
+        f"mean correctness of {m}'s {study.power['n']} answers to each of {problems} problems of {bench}",
+        interval=(value - Z95 * se, value + Z95 * se),
+        spread=Effect(value, se, between_runs=trained),
+    )

@@ -49,9 +49,12 @@ def random_entropy_falls(study: Study, artifact: str) -> Measured:
     """The random-reward run ends with less entropy than it starts with."""
     random, base = _pair(study, artifact)
     start, end = _entropy_ends(_shared(study, (random, base))[0])
-    return Measured(f"{random}: {start:.3g} → {end:.3g} nats ({end - start:+.3g})",
-                    f"mean entropy over the first and last 10% of the steps {random} shares with {base}",
-                    holds=end < start, effects={f"{study.name(random)}: start - end": start - end})  # fmt: skip
+    return Measured(
+        f"{random}: {start:.3g} → {end:.3g} nats ({end - start:+.3g})",
+        f"mean entropy over the first and last 10% of the steps {random} shares with {base}",
+        holds=end < start,
+        effects={f"{study.name(random)}: start - end": start - end},
+    )
 
 
 @measurement
@@ -62,9 +65,12 @@ def random_entropy_drop_ratio(study: Study, artifact: str) -> Measured:
     (s_r, e_r), (s_t, e_t) = (_entropy_ends(m) for m in _shared(study, (random, base)))
     drop_r, drop_t = s_r - e_r, s_t - e_t
     ratio = drop_r / drop_t if drop_t > 0 else math.nan
-    return Measured(f"drop {drop_r:.3g} (random) / {drop_t:.3g} (true) = {ratio:.3g}",
-                    f"entropy lost (mean of the first minus the last 10% of the shared steps), {random} over {base}",
-                    holds=bool(ratio < 1), effects={"1 - random/true entropy drop": 1 - ratio})  # fmt: skip
+    return Measured(
+        f"drop {drop_r:.3g} (random) / {drop_t:.3g} (true) = {ratio:.3g}",
+        f"entropy lost (mean of the first minus the last 10% of the shared steps), {random} over {base}",
+        holds=bool(ratio < 1),
+        effects={"1 - random/true entropy drop": 1 - ratio},
+    )
 
 
 def _accuracy_ends(study: Study, metrics: pd.DataFrame) -> tuple[float, float, float]:
@@ -74,7 +80,9 @@ def _accuracy_ends(study: Study, metrics: pd.DataFrame) -> tuple[float, float, f
     benches = [b for b in study.val_samples if f"val_acc/{b}" in pts]
     if len(pts) < 2 * ENDS or not benches:
         raise NotComparable(f"fewer than {2 * ENDS} validation points with per-benchmark accuracy")
-    var = sum(pts[f"val_acc/{b}"] * (1 - pts[f"val_acc/{b}"]) / study.val_samples[b] for b in benches) / len(benches) ** 2
+    var = (
+        sum(pts[f"val_acc/{b}"] * (1 - pts[f"val_acc/{b}"]) / study.val_samples[b] for b in benches) / len(benches) ** 2
+    )
     first, last = pts.head(ENDS), pts.tail(ENDS)
     se = math.sqrt(var.head(ENDS).sum() + var.tail(ENDS).sum()) / ENDS
     return float(first["val_acc"].mean()), float(last["val_acc"].mean()), se
@@ -88,9 +96,12 @@ def random_accuracy_flat(study: Study, artifact: str) -> Measured:
     random, base = _pair(study, artifact)
     first, last, se = _accuracy_ends(study, _shared(study, (random, base))[0])
     change = last - first
-    return Measured(f"{random}: {100 * first:.1f}% → {100 * last:.1f}% ({100 * change:+.1f} points, binomial s.e. {100 * se:.1f})",
-                    f"mean validation accuracy of the first and last {ENDS} validation points of {random}",
-                    holds=abs(change) <= 1.96 * se, effects={f"{study.name(random)}: accuracy change": Effect(change, se)})  # fmt: skip
+    return Measured(
+        f"{random}: {100 * first:.1f}% → {100 * last:.1f}% ({100 * change:+.1f} points, binomial s.e. {100 * se:.1f})",
+        f"mean validation accuracy of the first and last {ENDS} validation points of {random}",
+        holds=abs(change) <= 1.96 * se,
+        effects={f"{study.name(random)}: accuracy change": Effect(change, se)},
+    )
 
 
 @measurement
@@ -108,5 +119,9 @@ def random_law_weaker(study: Study, artifact: str) -> Measured:
     (random, base), (fr, ft) = runs, (fits[runs[0]], fits[runs[1]])
     effects = {"a(true) - a(random)": ft["a"] - fr["a"], "R²(true) - R²(random)": ft["r2"] - fr["r2"]}
     value = "; ".join(f"{r}: a {f['a']:.3g}, b {f['b']:.3g}, R² {f['r2']:.2f}" for r, f in fits.items())
-    return Measured(value, f"analysis.fit_run on each run's validation points over the steps {random} shares with {base}",
-                    holds=bool(np.all(np.array(list(effects.values())) > 0)), effects=effects)  # fmt: skip
+    return Measured(
+        value,
+        f"analysis.fit_run on each run's validation points over the steps {random} shares with {base}",
+        holds=bool(np.all(np.array(list(effects.values())) > 0)),
+        effects=effects,
+    )

@@ -42,7 +42,10 @@ MEASUREMENTS: dict[str, Callable[..., Measured]] = {}
 
 
 def measurement(
-    fn: Callable[..., Measured] | None = None, *, pools_seeds: bool = False, relation: str | Callable[[dict], str] = "above"
+    fn: Callable[..., Measured] | None = None,
+    *,
+    pools_seeds: bool = False,
+    relation: str | Callable[[dict], str] = "above",
 ):
     """Register ``fn`` under its name (``@measurement``, or ``@measurement(pools_seeds=True)`` for one
     that reads every seed itself); a name already registered raises ValueError.

@@ -46,15 +46,21 @@ RELATIONS = ("above", "below", *MARGINED)
 # A condition: (sign, threshold in units of the margin): sign +1 reads θ > c, −1 reads θ < c; c = factor · δ.
 Condition = tuple[int, float]
 REPRODUCE: dict[str, tuple[Condition, ...]] = {
-    "above": ((+1, 0.0),), "below": ((-1, 0.0),),
-    "not_below": ((+1, -1.0),), "not_above": ((-1, 1.0),), "within": ((+1, -1.0), (-1, 1.0)),
+    "above": ((+1, 0.0),),
+    "below": ((-1, 0.0),),
+    "not_below": ((+1, -1.0),),
+    "not_above": ((-1, 1.0),),
+    "within": ((+1, -1.0), (-1, 1.0)),
     "differs": ((+1, 1.0), (-1, -1.0)),  # beyond the margin, either side: one effect suffices
-}  # fmt: skip
+}
 CONTRADICT: dict[str, tuple[Condition, ...]] = {
-    "above": ((-1, 0.0),), "below": ((+1, 0.0),),
-    "not_below": ((-1, -1.0),), "not_above": ((+1, 1.0),), "within": ((+1, 1.0), (-1, -1.0)),
+    "above": ((-1, 0.0),),
+    "below": ((+1, 0.0),),
+    "not_below": ((-1, -1.0),),
+    "not_above": ((+1, 1.0),),
+    "within": ((+1, 1.0), (-1, -1.0)),
     "differs": ((+1, -1.0), (-1, 1.0)),  # equivalence: both, for every effect
-}  # fmt: skip
+}
 UNION_TO_REPRODUCE = ("differs",)  # the others reproduce on every condition and contradict on any
 
 
@@ -100,12 +106,21 @@ class Decision:
 def describe(relation: str, margin: float | None) -> str:
     if relation in ("above", "below"):
         return f"{relation} 0"
-    return {"not_below": f"above −{margin:g}", "not_above": f"below {margin:g}", "within": f"within ±{margin:g}",
-            "differs": f"beyond ±{margin:g} (every effect within ±{margin:g} contradicts)"}[relation]  # fmt: skip
+    return {
+        "not_below": f"above −{margin:g}",
+        "not_above": f"below {margin:g}",
+        "within": f"within ±{margin:g}",
+        "differs": f"beyond ±{margin:g} (every effect within ±{margin:g} contradicts)",
+    }[relation]
 
 
-def decide(effects: dict[str, float | Effect], relation: str, margin: float | None = None, level: float = LEVEL,
-           plan: bool = True) -> Decision:  # fmt: skip
+def decide(
+    effects: dict[str, float | Effect],
+    relation: str,
+    margin: float | None = None,
+    level: float = LEVEL,
+    plan: bool = True,
+) -> Decision:
     """The three-way verdict on a claim's effects, with its two p-values; for an inconclusive claim (``plan``),
     the seeds a new study would need (planning.plan)."""
     if relation not in RELATIONS:
@@ -117,13 +132,17 @@ def decide(effects: dict[str, float | Effect], relation: str, margin: float | No
         raise ValueError("a claim judged on its effects names none")
     m = margin or 0.0
     p_rep, p_con = claim_p_values(effects, relation, m)
-    detail = ("; ".join(f"{name} {e.text(level)}" for name, e in effects.items())
-              + f", claimed {describe(relation, margin)} [brackets: one-sided {1 - level:.0%} bounds]; "
-              f"p(reproduce) {p_rep:.2g}, p(contradict) {p_con:.2g}")  # fmt: skip
+    detail = (
+        "; ".join(f"{name} {e.text(level)}" for name, e in effects.items())
+        + f", claimed {describe(relation, margin)} [brackets: one-sided {1 - level:.0%} bounds]; "
+        f"p(reproduce) {p_rep:.2g}, p(contradict) {p_con:.2g}"
+    )
     if p_con < level:
         return Decision(CONTRADICTED, detail, p_rep, p_con)
     if p_rep < level:
         return Decision(REPRODUCED, detail, p_rep, p_con)
     unjudged = next((e.why_not for e in effects.values() if not e.judgeable and math.isfinite(e.estimate)), "")
     conditions = (REPRODUCE[relation], CONTRADICT[relation], relation in UNION_TO_REPRODUCE)
-    return Decision(INCONCLUSIVE, detail, p_rep, p_con, make_plan(effects, *conditions, m, level) if plan else None, unjudged)
+    return Decision(
+        INCONCLUSIVE, detail, p_rep, p_con, make_plan(effects, *conditions, m, level) if plan else None, unjudged
+    )

@@ -49,8 +49,12 @@ def combine(per_seed: list[Measured]) -> Measured:
         values = [float(m.value) for m in per_seed]
         mean, se = mean_se(values)
         half = t_quantile(0.975, k - 1) * se
-        return Measured(mean, f"{first.how}; mean over {k} seeds ({', '.join(f'{v:.3g}' for v in values)})",
-                        interval=(mean - half, mean + half), spread=over_seeds(values))  # fmt: skip
+        return Measured(
+            mean,
+            f"{first.how}; mean over {k} seeds ({', '.join(f'{v:.3g}' for v in values)})",
+            interval=(mean - half, mean + half),
+            spread=over_seeds(values),
+        )
     if first.effects is None:
         raise ValueError(f"a test made per seed names no effects to combine: {first.how}")
     if any(m.effects is None or m.effects.keys() != first.effects.keys() for m in per_seed):

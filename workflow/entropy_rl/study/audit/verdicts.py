@@ -33,21 +33,53 @@ from .stats import Z95
 NOT_COMPARABLE, NOT_RUN = "not comparable at this scale", "not run"
 VERDICTS = (REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_COMPARABLE, NOT_RUN)
 JUDGED = (REPRODUCED, CONTRADICTED, INCONCLUSIVE)
-COLUMNS = ["id", "claim", "source", "kind", "paper", "unit", "measured", "how", "tolerance", "verdict", "why", "needs",
-           "seeds_to_reproduce", "seeds_to_contradict", "seeds_range_reproduce", "seeds_range_contradict", "p_reproduce",
-           "p_contradict"]  # fmt: skip
+COLUMNS = [
+    "id",
+    "claim",
+    "source",
+    "kind",
+    "paper",
+    "unit",
+    "measured",
+    "how",
+    "tolerance",
+    "verdict",
+    "why",
+    "needs",
+    "seeds_to_reproduce",
+    "seeds_to_contradict",
+    "seeds_range_reproduce",
+    "seeds_range_contradict",
+    "p_reproduce",
+    "p_contradict",
+]
 
 
 def _row(claim: dict) -> dict:
-    return {**dict.fromkeys(COLUMNS, ""), "id": claim["id"], "claim": claim["claim"], "source": claim["source"],
-            "kind": claim["kind"], "paper": claim.get("paper"), "unit": claim.get("unit", ""), "measured": None,
-            "seeds_to_reproduce": None, "seeds_to_contradict": None, "p_reproduce": None, "p_contradict": None}  # fmt: skip
+    return {
+        **dict.fromkeys(COLUMNS, ""),
+        "id": claim["id"],
+        "claim": claim["claim"],
+        "source": claim["source"],
+        "kind": claim["kind"],
+        "paper": claim.get("paper"),
+        "unit": claim.get("unit", ""),
+        "measured": None,
+        "seeds_to_reproduce": None,
+        "seeds_to_contradict": None,
+        "p_reproduce": None,
+        "p_contradict": None,
+    }
 
 
 def not_run(claim: dict, gpu_hours: float | None, scale: str) -> dict:
     """The row of a claim this study left out: what it would take to judge it."""
     cost = f"; its runs would add {gpu_hours:,.0f} GPU-hours" if scale == "paper" and gpu_hours is not None else ""
-    return {**_row(claim), "verdict": NOT_RUN, "why": f"left out of this study (config claims / budget_gpu_hours){cost}"}
+    return {
+        **_row(claim),
+        "verdict": NOT_RUN,
+        "why": f"left out of this study (config claims / budget_gpu_hours){cost}",
+    }
 
 
 def _margin_text(claim: dict) -> str:
@@ -72,15 +104,21 @@ def judge(claim: dict, study: Study) -> dict:
         margin = claim.get("margin")
         d = decide(m.effects, relation_of(claim["measure"]), margin["value"] if margin else None)
         row["tolerance"] = "; ".join(t for t in (tol.get("why", ""), _margin_text(claim)) if t)
-        row.update(verdict=d.verdict, why=f"{d.detail}. Test: {claim['test']}{note}", p_reproduce=d.p_reproduce,
-                   p_contradict=d.p_contradict)  # fmt: skip
+        row.update(
+            verdict=d.verdict,
+            why=f"{d.detail}. Test: {claim['test']}{note}",
+            p_reproduce=d.p_reproduce,
+            p_contradict=d.p_contradict,
+        )
         if d.verdict == INCONCLUSIVE:
             row.update(plan_columns(d))
         return row
     if "factor" in tol:  # a point reading: the ledger's factor replaces any interval
         interval = factor_interval(float(m.value), tol["factor"])
-        row["tolerance"] = (f"[{interval[0]:.3g}, {interval[1]:.3g}] (within a factor {tol['factor']:g} of the measured value, "
-                            f"same sign; a point reading with no error rate): {tol.get('why', '')}")  # fmt: skip
+        row["tolerance"] = (
+            f"[{interval[0]:.3g}, {interval[1]:.3g}] (within a factor {tol['factor']:g} of the measured value, "
+            f"same sign; a point reading with no error rate): {tol.get('why', '')}"
+        )
     else:
         interval = f"measured 95% interval [{m.interval[0]:.3g}, {m.interval[1]:.3g}]" if m.interval is not None else ""
         unit = " points" if claim.get("unit", "") == "%" else claim.get("unit", "")  # a band in % is in points
@@ -101,11 +139,16 @@ def judge(claim: dict, study: Study) -> dict:
     if "factor" in tol:
         lo, hi = factor_interval(float(m.value), tol["factor"])
         inside = lo <= claim["paper"] <= hi
-        return {**row, "verdict": REPRODUCED if inside else CONTRADICTED,
-                "why": f"paper value {'inside' if inside else 'outside'} the factor's range of the measured value: a point "
-                       f"reading, no error rate{note}"}  # fmt: skip
+        return {
+            **row,
+            "verdict": REPRODUCED if inside else CONTRADICTED,
+            "why": f"paper value {'inside' if inside else 'outside'} the factor's range of the measured value: a point "
+            f"reading, no error rate{note}",
+        }
     if "band" not in tol:
-        raise ValueError(f"claim {claim['id']!r}: a number judged at paper scale needs tolerance.band or tolerance.factor")
+        raise ValueError(
+            f"claim {claim['id']!r}: a number judged at paper scale needs tolerance.band or tolerance.factor"
+        )
     return {**row, **number_verdict(claim, number_effect(m), tol["band"], note)}
 
 
@@ -132,9 +175,12 @@ def number_verdict(claim: dict, measured: Effect, band: float, note: str = "", p
     if d.verdict == REPRODUCED and contrast is not None:
         lo, hi = measured.bounds()
         if lo <= contrast["value"] <= hi:
-            return {**out, "verdict": INCONCLUSIVE,
-                    "needs": f"an interval narrower than the gap between the paper's {claim['paper']:g} and the "
-                             f"{contrast['value']:g} it is contrasted with ({contrast['why']}): more samples or seeds"}  # fmt: skip
+            return {
+                **out,
+                "verdict": INCONCLUSIVE,
+                "needs": f"an interval narrower than the gap between the paper's {claim['paper']:g} and the "
+                f"{contrast['value']:g} it is contrasted with ({contrast['why']}): more samples or seeds",
+            }
     if d.verdict == INCONCLUSIVE and plan:
         out.update(plan_columns(d))
     return {**out, "verdict": d.verdict}
@@ -143,13 +189,18 @@ def number_verdict(claim: dict, measured: Effect, band: float, note: str = "", p
 def plan_columns(d) -> dict:
     """An inconclusive decision's plan: what it needs in words, the seeds each side needs at the spread's upper
     confidence limit (a number), and the range from the observed spread to that limit (text)."""
+
     def text(r):
         return "" if r is None else (f"{r[0]}" if r[0] == r[1] else f"{r[0]}–{r[1]}")
 
     plan = d.plan
-    return {"needs": d.needs(), "seeds_to_reproduce": d.seeds_to_reproduce, "seeds_to_contradict": d.seeds_to_contradict,
-            "seeds_range_reproduce": text(plan.reproduce) if plan else "",
-            "seeds_range_contradict": text(plan.contradict) if plan else ""}  # fmt: skip
+    return {
+        "needs": d.needs(),
+        "seeds_to_reproduce": d.seeds_to_reproduce,
+        "seeds_to_contradict": d.seeds_to_contradict,
+        "seeds_range_reproduce": text(plan.reproduce) if plan else "",
+        "seeds_range_contradict": text(plan.contradict) if plan else "",
+    }
 
 
 def measure(spec: dict, study: Study) -> Measured:

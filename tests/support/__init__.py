@@ -1,5 +1,12 @@
-"""What several test modules share: the checkout, the fixtures, a loss config, the paper plan."""
+"""What the tests and the benchmarks share, the one module both import (benchmarks put tests/ on their path for it,
+pytest finds it beside tests/conftest.py): the checkout, the fixtures, a loss config, the paper plan, the CPU vLLM,
+and, imported when first asked for, the tests' platforms (``pilot_here``, ``power_toy``, ``verl_cpu``). Its
+submodules hold what a benchmark and its test both run: ``snakemake_log`` (a run's jobs read from its log, and
+scheduled on more cores), ``audit_calibration`` (studies simulated with a known truth, judged by the audit) and
+``analysis_record`` (what the analysis image's record stands for). A benchmark imports no test module and a test
+no benchmark (tests/test_layout.py)."""
 
+import importlib
 import json
 import os
 import re
@@ -12,14 +19,27 @@ import yaml
 from entropy_rl import PROJECT_DIR as ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures"
+# The platforms, imported when first asked for (``support.pilot_here``): verl_cpu and power_toy load torch, which a
+# benchmark that only plans (rerun_cost, plan_time) should not pay for.
+PLATFORMS = ("pilot_here", "power_toy", "verl_cpu")
 SMOKE = ROOT / "tests" / "smoke" / "config.yaml"
 
 # Every key verl's policy losses read, at verl's defaults (clip-higher's 0.28 upper bound).
 LOSS = dict(
-    loss_mode="vanilla", loss_agg_mode="token-mean", clip_ratio_low=0.2, clip_ratio_high=0.28,
-    entropy_coeff=0.0, kl_loss_coef=0.0, kl_loss_type="low_var_kl",
-    clip_cov_ratio=0.05, clip_cov_lb=0.1, clip_cov_ub=5.0, kl_cov_ratio=0.05, ppo_kl_coef=1.0, clip_ratio_c=3.0,
-)  # fmt: skip
+    loss_mode="vanilla",
+    loss_agg_mode="token-mean",
+    clip_ratio_low=0.2,
+    clip_ratio_high=0.28,
+    entropy_coeff=0.0,
+    kl_loss_coef=0.0,
+    kl_loss_type="low_var_kl",
+    clip_cov_ratio=0.05,
+    clip_cov_lb=0.1,
+    clip_cov_ub=5.0,
+    kl_cov_ratio=0.05,
+    ppo_kl_coef=1.0,
+    clip_ratio_c=3.0,
+)
 
 
 def local_profile(tmp_dir):
@@ -48,8 +68,21 @@ def one_run_config(run: str, config: Path = SMOKE) -> dict:
 def plan(workdir, *args, env_extra=None):
     env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")}
     env.update(env_extra or {})
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir),
-           "--profile", str(local_profile(workdir)), "--config", "scale=paper", "-n", *args]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "-d",
+        str(workdir),
+        "--profile",
+        str(local_profile(workdir)),
+        "--config",
+        "scale=paper",
+        "-n",
+        *args,
+    ]
     started = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=workdir)
     return proc, time.perf_counter() - started
@@ -143,8 +176,11 @@ def stamp_records(work) -> dict[str, dict]:
     import json
 
     code = Path(work) / "results" / "code"
-    return {p.name: json.loads((code / f"{p.stem}.modules.json").read_text()) for p in sorted(code.glob("*.json"))
-            if "." not in p.stem}  # fmt: skip
+    return {
+        p.name: json.loads((code / f"{p.stem}.modules.json").read_text())
+        for p in sorted(code.glob("*.json"))
+        if "." not in p.stem
+    }
 
 
 def assert_stamps_uncached(work, package_dir, monkeypatch) -> None:
@@ -181,19 +217,59 @@ def speed_result(tmp_path, gpu: str = "NVIDIA H200", peak: float = 989.0, lower_
     sizes = []
     for model, (log_prob_s, update_s) in SPEED_SECONDS.items():
         n = paper["models"][model]["params_b"]
-        steps = [{"step": k, "warmup": k == 0, **SPEED_STEP, "log_prob_s": log_prob_s * (2 if k == 0 else 1),
-                  "update_s": update_s, "mfu_update": 0.02 * n, "mfu_log_prob": 0.03 * n, "peak_memory_gb": 30 * n}
-                 for k in range(3)]  # fmt: skip
-        rollout = {"model": model, "tokens_per_s": SPEED_ROLLOUT[model], "generated_tokens": 256 * 1500,
-                   "device_name": gpu, "peak_tflops": peak, "tensor_parallel": 1, "prompt_tokens": 300,
-                   "response_tokens": 1500, "engine": {"gpu_memory_utilization": 0.5, "max_num_seqs": 256}}  # fmt: skip
-        sizes.append({"model": model, "params_b": n, "arch": paper["architectures"][model], "rollout": rollout,
-                      "update": {"model": model, "params": n * 1e9, "attention": "sdpa", "steps": steps,
-                                 "peak_memory_gb": 30 * n, "device_name": gpu, "peak_tflops": peak, "ppo_epochs": 1,
-                                 "path": "sdpa over padded sequences", "lower_bound": lower_bound}})  # fmt: skip
-    sizes.append({"model": "qwen2.5-3b", "params_b": 3, "arch": paper["architectures"]["qwen2.5-3b"],
-                  "update": {"model": "qwen2.5-3b", "skipped": "needs 113 GiB"},
-                  "rollout": {"model": "qwen2.5-3b", "failed": "exit 1 after 30 s"}})  # fmt: skip
+        steps = [
+            {
+                "step": k,
+                "warmup": k == 0,
+                **SPEED_STEP,
+                "log_prob_s": log_prob_s * (2 if k == 0 else 1),
+                "update_s": update_s,
+                "mfu_update": 0.02 * n,
+                "mfu_log_prob": 0.03 * n,
+                "peak_memory_gb": 30 * n,
+            }
+            for k in range(3)
+        ]
+        rollout = {
+            "model": model,
+            "tokens_per_s": SPEED_ROLLOUT[model],
+            "generated_tokens": 256 * 1500,
+            "device_name": gpu,
+            "peak_tflops": peak,
+            "tensor_parallel": 1,
+            "prompt_tokens": 300,
+            "response_tokens": 1500,
+            "engine": {"gpu_memory_utilization": 0.5, "max_num_seqs": 256},
+        }
+        sizes.append(
+            {
+                "model": model,
+                "params_b": n,
+                "arch": paper["architectures"][model],
+                "rollout": rollout,
+                "update": {
+                    "model": model,
+                    "params": n * 1e9,
+                    "attention": "sdpa",
+                    "steps": steps,
+                    "peak_memory_gb": 30 * n,
+                    "device_name": gpu,
+                    "peak_tflops": peak,
+                    "ppo_epochs": 1,
+                    "path": "sdpa over padded sequences",
+                    "lower_bound": lower_bound,
+                },
+            }
+        )
+    sizes.append(
+        {
+            "model": "qwen2.5-3b",
+            "params_b": 3,
+            "arch": paper["architectures"]["qwen2.5-3b"],
+            "update": {"model": "qwen2.5-3b", "skipped": "needs 113 GiB"},
+            "rollout": {"model": "qwen2.5-3b", "failed": "exit 1 after 30 s"},
+        }
+    )
     result = {"run": "qwen2.5-7b-grpo-klcov", "prompt_tokens": 300, "response_tokens": 1500, "sizes": sizes}
     path = tmp_path / "speed.json"
     path.write_text(json.dumps(result))
@@ -220,3 +296,9 @@ def verl_dense_and_width(family: str, arch: dict) -> tuple[float, float]:
     one, two = verl_flops(family, arch, [1]), verl_flops(family, arch, [2])
     width = (two - 2 * one) / 12
     return (one - 6 * width) / 6, width
+
+
+def __getattr__(name: str):
+    if name in PLATFORMS:
+        return importlib.import_module(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

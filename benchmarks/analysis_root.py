@@ -13,7 +13,7 @@
 What only Apptainer adds is not here: the SIF file, `--nv`, user namespaces, its own environment handling beyond
 sourcing the image's scripts. The result goes to benchmarks/analysis_root.json, keyed by the image's digest
 (core.images.digest: the definition and its lock) and this script's (tests/support/analysis_record.py):
-tests/paper/test_analysis_root.py rebuilds when that key changes. Run as root from the repository root (about 5
+tests/paper/images/test_analysis_root.py rebuilds when that key changes. Run as root from the repository root (about 5
 minutes):
 
     python benchmarks/analysis_root.py [--root /tmp/analysis-root] [--keep] [--record PATH]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The PRIME check's verl (tests/paper/test_prime_verl.py, python -m entropy_rl.paper.verl.prime_check): verl 0.4.1 and
+# The PRIME check's verl (tests/paper/verl/test_prime_verl.py, python -m entropy_rl.paper.verl.prime_check): verl 0.4.1 and
 # the setuptools whose pkg_resources it imports, pinned in envs/prime.txt, installed without their
 # dependencies into a folder of their own (.venv/prime-site, or $ENTROPY_RL_PRIME_SITE). The check
 # puts that folder first on the path of a child process and reuses the main environment's torch,

@@ -1,5 +1,5 @@
 """A toy autoregressive model small enough to list every answer, so p^α is exact: the samplers of p^α
-(core.power.mcmc, core.power.smc, core.power.sps) are measured against it by tests/core/test_power_exactness.py and
+(core.power.mcmc, core.power.smc, core.power.sps) are measured against it by tests/core/power/test_power_exactness.py and
 benchmarks/power_exactness.py.
 
 Three tokens (two symbols and a stop token), next-token probabilities fixed per prefix (a Dirichlet draw seeded by

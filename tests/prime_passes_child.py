@@ -1,4 +1,4 @@
-"""Run in a child whose verl is 0.4.1 and whose ``recipe`` is verl's tag v0.4.1 (tests/paper/test_prime_passes.py): what
+"""Run in a child whose verl is 0.4.1 and whose ``recipe`` is verl's tag v0.4.1 (tests/paper/cost/test_prime_passes.py): what
 one PRIME step computes beyond a GRPO step, counted on the recipe's own code. Its implicit PRM
 (``recipe/prime/prime_dp_rm.DataParallelPRIMERewardModel``, on two tiny models standing in for the PRM and its frozen
 reference) runs the two calls the recipe's fit makes with ``reward_model.model.update: before`` (``update_rm``, then

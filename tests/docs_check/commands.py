@@ -20,8 +20,8 @@ from .paths import display, within
 # Command words that are classified as not run. Each with the reason; their file path arguments must still exist.
 NOT_RUN = {
     "apptainer": "builds or runs an image: needs Apptainer, root or user namespaces and the network for the base "
-    "images, none of which this machine has (the image builds have their own tests: tests/paper/test_containers*, "
-    "tests/paper/test_analysis_root.py)",
+    "images, none of which this machine has (the image builds have their own tests: tests/paper/images/test_containers*, "
+    "tests/paper/images/test_analysis_root.py)",
     "singularity": "Apptainer's former name: as apptainer",
     "sbatch": "submits to a SLURM cluster (the SLURM tests start one of their own: tests/workflow/test_slurm_*.py)",
     "srun": "runs on a SLURM allocation: needs a cluster",

@@ -380,3 +380,19 @@ def test_a_verl_advantage_estimator_is_added_by_one_registry_entry_and_the_confi
     full["mini"]["runs"]["qwen2-m-x"] = {"model": "qwen2-m", "algorithm": "no-such-estimator", "treatment": "none"}
     with pytest.raises(config_check.ConfigError, match="algorithm"):
         config_check.validate(full, artifacts.PAPER)
+
+
+def test_a_models_starting_pass_rates_are_its_own_whatever_the_process_drew_before(setting):
+    """build_mini_model's check samples each benchmark from the model's seed: an instruct model, loaded rather than
+    built from a seed, drew from whatever its process's generator held (a warm server's imports, or none)."""
+    from entropy_rl.mini import model_job
+
+    out, paths, val, cfg = setting
+    model, tok = models.load(out / "base")
+    files = [str(paths[b]) for b in BENCH]
+    protocols = {b: spec["protocol"] for b, spec in BENCH.items()}
+    rates = []
+    for drawn_before in (1, 2):
+        torch.manual_seed(drawn_before)
+        rates.append(model_job.starting_pass_rates(model, tok, files, protocols, 8, seed=0))
+    assert rates[0] == rates[1] and set(rates[0]) == set(BENCH)

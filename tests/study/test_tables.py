@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 from entropy_rl.study import tables
 from entropy_rl.study.inputs import Inputs
-from test_audit import run_metrics
+from support.metrics_frames import run_metrics
 
 NAMES = {"x": "x (AIME 2024)", "y": "y"}
 

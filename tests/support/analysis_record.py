@@ -1,5 +1,5 @@
 """What the analysis image's record stands for (benchmarks/analysis_root.json, written by benchmarks/analysis_root.py;
-tests/paper/test_analysis_root.py holds it to today's files): the image (its definition, %test included, and lock:
+tests/paper/images/test_analysis_root.py holds it to today's files): the image (its definition, %test included, and lock:
 core.images.digest), the script that builds the image and runs the rules in it, and the Apptainer stand-in it runs
 them with. When the key changes, the record no longer stands and the image is built again."""
 

@@ -15,7 +15,7 @@ The truth is put on a claim's line (the claim false by a hair, and its opposite 
 Each row is one truth and one verdict that is wrong for it: ``false_rate`` is how often the audit gave that verdict,
 ``nominal`` the rate the audit states for it (its one-sided level, 5%), ``power`` how often it gave the right
 decisive verdict where the truth is off the line. ``mc_se`` is the Monte Carlo standard error of a rate at the
-nominal level; the suite's fast run (tests/study/test_audit_calibration.py) fails when a false rate exceeds its
+nominal level; the suite's fast run (tests/study/audit/test_audit_calibration.py) fails when a false rate exceeds its
 nominal level by more than 3 of them. A row with no nominal level reports, and asserts nothing (a wrong shape of
 the law, where no line is defined).
 

@@ -151,7 +151,7 @@ def test_the_report_rule_reads_what_a_real_pilot_writes_and_the_estimate_then_us
         log = tmp_path / "results" / "logs" / f"{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text("2026-11-25 09:00:00,000 entropy_rl INFO start\n2026-11-25 09:00:40,000 entropy_rl INFO done\n")
-    # The speed job's output as paper.cost.speed.measure writes it: 0.5B and 1.5B timed, 7B skipped (tests/paper/test_speed.py)
+    # The speed job's output as paper.cost.speed.measure writes it: 0.5B and 1.5B timed, 7B skipped (tests/paper/cost/test_speed.py)
     shutil.copy(speed_result(tmp_path), tmp_path / "results" / "pilot" / "speed.json")
     made = snakemake(tmp_path, "--cores", "1", "pilot", "--forcerun", "pilot_report")
     assert made.returncode == 0, made.stderr[-3000:]

@@ -7,15 +7,22 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import torch
+
 from ..core import atomic, formats, logs, model_size
 from . import evaluate, models
 
 
-def starting_pass_rates(model, tok, benchmarks: list[str], protocols: dict, max_new_tokens: int) -> dict[str, float]:
-    """The model's pass rate on each benchmark file, by its name."""
+def starting_pass_rates(
+    model, tok, benchmarks: list[str], protocols: dict, max_new_tokens: int, seed: int
+) -> dict[str, float]:
+    """The model's pass rate on each benchmark file, by its name, each benchmark's samples drawn from ``seed`` (as
+    mini.evaluate draws a run's): the same on every run, whichever process the job runs in (a warm server's fork, whose
+    generator holds what its imports drew, or a fresh interpreter)."""
     pass_rates = {}
     for path in benchmarks:
         name = Path(path).stem
+        torch.manual_seed(seed)
         frame = formats.load_verl_parquet(path)
         p, a = formats.prompts_and_answers(frame)
         styles = formats.problem_styles(frame)
@@ -42,7 +49,7 @@ def main(snakemake) -> None:
     steps, batch_size, lr = settings["steps"], settings["batch_size"], settings["lr"]
     losses = models.pretrain(model, tok, prompts, responses, steps, batch_size, lr, seed, precision)
     p = snakemake.params
-    pass_rates = starting_pass_rates(model, tok, inputs.benchmarks, p.protocols, p.max_new_tokens)
+    pass_rates = starting_pass_rates(model, tok, inputs.benchmarks, p.protocols, p.max_new_tokens, seed)
     log.info("starting pass rates %s", pass_rates)
     if max(pass_rates.values()) == 0:
         raise RuntimeError(f"pre-trained model solves no benchmark problem; raise pretrain.steps ({pass_rates})")

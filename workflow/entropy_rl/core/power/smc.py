@@ -11,7 +11,7 @@ stop token, or the length limit) is absorbing: it draws nothing more and its wei
 has ended, the answer is one particle drawn in proportion to its weight.
 
 As N grows the answer's distribution tends to p^α over responses of at most ``max_new_tokens`` tokens; for a finite
-N it is biased (one draw of sampling-importance-resampling), which tests/core/test_power_exactness.py measures.
+N it is biased (one draw of sampling-importance-resampling), which tests/core/power/test_power_exactness.py measures.
 The paper's exponent-bridging schedule (α raised from 1 over the first tokens) changes no limit and is left out.
 
 Token cost: every token any particle drew, the price of one answer.

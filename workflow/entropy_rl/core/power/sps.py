@@ -17,7 +17,7 @@ Each block of B tokens here:
 
 The distribution is the exact conditional of p^α restricted to the candidates drawn, up to the noise of ζ̂; it tends
 to p^α as the candidates cover the blocks that carry its mass, M grows and the horizon reaches the end
-(tests/core/test_power_exactness.py measures how close it is at each setting). Two choices differ from the paper:
+(tests/core/power/test_power_exactness.py measures how close it is at each setting). Two choices differ from the paper:
 candidates and rollouts come from q rather than from p (rollouts with their importance weight, so ζ̂ is unbiased
 either way), and the candidates are every distinct draw rather than the top K by likelihood. With a horizon shorter
 than the rest of the response, ζ counts only the next ``horizon`` tokens: a look-ahead approximation, as in the paper.

@@ -11,7 +11,7 @@ second of the timed one, and where that number comes from.
 from __future__ import annotations
 
 # TFLOPS, dense bf16: verl 0.9.1's own table (verl/utils/flops_counter.py, _DEVICE_FLOPS), which its logged MFU
-# divides by, for the types a study runs on. tests/paper/test_speed_guards.py holds them equal to verl's.
+# divides by, for the types a study runs on. tests/paper/cost/test_speed_guards.py holds them equal to verl's.
 PEAK_TFLOPS = {
     "A100": 312.0,
     "A800": 312.0,

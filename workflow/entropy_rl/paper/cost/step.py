@@ -8,7 +8,7 @@ it generates answers for, the passes over each token it trains on, and the mean 
   ``update_rm`` (the PRM's forward and backward, 3, and its frozen reference, 1), then scores with it,
   ``compute_rm_score`` (the PRM, 1, and the reference again, 1: ``prime_dp_rm._forward_micro_batch`` runs both
   each time): 6 more. The CPU pilot counts them on the workers' own calls (``verl_plugin.PassCounts``;
-  tests/paper/test_pilot_here.py and tests/paper/test_prime_passes.py compare the counts with these).
+  tests/paper/test_pilot_here.py and tests/paper/cost/test_prime_passes.py compare the counts with these).
 - **Generation** (prompts answered per prompt trained on): PRIME's recipe answers ``data.oversample_factor`` times the
   batch and trains on the best quarter (``_create_dataloader``, ``filter_and_downsample``); verl 0.9.1 with the
   group filter answers the batch and refills the groups it drops (``verl_plugin.GenerationBound``, logged as

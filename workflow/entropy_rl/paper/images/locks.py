@@ -8,7 +8,7 @@ where a pin has no wheel for the image and is not a stated source build (``Lock.
 conflict, and where the resolver must add a distribution (a requirement of a locked one that the lock lacks: what
 ``pip check`` in ``%post`` would stop the build for, e.g. setuptools for torch, which ``--no-deps`` never installs).
 
-    python -m entropy_rl.paper.images.locks check [NAME ...]   # what CI runs (tests/paper/test_image_locks.py)
+    python -m entropy_rl.paper.images.locks check [NAME ...]   # what CI runs (tests/paper/images/test_image_locks.py)
     python -m entropy_rl.paper.images.locks lock NAME [--upgrade-package PKG ...]
 """
 

@@ -19,7 +19,7 @@ PIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9][A-Za-z0-9.+!_-]*$")
 
 
 def versions(name):
-    """A lock's pins by normalized name (its hashes are checked by tests/paper/test_image_locks.py)."""
+    """A lock's pins by normalized name (its hashes are checked by tests/paper/images/test_image_locks.py)."""
     return locks.pins((ROOT / "envs" / f"{name}.txt").read_text())
 
 

@@ -9,9 +9,10 @@ import pandas as pd
 import pytest
 import yaml
 from entropy_rl.core import config
-from entropy_rl.study import analysis, artifacts, audit
+from entropy_rl.study import artifacts, audit
 from entropy_rl.study.audit import verdicts
 from support import ROOT
+from support.metrics_frames import run_metrics
 
 LEDGER = yaml.safe_load((ROOT / "claims.yaml").read_text())
 SCHEMA = ROOT / "workflow" / "schemas" / "claims.schema.yaml"
@@ -151,61 +152,6 @@ def test_method_names(run_spec, name):
 # ---- measurements and verdicts on synthetic runs ----------------------------------------------
 
 
-def run_metrics(
-    n=60,
-    tau=10.0,
-    a=0.3,
-    b=1.0,
-    h_start=1.0,
-    h_end=0.1,
-    cov_sign=1.0,
-    seed=0,
-    length_growth=0.2,
-    cliphigher=np.nan,
-    touched=np.nan,
-    step_noise=False,
-):
-    """A metrics table of the contract: entropy from h_start to h_end, the bandit covariance (and by
-    accuracy group, smaller on hard prompts) and the token covariance following the entropy drop.
-
-    ``step_noise``: each step's entropy drop is its own draw and the covariance follows it step by step, so the
-    series vary from step to step as training's do, rather than only along a smooth trend (whose steps are so
-    autocorrelated that the audit counts them as a handful of independent points)."""
-    rng = np.random.default_rng(seed)
-    step = np.arange(n)
-    entropy = h_end + (h_start - h_end) * np.exp(-step / tau) + rng.normal(0, 0.002, n)
-    drops = 0.01 + rng.normal(0, 0.005, n)
-    if step_noise:
-        entropy = h_start - np.concatenate([[0.0], np.cumsum(drops[:-1])])
-    val = step % 5 == 0
-    acc = {
-        f"val_acc/{bench}": np.where(
-            val, np.clip(analysis.entropy_law(entropy, a, b) + rng.normal(0, 0.01, n), 0, 1), np.nan
-        )
-        for bench in ("x", "y")
-    }
-    cov = cov_sign * ((0.05 + 5 * (drops - 0.01)) if step_noise else (0.02 + 0.1 * np.exp(-step / tau)))
-    frame = pd.DataFrame(
-        {
-            "step": step,
-            "entropy": entropy,
-            "response_length": 10 + length_growth * step,
-            "cov_all": cov / 100,
-            **acc,
-            "bandit_cov": cov,
-            "bandit_cov_acc0.125": 0.5 * cov,
-            "bandit_cov_acc0.5": cov,
-            "bandit_cov_acc0.875": 1.5 * cov,
-            "cliphigher_cov": cliphigher,
-            "cov_touched_frac": touched,
-        }
-    )
-    for col, k in {"cov_top0.02": 500, "cov_top0.2": 200, "cov_top2": 80, "cov_top20": 20, "cov_top50": 12}.items():
-        frame[col] = k * frame["cov_all"]
-    frame["val_acc"] = frame[["val_acc/x", "val_acc/y"]].mean(axis=1, skipna=False)
-    return frame
-
-
 def make_study(
     tmp_path, runs: dict[str, tuple[dict, pd.DataFrame, dict]], artifact_runs: dict, scale="mini"
 ) -> audit.Study:
@@ -248,7 +194,7 @@ def claim(fn, kind="qualitative", paper="text", margin=None, **measure):
 def point(c: dict, study) -> bool:
     """A test's reading at its point estimates on one seed (the measurement's ``holds``): what these tests of a
     measurement's logic check where the effect has no noise of its own, so that one seed leaves the verdict
-    inconclusive (tests/study/test_audit_verdicts.py)."""
+    inconclusive (tests/study/audit/test_audit_verdicts.py)."""
     row = audit.judge(c, study)
     assert row["verdict"] in (audit.INCONCLUSIVE, audit.NOT_COMPARABLE) or c["kind"] == "number", row
     return verdicts.measure(c["measure"], study).holds

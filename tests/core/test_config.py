@@ -196,15 +196,12 @@ def test_run_spec_layers_train_recipe_treatment_and_overrides(config):
     p = config["paper"]
     p["runs"]["qwen2.5-7b-grpo-cliphigher"]["overrides"] = {"lr": 2e-6, "loss": {"clip_ratio_low": 0.1}}
     s = spec.resolve_run(p, "qwen2.5-7b-grpo-cliphigher")
-    assert (
-        s["recipe"] == "section4-7b" and s["prompts_per_step"] == 256 and s["ppo_mini_batch_size"] == 32
-    )  # the recipe over train
-    assert (
-        s["rollout_n"] == p["train"]["rollout_n"] and s["gamma"] == p["train"]["gamma"]
-    )  # train where the recipe is silent
-    assert (
-        s["loss"]["clip_ratio_c"] == 10.0 and s["loss"]["clip_ratio_high"] == 0.28
-    )  # the recipe's loss, then the treatment
+    # the recipe over train
+    assert s["recipe"] == "section4-7b" and s["prompts_per_step"] == 256 and s["ppo_mini_batch_size"] == 32
+    # train where the recipe is silent
+    assert s["rollout_n"] == p["train"]["rollout_n"] and s["gamma"] == p["train"]["gamma"]
+    # the recipe's loss, then the treatment
+    assert s["loss"]["clip_ratio_c"] == 10.0 and s["loss"]["clip_ratio_high"] == 0.28
     assert s["loss"]["clip_ratio_low"] == 0.1 and s["lr"] == 2e-6  # the run's overrides last
     assert s["loss"]["clip_cov_ub"] == p["train"]["loss"]["clip_cov_ub"]  # loss merges key by key
     assert (

@@ -188,9 +188,8 @@ def test_model_families_round_trip_through_from_pretrained(family, mini_tokenize
     # Non-embedding count: every parameter but the (tied) embedding matrix.
     emb = model.get_input_embeddings().weight.numel()
     assert model_size.non_embedding_params(model.config.to_dict()) == sum(p.numel() for p in model.parameters()) - emb
-    assert model_size.non_embedding_params(tmp_path) == model_size.non_embedding_params(
-        model.config.to_dict()
-    )  # the study's count
+    # the study's count
+    assert model_size.non_embedding_params(tmp_path) == model_size.non_embedding_params(model.config.to_dict())
     assert json.loads((tmp_path / "config.json").read_text())["model_type"] == family
 
 

@@ -270,9 +270,8 @@ def test_the_study_over_seeds_shows_the_mean_and_its_standard_error(tmp_path):
     assert table.loc["power", "time vs base"] == pytest.approx((4 + 2) / 2)  # 0.04/0.01 and 0.06/0.03, then the mean
     assert table.loc["power", "time vs base s.e."] == pytest.approx(2 / math.sqrt(2) / math.sqrt(2))
     assert table.loc["power", "seconds per answer"] == pytest.approx(0.05)
-    assert table.loc["power", "Avg. s.e."] == pytest.approx(
-        50 / math.sqrt(2) / math.sqrt(2)
-    )  # 50 and 100: s.d. 35.4, over root 2
+    # 50 and 100: s.d. 35.4, over root 2
+    assert table.loc["power", "Avg. s.e."] == pytest.approx(50 / math.sqrt(2) / math.sqrt(2))
     assert (
         table.loc["power", "cost vs base"] == 4
         and list(table.columns).index("Avg. s.e.") == list(table.columns).index("Avg.") + 1

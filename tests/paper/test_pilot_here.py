@@ -136,9 +136,8 @@ def test_the_resumed_attempt_starts_at_the_saved_step_with_the_saved_weights(pil
     assert saved == loaded and {k.split("/")[1] for k in saved} == set(PAPER["data"]["benchmarks"])
     log = (pilot_here / "results" / "logs" / "train" / f"{RUN}.log").read_text()
     relaunch = log[log.index("pre-emption: verl stopped by SIGTERM") :]
-    assert (
-        "relaunched (below)" in relaunch and "resuming from global_step_2; this launch logs to" in relaunch
-    )  # what verl loads
+    # what verl loads
+    assert "relaunched (below)" in relaunch and "resuming from global_step_2; this launch logs to" in relaunch
     # Hydra's record of the launches in the run's directory, none under the working directory (outputs/).
     assert (pilot_here / "results" / "runs" / RUN / "hydra" / ".hydra" / "overrides.yaml").exists()
     assert not (pilot_here / "outputs").exists()

@@ -80,13 +80,11 @@ def test_paper_hyperparameters_reach_verl():
     base = spec.resolve_run(paper, "qwen2.5-7b-grpo")
     assert base["prompts_per_step"] // base["ppo_mini_batch_size"] == 2  # Section 2: 512 prompts in updates of 256
     section4 = spec.resolve_run(paper, "qwen2.5-7b-grpo-dapo")
-    assert (
-        section4["prompts_per_step"] // section4["ppo_mini_batch_size"] == 8
-    )  # Section 4's scripts: 256 in updates of 32
+    # Section 4's scripts: 256 in updates of 32
+    assert section4["prompts_per_step"] // section4["ppo_mini_batch_size"] == 8
     cliphigher = composed(verl_overrides(spec.resolve_run(paper, "qwen2.5-7b-grpo-cliphigher"))).actor_rollout_ref.actor
-    assert (
-        cliphigher.clip_ratio_high == 0.28 and cliphigher.clip_ratio_c == 10.0
-    )  # the recipe's dual clip, then the treatment
+    # the recipe's dual clip, then the treatment
+    assert cliphigher.clip_ratio_high == 0.28 and cliphigher.clip_ratio_c == 10.0
     assert composed(verl_overrides(base)).actor_rollout_ref.actor.clip_ratio_c == 3.0  # Section 2: verl's default
     bounded = composed(verl_overrides(section4))
     # The scripts' bound where the plugin's trainer reads it; verl's own key, which it ignores, at verl's default.

@@ -158,12 +158,10 @@ def test_a_runs_slurm_resources():
         "slurm_extra": "--requeue --export-file=env",
         "runtime": 900,
     }
-    assert (
-        resources.train_resources({"nodes": 1, "gpus_per_node": 8}, 1.0, 1.5, "x", 2880)["runtime"] == 60
-    )  # the floor
-    assert (
-        resources.train_resources({"nodes": 1, "gpus_per_node": 8}, 1e4, 1.5, "x", 2880)["runtime"] == 2880
-    )  # the site's
+    # the floor
+    assert resources.train_resources({"nodes": 1, "gpus_per_node": 8}, 1.0, 1.5, "x", 2880)["runtime"] == 60
+    # the site's
+    assert resources.train_resources({"nodes": 1, "gpus_per_node": 8}, 1e4, 1.5, "x", 2880)["runtime"] == 2880
     engine = resources.engine_resources(lambda wc: 2, lambda wc: 10.0, 1.2)
     assert engine["gpu"](None) == 2 and engine["cpus_per_task"](None) == 16 and engine["runtime"](None) == 360
     hours = {"train:a": 1.0, "eval:a": 2.0, "power:p": 3.0, "speed:pilot": 0.1}
@@ -328,9 +326,8 @@ def test_the_pilots_run_on_a_node_is_the_study_run_cut_to_a_few_steps():
     cut, whole = run_spec.resolve_run(node.S, scope.NODE_RUN), run_spec.resolve_run(node.S, study_run)
     differ = {k for k in cut.keys() | whole.keys() if cut.get(k) != whole.get(k)}
     assert differ == {"run_id", "steps", "val_every", "save_every", "val_max_samples"}  # run_id: the run's name
-    assert run_spec.run_model_entry(node.S, scope.NODE_RUN) == run_spec.run_model_entry(
-        node.S, study_run
-    )  # 8 GPUs, TP 2
+    # 8 GPUs, TP 2
+    assert run_spec.run_model_entry(node.S, scope.NODE_RUN) == run_spec.run_model_entry(node.S, study_run)
     jobs = node_plan.pilot_methods
     assert pilot.jobs(node_plan)[-1] == f"train:{scope.NODE_RUN}"
     stages = pilot.stages(node_plan)

@@ -284,9 +284,8 @@ def test_covariance_dynamics_tracks_entropy_change():
     lagged = run.assign(bandit_cov=run["bandit_cov"].shift(1))  # paired with the previous step's change
     assert analysis.covariance_dynamics(lagged)["pearson_r"] < 0.99
     assert analysis.covariance_dynamics(covariance_run(sign=-1.0))["positive_share"] == 0.0
-    assert (
-        abs(analysis.covariance_dynamics(run, "cov_all")["pearson_r"]) < 0.5
-    )  # the token covariance is another quantity
+    # the token covariance is another quantity
+    assert abs(analysis.covariance_dynamics(run, "cov_all")["pearson_r"]) < 0.5
     with pytest.raises(KeyError, match="bandit_cov"):
         analysis.covariance_dynamics(run.drop(columns="bandit_cov"))
 
@@ -333,9 +332,8 @@ def test_covariance_distribution_skips_steps_without_covariance():
     m = covariance_run()
     for col in ("cov_top0.02", "cov_top0.2", "cov_top2", "cov_top20", "cov_top50"):
         m[col] = 2 * m["cov_all"]
-    m.loc[0, ["cov_all", "cov_top0.02", "cov_top0.2", "cov_top2", "cov_top20", "cov_top50"]] = (
-        np.nan
-    )  # all groups filtered
+    # all groups filtered
+    m.loc[0, ["cov_all", "cov_top0.02", "cov_top0.2", "cov_top2", "cov_top20", "cov_top50"]] = np.nan
     row = analysis.covariance_distribution(m)
     assert row["cov_all"] == m.loc[1, "cov_all"] and row.notna().all()
     assert row.name == 1  # the step it was read at

@@ -115,9 +115,8 @@ def test_more_replicates_add_only_the_new_seeds(study):
     out = snakemake(workdir, "-n", *ARTIFACTS, "--config", "replicates=3").stdout
     jobs = re.search(r"Job stats:\njob\s+count\n[-\s]+\n(.*?)\ntotal", out, re.DOTALL).group(1)
     counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", jobs, re.MULTILINE)}
-    assert counts["build_mini_model"] == 2 and counts["train"] == 2, (
-        counts
-    )  # replicate 2 of the base and the instruct model
+    # replicate 2 of the base and the instruct model
+    assert counts["build_mini_model"] == 2 and counts["train"] == 2, counts
     assert "model=qwen2-xs@r2" in out and "model=qwen2-xs-instruct@r2" in out and f"run={RUN}@r2" in out
 
 

@@ -107,9 +107,8 @@ def test_a_run_longer_than_two_jobs_is_trained_by_several_with_every_step_once(s
     assert [x[1] for x in ours] == ["FAILED"] * (len(ours) - 1) + ["COMPLETED"]  # ended before it: none TIMEOUT
     assert len(ledger) == len(ours) >= 3 and [x["job"] for x in ledger] == [x[0] for x in ours]
     assert [x["status"] for x in ledger] == [75] * (len(ledger) - 1) + [0]  # continued, continued, ..., done
-    assert all(
-        b["resumed"] == a["reached"] > a["resumed"] for a, b in zip(ledger, ledger[1:])
-    )  # each from the last save
+    # each from the last save
+    assert all(b["resumed"] == a["reached"] > a["resumed"] for a, b in zip(ledger, ledger[1:]))
     assert ledger[-1]["reached"] == STEPS
     table = pd.read_parquet(work / "runs" / "r" / "metrics.parquet")
     assert list(table["step"]) == list(range(STEPS + 1))  # every step once

@@ -94,9 +94,8 @@ def test_the_timed_points_are_verls_flops_over_the_measured_seconds(tmp_path):
     memory_s = (weights / held + kv * 1050) / 4.8e12
     compute_s = (2 * dense + 4 * (300 + 750) * width) / H200
     assert held == 256 and memory_s > 2 * compute_s
-    assert rollout["qwen2.5-0.5b"].mfu(989) == pytest.approx(
-        memory_s * SPEED_ROLLOUT["qwen2.5-0.5b"], rel=1e-4
-    )  # norms aside
+    # norms aside
+    assert rollout["qwen2.5-0.5b"].mfu(989) == pytest.approx(memory_s * SPEED_ROLLOUT["qwen2.5-0.5b"], rel=1e-4)
     rows = {r[0]: r for r in speed.table(result)}
     assert rows["qwen2.5-3b"][4] == "needs 113 GiB" and rows["qwen2.5-3b"][10] == "failed: exit 1 after 30 s"
     assert rows["qwen2.5-0.5b"][2] == "NVIDIA H200" and rows["qwen2.5-0.5b"][6] == "≥ 0.017"  # a lower bound

@@ -269,9 +269,8 @@ def test_figure8_claims_measure_the_bandit_covariance(tmp_path):
     study = make_study(tmp_path, {"r": (spec(), frame, {"x": 0.5})}, {"fig08_covariance": ["r"]})
     for i in ("covariance/tracks-entropy-change", "covariance/positive", "covariance/harder-smaller"):
         assert audit.judge(ledger_claim(i), study)["verdict"] == audit.CONTRADICTED, i
-    frame["bandit_cov_acc0.125"] = np.where(
-        frame["step"] < 4, frame["bandit_cov_acc0.125"], np.nan
-    )  # hard prompts on 4 steps
+    # hard prompts on 4 steps
+    frame["bandit_cov_acc0.125"] = np.where(frame["step"] < 4, frame["bandit_cov_acc0.125"], np.nan)
     study = make_study(tmp_path, {"r": (spec(), frame, {"x": 0.5})}, {"fig08_covariance": ["r"]})
     row = audit.judge(ledger_claim("covariance/harder-smaller"), study)
     assert row["verdict"] == audit.NOT_COMPARABLE and "4 steps with prompts of both" in row["why"]
@@ -747,9 +746,8 @@ def test_majority_vote_claim_is_ours_and_judged_at_power_samplings_tokens(tmp_pa
     assert "(k 4: 4 × 10 = 40 tokens drawn against 40)" in m.value and m.holds
     assert m.effects["power − base majority"].estimate == pytest.approx(11.25)
     row = audit.judge(c, study)
-    assert (
-        row["verdict"] == audit.REPRODUCED and "paired over 160 problems" in row["how"]
-    )  # both benchmarks: the claim names none
+    # both benchmarks: the claim names none
+    assert row["verdict"] == audit.REPRODUCED and "paired over 160 problems" in row["how"]
     # Base still 3 of 8 right (37.5% single-shot, below power), at samples 0, 4 and 5, every wrong answer its own:
     # [1 w w w] a four-way tie won by the first given, [1 1 w w] a plurality of two; both groups vote right.
     frames = power_frames(True)

@@ -535,9 +535,8 @@ def test_step_curves_draw_the_mean_over_seeds_in_a_band_of_one_standard_error(tm
     )
     assert len(ax_entropy.collections) == len(ax_acc.collections) == len(runs)
     acc = seed_curve(seeds["grpo"], "val_acc")
-    assert (
-        len(acc) == int(runs["grpo"]["val_acc"].notna().sum()) and acc["se"].iloc[1:].gt(0).all()
-    )  # step 0: all clipped at 0
+    # step 0: all clipped at 0
+    assert len(acc) == int(runs["grpo"]["val_acc"].notna().sum()) and acc["se"].iloc[1:].gt(0).all()
     np.testing.assert_allclose(ax_acc.lines[0].get_ydata(), 100 * acc["mean"])
     assert "means over 3 seeds" in fig.texts[-1].get_text()
     call("fig11_covariance_methods", runs, tmp_path / "g", replicates={run: [frame] for run, frame in runs.items()})

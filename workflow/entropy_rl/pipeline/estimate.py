@@ -60,9 +60,8 @@ def requested_runs(plan: StudyPlan) -> list[str]:
     wanted = set()
     for target in targets:
         if target in ("all", "audit", "fit_table") or target.endswith("fits.csv") or target.startswith(paths.AUDIT_DIR):
-            wanted |= set(
-                plan.study_runs
-            )  # the claims judged (all, unless --config claims=... or budget_gpu_hours=...)
+            # the claims judged (all, unless --config claims=... or budget_gpu_hours=...)
+            wanted |= set(plan.study_runs)
         if target == "evaluations":
             wanted |= set(runs)
         if target == "pilot":

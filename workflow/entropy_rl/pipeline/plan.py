@@ -35,9 +35,8 @@ class StudyPlan:
     claims: list[dict]  # the ledger, expanded (claims.yaml)
     claim_jobs: dict[str, frozenset[str]]  # each claim's jobs (pipeline.claim_plan.study_jobs)
     selecting: bool  # whether the command line chose claims or a budget
-    budget: (
-        dict | None
-    )  # the GPU-hours' assumptions: config.yaml's, or the pilot's measures (claims.budget_assumptions)
+    # the GPU-hours' assumptions: config.yaml's, or the pilot's measures (claims.budget_assumptions)
+    budget: dict | None
     job_hours: dict[str, float]  # every GPU job's estimated GPU-hours (none at mini scale)
     selection: claim_plan.Selection
     not_run: dict[str, float]  # the claims left out, with the GPU-hours each would add

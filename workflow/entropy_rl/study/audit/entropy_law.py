@@ -182,9 +182,8 @@ def shared_coefficients(study: Study, artifact: str, expect: str = "shared") -> 
         for h in ends:
             if study.replicates < 2:
                 (f,), (f0,) = fits[r], fits[ref]
-                se = math.hypot(
-                    *(g["b_stderr"] + math.exp(h) * g["a_stderr"] for g in (f, f0))
-                )  # a bound: no covariance
+                # a bound: no covariance
+                se = math.hypot(*(g["b_stderr"] + math.exp(h) * g["a_stderr"] for g in (f, f0)))
                 gap = Effect(_curve(f, h) - _curve(f0, h), se, f["n"] + f0["n"] - 4, between_runs=True)
             else:
                 gap = _difference([_curve(f, h) for f in fits[r]], [_curve(f, h) for f in fits[ref]])

@@ -1,7 +1,7 @@
 """What repeats bit for bit on this machine's accelerator, what only within a tolerance, and what seeding costs.
 
 Three measurements, printed as tables (and written with --json), on random weights in the paper's shapes
-(config.yaml paper.architectures; the values of the weights do not matter to any of them):
+(their shapes in config.yaml paper.models; the values of the weights do not matter to any of them):
 
 1. The same batch twice through the model: the token log-probabilities a rerun computes (verl's old_log_prob and
    entropy come from this forward pass). Identical shapes give identical kernels, so this should be exact.
@@ -33,7 +33,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
-from entropy_rl.paper.cost import shapes  # noqa: E402
+from entropy_rl.paper.cost import architectures, shapes  # noqa: E402
 
 TINY = {
     "hidden_size": 128,
@@ -157,7 +157,9 @@ def main(argv=None) -> int:
         models = [("tiny qwen2 (h128, 2 layers)", "qwen2", TINY)]
         dtype, probes, batch, length, vocab, batches = torch.float32, 4, 16, 128, 151936, [16, 64]
     else:
-        models = [(m, paper["models"][m]["family"], paper["architectures"][m]) for m in ("qwen2.5-0.5b", "qwen2.5-7b")]
+        models = [
+            (m, paper["models"][m]["family"], architectures.shape(paper, m)) for m in ("qwen2.5-0.5b", "qwen2.5-7b")
+        ]
         dtype, probes, batch, length, vocab, batches = torch.bfloat16, 8, 32, 256, 151936, [64, 256, 512]
     where = torch.cuda.get_device_name() if device == "cuda" else f"CPU ({torch.get_num_threads()} threads)"
     print(f"device: {where}; torch {torch.__version__}")

@@ -1,7 +1,7 @@
 """The update's and the rollout's speed by model size: verl's own actor worker and vLLM's own engine on random weights
 in each paper model's shape, one device, the same code the pilot's rule pilot_speed runs (entropy_rl.paper.cost.speed).
 
-For each size of config.yaml paper.pilot.speed (or --sizes): random weights in its shape (paper.architectures), verl's
+For each size of config.yaml paper.pilot.speed (or --sizes): random weights in its shape (paper.models), verl's
 worker built from the run's composed command exactly as the launch composes it, one warm-up step then N timed steps of
 old log-probs and update at the run's token budget and dynamic batching on a batch of the budget's mean lengths; then
 vLLM generating answers of the budget's mean length (load_format=dummy, ignore_eos). It prints per size: tokens a
@@ -32,9 +32,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "workflow"), str(ROOT / "tests")]
 
-from entropy_rl.core import paths, spec  # noqa: E402
-from entropy_rl.paper import launch  # noqa: E402
-from entropy_rl.paper.cost import shapes, speed, speed_report  # noqa: E402
+from entropy_rl.core import paths, spec
+from entropy_rl.paper import launch
+from entropy_rl.paper.cost import shapes, speed, speed_report
 
 # On a CPU: each size's shape cut to a few hundred thousand parameters (heads 32 wide: vLLM's CPU attention takes no
 # narrower), the budget's lengths to tens of tokens and the batch to a few prompts. Only sizes change.
@@ -58,17 +58,10 @@ def paper_config(cpu: bool, sizes: list[str] | None) -> dict:
         cfg["pilot"]["speed"]["sizes"] = [m for m in cfg["pilot"]["speed"]["sizes"] if m in TINY]
         for model, tiny in TINY.items():
             heads = tiny["hidden_size"] // 32
-            cfg["architectures"][model] = {
-                **cfg["architectures"][model],
-                **tiny,
-                "num_heads": heads,
-                "num_kv_heads": 1,
-                "vocab_size": 512,
-            }
+            entry = cfg["models"][model]
+            entry.update(tiny, num_heads=heads, num_kv_heads=1, vocab_size=512)
             # N of the tiny shape itself: the fitted law's sizes are the shapes timed
-            cfg["models"][model]["params_b"] = (
-                shapes.params(cfg["models"][model]["family"], cfg["architectures"][model]) / 1e9
-            )
+            entry["params_b"] = shapes.params(entry["family"], entry) / 1e9
         cfg["pilot"]["speed"].update(CPU_SPEED)
         cfg["budget"].update(CPU_LENGTHS)
         cfg["launch"] = {"verl_overrides": CPU_VERL}
@@ -100,7 +93,7 @@ def tokenizer_dir(work: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cpu", action="store_true", help="tiny shapes on the tests' CPU platform")
-    parser.add_argument("--sizes", nargs="*", help="models of paper.architectures (default: paper.pilot.speed.sizes)")
+    parser.add_argument("--sizes", nargs="*", help="models of paper.models (default: paper.pilot.speed.sizes)")
     parser.add_argument("--steps", type=int, help="timed steps after the warm-up (default: paper.pilot.speed.steps)")
     parser.add_argument("--tokenizer", help="a tokenizer directory for the random models (default: the mini one)")
     parser.add_argument("--no-rollout", action="store_true", help="time the update only")

@@ -31,9 +31,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "workflow"), str(ROOT / "tests")]
 
-from entropy_rl.core import paths, random_reward, spec  # noqa: E402
-from entropy_rl.paper import launch, reward_launch, verl_metrics  # noqa: E402
-from support import pilot_here, vllm_env  # noqa: E402
+from entropy_rl.core import paths, random_reward, spec
+from entropy_rl.core.run import Run, resolve
+from entropy_rl.paper import launch, reward_launch, verl_metrics
+from support import pilot_here, vllm_env
 
 # Section 4's four losses (its baseline, clip-higher, Clip-Cov, KL-Cov) and Section 2's two treatments (entropy loss,
 # reference KL: the one run with a reference worker).
@@ -81,26 +82,26 @@ def results_dir(pilot: Path, root: Path) -> None:
     shutil.copy(src / "data" / "benchmarks" / "validation.parquet", root / "data" / "benchmarks" / "validation.parquet")
 
 
-def expectations(s: dict) -> dict[str, bool]:
+def expectations(run: Run) -> dict[str, bool]:
     """What the step's log must show for this run's loss, by metric key: True means present and nonzero."""
-    loss = s["loss"]
+    loss = run.loss
     out = {"paper/entropy": True, "actor/response_tokens": True, "actor/pg_loss": True}
-    if loss["loss_mode"] == "kl_cov":
+    if loss.loss_mode == "kl_cov":
         out["actor/cov_touched_tokens"] = True  # at least one token a micro-batch (verl's kl_cov)
-    if loss["loss_mode"] == "clip_cov":
+    if loss.loss_mode == "clip_cov":
         out["actor/cov_touched_tokens"] = False  # int(n x 2e-4) tokens: none in a micro-batch of a few hundred
-    if loss["clip_ratio_high"] > loss["clip_ratio_low"]:
+    if loss.clip_ratio_high > loss.clip_ratio_low:
         out["actor/cliphigher_tokens"] = False  # logged; tokens in the band only once the policy has moved off
-    if loss["entropy_coeff"] > 0:
+    if loss.entropy_coeff > 0:
         out["actor/entropy_loss"] = True
-    if loss["kl_loss_coef"] > 0:
+    if loss.kl_loss_coef > 0:
         # Logged: the actor's KL to the reference worker's log-probs (0.0 exactly when lr is 0, measured: the
         # reference holds the base model; the first update moves the policy before the step's second mini-batch).
         out["actor/kl_loss"] = False
     return out
 
 
-def random_draws_problems(run_spec: dict, dump: Path, train: Path) -> tuple[list[str], str]:
+def random_draws_problems(run: Run, dump: Path, train: Path) -> tuple[list[str], str]:
     """Each dumped rollout's score against the draw recomputed from its row (found by its question in the prompt) and
     its text, as compute_score keys it; and how many scores the true reward would have given otherwise."""
     rows = pd.read_parquet(train)
@@ -118,7 +119,7 @@ def random_draws_problems(run_spec: dict, dump: Path, train: Path) -> tuple[list
             continue
         row = match.iloc[0]
         drawn = random_reward.bernoulli(
-            run_spec["seed"], "verl", row["data_source"], int(row["extra_info"]["index"]), r["output"]
+            run.seed, "verl", row["data_source"], int(row["extra_info"]["index"]), r["output"]
         )
         if drawn != r["score"]:
             problems.append(f"score {r['score']} where the draw is {drawn}")
@@ -142,13 +143,13 @@ def main() -> None:
     results_dir(args.pilot, root)
     env = launch.verl_env(vllm_env(**{**pilot_here.ENV, "PYTHONPATH": f"{ROOT / 'workflow'}:{ROOT / 'tests'}"}))
     failed = []
-    for run in args.runs:
-        s = spec.resolve_run(cfg, run)
-        log = root / "runs" / run / "verl.jsonl"
+    for run_id in args.runs:
+        run = resolve(cfg, run_id)
+        log = root / "runs" / run_id / "verl.jsonl"
         log.parent.mkdir(parents=True)
-        command = launch.bind(reward_launch.verl_command(cfg, run), str(root))
-        dump = root / "runs" / run / "rollouts"
-        if random_reward.is_random(s):
+        command = launch.bind(reward_launch.verl_command(cfg, run_id), str(root))
+        dump = root / "runs" / run_id / "rollouts"
+        if random_reward.is_random(run):
             command.append(f"trainer.rollout_data_dir={dump}")
         started = time.perf_counter()
         code = launch.run(command, ["localhost"], 1, {**env, "VERL_FILE_LOGGER_PATH": str(log)})
@@ -161,25 +162,26 @@ def main() -> None:
         shown = {
             k: v for k, v in sorted(data.items()) if k.startswith(("paper/", "actor/")) and not k.startswith("actor/lr")
         }
+        loss = run.loss
         print(
-            f"\n{run}: loss_mode {s['loss']['loss_mode']}, clip {s['loss']['clip_ratio_low']}/{s['loss']['clip_ratio_high']}, "
-            f"entropy_coeff {s['loss']['entropy_coeff']}, kl_loss_coef {s['loss']['kl_loss_coef']}: exit {code}, {seconds:.0f} s"
+            f"\n{run_id}: loss_mode {loss.loss_mode}, clip {loss.clip_ratio_low}/{loss.clip_ratio_high}, "
+            f"entropy_coeff {loss.entropy_coeff}, kl_loss_coef {loss.kl_loss_coef}: exit {code}, {seconds:.0f} s"
         )
         for key, value in shown.items():
             print(f"  {key:34s} {value}")
         problems = [] if code == 0 else [f"exit {code}"]
-        for key, nonzero in expectations(s).items():
+        for key, nonzero in expectations(run).items():
             value = data.get(key)
             if value is None or (isinstance(value, float) and math.isnan(value)) or (nonzero and not value):
                 problems.append(f"{key} = {value}")
-        if random_reward.is_random(s):
+        if random_reward.is_random(run):
             draw_problems, summary = random_draws_problems(
-                s, dump, root / "data" / "train" / f"{s['train_data']}.parquet"
+                run, dump, root / "data" / "train" / f"{run.train_data}.parquet"
             )
             print(f"  random reward: {summary}; {len(draw_problems)} not the recomputed draw {draw_problems[:3]}")
             problems += draw_problems[:3]
         if problems:
-            failed.append(f"{run}: {', '.join(problems)}")
+            failed.append(f"{run_id}: {', '.join(problems)}")
     shutil.rmtree(work)
     print(
         "\n"

@@ -186,15 +186,16 @@ def training_ops(model):
 
 def profile_run(cfg: dict, run: str, data_paths: dict, model_dir: Path, steps: int | None, out: Path) -> None:
     from entropy_rl.core import metrics, reward, spec
+    from entropy_rl.core.run import resolve
     from entropy_rl.mini import algorithms, checkpoints, generation, trainer
 
-    s = spec.resolve_run(cfg, run)
-    s["steps"] = steps or s["steps"]
+    resolved = resolve(cfg, run)
+    resolved = resolved.but(steps=steps or resolved.steps)
     prof = Phases()
     t0 = time.perf_counter()
     domain = spec.domain_benchmarks(cfg, spec.train_domain(cfg, run))  # what the run validates on
     val_sets = trainer.validation_sets(
-        {b: data_paths["benchmarks"][b] for b in domain}, s["val_protocol"], s["val_size"]
+        {b: data_paths["benchmarks"][b] for b in domain}, resolved.val_protocol, resolved.val_size
     )
     import torch
 
@@ -217,9 +218,9 @@ def profile_run(cfg: dict, run: str, data_paths: dict, model_dir: Path, steps: i
         (checkpoints, "save", "checkpointing"),
         (trainer, "finish", "saving"),
     ):
-        frame = trainer.train(s, model_dir, data_paths["train"], val_sets, out)
+        frame = trainer.train(resolved, model_dir, data_paths["train"], val_sets, out)
     total = time.perf_counter() - t0
-    prof.report(f"RL run {run} ({s['algorithm']}), {s['steps']} steps", total)
+    prof.report(f"RL run {run} ({resolved.algorithm}), {resolved.steps} steps", total)
     last = frame.dropna(subset=["val_acc"])
     print(
         f"  validation accuracy {last['val_acc'].iloc[0]:.3f} -> {last['val_acc'].iloc[-1]:.3f}, "

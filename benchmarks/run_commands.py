@@ -1,10 +1,12 @@
-"""Every paper run's recorded training command (train_verl's and preflight's ``params.command``) at two revisions,
-and the runs whose command differs: a change that rewrites how commands are built must leave them byte-identical,
-or name the runs it changes (each one's GPU job reruns, and its checkpoints no longer resume).
+"""Every paper run's recorded training command (train_verl's and preflight's ``params.command``) at two revisions (or
+a revision and the working tree), and the runs whose command differs: a change that rewrites how commands are built
+must leave them byte-identical, or name the runs it changes (each one's GPU job reruns, and its checkpoints no longer
+resume).
 
 Exports each revision (``git archive``) and composes its commands with its own code, as its rules do
-(``reward_launch.verl_command`` over the paper scale with its replicates and the GPU pilot). Run from the repository
-root; a few seconds:
+(``reward_launch.verl_command`` over the paper scale with its replicates and the GPU pilot); without ``NEW_REV``, the
+working tree's commands (uncommitted and untracked files included) are the new ones. Run from the repository root; a
+few seconds:
 
     python benchmarks/run_commands.py OLD_REV [NEW_REV] [--json OUT]
 """
@@ -31,10 +33,12 @@ json.dump({run: compose.verl_command(S, run) for run in sorted(S["runs"])}, sys.
 """
 
 
-def commands(rev: str, work: Path) -> dict[str, list[str]]:
-    src = work / rev.replace("/", "_")
-    src.mkdir()
-    subprocess.run(f"git archive {rev} | tar -x -C {src}", shell=True, check=True, cwd=ROOT)
+def commands(rev: str | None, work: Path) -> dict[str, list[str]]:
+    """The commands of revision ``rev``, exported under ``work``, or (``None``) of the working tree as it is."""
+    src = ROOT if rev is None else work / rev.replace("/", "_")
+    if rev is not None:
+        src.mkdir()
+        subprocess.run(f"git archive {rev} | tar -x -C {src}", shell=True, check=True, cwd=ROOT)
     env = {**os.environ, "PYTHONPATH": str(src / "workflow")}
     out = subprocess.run([sys.executable, "-c", COMPOSE], cwd=src, env=env, capture_output=True, text=True, check=False)
     if out.returncode:
@@ -45,9 +49,10 @@ def commands(rev: str, work: Path) -> dict[str, list[str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("old")
-    parser.add_argument("new", nargs="?", default="HEAD")
+    parser.add_argument("new", nargs="?", default=None, help="a revision (default: the working tree)")
     parser.add_argument("--json", type=Path, help="write both revisions' commands here")
     args = parser.parse_args()
+    new_name = args.new or "the working tree"
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "old").mkdir(), (Path(tmp) / "new").mkdir()
         old, new = commands(args.old, Path(tmp) / "old"), commands(args.new, Path(tmp) / "new")
@@ -55,8 +60,8 @@ def main() -> None:
         args.json.write_text(json.dumps({"old": old, "new": new}, indent=1) + "\n")
     changed = sorted(run for run in old.keys() & new.keys() if old[run] != new[run])
     print(
-        f"{args.old}: {len(old)} runs; {args.new}: {len(new)} runs; "
-        f"only at {args.old}: {sorted(old.keys() - new.keys())}; only at {args.new}: {sorted(new.keys() - old.keys())}"
+        f"{args.old}: {len(old)} runs; {new_name}: {len(new)} runs; "
+        f"only at {args.old}: {sorted(old.keys() - new.keys())}; only at {new_name}: {sorted(new.keys() - old.keys())}"
     )
     print(
         f"{len(changed)} of {len(old.keys() & new.keys())} runs' commands differ" + (f": {changed}" if changed else "")
@@ -65,7 +70,8 @@ def main() -> None:
         a, b = old[run], new[run]
         moved = " (the same arguments, reordered)" if sorted(a) == sorted(b) else ""
         print(
-            f"  {run}: only at {args.old}: {[x for x in a if x not in b]}; only at {args.new}: {[x for x in b if x not in a]}{moved}"
+            f"  {run}: only at {args.old}: {[x for x in a if x not in b]}; only at {new_name}: "
+            f"{[x for x in b if x not in a]}{moved}"
         )
     sys.exit(1 if changed or old.keys() != new.keys() else 0)
 

@@ -11,11 +11,13 @@ import argparse
 import statistics
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
 import yaml
-from entropy_rl.core import formats, model_size, spec
+from entropy_rl.core import formats, model_size
+from entropy_rl.core.run import resolve
 from entropy_rl.mini import algorithms, data, generation, models, tokenizer
 
 
@@ -28,10 +30,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
 
-    cfg = yaml.safe_load(open("config.yaml"))["mini"]
-    s = spec.resolve_run(
-        dict(cfg, runs={"bench": {"model": args.model, "algorithm": "grpo", "treatment": "none"}}), "bench"
-    )
+    cfg = yaml.safe_load(Path("config.yaml").read_text())["mini"]
+    run = resolve(dict(cfg, runs={"bench": {"model": args.model, "algorithm": "grpo", "treatment": "none"}}), "bench")
     small = dict(cfg["data"], benchmarks={k: dict(v, size=16) for k, v in cfg["data"]["benchmarks"].items()})
     small["pretrain"] = dict(small["pretrain"], prompts=64, repeats=1)
     with tempfile.TemporaryDirectory() as tmp:
@@ -43,16 +43,16 @@ def main() -> None:
             cfg["models"][args.model]["family"], cfg["models"][args.model], tmp + "/tok", 0
         )
 
-    n, per_step, mb = s["rollout_n"], s["prompts_per_step"], s["ppo_mini_batch_size"]
-    config = algorithms.actor_config(s["loss"], n, mb)
-    opt = torch.optim.AdamW(model.parameters(), lr=s["lr"])
+    n, per_step, mb = run.rollout_n, run.prompts_per_step, run.ppo_mini_batch_size
+    config = algorithms.actor_config(run.loss, n, mb)
+    opt = torch.optim.AdamW(model.parameters(), lr=run.lr)
     rollout_rates, update_rates = [], []
     for r in range(args.repeats + 1):  # the first round warms up
         batch = prompts[r * per_step : (r + 1) * per_step]
         model.eval()
         t0 = time.perf_counter()
         rollout = generation.generate(
-            model, tok, batch, n=n, temperature=s["temperature"], max_new_tokens=s["max_response_length"]
+            model, tok, batch, n=n, temperature=run.temperature, max_new_tokens=run.max_response_length
         )
         t1 = time.perf_counter()
         old_lp = rollout.log_probs  # the sampler's, as the trainer takes them
@@ -64,7 +64,7 @@ def main() -> None:
         for start in range(0, per_step, mb):
             sel = np.arange(start * n, (start + mb) * n)
             sub = rollout.select(sel)
-            lp, _ = generation.forward_response(model, sub, s["temperature"], with_entropy=False)
+            lp, _ = generation.forward_response(model, sub, run.temperature, with_entropy=False)
             loss, _ = algorithms.actor_loss(config, lp, old_lp[sel], adv[sel], sub.response_mask)
             opt.zero_grad()
             loss.backward()
@@ -77,7 +77,7 @@ def main() -> None:
     params = model_size.non_embedding_params(model.config.to_dict())
     print(
         f"model {args.model} ({params} non-embedding parameters), {per_step} prompts x {n} samples, "
-        f"max {s['max_response_length']} new tokens, mini-batch {mb} prompts, {args.threads} thread(s), {args.repeats} repeats"
+        f"max {run.max_response_length} new tokens, mini-batch {mb} prompts, {args.threads} thread(s), {args.repeats} repeats"
     )
     print(
         f"rollout tokens/s:        median {statistics.median(rollout_rates):8.0f}  (min {min(rollout_rates):.0f}, max {max(rollout_rates):.0f})"

@@ -71,7 +71,6 @@ def pilot_here(tmp_path_factory):
     """The GPU pilot run here (tests/pilot_here.py): its working directory, once per session for the modules that
     read it (one worker: see the grouping above). Skipped, or under CI failed, without the CPU stand-in.
     ENTROPY_RL_PILOT_HERE names the directory of an earlier run to read instead (to work on these tests)."""
-    import os
 
     import pilot_here
     import support

@@ -19,6 +19,7 @@ import torch
 from entropy_rl.core.power import mcmc as power_mcmc
 from entropy_rl.core.power import smc as power_smc
 from entropy_rl.core.power import sps as power_sps
+from entropy_rl.core.power.methods import SMC, SPS, Power
 
 STOP, VOCAB, MAX_TOKENS, ALPHA = 2, 3, 4, 4.0
 
@@ -106,11 +107,10 @@ def draw(sampler: str, n: int, seed: int, **settings) -> tuple[list[tuple[int, .
     if sampler == "low-temp":  # Algorithm 1 with no MH step: the proposal itself
         chains = power_mcmc.sample_chains(proposer, prompts, ALPHA, MAX_TOKENS, 0, MAX_TOKENS, rng)
     elif sampler == "mcmc":
-        method = {"alpha": ALPHA, **settings}
-        chains = power_mcmc.method_chains(proposer, prompts, method, 1, MAX_TOKENS, rng)
+        chains = power_mcmc.method_chains(proposer, prompts, Power(alpha=ALPHA, **settings), 1, MAX_TOKENS, rng)
     elif sampler == "smc":
-        chains = power_smc.method_chains(proposer, prompts, {"alpha": ALPHA, **settings}, 1, MAX_TOKENS, rng)
+        chains = power_smc.method_chains(proposer, prompts, SMC(alpha=ALPHA, **settings), 1, MAX_TOKENS, rng)
     else:
-        chains = power_sps.method_chains(proposer, prompts, {"alpha": ALPHA, **settings}, 1, MAX_TOKENS, rng)
+        chains = power_sps.method_chains(proposer, prompts, SPS(alpha=ALPHA, **settings), 1, MAX_TOKENS, rng)
     drawn = sum(c.drawn for c in chains) if sampler != "low-temp" else sum(len(c.tokens) for c in chains)
     return [tuple(int(t) for t in c.tokens) for c in chains], drawn / sum(len(c.tokens) for c in chains)

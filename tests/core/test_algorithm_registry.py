@@ -2,9 +2,11 @@
 
 import pytest
 import torch
-from entropy_rl.core import algorithms, spec
+from entropy_rl.core import algorithms
+from entropy_rl.core.run import Prime
 from entropy_rl.mini import algorithms as mini_algorithms
 from entropy_rl.study.audit import data as audit_data
+from support import a_run, scale_config
 from verl.trainer.config import AlgoConfig
 from verl.trainer.ppo import core_algos
 
@@ -27,27 +29,13 @@ def test_the_papers_algorithms_and_their_estimators_are_verls():
 
 
 def test_the_audit_names_a_method_by_its_label():
-    loss = {
-        "loss_mode": "vanilla",
-        "entropy_coeff": 0,
-        "kl_loss_coef": 0,
-        "clip_ratio_high": 0.2,
-        "clip_ratio_low": 0.2,
-    }
-    assert audit_data.method({"algorithm": "reinforce_plus_plus", "loss": loss}) == "REINFORCE++"
+    assert audit_data.method(a_run(algorithm="reinforce_plus_plus")) == "REINFORCE++"
 
 
 def test_prime_settings_stay_with_the_runs_that_train_a_process_reward_model():
-    cfg = {
-        "train": {"lr": 1.0, "prime": {"beta": 0.05}},
-        "treatments": {"none": {}},
-        "models": {},
-        "runs": {
-            "a": {"model": "m", "algorithm": "prime", "treatment": "none"},
-            "b": {"model": "m", "algorithm": "grpo", "treatment": "none"},
-        },
-    }
-    assert "prime" in spec.resolve_run(cfg, "a") and "prime" not in spec.resolve_run(cfg, "b")
+    mini = scale_config("mini")
+    assert a_run("qwen2-m-prime").prime == Prime(**mini["train"]["prime"]) and a_run("qwen2-m-grpo").prime is None
+    assert "prime" not in a_run("qwen2-m-grpo").params()  # so an edit of PRIME's settings reruns no other run
 
 
 @pytest.mark.parametrize("estimator", ["grpo", "rloo", "reinforce_plus_plus", "opo", "grpo_passk"])

@@ -7,21 +7,21 @@ import sys
 import pytest
 import yaml
 from entropy_rl.core import config as cfg
-from entropy_rl.core import spec
+from entropy_rl.core import run as resolved
 from entropy_rl.paper import run_command, verl_names
 from support import ROOT
 
 
-def verl_overrides(spec: dict, covariance_metrics: bool = False) -> list[str]:
+def verl_overrides(run: resolved.Run, covariance_metrics: bool = False) -> list[str]:
     """The run's algorithm settings as verl 0.9.1's overrides (run_command.algorithm_settings)."""
-    return [s.override for s in run_command.algorithm_settings(spec, covariance_metrics)]
+    return [s.override for s in run_command.algorithm_settings(run, covariance_metrics)]
 
 
 def launch_overrides(scale_cfg: dict, run: str, root: str) -> list[str]:
     """The run's placement as overrides, with the verifiable reward (run_command.placement_settings)."""
     return [
         s.override
-        for s in run_command.placement_settings(run_command.resolve(scale_cfg, run), run_command.VERIFIABLE, root)
+        for s in run_command.placement_settings(*run_command.resolve(scale_cfg, run), run_command.VERIFIABLE, root)
     ]
 
 
@@ -185,51 +185,53 @@ def test_snakemake_refuses_bad_config_before_any_job(tmp_path, config):
 def test_run_spec_layers_defaults_treatment_and_overrides(config):
     m = config["mini"]
     m["runs"]["qwen2-m-grpo-klcov"]["overrides"] = {"lr": 3e-5, "loss": {"kl_cov_ratio": 0.1}}
-    s = spec.resolve_run(m, "qwen2-m-grpo-klcov")
-    assert s["lr"] == 3e-5 and s["steps"] == m["train"]["steps"]
-    assert s["loss"]["loss_mode"] == "kl_cov" and s["loss"]["kl_cov_ratio"] == 0.1
-    assert s["loss"]["clip_ratio_low"] == m["train"]["loss"]["clip_ratio_low"]
-    assert (s["model"], s["algorithm"], s["treatment"]) == ("qwen2-m", "grpo", "kl_cov")
+    s = resolved.resolve(m, "qwen2-m-grpo-klcov")
+    assert s.lr == 3e-5 and s.steps == m["train"]["steps"]
+    assert s.loss.loss_mode == "kl_cov" and s.loss.kl_cov_ratio == 0.1
+    assert s.loss.clip_ratio_low == m["train"]["loss"]["clip_ratio_low"]
+    assert (s.id, s.model, s.algorithm, s.treatment) == ("qwen2-m-grpo-klcov", "qwen2-m", "grpo", "kl_cov")
+    assert resolved.Run.from_params(s.params()) == s  # what a rule passes its job reads back as the same run
 
 
 def test_run_spec_layers_train_recipe_treatment_and_overrides(config):
     p = config["paper"]
     p["runs"]["qwen2.5-7b-grpo-cliphigher"]["overrides"] = {"lr": 2e-6, "loss": {"clip_ratio_low": 0.1}}
-    s = spec.resolve_run(p, "qwen2.5-7b-grpo-cliphigher")
+    s = resolved.resolve(p, "qwen2.5-7b-grpo-cliphigher")
     # the recipe over train
-    assert s["recipe"] == "section4-7b" and s["prompts_per_step"] == 256 and s["ppo_mini_batch_size"] == 32
+    assert s.recipe == "section4-7b" and s.prompts_per_step == 256 and s.ppo_mini_batch_size == 32
     # train where the recipe is silent
-    assert s["rollout_n"] == p["train"]["rollout_n"] and s["gamma"] == p["train"]["gamma"]
+    assert s.rollout_n == p["train"]["rollout_n"] and s.gamma == p["train"]["gamma"]
     # the recipe's loss, then the treatment
-    assert s["loss"]["clip_ratio_c"] == 10.0 and s["loss"]["clip_ratio_high"] == 0.28
-    assert s["loss"]["clip_ratio_low"] == 0.1 and s["lr"] == 2e-6  # the run's overrides last
-    assert s["loss"]["clip_cov_ub"] == p["train"]["loss"]["clip_cov_ub"]  # loss merges key by key
+    assert s.loss.clip_ratio_c == 10.0 and s.loss.clip_ratio_high == 0.28
+    assert s.loss.clip_ratio_low == 0.1 and s.lr == 2e-6  # the run's overrides last
+    assert s.loss.clip_cov_ub == p["train"]["loss"]["clip_cov_ub"]  # loss merges key by key
     assert (
-        spec.resolve_run(p, "qwen2.5-7b-grpo")["recipe"] is None
-        and spec.resolve_run(config["mini"], "qwen2-m-grpo")["recipe"] is None
+        resolved.resolve(p, "qwen2.5-7b-grpo").recipe is None
+        and resolved.resolve(config["mini"], "qwen2-m-grpo").recipe is None
     )
     scope = {k: v for k, v in p.items() if k != "recipes"}  # a reduced config that lost the recipe says so
     with pytest.raises(KeyError, match="names recipe 'section4-7b'"):
-        spec.resolve_run(scope, "qwen2.5-7b-grpo-cliphigher")
+        resolved.resolve(scope, "qwen2.5-7b-grpo-cliphigher")
 
 
 def test_algorithm_settings_reach_only_their_runs(config):
     """Editing PRIME's settings must not change (and so rerun) a GRPO run."""
     m = config["mini"]
-    assert "prime" in spec.resolve_run(m, "qwen2-m-prime")
-    grpo = spec.resolve_run(m, "qwen2-m-grpo")
+    assert resolved.resolve(m, "qwen2-m-prime").prime is not None
+    grpo = resolved.resolve(m, "qwen2-m-grpo")
     m["train"]["prime"]["lr"] = 0.5
-    assert "prime" not in grpo and spec.resolve_run(m, "qwen2-m-grpo") == grpo
+    assert grpo.prime is None and resolved.resolve(m, "qwen2-m-grpo").params() == grpo.params()
+    assert resolved.resolve(m, "qwen2-m-prime").prime.lr == 0.5
 
 
 def test_verl_overrides_carry_the_same_settings(config):
-    s = spec.resolve_run(config["mini"], "qwen2-m-grpo-clipcov")
+    s = resolved.resolve(config["mini"], "qwen2-m-grpo-clipcov")
     ov = dict(o.split("=", 1) for o in verl_overrides(s))
     assert ov["algorithm.adv_estimator"] == "grpo"
     assert ov["actor_rollout_ref.actor.policy_loss.loss_mode"] == "clip_cov"
-    assert float(ov["actor_rollout_ref.actor.policy_loss.clip_cov_ratio"]) == s["loss"]["clip_cov_ratio"]
-    assert float(ov["actor_rollout_ref.actor.optim.lr"]) == s["lr"]
-    assert int(ov["actor_rollout_ref.rollout.n"]) == s["rollout_n"]
+    assert float(ov["actor_rollout_ref.actor.policy_loss.clip_cov_ratio"]) == s.loss.clip_cov_ratio
+    assert float(ov["actor_rollout_ref.actor.optim.lr"]) == s.lr
+    assert int(ov["actor_rollout_ref.rollout.n"]) == s.rollout_n
     assert ov["actor_rollout_ref.actor.use_kl_loss"] == "false"
-    assert float(ov["actor_rollout_ref.actor.clip_ratio_c"]) == s["loss"]["clip_ratio_c"]
-    assert int(ov[f"+{verl_names.GEN_BATCHES_KEY}"]) == s["max_num_gen_batches"]
+    assert float(ov["actor_rollout_ref.actor.clip_ratio_c"]) == s.loss.clip_ratio_c
+    assert int(ov[f"+{verl_names.GEN_BATCHES_KEY}"]) == s.max_num_gen_batches

@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 from entropy_rl.core import metrics
+from entropy_rl.core.run import Loss
 from entropy_rl.mini import generation
 
 
@@ -101,7 +102,7 @@ def test_loss_token_stats_count_what_verls_losses_touch():
     new, adv = old + 0.05 * torch.randn(16, 40, generator=g), torch.randn(16, 1, generator=g).expand(16, 40) * 4
     mask = torch.ones(16, 40)
     for mode, ratio in [("clip_cov", "clip_cov_ratio"), ("kl_cov", "kl_cov_ratio")]:
-        cfg = algorithms.actor_config(dict(LOSS, loss_mode=mode, clip_ratio_high=0.2, **{ratio: 0.01}), 8, 16)
+        cfg = algorithms.actor_config(Loss(**dict(LOSS, loss_mode=mode, clip_ratio_high=0.2, **{ratio: 0.01})), 8, 16)
         new_param = new.clone().requires_grad_(True)
         loss, logged = get_policy_loss_fn(mode)(old, new_param, adv, mask, "token-mean", cfg)
         stats = metrics.loss_token_stats(cfg, new, old, adv, mask, logged)
@@ -118,7 +119,7 @@ def test_clip_higher_band_by_hand():
     from entropy_rl.mini import algorithms
     from support import LOSS
 
-    cfg = algorithms.actor_config(dict(LOSS, clip_ratio_low=0.2, clip_ratio_high=0.28), 2, 2)
+    cfg = algorithms.actor_config(Loss(**dict(LOSS, clip_ratio_low=0.2, clip_ratio_high=0.28)), 2, 2)
     old = torch.zeros(1, 4)
     new = torch.log(torch.tensor([[1.25, 1.25, 1.1, 1.3]]))  # ratios: in band, in band, below, above
     adv = torch.tensor([[1.0, -1.0, 1.0, 1.0]])

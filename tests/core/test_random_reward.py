@@ -2,7 +2,9 @@
 
 import numpy as np
 import pytest
-from entropy_rl.core import random_reward, reward
+import yaml
+from entropy_rl.core import random_reward, reward, run
+from support import ROOT
 
 RIGHT, WRONG = "So the answer is \\boxed{7}.", "So the answer is \\boxed{8}."
 TRAIN, BENCH = "eurus2-math-train", "math500"
@@ -48,6 +50,7 @@ def test_the_mini_draw_is_fresh_for_each_step_batch_prompt_and_response_and_fixe
     assert abs(many.mean() - random_reward.P_ONE) < 0.03  # s.e. 0.008 at 4,000 draws
 
 
-def test_a_spec_selects_the_random_reward_by_its_loss_setting_only():
-    assert random_reward.is_random({"loss": {"reward": "random"}})
-    assert not random_reward.is_random({"loss": {"loss_mode": "vanilla"}})
+def test_a_run_selects_the_random_reward_by_its_loss_setting_only():
+    grpo = run.resolve(yaml.safe_load((ROOT / "config.yaml").read_text())["mini"], "qwen2-m-grpo")
+    assert not random_reward.is_random(grpo)
+    assert random_reward.is_random(grpo.but(loss={"reward": random_reward.RANDOM}))

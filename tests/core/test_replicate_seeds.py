@@ -2,6 +2,7 @@
 
 import pytest
 import yaml
+from entropy_rl.core import run as resolved
 from entropy_rl.core import spec
 from support import ROOT
 
@@ -26,21 +27,18 @@ def test_each_replicate_is_a_run_of_its_own_on_its_own_base_model(mini):
     assert set(s["models"]) == {m for model in mini["models"] for m in (model, f"{model}@r1", f"{model}@r2")}
     seed = mini["train"]["seed"]
     for k, run in enumerate(spec.replicates(s["runs"], "qwen2-m-grpo-klcov")):
-        resolved = spec.resolve_run(s, run)
-        assert resolved["run_id"] == run and spec.replicate_of(run) == ("qwen2-m-grpo-klcov", k)
-        assert resolved["model"] == spec.replicate_names("qwen2-m", 3)[k] and resolved["seed"] == seed + k
-        assert resolved["replicate_of"] == "qwen2-m-grpo-klcov" and resolved["replicate"] == k
+        rep = resolved.resolve(s, run)
+        assert rep.id == run and spec.replicate_of(run) == ("qwen2-m-grpo-klcov", k)
+        assert rep.model == spec.replicate_names("qwen2-m", 3)[k] and rep.seed == seed + k
+        assert rep.replicate_of == "qwen2-m-grpo-klcov" and rep.replicate == k and rep.configured == rep.replicate_of
         # everything but the seed and the model is the configured run's
-        own = ("seed", "model", "run_id", "replicate_of", "replicate")
-        plain = spec.resolve_run(mini, "qwen2-m-grpo-klcov")
-        assert {k: v for k, v in resolved.items() if k not in own} == {k: v for k, v in plain.items() if k not in own}
-        assert s["models"][resolved["model"]]["pretrain_seed"] == mini["pretrain"]["seed"] + k
+        plain = resolved.resolve(mini, "qwen2-m-grpo-klcov")
+        assert rep == plain.but(id=run, seed=rep.seed, model=rep.model, replicate_of=rep.replicate_of, replicate=k)
+        assert s["models"][rep.model]["pretrain_seed"] == mini["pretrain"]["seed"] + k
     # a run's own overrides survive beside the replicate's seed
-    pg = spec.resolve_run(s, "qwen2-m-pg@r2")
-    assert (
-        pg["ppo_mini_batch_size"] == mini["runs"]["qwen2-m-pg"]["overrides"]["ppo_mini_batch_size"]
-        and pg["seed"] == seed + 2
-    )
+    pg = resolved.resolve(s, "qwen2-m-pg@r2")
+    assert pg.ppo_mini_batch_size == mini["runs"]["qwen2-m-pg"]["overrides"]["ppo_mini_batch_size"]
+    assert pg.seed == seed + 2
 
 
 def test_a_base_seed_moves_every_seed_and_renames_nothing(mini):
@@ -48,7 +46,7 @@ def test_a_base_seed_moves_every_seed_and_renames_nothing(mini):
     a, b = spec.with_replicates(mini, 0), spec.with_replicates(mini, 5)
     assert set(a["runs"]) == set(b["runs"]) and set(a["models"]) == set(b["models"])
     for run in a["runs"]:
-        assert spec.resolve_run(b, run)["seed"] == spec.resolve_run(a, run)["seed"] + 5
+        assert resolved.resolve(b, run).seed == resolved.resolve(a, run).seed + 5
     for model in a["models"]:
         assert b["models"][model]["pretrain_seed"] == a["models"][model]["pretrain_seed"] + 5
 
@@ -64,9 +62,9 @@ def test_learning_rates_scale_inversely_with_width(mini):
     cfg = spec.with_replicates({**unscaled, "lr_reference_width": 64, "replicates": 2})
     widths = {m: cfg["models"][m]["hidden_size"] for m in cfg["models"]}
     for run in cfg["runs"]:
-        resolved = spec.resolve_run(cfg, run)
-        base = spec.resolve_run(unscaled, cfg["runs"][run]["replicate_of"])
-        assert resolved["lr"] == pytest.approx(base["lr"] * 64 / widths[resolved["model"]])
+        rep = resolved.resolve(cfg, run)
+        base = resolved.resolve(unscaled, rep.configured)
+        assert rep.lr == pytest.approx(base.lr * 64 / widths[rep.model])
     for model, width in widths.items():
         tuning = mini["instruct"] if "instruct_of" in cfg["models"][model] else mini["pretrain"]
         assert spec.pretrain_settings(cfg, model)["lr"] == pytest.approx(tuning["lr"] * 64 / width)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 from entropy_rl.core import pass_rates, reward
+from entropy_rl.core.evaluation import Protocol
 from entropy_rl.paper import evaluate
 
 ADD = "Here it is:\n```python\ndef add(a, b):\n    return a + b\n```"
@@ -97,7 +98,7 @@ def test_vllm_outputs_are_graded_row_by_row(monkeypatch):
             ],
         }
     )
-    samples = evaluate.vllm_samples(Engine(), frame, {"temperature": 0.6, "n": 2}, 64, 0)
+    samples = evaluate.vllm_samples(Engine(), frame, Protocol(temperature=0.6, n=2), 64, 0)
     assert list(samples["correct"]) == [True, False, True, False]
     assert list(samples["sample"]) == [0, 1, 0, 1] and list(samples["response_tokens"]) == [2, 1, 9, 9]
     assert pass_rates.summarize(samples, [1, 2])["pass_at_2"] == 1.0

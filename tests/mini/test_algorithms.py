@@ -1,8 +1,11 @@
 """The mini trainer's advantage and loss wiring gives the numbers verl itself gives."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
+from entropy_rl.core.run import Loss
 from entropy_rl.mini import algorithms
 from support import LOSS
 from tensordict import TensorDict
@@ -11,6 +14,8 @@ from verl.trainer.ppo import core_algos
 from verl.utils import tensordict_utils as tu
 from verl.workers.utils.losses import ppo_loss
 from verl.workers.utils.padding import no_padding_2_padding
+
+BASE = Loss(**LOSS)  # verl's vanilla PPO loss, as a run carries it
 
 
 def batch(seed=0, groups=3, n=4, length=6):
@@ -111,7 +116,7 @@ def test_actor_loss_matches_verl_ppo_loss(treatment):
     adv = torch.randn(b, r, generator=g)
     entropy = torch.rand(b, r, generator=g)
     ref = old + 0.1 * torch.randn(b, r, generator=g)
-    settings = dict(LOSS, **treatment)
+    settings = dataclasses.replace(BASE, **treatment)
     ours_cfg = algorithms.actor_config(settings, rollout_n=4, mini_batch_size=2)
     verl_cfg = algorithms.actor_config(settings, rollout_n=4, mini_batch_size=2)
     torch.manual_seed(0)  # Clip-Cov picks its tokens at random
@@ -130,20 +135,22 @@ def test_treatments_change_the_loss():
     log_prob = old + 0.5 * torch.randn(b, r, generator=g)
     adv = torch.randn(b, r, generator=g)
     entropy, ref = torch.rand(b, r, generator=g), old + 0.2
-    base, _ = algorithms.actor_loss(algorithms.actor_config(LOSS, 4, 2), log_prob, old, adv, mask, entropy, ref)
+    base, _ = algorithms.actor_loss(algorithms.actor_config(BASE, 4, 2), log_prob, old, adv, mask, entropy, ref)
     for treatment in [
         {"entropy_coeff": 0.05},
         {"kl_loss_coef": 0.5},
         {"loss_mode": "kl_cov"},
         {"clip_ratio_high": 0.1},
     ]:
-        cfg = algorithms.actor_config(dict(LOSS, **treatment), 4, 2)
+        cfg = algorithms.actor_config(dataclasses.replace(BASE, **treatment), 4, 2)
         loss, _ = algorithms.actor_loss(cfg, log_prob, old, adv, mask, entropy, ref)
         assert loss.item() != pytest.approx(base.item(), abs=1e-6), treatment
 
 
 def test_actor_config_carries_run_settings():
-    cfg = algorithms.actor_config(dict(LOSS, loss_mode="kl_cov", kl_cov_ratio=0.002, kl_loss_coef=0.2), 8, 4)
+    cfg = algorithms.actor_config(
+        dataclasses.replace(BASE, loss_mode="kl_cov", kl_cov_ratio=0.002, kl_loss_coef=0.2), 8, 4
+    )
     assert cfg.policy_loss.loss_mode == "kl_cov" and cfg.policy_loss.kl_cov_ratio == 0.002
     assert cfg.policy_loss.ppo_kl_coef == 1.0  # the paper's value, not verl's default of 0.1
     assert cfg.clip_ratio_high == 0.28 and cfg.use_kl_loss and cfg.kl_loss_coef == 0.2
@@ -158,14 +165,14 @@ def test_seq_mean_token_sum_norm_divides_by_the_configured_response_length():
     old = -torch.rand(b, r, generator=g) * 3
     log_prob, adv = old + 0.3 * torch.randn(b, r, generator=g), torch.randn(b, r, generator=g)
     mask = torch.ones(b, r, dtype=torch.long)
-    pad = lambda t: torch.cat([t, torch.zeros(b, 7, dtype=t.dtype)], dim=1)  # noqa: E731
+    pad = lambda t: torch.cat([t, torch.zeros(b, 7, dtype=t.dtype)], dim=1)
     cfg = algorithms.actor_config(
-        dict(LOSS, loss_agg_mode="seq-mean-token-sum-norm"), 4, 2, max_response_length=horizon
+        dataclasses.replace(BASE, loss_agg_mode="seq-mean-token-sum-norm"), 4, 2, max_response_length=horizon
     )
     narrow, _ = algorithms.actor_loss(cfg, log_prob, old, adv, mask)
     wide, _ = algorithms.actor_loss(cfg, pad(log_prob), pad(old), pad(adv), pad(mask))
     assert narrow.item() == pytest.approx(wide.item(), rel=1e-6)
-    unscaled = algorithms.actor_config(dict(LOSS, loss_agg_mode="seq-mean-token-sum-norm"), 4, 2)
+    unscaled = algorithms.actor_config(dataclasses.replace(BASE, loss_agg_mode="seq-mean-token-sum-norm"), 4, 2)
     assert algorithms.actor_loss(unscaled, log_prob, old, adv, mask)[0].item() == pytest.approx(
         narrow.item() * horizon / r, rel=1e-6
     )

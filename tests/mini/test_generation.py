@@ -4,17 +4,30 @@ import numpy as np
 import pytest
 import torch
 from entropy_rl.core import reward
+from entropy_rl.core.evaluation import Protocol
 from entropy_rl.mini import generation, models, trainer
 from scipy import stats
 
 PROMPTS = [[{"role": "user", "content": f"Calculate {a} + {b}."}] for a, b in [(1, 2), (3, 4), (5, 6), (7, 8), (9, 0)]]
 FAMILIES = {
-    "qwen2": dict(hidden_size=32, intermediate_size=64, num_layers=2, num_heads=2, num_kv_heads=1),
-    "llama": dict(
-        hidden_size=32, intermediate_size=64, num_layers=2, num_heads=2, num_kv_heads=1, tie_word_embeddings=False
-    ),
+    "qwen2": {"hidden_size": 32, "intermediate_size": 64, "num_layers": 2, "num_heads": 2, "num_kv_heads": 1},
+    "llama": {
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_layers": 2,
+        "num_heads": 2,
+        "num_kv_heads": 1,
+        "tie_word_embeddings": False,
+    },
     # a window shorter than prompt + response, so the cached decode must apply it as the full forward does
-    "mistral": dict(hidden_size=32, intermediate_size=64, num_layers=2, num_heads=2, num_kv_heads=1, sliding_window=8),
+    "mistral": {
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_layers": 2,
+        "num_heads": 2,
+        "num_kv_heads": 1,
+        "sliding_window": 8,
+    },
 }
 
 
@@ -125,7 +138,7 @@ def test_validation_samples_sets_that_share_a_protocol_together(tiny_policy, mon
     (grading is replaced by a rule on the gold answer, so the bookkeeping is what is tested)."""
     model, tok = tiny_policy
     monkeypatch.setattr(reward, "is_correct", lambda style, gold, text: gold == "yes")
-    greedy, sampled = {"temperature": 0.0, "n": 1}, {"temperature": 0.6, "n": 2}
+    greedy, sampled = Protocol(temperature=0.0, n=1), Protocol(temperature=0.6, n=2)
     sets = {
         "b": trainer.ValSet(PROMPTS[:2], ["yes", "no"], ["rule"] * 2, greedy),
         "c": trainer.ValSet(PROMPTS[:1], ["no"], ["rule"], sampled),

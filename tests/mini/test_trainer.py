@@ -6,9 +6,11 @@ import pytest
 import torch
 import yaml
 from contracts import check_metrics
-from entropy_rl.core import atomic, formats, random_reward, resume, spec
+from entropy_rl.core import atomic, formats, random_reward, resume
+from entropy_rl.core.evaluation import Protocol
+from entropy_rl.core.run import Loss, resolve
 from entropy_rl.mini import checkpoints, data, models, trainer
-from support import ROOT
+from support import ROOT, a_run
 
 BENCH = {
     "easy": {
@@ -45,7 +47,7 @@ DATA = {
 def setting(tmp_path_factory, mini_tokenizer):
     out = tmp_path_factory.mktemp("trainer")
     paths = data.prepare_mini_data(dict(DATA, benchmarks=BENCH), out)
-    arch = dict(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, num_kv_heads=1)
+    arch = {"hidden_size": 32, "intermediate_size": 64, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1}
     model, tok = models.build_mini_model("qwen2", arch, mini_tokenizer, seed=0)
     corpus = formats.load_verl_parquet(paths["pretrain"])
     models.pretrain(
@@ -60,7 +62,7 @@ def setting(tmp_path_factory, mini_tokenizer):
     )
     model.save_pretrained(out / "base")
     tok.save_pretrained(out / "base")
-    val = trainer.validation_sets({b: paths[b] for b in BENCH}, {"temperature": 0.6, "n": 2}, 4)
+    val = trainer.validation_sets({b: paths[b] for b in BENCH}, Protocol(temperature=0.6, n=2), 4)
     cfg = yaml.safe_load((ROOT / "config.yaml").read_text())["mini"]
     cfg["train"].update(steps=4, prompts_per_step=8, rollout_n=4, ppo_mini_batch_size=4, val_every=2, lr=1e-3)
     cfg.pop("lr_reference_width")  # the runs here train this test's own model, not one of the config's sizes
@@ -86,10 +88,9 @@ def test_every_algorithm_and_treatment_trains(setting, algorithm, treatment):
     out, paths, val, cfg = setting
     cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": algorithm, "treatment": treatment}})
     # Unfiltered groups so every step updates even when this tiny model's groups agree.
-    s = spec.resolve_run(cfg, "r")
-    s["filter_groups"] = False
+    run = resolve(cfg, "r").but(filter_groups=False)
     run_dir = out / f"{algorithm}-{treatment}"
-    frame = trainer.train(s, out / "base", paths["train"], val, run_dir)
+    frame = trainer.train(run, out / "base", paths["train"], val, run_dir)
     check_metrics(frame, list(BENCH), steps=4, val_every=2)
     assert frame["pg_loss"].iloc[:-1].notna().all()
     # Section 4.5's token counts come from the loss calls of the treatments they describe.
@@ -105,9 +106,9 @@ def test_every_algorithm_and_treatment_trains(setting, algorithm, treatment):
 def test_same_seed_same_run(setting):
     out, paths, val, cfg = setting
     cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": "grpo", "treatment": "none"}})
-    s = spec.resolve_run(cfg, "r")
-    a = trainer.train(s, out / "base", paths["train"], val, out / "seed-a")
-    b = trainer.train(s, out / "base", paths["train"], val, out / "seed-b")
+    run = resolve(cfg, "r")
+    a = trainer.train(run, out / "base", paths["train"], val, out / "seed-a")
+    b = trainer.train(run, out / "base", paths["train"], val, out / "seed-b")
     assert a.equals(b)
 
 
@@ -116,15 +117,15 @@ def test_a_step_whose_groups_are_all_alike_stops_the_run_at_the_released_bound(s
     there, naming itself, the step and why, as the authors' released scripts stop (not a step logged without update)."""
     out, paths, val, cfg = setting
     cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": "grpo", "treatment": "none"}})
-    s = spec.resolve_run(cfg, "r")
-    assert s["filter_groups"] and s["max_num_gen_batches"] == 10  # config.yaml's mini value: the scripts'
+    run = resolve(cfg, "r")
+    assert run.filter_groups and run.max_num_gen_batches == 10  # config.yaml's mini value: the scripts'
     drawn = []
     monkeypatch.setattr(trainer, "grade", lambda styles, golds, texts: drawn.append(len(golds)) or np.zeros(len(golds)))
     with pytest.raises(RuntimeError, match="^run r, step 0: ") as raised:  # 491acc3 logged every step unupdated
-        trainer.train(s, out / "base", paths["train"], val, out / "filtered")
+        trainer.train(run, out / "base", paths["train"], val, out / "filtered")
     print(raised.value)
     assert isinstance(raised.value, trainer.GenerationBoundReached)
-    assert drawn == [s["prompts_per_step"] * s["rollout_n"]] * 10  # ten generation batches of step 0, no more
+    assert drawn == [run.prompts_per_step * run.rollout_n] * 10  # ten generation batches of step 0, no more
     message = str(raised.value)
     assert message.startswith("run r, step 0: 10 generation batches (80 prompts, 10 x 8) kept no prompt group")
     assert "all right or all wrong" in message
@@ -135,8 +136,8 @@ def test_entropy_is_measured_on_the_groups_the_filter_keeps(setting, monkeypatch
     """Eq. 5 over the update batch, as the authors' trainer logs it: only the one mixed group here."""
     out, paths, val, cfg = setting
     cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": "grpo", "treatment": "none"}})
-    s = spec.resolve_run(cfg, "r")
-    n = s["rollout_n"]
+    run = resolve(cfg, "r")
+    n = run.rollout_n
     monkeypatch.setattr(
         trainer,
         "grade",
@@ -144,17 +145,17 @@ def test_entropy_is_measured_on_the_groups_the_filter_keeps(setting, monkeypatch
     )
     seen, real = [], trainer.metrics.policy_entropy
     monkeypatch.setattr(trainer.metrics, "policy_entropy", lambda ent, mask: seen.append(len(ent)) or real(ent, mask))
-    frame = trainer.train(s, out / "base", paths["train"], val, out / "one-group")
-    assert seen == [n] * (s["steps"] + 1) and frame["entropy"].notna().all()
-    assert frame["kept_prompt_frac"].tolist() == [1 / s["prompts_per_step"]] * (s["steps"] + 1)
+    frame = trainer.train(run, out / "base", paths["train"], val, out / "one-group")
+    assert seen == [n] * (run.steps + 1) and frame["entropy"].notna().all()
+    assert frame["kept_prompt_frac"].tolist() == [1 / run.prompts_per_step] * (run.steps + 1)
 
 
 def test_a_step_whose_groups_are_all_dropped_draws_the_next_prompts(setting, monkeypatch):
     """Every first batch of a step all wrong, every second one with a mixed group: each step updates on the second."""
     out, paths, val, cfg = setting
     cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": "grpo", "treatment": "none"}})
-    s = spec.resolve_run(cfg, "r")
-    n = s["rollout_n"]
+    run = resolve(cfg, "r")
+    n = run.rollout_n
     drawn = []
 
     def score(styles, golds, texts):
@@ -162,13 +163,13 @@ def test_a_step_whose_groups_are_all_dropped_draws_the_next_prompts(setting, mon
         return np.array([float(len(drawn) % 2 == 0 and i < n and i % 2 == 0) for i in range(len(golds))])
 
     monkeypatch.setattr(trainer, "grade", score)
-    frame = trainer.train(s, out / "base", paths["train"], val, out / "redrawn")
+    frame = trainer.train(run, out / "base", paths["train"], val, out / "redrawn")
     assert (
-        len(drawn) == 2 * (s["steps"] + 1)
+        len(drawn) == 2 * (run.steps + 1)
         and frame["entropy"].notna().all()
         and frame["pg_loss"].iloc[:-1].notna().all()
     )
-    assert frame["gen_batches"].tolist() == [2] * (s["steps"] + 1) and frame["kept_prompt_frac"].gt(0).all()
+    assert frame["gen_batches"].tolist() == [2] * (run.steps + 1) and frame["kept_prompt_frac"].gt(0).all()
 
 
 class Interrupted(Exception):
@@ -183,9 +184,8 @@ def weights(path):
 def test_a_run_interrupted_mid_step_resumes_to_the_same_end(setting, monkeypatch, caplog, algorithm, treatment):
     out, paths, val, cfg = setting
     cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": algorithm, "treatment": treatment}})
-    s = spec.resolve_run(cfg, "r")
-    s.update(filter_groups=False, save_every=2)
-    whole = trainer.train(s, out / "base", paths["train"], val, out / f"whole-{algorithm}")
+    run = resolve(cfg, "r").but(filter_groups=False, save_every=2)
+    whole = trainer.train(run, out / "base", paths["train"], val, out / f"whole-{algorithm}")
     assert not (out / f"whole-{algorithm}" / "checkpoints").exists()  # resume state goes once the outputs exist
 
     run_dir = out / f"resumed-{algorithm}"
@@ -199,13 +199,13 @@ def test_a_run_interrupted_mid_step_resumes_to_the_same_end(setting, monkeypatch
 
     monkeypatch.setattr(trainer, "grade", grade_then_die)
     with pytest.raises(Interrupted):
-        trainer.train(s, out / "base", paths["train"], val, run_dir)
+        trainer.train(run, out / "base", paths["train"], val, run_dir)
     assert [p.name for p in checkpoints.completed(run_dir / "checkpoints")] == ["step_000002"]
     assert not (run_dir / "metrics.parquet").exists() and not (run_dir / "final").exists()
 
     monkeypatch.setattr(trainer, "grade", grade)
     with caplog.at_level("INFO", logger="entropy_rl.mini.trainer"):
-        resumed = trainer.train(s, out / "base", paths["train"], val, run_dir)
+        resumed = trainer.train(run, out / "base", paths["train"], val, run_dir)
     assert "steps 0-1 done" in caplog.text
     pd.testing.assert_frame_equal(resumed, whole, check_exact=True)
     pd.testing.assert_frame_equal(pd.read_parquet(run_dir / "metrics.parquet"), whole, check_exact=True)
@@ -218,12 +218,8 @@ def test_a_random_reward_run_never_grades_its_rollouts_and_resumes_to_the_same_d
     grader never asked; its validation is still graded; killed mid-step, it resumes to the run it would have been."""
     out, paths, val, cfg = setting
     cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": "grpo", "treatment": "random_reward"}})
-    s = spec.resolve_run(cfg, "r")
-    s.update(save_every=2)
-    assert (
-        s["loss"]["reward"] == "random"
-        and {k: v for k, v in s["loss"].items() if k != "reward"} == cfg["train"]["loss"]
-    )
+    run = resolve(cfg, "r").but(save_every=2)
+    assert run.loss == Loss(**cfg["train"]["loss"], reward="random")  # the treatment changes the reward, nothing else
     monkeypatch.setattr(trainer, "grade", lambda *args: pytest.fail("a random-reward run graded its rollouts"))
     paid, draw, die_at = [], random_reward.rollout_rewards, []
 
@@ -234,16 +230,16 @@ def test_a_random_reward_run_never_grades_its_rollouts_and_resumes_to_the_same_d
         return paid[-1][1]
 
     monkeypatch.setattr(random_reward, "rollout_rewards", coins)
-    whole = trainer.train(s, out / "base", paths["train"], val, out / "coin-whole")
+    whole = trainer.train(run, out / "base", paths["train"], val, out / "coin-whole")
     last = {step: rewards for step, rewards in paid}  # a step's last generation batch is the one it keeps
-    assert whole["reward_mean"].tolist() == pytest.approx([float(last[k].mean()) for k in range(s["steps"] + 1)])
+    assert whole["reward_mean"].tolist() == pytest.approx([float(last[k].mean()) for k in range(run.steps + 1)])
     assert whole["val_acc"].notna().sum() == 3  # validation still graded (trainer.validate: math-verify)
     paid.clear()
     die_at.append(4)
     with pytest.raises(Interrupted):
-        trainer.train(s, out / "base", paths["train"], val, out / "coin-resumed")
+        trainer.train(run, out / "base", paths["train"], val, out / "coin-resumed")
     die_at.clear()
-    resumed = trainer.train(s, out / "base", paths["train"], val, out / "coin-resumed")
+    resumed = trainer.train(run, out / "base", paths["train"], val, out / "coin-resumed")
     pd.testing.assert_frame_equal(resumed, whole, check_exact=True)
 
 
@@ -252,9 +248,9 @@ def test_checkpoints_of_other_settings_or_code_are_set_aside_not_resumed(tmp_pat
     code, twin = tmp_path / "fp_probe.py", tmp_path / "fp_probe_twin.py"
     code.write_text("x = 1\n")
     twin.write_text("x = 1\n")
-    s = {"seed": 0, "lr": 1e-3, "save_every": 5}
+    s = a_run(save_every=5)
     fp = resume.fingerprint(s, ["fp_probe"])
-    assert resume.fingerprint(dict(s, save_every=7), ["fp_probe"]) == fp  # how often it saves changes nothing
+    assert resume.fingerprint(s.but(save_every=7), ["fp_probe"]) == fp  # how often it saves changes nothing
     assert resume.fingerprint(s, ["fp_probe_twin"]) == fp  # the same code under another name: a move keeps checkpoints
     twin.write_text("'''A docstring.'''\nx = 1  # a comment\n")
     assert resume.fingerprint(s, ["fp_probe_twin"]) == fp  # as do a comment and a docstring
@@ -270,7 +266,7 @@ def test_checkpoints_of_other_settings_or_code_are_set_aside_not_resumed(tmp_pat
     assert resume.claim(d, resume.fingerprint(s, ["fp_probe"])) is False
     assert checkpoints.latest(d) is None
     assert checkpoints.latest(tmp_path / "checkpoints.stale-1")[1] == {"step": 10}  # kept, not deleted
-    assert resume.claim(d, resume.fingerprint(dict(s, lr=2e-3), ["fp_probe"])) is False
+    assert resume.claim(d, resume.fingerprint(s.but(lr=2e-3), ["fp_probe"])) is False
     assert (tmp_path / "checkpoints.stale-2" / resume.RECORD).exists()
 
 
@@ -321,7 +317,7 @@ def test_a_code_run_grades_its_programs_in_the_sandbox(tmp_path, mini_tokenizer)
         {"seed": 1, "benchmarks": {"prog": prog}, "train": {"from": ["prog"], "size": 32}, "pretrain": corpus_spec},
         tmp_path,
     )
-    arch = dict(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, num_kv_heads=1)
+    arch = {"hidden_size": 32, "intermediate_size": 64, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1}
     model, tok = models.build_mini_model("qwen2", arch, mini_tokenizer, seed=0)
     corpus = formats.load_verl_parquet(paths["pretrain"])
     models.pretrain(
@@ -341,9 +337,9 @@ def test_a_code_run_grades_its_programs_in_the_sandbox(tmp_path, mini_tokenizer)
     cfg["train"].update(
         steps=2, prompts_per_step=4, rollout_n=4, ppo_mini_batch_size=4, val_every=2, filter_groups=False
     )
-    s = spec.resolve_run(dict(cfg, runs={"r": {"model": "m", "algorithm": "grpo", "treatment": "none"}}), "r")
-    val = trainer.validation_sets({"prog": paths["prog"]}, {"temperature": 0.6, "n": 2}, 4)
-    frame = trainer.train(s, tmp_path / "base", paths["train"], val, tmp_path / "run")
+    run = resolve(dict(cfg, runs={"r": {"model": "m", "algorithm": "grpo", "treatment": "none"}}), "r")
+    val = trainer.validation_sets({"prog": paths["prog"]}, Protocol(temperature=0.6, n=2), 4)
+    frame = trainer.train(run, tmp_path / "base", paths["train"], val, tmp_path / "run")
     assert "val_acc/prog" in frame and frame["sandbox_programs"].notna().all() and frame["sandbox_programs"].sum() > 0
     assert frame["sandbox_limit_kills"].eq(0).all()
 
@@ -352,7 +348,8 @@ def test_a_verl_advantage_estimator_is_added_by_one_registry_entry_and_the_confi
     """verl's OPO estimator, which no run of config.yaml uses: its registry entry (core.algorithms) and a run that
     names it are all it takes. The config validates, the run trains at mini scale on verl's own estimator, and its
     figures and audit name it by its label."""
-    from entropy_rl.core import algorithms, config as config_check
+    from entropy_rl.core import algorithms
+    from entropy_rl.core import config as config_check
     from entropy_rl.paper import reward_launch
     from entropy_rl.pipeline import scope
     from entropy_rl.study import artifacts
@@ -369,12 +366,11 @@ def test_a_verl_advantage_estimator_is_added_by_one_registry_entry_and_the_confi
     assert "algorithm.adv_estimator=opo" in reward_launch.verl_command(paper, "qwen2.5-7b-opo")
     out, paths, val, cfg = setting
     cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": "opo", "treatment": "none"}})
-    s = spec.resolve_run(cfg, "r")
-    s["filter_groups"] = False
+    run = resolve(cfg, "r").but(filter_groups=False)
     used = []
     real = trainer.algorithms.compute_advantages
     monkeypatch.setattr(trainer.algorithms, "compute_advantages", lambda est, *a: used.append(est) or real(est, *a))
-    frame = trainer.train(s, out / "base", paths["train"], val, out / "opo")
+    frame = trainer.train(run, out / "base", paths["train"], val, out / "opo")
     check_metrics(frame, list(BENCH), steps=4, val_every=2)
     assert used == ["opo"] * 4 and frame["pg_loss"].iloc[:-1].notna().all()
     full["mini"]["runs"]["qwen2-m-x"] = {"model": "qwen2-m", "algorithm": "no-such-estimator", "treatment": "none"}
@@ -387,10 +383,10 @@ def test_a_models_starting_pass_rates_are_its_own_whatever_the_process_drew_befo
     built from a seed, drew from whatever its process's generator held (a warm server's imports, or none)."""
     from entropy_rl.mini import model_job
 
-    out, paths, val, cfg = setting
+    out, paths, _val, _cfg = setting
     model, tok = models.load(out / "base")
     files = [str(paths[b]) for b in BENCH]
-    protocols = {b: spec["protocol"] for b, spec in BENCH.items()}
+    protocols = {b: Protocol(**spec["protocol"]) for b, spec in BENCH.items()}
     rates = []
     for drawn_before in (1, 2):
         torch.manual_seed(drawn_before)

@@ -1,12 +1,14 @@
 """A run longer than the site's longest job: each job stops before its time limit having lost nothing it saved and
 logged, says whether the next goes on, and the estimate counts the jobs (paper.job_time, paper.train_job)."""
 
+import itertools
 import os
 import sys
 import time
 
 import pytest
 import yaml
+from entropy_rl.core.run import resolve
 from entropy_rl.paper import job_time, saves, train_job
 from entropy_rl.paper.cost import architectures, budget
 from entropy_rl.pipeline import resources
@@ -89,7 +91,7 @@ def test_a_run_longer_than_a_job_goes_on_job_after_job_with_every_step_once(tmp_
             break
     print(verdicts)
     assert [v[0] for v in verdicts[:-1]] == [job_time.CONTINUE] * (len(verdicts) - 1) and verdicts[-1][0] == 0
-    assert len(verdicts) >= 2 and all(b[1] == a[2] for a, b in zip(verdicts, verdicts[1:]))  # each from the last save
+    assert len(verdicts) >= 2 and all(b[1] == a[2] for a, b in itertools.pairwise(verdicts))  # each from the last save
     table = verl_metrics.to_metrics_table(verl_metrics.read_attempts(ckpt), ["aime"])
     assert list(table["step"]) == list(range(17))  # every step once
     resumed = verdicts[-1][
@@ -126,24 +128,24 @@ def test_a_job_at_its_time_limit_does_not_launch_again_when_snakemake_retries_it
 
 def test_the_estimate_counts_each_runs_jobs_and_their_start_up_and_no_job_asks_for_more_than_the_site_allows():
     questions = sum(b["size"] for b in PAPER["data"]["benchmarks"].values())
-    run = "qwen2.5-7b-grpo"
-    spec_, model = budget.run_spec.resolve_run(PAPER, run), budget.run_spec.run_model_entry(PAPER, run)
-    t = budget.train_time(spec_, model, architectures.of_model(PAPER, spec_["model"]), PAPER["budget"], questions)
+    run_id = "qwen2.5-7b-grpo"
+    run, model = resolve(PAPER, run_id), budget.run_spec.run_model_entry(PAPER, run_id)
+    t = budget.train_time(run, model, architectures.of_model(PAPER, run.model), PAPER["budget"], questions)
     startup = PAPER["pilot"]["startup_minutes"]
     jobs = t.jobs(2880, startup)
     usable = 48 - startup / 60 - t.validation_s / 3600 - t.lost_s / 3600 - job_time.MARGIN_S / 3600
     assert jobs == -(-t.wall_s / 3600 // usable) and jobs > 10  # about 580 h of wall time in 48-h jobs
-    hours = budget.job_hours(PAPER)[f"train:{run}"]
+    hours = budget.job_hours(PAPER)[f"train:{run_id}"]
     extra = (jobs * startup * 60 + (jobs - 1) * (t.validation_s + t.lost_s)) * t.gpus / 3600
     assert hours == pytest.approx(t.wall_s * t.gpus / 3600 + extra)
-    assert budget.train_jobs({**PAPER, "launch": {"max_job_minutes": 1440}})[run] > jobs  # 24-h jobs: more of them
+    assert budget.train_jobs({**PAPER, "launch": {"max_job_minutes": 1440}})[run_id] > jobs  # 24-h jobs: more of them
     res = resources.train_resources(model, hours, 1.5, "--export-file=x", 2880)
     assert res["runtime"] == 2880 and "--requeue" in res["slurm_extra"]
     assert resources.train_retries(PAPER, PAPER["budget"]) >= 2 * jobs + 1
     assert t.jobs(60, 59) is None  # a job that cannot hold its start-up and a save interval
-    message = budget.jobs_message({**PAPER, "launch": {"max_job_minutes": 60}}, [run])
+    message = budget.jobs_message({**PAPER, "launch": {"max_job_minutes": 60}}, [run_id])
     assert "one job cannot hold the start-up and a save interval of 1 run(s) (qwen2.5-7b-grpo)" in message
-    assert f"{jobs:.0f} for qwen2.5-7b-grpo, the most" in budget.jobs_message(PAPER, [run, "qwen2.5-0.5b-grpo"])
+    assert f"{jobs:.0f} for qwen2.5-7b-grpo, the most" in budget.jobs_message(PAPER, [run_id, "qwen2.5-0.5b-grpo"])
 
 
 def test_the_estimate_states_the_disk_each_run_holds_at_most():

@@ -9,7 +9,8 @@ import time
 
 import psutil
 import yaml
-from entropy_rl.core import modules, resume, spec
+from entropy_rl.core import modules, resume
+from entropy_rl.core import run as resolved
 from entropy_rl.paper import launch, reward_launch, saves, verl_names
 from entropy_rl.paper.cost import architectures, budget
 from support import ROOT
@@ -60,7 +61,7 @@ def test_gpu_hours_grow_with_model_size_and_prime_costs_more():
     runs = ["qwen2.5-0.5b-grpo", "qwen2.5-7b-grpo", "qwen2.5-32b-grpo", "qwen2.5-7b-prime"]
     hours = {
         run: budget.train_gpu_hours(
-            spec.resolve_run(PAPER, run),
+            resolved.resolve(PAPER, run),
             PAPER["models"][PAPER["runs"][run]["model"]],
             architectures.of_model(PAPER, PAPER["runs"][run]["model"]),
             b,
@@ -85,10 +86,10 @@ def test_a_checkpoint_resumes_only_under_the_same_verl_settings():
     strategy or placement starts afresh, another save interval or checkpoint count continues."""
     run = "qwen2.5-7b-grpo-clipcov"
     command = reward_launch.verl_command(PAPER, run)
-    s = spec.resolve_run(PAPER, run)
+    settings = resolved.resolve(PAPER, run)
 
     def fingerprint(cmd):
-        return resume.fingerprint({**s, "command": launch.trajectory_command(cmd)})
+        return resume.fingerprint(settings, command=launch.trajectory_command(cmd))
 
     same = fingerprint(command)
     swap = {"actor_rollout_ref.actor.strategy=fsdp2": "actor_rollout_ref.actor.strategy=fsdp"}
@@ -101,8 +102,8 @@ def test_a_checkpoint_resumes_only_under_the_same_verl_settings():
 def test_each_trainer_runs_and_fingerprints_its_own_code():
     """A run's code input (train.smk) and its checkpoints' fingerprint (train_job.main) are its trainer's: an edit of
     the loss plugin leaves PRIME's run and checkpoints as they are, an edit of PRIME's main the verl 0.9.1 runs'."""
-    assert launch.trainer(spec.resolve_run(PAPER, "qwen2.5-7b-prime")) == "prime"
-    assert {launch.trainer(spec.resolve_run(PAPER, r)) for r in PAPER["runs"] if r != "qwen2.5-7b-prime"} == {"verl"}
+    assert resolved.resolve(PAPER, "qwen2.5-7b-prime").trainer == "prime"
+    assert {resolved.resolve(PAPER, r).trainer for r in PAPER["runs"] if r != "qwen2.5-7b-prime"} == {"verl"}
     verl, prime = (modules.closure(*launch.TRAINER_MODULES[t]) for t in ("verl", "prime"))
     assert verl_names.PLUGIN_MODULE in verl and verl_names.PLUGIN_MODULE not in prime
     assert verl_names.PRIME_MAIN_MODULE in prime and verl_names.PRIME_MAIN_MODULE not in verl

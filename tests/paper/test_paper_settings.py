@@ -10,8 +10,9 @@ import math
 
 import pytest
 import yaml
+from entropy_rl.core import run as resolved
 from entropy_rl.core import spec
-from entropy_rl.paper import launch, reward_launch
+from entropy_rl.paper import reward_launch
 from entropy_rl.paper.verl import checks
 from omegaconf import OmegaConf
 from support import FIXTURES, ROOT
@@ -53,7 +54,7 @@ def compared():
     """Per script: (key, script's value, ours, kind) for every key the script passes."""
     out = {}
     for name, script in SCRIPTS.items():
-        cfg, value = our_command(script["run"])
+        _cfg, value = our_command(script["run"])
         deviations = {**FIXTURE["deviations"], **script.get("deviations", {})}
         rows = []
         for key, theirs in script["values"].items():
@@ -76,9 +77,9 @@ def test_every_released_script_maps_to_a_run_with_its_recipe():
     for name, script in SCRIPTS.items():
         assert script["path"] == f"recipe/dapo/{name}.sh"
         size = name.split("_")[0]
-        s = spec.resolve_run(PAPER, script["run"])
-        assert s["recipe"] == f"section4-{size}" and s["train_data"] == "dapo-math"
-        assert s["model"] == f"qwen2.5-{size}"
+        s = resolved.resolve(PAPER, script["run"])
+        assert s.recipe == f"section4-{size}" and s.train_data == "dapo-math"
+        assert s.model == f"qwen2.5-{size}"
     assert str(FIXTURE["source"]["commit"]) == "8850579"
 
 
@@ -117,22 +118,22 @@ def test_every_deviation_has_a_reason_and_is_used():
 def test_settings_left_at_the_forks_default_differ_only_where_listed():
     """A setting no script passes ran at the fork's default; where ours differs, it is listed with why, and differs."""
     for script in SCRIPTS.values():
-        cfg, value = our_command(script["run"])
+        _cfg, value = our_command(script["run"])
         for key, entry in FIXTURE["implicit_deviations"].items():
             assert key not in script["values"] and len(entry["reason"]) > 10, key
             assert value(key) not in (ABSENT, entry["fork_default"]), (script["run"], key, value(key))
 
 
 def test_the_forks_keys_without_a_verl_091_key_really_have_none():
-    cfg, value = our_command(SCRIPTS["7b_baseline"]["run"])
+    _cfg, value = our_command(SCRIPTS["7b_baseline"]["run"])
     for key in FIXTURE["untranslated"]:
         assert value(key) is ABSENT, key
 
 
 def test_kl_cov_takes_the_scripts_percent_as_a_fraction():
     for name, fraction in [("7b_kl_cov", 0.002), ("32b_kl_cov", 0.0002)]:
-        s = spec.resolve_run(PAPER, SCRIPTS[name]["run"])
-        assert s["loss"]["kl_cov_ratio"] == fraction and s["loss"]["ppo_kl_coef"] == 1.0
+        s = resolved.resolve(PAPER, SCRIPTS[name]["run"])
+        assert s.loss.kl_cov_ratio == fraction and s.loss.ppo_kl_coef == 1.0
 
 
 def test_section2_runs_carry_the_papers_stated_values():
@@ -146,50 +147,46 @@ def test_section2_runs_carry_the_papers_stated_values():
         "qwen2.5-7b-grpo-code",
         "qwen2.5-7b-instruct-grpo",
     ):
-        s = spec.resolve_run(PAPER, run)
-        assert s["recipe"] is None, run
-        assert (s["prompts_per_step"], s["rollout_n"], s["ppo_mini_batch_size"], s["ppo_epochs"]) == (512, 8, 256, 1), (
-            run
-        )
-        assert s["lr"] == 5e-7 and s["loss"]["kl_loss_coef"] == 0.0 and s["loss"]["entropy_coeff"] == 0.0, run
-        assert (
-            s["loss"]["clip_ratio_low"] == s["loss"]["clip_ratio_high"] == 0.2 and s["loss"]["loss_mode"] == "vanilla"
-        ), run
-        assert s["filter_groups"] is True and s["val_every"] == 4, run
-        assert s["steps"] * s["prompts_per_step"] // s["ppo_mini_batch_size"] == 2400, run  # gradient steps
-    assert spec.resolve_run(PAPER, "qwen2.5-7b-prime")["prime"]["lr"] == 1e-6  # the implicit PRM's rate
+        s = resolved.resolve(PAPER, run)
+        assert s.recipe is None, run
+        assert (s.prompts_per_step, s.rollout_n, s.ppo_mini_batch_size, s.ppo_epochs) == (512, 8, 256, 1), run
+        assert s.lr == 5e-7 and s.loss.kl_loss_coef == 0.0 and s.loss.entropy_coeff == 0.0, run
+        assert s.loss.clip_ratio_low == s.loss.clip_ratio_high == 0.2 and s.loss.loss_mode == "vanilla", run
+        assert s.filter_groups is True and s.val_every == 4, run
+        assert s.steps * s.prompts_per_step // s.ppo_mini_batch_size == 2400, run  # gradient steps
+    assert resolved.resolve(PAPER, "qwen2.5-7b-prime").prime.lr == 1e-6  # the implicit PRM's rate
 
 
 def test_the_on_policy_run_updates_once_per_rollout():
     """Figure 8 and Table 1 [v1 §3.3]: plain policy gradient, fully on-policy."""
-    s = spec.resolve_run(PAPER, "qwen2.5-7b-pg")
-    assert s["ppo_mini_batch_size"] == s["prompts_per_step"] and s["ppo_epochs"] == 1
+    s = resolved.resolve(PAPER, "qwen2.5-7b-pg")
+    assert s.ppo_mini_batch_size == s.prompts_per_step and s.ppo_epochs == 1
     mini = yaml.safe_load((ROOT / "config.yaml").read_text())["mini"]
-    m = spec.resolve_run(mini, "qwen2-m-pg")
-    assert m["ppo_mini_batch_size"] == m["prompts_per_step"] and m["ppo_epochs"] == 1
+    m = resolved.resolve(mini, "qwen2-m-pg")
+    assert m.ppo_mini_batch_size == m.prompts_per_step and m.ppo_epochs == 1
 
 
 def test_sweeps_hold_the_papers_legends():
     def values(artifact, key):
-        return sorted({spec.resolve_run(PAPER, r)["loss"][key] for r in PAPER["artifacts"][artifact]["runs"]})
+        return sorted({getattr(resolved.resolve(PAPER, r).loss, key) for r in PAPER["artifacts"][artifact]["runs"]})
 
     assert values("fig09_entropy_loss", "entropy_coeff") == [0.0, 1e-4, 1e-3, 5e-3, 1e-2]
     assert values("fig10_reference_kl", "kl_loss_coef") == [0.0, 1e-3, 1e-2, 5e-2, 1e-1]
-    fig13 = [spec.resolve_run(PAPER, r) for r in PAPER["artifacts"]["fig13_entropy_control"]["runs"]]
-    assert sorted(s["loss"]["clip_cov_ratio"] for s in fig13 if s["loss"]["loss_mode"] == "clip_cov") == [
+    fig13 = [resolved.resolve(PAPER, r) for r in PAPER["artifacts"]["fig13_entropy_control"]["runs"]]
+    assert sorted(s.loss.clip_cov_ratio for s in fig13 if s.loss.loss_mode == "clip_cov") == [
         2e-4,
         4e-4,
         5e-4,
         7e-4,
     ]
-    assert sorted(s["loss"]["ppo_kl_coef"] for s in fig13 if s["loss"]["loss_mode"] == "kl_cov") == [
+    assert sorted(s.loss.ppo_kl_coef for s in fig13 if s.loss.loss_mode == "kl_cov") == [
         0.0,
         0.05,
         0.1,
         0.5,
         1.0,
     ]
-    assert all(s["recipe"] == "section4-7b" and s["model"] == "qwen2.5-7b" for s in fig13)
+    assert all(s.recipe == "section4-7b" and s.model == "qwen2.5-7b" for s in fig13)
 
 
 @pytest.mark.parametrize("scale", ["mini", "paper"])
@@ -197,4 +194,4 @@ def test_a_runs_scope_resolves_to_its_whole_spec(scale):
     """What a per-run rule records (spec.run_scope, the preflight's params) holds all its settings: recipe included."""
     scfg = yaml.safe_load((ROOT / "config.yaml").read_text())[scale]
     for run in scfg["runs"]:
-        assert spec.resolve_run(spec.run_scope(scfg, run), run) == spec.resolve_run(scfg, run), run
+        assert resolved.resolve(spec.run_scope(scfg, run), run) == resolved.resolve(scfg, run), run

@@ -186,32 +186,26 @@ def test_the_passes_and_prompts_a_step_really_runs_are_what_the_estimate_charges
     perf/total_num_tokens), are the forward-pass equivalents the estimate charges a trained token
     (paper.cost.step.train_passes: a backward counts as two); and the prompts it answered are its batch times the group
     filter's generation batches, which the estimate reads as measured (pilot_measures: paper/gen_batches)."""
-    from entropy_rl.core import spec as run_spec
+    from entropy_rl.core import run as resolved
     from entropy_rl.paper.cost import step
     from entropy_rl.pipeline import scope
     from snakemake.utils import update_config
 
     config = yaml.safe_load((pilot_here / "config.yaml").read_text())
     update_config(config, yaml.safe_load((pilot_here / "pilot_cpu.yaml").read_text()))  # as --configfile lays it over
-    spec = run_spec.resolve_run(scope.resolve(config).S, RUN)
+    run = resolved.resolve(scope.resolve(config).S, RUN)
     counted = {}
     for k, data in training(records(pilot_here)).items():
         passes = {key.split("/", 2)[2]: v for key, v in data.items() if key.startswith("paper/passes/")}
         forward_equivalents = sum(v * (2 if key.endswith("/backward") else 1) for key, v in passes.items())
         counted[k] = forward_equivalents / data["perf/total_num_tokens"]
         assert (
-            passes["actor/train_forward"]
-            == passes["actor/backward"]
-            == data["perf/total_num_tokens"] * spec["ppo_epochs"]
+            passes["actor/train_forward"] == passes["actor/backward"] == data["perf/total_num_tokens"] * run.ppo_epochs
         )
-        assert (
-            data["paper/gen_prompts"]
-            == data["paper/gen_batches"] * spec["prompts_per_step"]
-            >= spec["prompts_per_step"]
-        )
-    print({"forward equivalents a trained token": counted, "charged": step.train_passes(spec)})
-    assert len(counted) >= STEPS and step.train_passes(spec) == 4  # KL-Cov: no reference
-    assert list(counted.values()) == pytest.approx([step.train_passes(spec)] * len(counted), rel=1e-9)
+        assert data["paper/gen_prompts"] == data["paper/gen_batches"] * run.prompts_per_step >= run.prompts_per_step
+    print({"forward equivalents a trained token": counted, "charged": step.train_passes(run)})
+    assert len(counted) >= STEPS and step.train_passes(run) == 4  # KL-Cov: no reference
+    assert list(counted.values()) == pytest.approx([step.train_passes(run)] * len(counted), rel=1e-9)
 
 
 def test_the_merged_model_computes_the_checkpoints_logits(pilot_here):

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 from entropy_rl.core import modules, spec
+from entropy_rl.core import run as resolved
 from entropy_rl.paper import preflight, prompt_format, reward_launch, verl_names
 from entropy_rl.paper.verl import checks
 from support import FIXTURES, ROOT
@@ -40,7 +41,7 @@ def test_the_commands_of_todays_main_fail_where_verl_would():
     """Without dynamic micro-batches verl's validate_config refuses the command; a reward given as a
     file path fails in verl's loader (relative imports); the pkg:// form of the same module loads."""
     run = "qwen2.5-7b-grpo"
-    s = spec.resolve_run(PAPER, run)
+    s = resolved.resolve(PAPER, run)
     command = preflight.bound_command(PAPER, run)
     no_dynamic = [a for a in command if "use_dynamic_bsz" not in a and "ppo_max_token_len" not in a]
     assert any("ppo_micro_batch_size" in p for p in checks.command_problems(no_dynamic, s))
@@ -60,7 +61,7 @@ def test_a_command_with_a_setting_verl_ignores_is_refused_with_the_key_and_why()
     the released scripts' max_num_gen_batches among them. The workflow's own command holds none; the preflight
     refuses each, naming the key and the verl code that ignores it, and a group filter without the bound."""
     run = "qwen2.5-7b-grpo-clipcov"  # Section 4: the released scripts' settings
-    s = spec.resolve_run(PAPER, run)
+    s = resolved.resolve(PAPER, run)
     command = preflight.bound_command(PAPER, run)
     assert checks.command_problems(command, s) == []
     assert f"+{verl_names.GEN_BATCHES_KEY}=10" in command
@@ -95,7 +96,7 @@ def test_launches_state_what_verl_091_reads():
     cfg = checks.compose(cmd[3:])
     actor = cfg.actor_rollout_ref.actor
     assert cfg.trainer.use_v1 is True and cfg.algorithm.filter_groups.enable is True
-    assert actor.optim.clip_grad == spec.resolve_run(PAPER, "qwen2.5-32b-grpo-klcov")["grad_clip"]
+    assert actor.optim.clip_grad == resolved.resolve(PAPER, "qwen2.5-32b-grpo-klcov").grad_clip
     assert not any(a.startswith("actor_rollout_ref.actor.grad_clip=") for a in cmd)  # never read by verl 0.9.1
     assert cfg.trainer.max_actor_ckpt_to_keep == 2
     assert actor.use_dynamic_bsz and cfg.actor_rollout_ref.rollout.log_prob_use_dynamic_bsz
@@ -173,7 +174,7 @@ def test_a_downloaded_model_and_prepared_data_go_through_verls_model_config_and_
 
     tiny, tokenizer = models.build_mini_model(
         "qwen2",
-        dict(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, num_kv_heads=1),
+        {"hidden_size": 32, "intermediate_size": 64, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1},
         mini_tokenizer,
         seed=0,
     )
@@ -213,7 +214,7 @@ def test_the_preflight_rule_stops_a_run_whose_model_is_too_short_and_passes_it_o
     model_dir = tmp_path / "results" / "models" / "qwen2.5-0.5b"
     tiny, tokenizer = models.build_mini_model(
         "qwen2",
-        dict(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, num_kv_heads=1),
+        {"hidden_size": 32, "intermediate_size": 64, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1},
         mini_tokenizer,
         seed=0,
     )
@@ -250,7 +251,9 @@ def test_the_preflight_rule_stops_a_run_whose_model_is_too_short_and_passes_it_o
         (model_dir / "config.json").write_text(json.dumps(config))
 
     context(4096)
-    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_TOKEN": "x"}, cwd=tmp_path)
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, env={**os.environ, "HF_TOKEN": "x"}, cwd=tmp_path, check=False
+    )
     log = (tmp_path / "results" / "logs" / "preflight" / "qwen2.5-0.5b-grpo.log").read_text()
     print(log[-1500:])
     assert proc.returncode != 0 and not (tmp_path / target).exists() and not (tmp_path / eval_target).exists()
@@ -259,7 +262,9 @@ def test_the_preflight_rule_stops_a_run_whose_model_is_too_short_and_passes_it_o
     eval_log = (tmp_path / "results" / "logs" / "preflight" / "eval" / "qwen2.5-0.5b-grpo.log").read_text()
     assert "evaluate qwen2.5-0.5b-grpo: max_model_len 10240" in eval_log and "train" not in eval_log
     context(32768)  # what Qwen2.5-0.5B's config.json says
-    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_TOKEN": "x"}, cwd=tmp_path)
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, env={**os.environ, "HF_TOKEN": "x"}, cwd=tmp_path, check=False
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / target).read_text() == "preflight of qwen2.5-0.5b-grpo: no problem found\n"
     assert (tmp_path / eval_target).read_text() == "preflight of qwen2.5-0.5b-grpo's evaluation: no problem found\n"

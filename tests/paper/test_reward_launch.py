@@ -3,6 +3,7 @@ run's command and stamp as ``launch`` gives them, and the preflight on the contr
 
 import pytest
 import yaml
+from entropy_rl.core import run as resolved
 from entropy_rl.core import spec
 from entropy_rl.paper import launch, preflight, reward_launch
 from entropy_rl.paper.verl import checks
@@ -19,19 +20,17 @@ def test_every_other_run_keeps_its_command_and_its_trainers_stamp():
     others = [r for r in PAPER["runs"] if r != RANDOM_RUN]
     assert len(others) == len(PAPER["runs"]) - 1
     for run in others:
-        s = spec.resolve_run(PAPER, run)
+        r = resolved.resolve(PAPER, run)
         assert reward_launch.verl_command(PAPER, run) == reward_launch.verl_command(PAPER, run), run
-        assert reward_launch.stamp_key(s) == f"train_{launch.trainer(s)}"
-        assert reward_launch.trainer_modules(s) == launch.TRAINER_MODULES[launch.trainer(s)]
+        assert reward_launch.stamp_key(r) == f"train_{r.trainer}"
+        assert reward_launch.trainer_modules(r) == launch.TRAINER_MODULES[r.trainer]
 
 
 def test_the_control_loads_the_random_reward_with_its_seed_and_training_parts():
-    s = spec.resolve_run(PAPER, RANDOM_RUN)
-    twin = spec.resolve_run(PAPER, "qwen2.5-7b-grpo")
-    assert s["loss"] == {**twin["loss"], "reward": "random"}  # otherwise the main GRPO run's settings
-    assert {k: v for k, v in s.items() if k not in ("loss", "run_id", "treatment")} == {
-        k: v for k, v in twin.items() if k not in ("loss", "run_id", "treatment")
-    }
+    r = resolved.resolve(PAPER, RANDOM_RUN)
+    twin = resolved.resolve(PAPER, "qwen2.5-7b-grpo")
+    # Otherwise the main GRPO run's settings.
+    assert r == twin.but(id=RANDOM_RUN, treatment=r.treatment, loss={"reward": "random"})
     cmd = reward_launch.verl_command(PAPER, RANDOM_RUN)
     assert (
         f"{REWARD_PATH}pkg://entropy_rl.core.random_reward" in cmd
@@ -47,8 +46,8 @@ def test_the_control_loads_the_random_reward_with_its_seed_and_training_parts():
         for a in reward_launch.verl_command(PAPER, "qwen2.5-7b-grpo")
         if "reward" not in a.split("=")[0]
     ]
-    assert reward_launch.stamp_key(s) == "train_verl_random_reward"
-    assert reward_launch.trainer_modules(s) == (*launch.TRAINER_MODULES["verl"], "entropy_rl.core.random_reward")
+    assert reward_launch.stamp_key(r) == "train_verl_random_reward"
+    assert reward_launch.trainer_modules(r) == (*launch.TRAINER_MODULES["verl"], "entropy_rl.core.random_reward")
 
 
 def test_each_replicate_of_the_control_draws_under_its_own_seed():
@@ -70,10 +69,10 @@ def test_the_control_is_refused_a_trainer_that_does_not_load_it():
 def test_the_controls_command_passes_the_preflight_and_a_broken_one_is_named():
     """verl composes and validates the command, loads the reward by its own loader, the right and wrong answers of a
     validation row are graded, and a training row's draws vary and repeat (reward_launch.random_reward_problems)."""
-    s = spec.resolve_run(PAPER, RANDOM_RUN)
+    r = resolved.resolve(PAPER, RANDOM_RUN)
     command = preflight.bound_command(PAPER, RANDOM_RUN)
-    assert checks.command_problems(command, s) == []
+    assert checks.command_problems(command, r) == []
     no_parts = [a.split("=")[0] + "=[]" if ".random_sources=" in a else a for a in command]
-    assert any("names no training part" in p for p in checks.command_problems(no_parts, s))
+    assert any("names no training part" in p for p in checks.command_problems(no_parts, r))
     no_seed = [a for a in command if ".reward_kwargs.seed=" not in a]
-    assert any(p.startswith("reward compute_score") and "seed" in p for p in checks.command_problems(no_seed, s))
+    assert any(p.startswith("reward compute_score") and "seed" in p for p in checks.command_problems(no_seed, r))

@@ -6,7 +6,8 @@ import os
 import pytest
 import verl
 import yaml
-from entropy_rl.core import spec
+from entropy_rl.core import run as resolved
+from entropy_rl.core.run import Loss, Run
 from entropy_rl.paper import run_command, verl_names
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
@@ -14,16 +15,16 @@ from support import ROOT
 from verl.trainer.ppo import core_algos
 
 
-def verl_overrides(spec: dict, covariance_metrics: bool = False) -> list[str]:
+def verl_overrides(run: Run, covariance_metrics: bool = False) -> list[str]:
     """The run's algorithm settings as verl 0.9.1's overrides (run_command.algorithm_settings)."""
-    return [s.override for s in run_command.algorithm_settings(spec, covariance_metrics)]
+    return [s.override for s in run_command.algorithm_settings(run, covariance_metrics)]
 
 
 def launch_overrides(scale_cfg: dict, run: str, root: str) -> list[str]:
     """The run's placement as overrides, with the verifiable reward (run_command.placement_settings)."""
     return [
         s.override
-        for s in run_command.placement_settings(run_command.resolve(scale_cfg, run), run_command.VERIFIABLE, root)
+        for s in run_command.placement_settings(*run_command.resolve(scale_cfg, run), run_command.VERIFIABLE, root)
     ]
 
 
@@ -43,31 +44,31 @@ def composed(overrides):
 @pytest.mark.parametrize("scale, run", MAIN_PPO_RUNS, ids=[f"{s}:{r}" for s, r in MAIN_PPO_RUNS])
 def test_run_composes_against_verl_config(scale, run):
     scfg = CONFIG[scale]
-    s = spec.resolve_run(scfg, run)
+    s = resolved.resolve(scfg, run)
     overrides = verl_overrides(s, covariance_metrics=scale == "paper")
     if scale == "paper":
         overrides += launch_overrides(scfg, run, "/results")
     cfg = composed(overrides)  # an unknown or misspelt key raises here
     actor = cfg.actor_rollout_ref.actor
     if scale == "paper":
-        assert actor.policy_loss.loss_mode == s["loss"]["loss_mode"] + "+cov"
+        assert actor.policy_loss.loss_mode == s.loss.loss_mode + "+cov"
         importlib.import_module(cfg.actor_rollout_ref.model.external_lib)  # what verl does in each worker
         assert core_algos.get_policy_loss_fn(actor.policy_loss.loss_mode)
     else:
-        assert actor.policy_loss.loss_mode == s["loss"]["loss_mode"]
-    assert actor.policy_loss.ppo_kl_coef == s["loss"]["ppo_kl_coef"]  # verl's default (0.1) never leaks through
-    assert actor.optim.lr == s["lr"] and cfg.algorithm.adv_estimator == s["algorithm"]
-    assert cfg.data.train_batch_size // actor.ppo_mini_batch_size == s["prompts_per_step"] // s["ppo_mini_batch_size"]
-    assert cfg.algorithm.filter_groups.enable == s["filter_groups"]
+        assert actor.policy_loss.loss_mode == s.loss.loss_mode
+    assert actor.policy_loss.ppo_kl_coef == s.loss.ppo_kl_coef  # verl's default (0.1) never leaks through
+    assert actor.optim.lr == s.lr and cfg.algorithm.adv_estimator == s.method.estimator
+    assert cfg.data.train_batch_size // actor.ppo_mini_batch_size == s.prompts_per_step // s.ppo_mini_batch_size
+    assert cfg.algorithm.filter_groups.enable == s.filter_groups
     assert set(OmegaConf.to_container(actor.policy_loss)) >= {"clip_cov_ratio", "kl_cov_ratio"}
 
 
 def test_paper_hyperparameters_reach_verl():
     paper = CONFIG["paper"]
     for run, expected in [("qwen2.5-7b-grpo-klcov", 2e-3), ("qwen2.5-32b-grpo-klcov", 2e-4)]:
-        cfg = composed(verl_overrides(spec.resolve_run(paper, run)) + launch_overrides(paper, run, "/results"))
+        cfg = composed(verl_overrides(resolved.resolve(paper, run)) + launch_overrides(paper, run, "/results"))
         assert cfg.actor_rollout_ref.actor.policy_loss.kl_cov_ratio == expected  # a fraction, not a percentage
-    cfg = composed(verl_overrides(spec.resolve_run(paper, "qwen2.5-7b-grpo-clipcov")))
+    cfg = composed(verl_overrides(resolved.resolve(paper, "qwen2.5-7b-grpo-clipcov")))
     actor = cfg.actor_rollout_ref.actor
     assert (actor.policy_loss.clip_cov_ratio, actor.policy_loss.clip_cov_lb, actor.policy_loss.clip_cov_ub) == (
         2e-4,
@@ -75,14 +76,14 @@ def test_paper_hyperparameters_reach_verl():
         5.0,
     )
     assert actor.clip_ratio_low == actor.clip_ratio_high == 1.0
-    kl_cov = composed(verl_overrides(spec.resolve_run(paper, "qwen2.5-7b-grpo-klcov")))
+    kl_cov = composed(verl_overrides(resolved.resolve(paper, "qwen2.5-7b-grpo-klcov")))
     assert kl_cov.actor_rollout_ref.actor.policy_loss.ppo_kl_coef == 1.0  # the paper's KL coefficient, not verl's 0.1
-    base = spec.resolve_run(paper, "qwen2.5-7b-grpo")
-    assert base["prompts_per_step"] // base["ppo_mini_batch_size"] == 2  # Section 2: 512 prompts in updates of 256
-    section4 = spec.resolve_run(paper, "qwen2.5-7b-grpo-dapo")
+    base = resolved.resolve(paper, "qwen2.5-7b-grpo")
+    assert base.prompts_per_step // base.ppo_mini_batch_size == 2  # Section 2: 512 prompts in updates of 256
+    section4 = resolved.resolve(paper, "qwen2.5-7b-grpo-dapo")
     # Section 4's scripts: 256 in updates of 32
-    assert section4["prompts_per_step"] // section4["ppo_mini_batch_size"] == 8
-    cliphigher = composed(verl_overrides(spec.resolve_run(paper, "qwen2.5-7b-grpo-cliphigher"))).actor_rollout_ref.actor
+    assert section4.prompts_per_step // section4.ppo_mini_batch_size == 8
+    cliphigher = composed(verl_overrides(resolved.resolve(paper, "qwen2.5-7b-grpo-cliphigher"))).actor_rollout_ref.actor
     # the recipe's dual clip, then the treatment
     assert cliphigher.clip_ratio_high == 0.28 and cliphigher.clip_ratio_c == 10.0
     assert composed(verl_overrides(base)).actor_rollout_ref.actor.clip_ratio_c == 3.0  # Section 2: verl's default
@@ -111,7 +112,7 @@ def test_loss_plugin_keeps_verls_loss_and_adds_token_counts():
     log_prob, adv = old + 0.3 * torch.randn(6, 5, generator=g), torch.randn(6, 5, generator=g)
     mask = torch.ones(6, 5, dtype=torch.bool)
     for mode in verl_plugin.WRAPPED_MODES:
-        cfg = algorithms.actor_config(dict(LOSS, loss_mode=mode), 2, 2)
+        cfg = algorithms.actor_config(Loss(**dict(LOSS, loss_mode=mode)), 2, 2)
         torch.manual_seed(0)
         plain, _ = core_algos.get_policy_loss_fn(mode)(old, log_prob, adv, mask, "token-mean", cfg)
         torch.manual_seed(0)

@@ -24,7 +24,8 @@ import torch
 import verl_cpu
 import yaml
 from entropy_rl.core import metric_columns, metrics, spec
-from entropy_rl.paper import launch, reward_launch, verl_metrics
+from entropy_rl.core import run as resolved
+from entropy_rl.paper import reward_launch, verl_metrics
 from omegaconf import OmegaConf
 from support import ROOT
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -133,19 +134,19 @@ def test_cpu_overrides_are_the_only_difference_from_the_run_command(root):
 @pytest.mark.parametrize("run", RUNS)
 def test_worker_trains_the_run_and_its_metrics_reach_the_table(run, step, tmp_path):
     result = step(run)
-    s = spec.resolve_run(PAPER, run)
+    s = resolved.resolve(PAPER, run)
     worker = result["worker_metrics"][0]
-    mode = s["loss"]["loss_mode"]
+    mode = s.loss.loss_mode
     # One entry per PPO mini-batch: as many as the run has per step (one prompt's 8 responses each here).
-    assert len(worker["actor/pg_loss"]) == s["prompts_per_step"] // s["ppo_mini_batch_size"]
-    assert worker["lr"] == [pytest.approx(s["lr"])]
+    assert len(worker["actor/pg_loss"]) == s.prompts_per_step // s.ppo_mini_batch_size
+    assert worker["lr"] == [pytest.approx(s.lr)]
     assert all(math.isfinite(g) and g > 0 for g in worker["grad_norm"])
     # The loss plugin's token counts come out of the real loss, one loss call per micro-batch.
     calls = result["loss_calls"]
     assert sum(c["response_tokens"] for c in calls) == sum(len(x["responses"]) for x in result["batch"])
     assert ("actor/cov_touched_tokens" in worker) == (mode != "vanilla")
-    assert ("actor/cliphigher_tokens" in worker) == (s["loss"]["clip_ratio_high"] > s["loss"]["clip_ratio_low"])
-    assert ("actor/entropy_loss" in worker) == (s["loss"]["entropy_coeff"] != 0)
+    assert ("actor/cliphigher_tokens" in worker) == (s.loss.clip_ratio_high > s.loss.clip_ratio_low)
+    assert ("actor/entropy_loss" in worker) == (s.loss.entropy_coeff != 0)
 
     table(result).to_parquet(tmp_path / "metrics.parquet")
     frame = pd.read_parquet(tmp_path / "metrics.parquet")
@@ -164,7 +165,7 @@ def test_worker_trains_the_run_and_its_metrics_reach_the_table(run, step, tmp_pa
     ]
     # verl's KL-Cov loss returns no clip fraction (only actor/ppo_kl): its pg_clipfrac column stays NaN.
     assert math.isfinite(row["pg_clipfrac"]) == (mode != "kl_cov")
-    levels = {c / 8 for c in CORRECT[: s["prompts_per_step"] // s["ppo_mini_batch_size"]]}
+    levels = {c / 8 for c in CORRECT[: s.prompts_per_step // s.ppo_mini_batch_size]}
     finite += [col for col, acc in metric_columns.BANDIT_ACC.items() if acc in levels]
     assert [col for col in finite if not math.isfinite(row[col])] == []
     assert all(math.isnan(row[col]) for col, acc in metric_columns.BANDIT_ACC.items() if acc not in levels)

@@ -15,10 +15,10 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
-import pytest
-import torch
 import pilot_here as pilot
+import pytest
 import support
+import torch
 import vllm_standin
 from entropy_rl.paper import prompt_format
 from support import ROOT

@@ -14,9 +14,10 @@ import pandas as pd
 import pytest
 import vllm_standin
 import yaml
-from entropy_rl.paper import prompt_format
 from entropy_rl.core.power.mcmc import context_needed
-from entropy_rl.paper import evaluate, power_sampling
+from entropy_rl.core.power.methods import Power, Sample
+from entropy_rl.core.evaluation import Protocol
+from entropy_rl.paper import evaluate, power_sampling, prompt_format
 from support import ROOT
 
 PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
@@ -110,7 +111,7 @@ def test_the_standin_draws_the_ith_of_n_answers_with_seed_plus_i(vllm, model_dir
     """vLLM 0.24 fans a request out into n children, the i-th seeded seed + i (v1/engine/parallel_sampling.py)."""
     llm = vllm.LLM(str(model_dir))
     prompt = [vllm.TokensPrompt(llm.get_tokenizer()("Question: 1 + 2\nAnswer:")["input_ids"])]
-    sp = lambda n, seed: vllm.SamplingParams(n=n, temperature=1.0, max_tokens=6, seed=seed, ignore_eos=True)  # noqa: E731
+    sp = lambda n, seed: vllm.SamplingParams(n=n, temperature=1.0, max_tokens=6, seed=seed, ignore_eos=True)
     (three,) = llm.generate(prompt, sp(3, 5))
     for i in range(3):
         (one,) = llm.generate(prompt, sp(1, 5 + i))
@@ -245,7 +246,7 @@ def test_evaluation_uses_the_models_prompt_format(vllm, model_dir):
     frame = pd.DataFrame(
         {"prompt": CONV, "reward_model": [{"style": "rule", "ground_truth": str(a + 3)} for a in range(3)]}
     )
-    proto = {"temperature": 0.6, "n": 2}
+    proto = Protocol(temperature=0.6, n=2)
     with pytest.raises(vllm.ChatTemplateResolutionError):
         evaluate.vllm_samples(llm, frame, proto, 8, 0)
     template = prompt_format.chat_template("plain", llm.get_tokenizer())
@@ -263,7 +264,7 @@ def test_power_sampling_renders_prompts_with_the_models_format(vllm, model_dir):
     tok = llm.get_tokenizer()
     assert tok.chat_template is None
     template = prompt_format.chat_template("plain", tok)
-    method = {"kind": "power", "alpha": 4.0, "block_size": 4, "n_mcmc": 1}
+    method = Power(alpha=4.0, block_size=4, n_mcmc=1)
     f = power_sampling.sample_method(
         llm, llm, tok, CONV, ["3", "4", "5"], ["rule"] * 3, method, 2, 8, 0, (tok.eos_token_id,), template
     )
@@ -288,7 +289,7 @@ def test_power_sampling_stops_before_drawing_when_a_prompt_does_not_fit(vllm, mo
             CONV,
             ["3", "4", "5"],
             ["rule"] * 3,
-            {"kind": "sample", "temperature": 1.0},
+            Sample(temperature=1.0),
             2,
             8,
             0,
@@ -310,7 +311,7 @@ def test_plain_sampling_gives_every_problem_its_own_random_stream(vllm, model_di
         CONV,
         ["3", "4", "5"],
         ["rule"] * 3,
-        {"kind": "sample", "temperature": 1.0},
+        Sample(temperature=1.0),
         n,
         6,
         7,
@@ -402,7 +403,9 @@ def run_script(tmp_path, script, job: str):
         script=str(ROOT / "workflow" / "scripts" / script),
     )
     env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("VLLM_")}
-    proc = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True, env=env, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-c", driver], check=False, capture_output=True, text=True, env=env, cwd=tmp_path
+    )
     log = (tmp_path / "job.log").read_text() if (tmp_path / "job.log").exists() else ""
     return proc, log
 
@@ -461,5 +464,7 @@ def test_the_power_sampling_script_runs_each_kind_of_method(tmp_path, model_dir,
 
 def test_the_prompt_format_module_loads_neither_torch_nor_vllm():
     code = "import sys; import entropy_rl.paper.prompt_format; print(sorted({'torch', 'vllm', 'transformers'} & set(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT / "workflow")
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=ROOT / "workflow"
+    )
     assert out.stdout.strip() == "[]", out.stderr

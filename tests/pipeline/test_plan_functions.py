@@ -8,6 +8,7 @@ import types
 import pytest
 import yaml
 from entropy_rl.core import paths
+from entropy_rl.core import run as resolved
 from entropy_rl.core import spec as run_spec
 from entropy_rl.paper.cost import architectures, budget
 from entropy_rl.pipeline import claims, cluster, estimate, params, pilot, power, resources, scope
@@ -268,7 +269,8 @@ def test_the_pilots_jobs_cost_and_stages():
     assert [s["log"] for s in stages[:5]] == [t.format(model=PAPER_PLAN.run_model(run), run=run) for t in logs]
     assert pilot.targeted({"pilot"}) and not pilot.targeted(None)
     assert list(pilot.report_scope(PAPER.S)) == sorted(pilot.report_scope(PAPER.S))
-    assert set(pilot.speed_scope(PAPER.S, PAPER.pilot)["architectures"]) == set(PAPER.pilot["speed"]["sizes"])
+    speed_scope = pilot.speed_scope(PAPER.S, PAPER.pilot)
+    assert all(architectures.shape(speed_scope, m) for m in PAPER.pilot["speed"]["sizes"])  # the shapes it builds
 
 
 def test_a_failed_pilots_report_never_hides_the_error(monkeypatch, capsys):
@@ -323,8 +325,8 @@ def test_the_pilots_run_on_a_node_is_the_study_run_cut_to_a_few_steps():
     assert node.pilot_node_runs == [scope.NODE_RUN] and node.pilot_runs == PAPER.pilot_runs
     assert scope.NODE_RUN not in node.runs  # not a study run
     study_run = node.pilot["speed"]["run"]
-    cut, whole = run_spec.resolve_run(node.S, scope.NODE_RUN), run_spec.resolve_run(node.S, study_run)
-    differ = {k for k in cut.keys() | whole.keys() if cut.get(k) != whole.get(k)}
+    cut, whole = resolved.resolve(node.S, scope.NODE_RUN), resolved.resolve(node.S, study_run)
+    differ = {k for k in cut.params().keys() | whole.params().keys() if cut.params().get(k) != whole.params().get(k)}
     assert differ == {"run_id", "steps", "val_every", "save_every", "val_max_samples"}  # run_id: the run's name
     # 8 GPUs, TP 2
     assert run_spec.run_model_entry(node.S, scope.NODE_RUN) == run_spec.run_model_entry(node.S, study_run)
@@ -349,7 +351,7 @@ def test_the_pilots_run_on_a_node_is_the_study_run_cut_to_a_few_steps():
 
 def test_a_figure_caption_says_what_its_seeds_vary():
     """At mini scale with several seeds, an artifact's caption says whether its runs' replicates share one base model
-    (RL's randomness alone) or pre-train their own (pipeline.scope.with_shared_base_models)."""
+    (RL's randomness alone) or pre-train their own (core.spec.with_shared_base_models)."""
     from entropy_rl.study import artifacts as registry
 
     config = {**CONFIG, "scale": "mini"}

@@ -50,6 +50,7 @@ def test_a_runs_facts():
 def test_replicates_can_share_one_base_model_and_differ_in_rl_seed_alone():
     """replicate_base_models: false: one base model per model (pre-trained under the study's seed), every replicate
     of a run starts RL from it under its own RL seed, and the power study's replicates sample that one model."""
+    from entropy_rl.core import run as resolved
     from entropy_rl.core import spec
     from entropy_rl.pipeline import power
 
@@ -59,15 +60,15 @@ def test_replicates_can_share_one_base_model_and_differ_in_rl_seed_alone():
     assert set(shared["models"]) == set(mini["models"])
     assert all(m["pretrain_seed"] == mini["pretrain"]["seed"] + 5 for m in shared["models"].values())
     assert shared["models"]["qwen2-m-instruct"]["instruct_of"] == "qwen2-m"
-    runs = [spec.resolve_run(shared, r) for r in spec.replicates(shared["runs"], "qwen2-m-grpo")]
-    assert [r["model"] for r in runs] == ["qwen2-m"] * 3
-    assert [r["seed"] for r in runs] == [mini["train"]["seed"] + 5 + k for k in range(3)]
+    runs = [resolved.resolve(shared, r) for r in spec.replicates(shared["runs"], "qwen2-m-grpo")]
+    assert [r.model for r in runs] == ["qwen2-m"] * 3
+    assert [r.seed for r in runs] == [mini["train"]["seed"] + 5 + k for k in range(3)]
     study = power.study(shared, 3, 5)
     assert {study.model(m) for m in study.seeds("base")} == {"qwen2-m"}
     assert [study.seed(m) for m in study.seeds("base")] == [mini["power_sampling"]["seed"] + 5 + k for k in range(3)]
     # replicate_base_models: true: each replicate its own base model, as the power study's replicates
     own = scope.resolve({**config, "seed": 5, "mini": {**mini, "replicates": 3, "replicate_base_models": True}}).S
     assert [
-        r["model"] for r in (spec.resolve_run(own, x) for x in spec.replicates(own["runs"], "qwen2-m-grpo"))
+        resolved.resolve(own, x).model for x in spec.replicates(own["runs"], "qwen2-m-grpo")
     ] == spec.replicate_names("qwen2-m", 3)
     assert [power.study(own, 3, 5).model(m) for m in study.seeds("base")] == spec.replicate_names("qwen2-m", 3)

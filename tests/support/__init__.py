@@ -6,6 +6,7 @@ scheduled on more cores), ``audit_calibration`` (studies simulated with a known 
 ``analysis_record`` (what the analysis image's record stands for). A benchmark imports no test module and a test
 no benchmark (tests/test_layout.py)."""
 
+import functools
 import importlib
 import json
 import os
@@ -17,6 +18,8 @@ from pathlib import Path
 
 import yaml
 from entropy_rl import PROJECT_DIR as ROOT
+from entropy_rl.core import run as resolved
+from entropy_rl.paper.cost import architectures
 
 FIXTURES = ROOT / "tests" / "fixtures"
 # The platforms, imported when first asked for (``support.pilot_here``): verl_cpu and power_toy load torch, which a
@@ -40,6 +43,18 @@ LOSS = dict(
     ppo_kl_coef=1.0,
     clip_ratio_c=3.0,
 )
+
+
+@functools.cache
+def scale_config(scale: str) -> dict:
+    """A scale's section of config.yaml, as written (no replicates, no pilot runs)."""
+    return yaml.safe_load((ROOT / "config.yaml").read_text())[scale]
+
+
+def a_run(run_id: str = "qwen2-m-grpo", scale: str = "mini", **changes) -> resolved.Run:
+    """A run of config.yaml, resolved (core.run.resolve), with ``changes`` over it (``Run.but``: ``loss`` takes a dict
+    of the keys it changes)."""
+    return resolved.resolve(scale_config(scale), run_id).but(**changes)
 
 
 def local_profile(tmp_dir):
@@ -245,7 +260,7 @@ def speed_result(tmp_path, gpu: str = "NVIDIA H200", peak: float = 989.0, lower_
             {
                 "model": model,
                 "params_b": n,
-                "arch": paper["architectures"][model],
+                "arch": architectures.shape(paper, model),
                 "rollout": rollout,
                 "update": {
                     "model": model,
@@ -265,7 +280,7 @@ def speed_result(tmp_path, gpu: str = "NVIDIA H200", peak: float = 989.0, lower_
         {
             "model": "qwen2.5-3b",
             "params_b": 3,
-            "arch": paper["architectures"]["qwen2.5-3b"],
+            "arch": architectures.shape(paper, "qwen2.5-3b"),
             "update": {"model": "qwen2.5-3b", "skipped": "needs 113 GiB"},
             "rollout": {"model": "qwen2.5-3b", "failed": "exit 1 after 30 s"},
         }
@@ -278,7 +293,7 @@ def speed_result(tmp_path, gpu: str = "NVIDIA H200", peak: float = 989.0, lower_
 
 def verl_flops(family: str, arch: dict, seqlens: list[int]) -> float:
     """verl's own count (verl/utils/flops_counter.py, the function it keeps for the model_type) of one forward and
-    backward pass over sequences of ``seqlens`` tokens, for an architectures entry of config.yaml."""
+    backward pass over sequences of ``seqlens`` tokens, for a model's shape in config.yaml (``architectures.shape``)."""
     from entropy_rl.paper.cost import shapes
     from transformers import AutoConfig
     from verl.utils.flops_counter import ESTIMATE_FUNC

@@ -36,6 +36,8 @@ from entropy_rl.study.audit.data import Study
 from entropy_rl.study.audit.registry import Measured
 from entropy_rl.study.audit.relations import CONTRADICTED, INCONCLUSIVE, LEVEL, REPRODUCED, Effect, decide
 
+from . import a_run
+
 R, C = REPRODUCED, CONTRADICTED
 
 
@@ -208,7 +210,9 @@ DENSE_STEPS = (*range(10), *range(10, 31, 5))  # every step for the first 10, th
 
 def _law_study(curves: list[pd.DataFrame], n_val: int, benches: tuple[str, ...] = ("x", "y")) -> Study:
     names = ["r", *(f"r@r{k}" for k in range(1, len(curves)))]
-    specs = {n: {"model": "m", **({"replicate_of": "r", "replicate": k} if k else {})} for k, n in enumerate(names)}
+    specs = {
+        n: a_run(id=n, model="m", **({"replicate_of": "r", "replicate": k} if k else {})) for k, n in enumerate(names)
+    }
     cache = {("metrics", n): c for n, c in zip(names, curves)}
     return Study(
         scale="mini",

@@ -8,7 +8,6 @@ change that leaves what the code computes as it was (a comment, a module moved) 
 outdated.
 """
 
-import json
 import os
 import re
 import shutil

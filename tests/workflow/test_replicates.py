@@ -121,7 +121,7 @@ def test_more_replicates_add_only_the_new_seeds(study):
 
 
 def test_replicates_sharing_one_base_model_retrain_on_it_and_pretrain_nothing(study):
-    """mini.replicate_base_models: false (pipeline.scope.with_shared_base_models): replicate 1 of each run moves onto replicate 0's
+    """mini.replicate_base_models: false (core.spec.with_shared_base_models): replicate 1 of each run moves onto replicate 0's
     base model, so its RL job is stale and no base model is pre-trained again."""
     workdir, _ = study
     overlay = workdir / "shared-base.yaml"

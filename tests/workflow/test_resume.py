@@ -14,9 +14,9 @@ import time
 import pandas as pd
 import psutil
 import pytest
+import support
 import torch
 import yaml
-import support
 from support import ROOT
 from transformers import AutoModelForCausalLM
 

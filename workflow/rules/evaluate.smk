@@ -1,5 +1,5 @@
 from entropy_rl.core import paths
-from entropy_rl.core import spec as run_spec
+from entropy_rl.core.run import eval_max_new_tokens
 
 
 if PLAN.mini:
@@ -15,9 +15,9 @@ if PLAN.mini:
             samples=expand(paths.EVAL_SAMPLES, run="{run}", benchmark=PLAN.benchmarks),
             summary=paths.EVAL_SUMMARY,
         params:
-            backend="mini",
+            backend="mini",  # the scale, whose evaluation core.backends names
             protocols=PLAN.protocols(),
-            max_new_tokens=lambda wc: run_spec.eval_max_new_tokens(PLAN.S, wc.run),  # one reading at both scales
+            max_new_tokens=lambda wc: eval_max_new_tokens(PLAN.S, wc.run),  # one reading at both scales
             pass_k=PLAN.S["eval"]["pass_k"],
             seed=PLAN.S["eval"]["seed"],
         threads: 1
@@ -43,9 +43,9 @@ else:
             samples=expand(paths.EVAL_SAMPLES, run="{run}", benchmark=PLAN.benchmarks),
             summary=paths.EVAL_SUMMARY,
         params:
-            backend="paper",
+            backend="paper",  # the scale, whose evaluation core.backends names
             protocols=PLAN.protocols(),
-            max_new_tokens=lambda wc: run_spec.eval_max_new_tokens(PLAN.S, wc.run),
+            max_new_tokens=lambda wc: eval_max_new_tokens(PLAN.S, wc.run),
             pass_k=PLAN.S["eval"]["pass_k"],
             seed=PLAN.S["eval"]["seed"],
             tensor_parallel=lambda wc: PLAN.run_model_spec(wc.run)["tensor_parallel"],

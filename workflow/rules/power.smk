@@ -19,7 +19,7 @@ if PLAN.power:
             output:
                 paths.POWER_SAMPLES,
             params:
-                backend="mini",
+                backend="mini",  # the scale, whose sampler of each kind core.backends names
                 method=lambda wc: PLAN.power_methods[wc.method],
                 problems=PLAN.power["problems"],
                 n=PLAN.power["n"],
@@ -49,7 +49,7 @@ if PLAN.power:
             output:
                 paths.POWER_SAMPLES,
             params:
-                backend="paper",
+                backend="paper",  # the scale, whose sampler of each kind core.backends names
                 method=lambda wc: PLAN.power_job(wc.method)["settings"],
                 problems=lambda wc: PLAN.power_job(wc.method)["problems"],
                 n=lambda wc: PLAN.power_job(wc.method)["n"],

@@ -3,9 +3,12 @@
 import copy
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 import yaml
+from entropy_rl.core import backends
+from entropy_rl.core.evaluation import Engines, Evaluation, Protocol
 from entropy_rl.core.power import methods as power_methods
 from support import ROOT
 
@@ -92,8 +95,68 @@ def test_a_study_without_the_later_samplers_leaves_them_out():
 )
 def test_each_kind_is_sampled_by_one_module_per_scale(kind, module):
     """At paper scale the later samplers live apart, so their code is not in the first jobs' code stamp."""
-    assert power_methods.sampler_module("paper", kind) == module
-    assert power_methods.sampler_module("mini", kind) == "mini.power_sampling"
+    assert backends.sampler_module("paper", kind) == module
+    assert backends.sampler_module("mini", kind) == "mini.power_sampling"
+
+
+def test_the_registry_names_a_sampler_for_every_kind_at_every_scale_and_refuses_the_rest():
+    scales = set(backends.EVALUATIONS)
+    assert set(backends.SAMPLERS) == {(scale, kind) for scale in scales for kind in power_methods.KINDS}
+    with pytest.raises(ValueError, match="no sampler for a 'beam' method at scale 'mini'"):
+        backends.sampler_module("mini", "beam")
+    with pytest.raises(ValueError, match="no sampler for a 'power' method at scale 'huge'"):
+        backends.sampler("huge", "power")
+    with pytest.raises(ValueError, match=r"no evaluation for scale 'huge': .*\['mini', 'paper'\]"):
+        backends.evaluation("huge")
+
+
+@pytest.mark.parametrize("scale", ["mini", "paper"])
+def test_each_registered_module_has_its_entry(scale):
+    """Read, not imported (the paper modules import vLLM's machinery lazily, but torch at once)."""
+    named = {backends.evaluation_module(scale): "evaluate_benchmarks"}
+    named |= {backends.sampler_module(scale, kind): "sample_benchmarks" for kind in power_methods.KINDS}
+    for module, entry in named.items():
+        text = (ROOT / "workflow" / "entropy_rl" / f"{module.replace('.', '/')}.py").read_text()
+        assert f"\ndef {entry}(" in text, module
+
+
+def test_a_method_is_read_as_its_kinds_type_without_what_routes_its_inputs():
+    study = build("paper")
+    methods = {name: power_methods.method_of(settings) for name, settings in study.methods.items()}
+    assert methods["low-temp"] == power_methods.Sample(temperature=0.25)
+    assert methods["grpo"] == power_methods.Sample(temperature=1.0)  # its run picks the policy, not the draws
+    assert methods["power-mcmc2"] == power_methods.Power(alpha=4.0, block_size=192, n_mcmc=2)
+    assert methods["smc"] == power_methods.SMC(alpha=4.0, particles=64, resample_every=64, ess_threshold=0.5)
+    assert methods["sps"] == power_methods.SPS(alpha=4.0, block_size=192, candidates=8, rollouts=8, horizon=192)
+    assert {m.kind for m in methods.values()} == set(power_methods.KINDS)
+    swept = build("mini", lambda p: p["sweeps"].update(benchmarks=["addsub"]))
+    assert power_methods.method_of(swept.methods["power-mcmc0"]).n_mcmc == 0  # its benchmarks left to the rule
+    with pytest.raises(ValueError, match="power-sampling kind 'beam' is not one of"):
+        power_methods.method_of({"kind": "beam", "width": 4})
+
+
+def test_a_sampling_job_reads_its_params_once_as_a_sampler():
+    settings = {"kind": "power", "alpha": 4.0, "block_size": 192, "n_mcmc": 10}
+    mini = SimpleNamespace(backend="mini", method=settings, problems=5, n=4, max_new_tokens=64, seed=3)
+    sampler = power_methods.Sampler.from_params(mini)
+    assert sampler == power_methods.Sampler(power_methods.Power(4.0, 192, 10), 5, 4, 64, 3)
+    assert sampler.kind == "power" and sampler.engines is None
+    paper = SimpleNamespace(**vars(mini), tensor_parallel=2, chat_template="plain")
+    assert power_methods.Sampler.from_params(paper).engines == Engines(tensor_parallel=2, chat_template="plain")
+
+
+def test_an_evaluation_job_reads_its_params_once():
+    params = SimpleNamespace(
+        backend="mini",
+        protocols={"addsub": {"temperature": 0.0, "n": 1}, "add5": {"temperature": 0.6, "n": 8}},
+        max_new_tokens=32,
+        pass_k=[1, 8],
+        seed=7,
+    )
+    settings = Evaluation.from_params(params)
+    assert settings.protocols == {"addsub": Protocol(0.0, 1), "add5": Protocol(0.6, 8)}
+    assert settings.protocols["addsub"].greedy and settings.pass_k == (1, 8) and settings.engines is None
+    assert (settings.max_new_tokens, settings.seed) == (32, 7)
 
 
 def test_answers_count_the_problems_each_benchmark_has():
@@ -149,7 +212,10 @@ def test_register_refuses_a_name_it_has():
 
 def test_the_registry_loads_without_torch():
     """The rules and the audit's params read it while the workflow is planned."""
-    code = "import sys, entropy_rl.core.power.methods; assert not {'torch', 'transformers', 'vllm'} & set(sys.modules)"
+    code = (
+        "import sys, entropy_rl.core.power.methods, entropy_rl.core.backends; "
+        "assert not {'torch', 'transformers', 'vllm'} & set(sys.modules)"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 

@@ -4,7 +4,7 @@ the estimate makes of it (paper.cost.budget, efficiency): the same FLOPs, anothe
 
 import pytest
 import yaml
-from entropy_rl.core import spec as run_spec
+from entropy_rl.core.run import resolve
 from entropy_rl.paper.cost import architectures, budget, decode, efficiency, speed_law
 from support import ROOT
 
@@ -56,8 +56,8 @@ def test_the_estimate_prices_the_same_flops_by_their_bytes():
     questions = sum(b["size"] for b in PAPER["data"]["benchmarks"].values())
     terms = {}
     for model in ("deepseek-math-7b", "qwen2.5-7b"):
-        spec = {**run_spec.resolve_run(PAPER, "qwen2.5-7b-grpo-gsm8k"), "model": model}
-        terms[model] = budget.train_time(spec, PAPER["models"][model], arch(model), PAPER["budget"], questions).terms()
+        run = resolve(PAPER, "qwen2.5-7b-grpo-gsm8k").but(model=model)
+        terms[model] = budget.train_time(run, PAPER["models"][model], arch(model), PAPER["budget"], questions).terms()
     length = 150, 300  # config.yaml paper.budget.lengths.gsm8k
     roof = {m: decode.roofline(arch(m), *length, decode.ROLLOUT_ENGINE.at(2), "A100", 312).seconds for m in terms}
     ratio = terms["deepseek-math-7b"]["rollout"] / terms["qwen2.5-7b"]["rollout"]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 from entropy_rl.core import spec as run_spec
+from entropy_rl.core.run import resolve
 from entropy_rl.paper.cost import architectures, budget, efficiency, pilot_measures, pilot_report, shapes
 from support import FIXTURES, ROOT, verl_dense_and_width
 
@@ -31,7 +32,8 @@ def roofline_s(model: str, tensor_parallel: int) -> float:
     (verl's count, after the prompt and half the answer) at the 312 TFLOPS peak and its bytes at 2.039 TB/s, the engine
     (verl's: half of each GPU's 80 GB, at most 256 sequences) holding what its room allows past the bf16 weights."""
     paper = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
-    entry, family = paper["architectures"][model], paper["models"][model]["family"]
+    entry = paper["models"][model]  # its shape among its other settings
+    family = entry["family"]
     dense, width = verl_counts(model)
     context = PROMPT + RESPONSE / 2
     weights = 2 * shapes.params(family, entry)
@@ -44,7 +46,7 @@ def roofline_s(model: str, tensor_parallel: int) -> float:
 def verl_counts(model: str = "qwen2.5-0.5b") -> tuple[float, float]:
     """The dense weights and attention width of a model, read back from verl's own FLOPs counter."""
     paper = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
-    return verl_dense_and_width(paper["models"][model]["family"], paper["architectures"][model])
+    return verl_dense_and_width(paper["models"][model]["family"], paper["models"][model])
 
 
 METHODS = ["pilot-plain", "pilot-power", "pilot-rl"]
@@ -247,31 +249,29 @@ def test_the_reestimate_moves_each_term_by_its_mfu_ratio(pilot):
     val_questions = sum(b["size"] for b in S["data"]["benchmarks"].values())
     cfg = S["budget"]
     for _, row in assumed.iterrows():
-        specs = [
-            run_spec.resolve_run(S, r)
-            for r in S["runs"]
-            if S["runs"][r]["model"] == row["model"] and not r.startswith("pilot-")
+        runs = [
+            resolve(S, r) for r in S["runs"] if S["runs"][r]["model"] == row["model"] and not r.startswith("pilot-")
         ]
         model, arch = S["models"][row["model"]], architectures.of_model(S, row["model"])
-        expected = sum(budget.train_gpu_hours(spec, model, arch, cfg, val_questions) for spec in specs)
+        expected = sum(budget.train_gpu_hours(run, model, arch, cfg, val_questions) for run in runs)
         assert row["train_gpu_hours"] == pytest.approx(expected, rel=1e-12)
         # a forward pass a token by verl's counter; passes: log-probs, the reference where a KL loss needs it, three
         # an epoch, and PRIME's reward model (its scores, its reference, its update)
         dense, width = verl_counts(row["model"])
 
         def tokens(s):  # the train set's mean lengths where the budget gives them, the answer at most the run's cap
-            own = cfg.get("lengths", {}).get(s["train_data"], {})
-            response = min(own.get("response_tokens", cfg["mean_response_tokens"]), s["max_response_length"])
+            own = cfg.get("lengths", {}).get(s.train_data, {})
+            response = min(own.get("response_tokens", cfg["mean_response_tokens"]), s.max_response_length)
             return own.get("prompt_tokens", cfg["mean_prompt_tokens"]) + response
 
         update = sum(
-            s["steps"]
-            * s["prompts_per_step"]
-            * s["rollout_n"]
+            s.steps
+            * s.prompts_per_step
+            * s.rollout_n
             * tokens(s)
             * (2 * dense + 2 * tokens(s) * width)
-            * (1 + (s["loss"]["kl_loss_coef"] > 0) + 3 * s["ppo_epochs"] + (6 if s["algorithm"] == "prime" else 0))
-            for s in specs
+            * (1 + (s.loss.kl_loss_coef > 0) + 3 * s.ppo_epochs + (6 if s.algorithm == "prime" else 0))
+            for s in runs
         )
         update /= cfg["gpu_peak_tflops"] * 1e12 * cfg["train_mfu"] * 3600
         assert row["update_gpu_hours"] == pytest.approx(update, rel=1e-9)

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 import yaml
-from entropy_rl.core import spec as run_spec
+from entropy_rl.core.run import resolve
 from entropy_rl.paper import reward_launch
 from entropy_rl.paper.cost import step
 from entropy_rl.paper.verl import prime_check
@@ -53,14 +53,14 @@ def test_a_prime_step_is_charged_the_passes_and_answers_its_recipe_runs(tmp_path
         2 * tokens,
     )
     assert counted["forward_equivalents"] == step.PRM_PASSES == 6
-    run = next(r for r, entry in PAPER["runs"].items() if entry["algorithm"] == "prime")
-    spec = run_spec.resolve_run(PAPER, run)
+    run_id = next(r for r, entry in PAPER["runs"].items() if entry["algorithm"] == "prime")
+    run = resolve(PAPER, run_id)
     ratio = counted["generated_answers"] / counted["trained_answers"]
     assert (
         ratio
         == counted["oversample_factor"]
-        == spec["prime"]["oversample_factor"]
-        == step.generation_factor(spec, PAPER["budget"])
+        == run.prime.oversample_factor
+        == step.generation_factor(run, PAPER["budget"])
     )
-    assert f"data.oversample_factor={counted['oversample_factor']}" in reward_launch.verl_command(PAPER, run)
-    assert step.train_passes(spec) == step.actor_passes(spec) + counted["forward_equivalents"]
+    assert f"data.oversample_factor={counted['oversample_factor']}" in reward_launch.verl_command(PAPER, run_id)
+    assert step.train_passes(run) == step.actor_passes(run) + counted["forward_equivalents"]

@@ -31,13 +31,13 @@ def arch(model: str) -> Architecture:
     return architectures.of_model(S, model)
 
 
-@pytest.mark.parametrize("model", sorted(PAPER["architectures"]))
+@pytest.mark.parametrize("model", sorted(PAPER["models"]))
 def test_each_architecture_costs_what_verls_counter_says(model):
     """A forward and backward pass over a batch of mixed lengths: ours, per token at the batch's Σs²/Σs, equals verl's
     FlopsCounter on the model's config (its head_dim, its kv heads, its vocabulary); a forward is a third."""
     lengths = [17, 300, 1800, 2900, 4096]
     tokens, squares = sum(lengths), sum(n * n for n in lengths)
-    verl = verl_flops(S["models"][model]["family"], PAPER["architectures"][model], lengths)
+    verl = verl_flops(S["models"][model]["family"], PAPER["models"][model], lengths)
     assert arch(model).train(squares / tokens) * tokens == pytest.approx(verl, rel=1e-12)
     assert arch(model).forward(squares / tokens) * tokens == pytest.approx(verl / 3, rel=1e-12)
 
@@ -45,7 +45,7 @@ def test_each_architecture_costs_what_verls_counter_says(model):
 def test_decoding_a_sequence_costs_one_causal_pass_over_it():
     """Decoding s tokens one at a time reads 0, 1, ..., s-1 cached keys: the FLOPs of one causal forward over the
     sequence (verl's count) less the diagonal each query also reads there, 2·s·W."""
-    family, entry = "qwen2", PAPER["architectures"]["qwen2.5-7b"]
+    family, entry = "qwen2", PAPER["models"]["qwen2.5-7b"]
     dense, width = verl_dense_and_width(family, entry)
     s = 1800
     decoded = sum(arch("qwen2.5-7b").decode(t) for t in range(s))
@@ -78,7 +78,7 @@ def test_the_timed_points_are_verls_flops_over_the_measured_seconds(tmp_path):
     lengths = [len(s["input_ids"]) for s in _batch()]
     assert (sum(lengths), sum(n * n for n in lengths)) == (SPEED_STEP["tokens"], SPEED_STEP["squares"])
     for model, expected in (("qwen2.5-0.5b", 0.017), ("qwen2.5-1.5b", 0.039)):
-        flops = verl_flops(S["models"][model]["family"], PAPER["architectures"][model], lengths) * 4 / 3
+        flops = verl_flops(S["models"][model]["family"], PAPER["models"][model], lengths) * 4 / 3
         mfu = flops / (sum(SPEED_SECONDS[model]) * H200)
         assert points[model].mfu(989) == pytest.approx(mfu, rel=1e-9)
         assert points[model].mfu(989) == pytest.approx(expected, abs=5e-4)
@@ -87,8 +87,8 @@ def test_the_timed_points_are_verls_flops_over_the_measured_seconds(tmp_path):
     # 256 answers it holds, and each token's 12 KiB of K and V (24 layers x 2 heads x 64 x 2 x 2 bytes) for the
     # 1,050 tokens it reads; its FLOPs at the peak take less than half that time.
     rollout = {p.model: p for p in speed_report.points(result)["rollout"]}
-    dense, width = verl_dense_and_width("qwen2", PAPER["architectures"]["qwen2.5-0.5b"])
-    weights = 2 * shapes.params("qwen2", PAPER["architectures"]["qwen2.5-0.5b"])
+    dense, width = verl_dense_and_width("qwen2", PAPER["models"]["qwen2.5-0.5b"])
+    weights = 2 * shapes.params("qwen2", PAPER["models"]["qwen2.5-0.5b"])
     kv = 24 * 2 * 64 * 2 * 2
     held = min(256, (141e9 * 0.5 - weights) // (kv * 1050))
     memory_s = (weights / held + kv * 1050) / 4.8e12
@@ -125,7 +125,7 @@ def test_two_sizes_fit_one_efficiency_by_least_relative_error(tmp_path):
     efficiency = 1 / (law.per_flop_s * H200)
     assert 0.017 < efficiency < 0.039  # between the two, nearer the larger (the relative error weighs both alike)
     # where each model stands: measured (the same shape, instruct or base), fitted between, extrapolated beyond
-    flops = lambda m: architectures.update_flops(arch(m), 300, 1500)  # noqa: E731
+    flops = lambda m: architectures.update_flops(arch(m), 300, 1500)
     assert law.mfu(arch("qwen2.5-1.5b-instruct"), flops("qwen2.5-1.5b-instruct")) == (
         pytest.approx(pts[1].mfu(989)),
         "measured",
@@ -171,11 +171,11 @@ def test_three_sizes_fit_a_fixed_cost_weighted_by_relative_error():
     assert "a fixed cost" in law.describe()
 
 
-@pytest.mark.parametrize("model", sorted(PAPER["architectures"]))
+@pytest.mark.parametrize("model", sorted(PAPER["models"]))
 def test_each_shape_is_its_published_model(model):
-    """Each architectures entry agrees with the hub fixture's published config.json fields and counts the model's
+    """Each model's shape agrees with the hub fixture's published config.json fields and counts the model's
     parameters within 10% of the config's params_b (the rounded size in its name)."""
-    arch_, entry = PAPER["architectures"][model], S["models"][model]
+    arch_, entry = architectures.shape(PAPER, model), S["models"][model]
     published = json.loads((FIXTURES / "hub_models" / entry["hub"].replace("/", "--") / "config.json").read_text())
     config = shapes.hf_config(entry["family"], arch_)
     for key in (
@@ -190,8 +190,18 @@ def test_each_shape_is_its_published_model(model):
     assert shapes.params(entry["family"], arch_) / 1e9 == pytest.approx(entry["params_b"], rel=0.10)
 
 
-def test_every_paper_model_has_a_shape():
-    assert set(PAPER["models"]) == set(PAPER["architectures"])
+def test_a_shape_is_its_models_own_or_its_bases():
+    """A model's shape is the shape keys of its own entry (what random weights are built in, nothing else of it); an
+    instruct model without one (the mini scale's ``instruct_of``) has its base's; a model with neither is refused."""
+    base = PAPER["models"]["qwen2.5-7b"]
+    models = {"base": base, "tuned": {"instruct_of": "base"}, "bare": {"hub": base["hub"], "family": "qwen2"}}
+    own = architectures.shape({"models": models}, "base")
+    assert set(own) == set(architectures.SHAPE) and all(own[k] == base[k] for k in own)
+    assert architectures.shape({"models": models}, "tuned") == own
+    assert architectures.of_model({"models": models}, "tuned") == arch("qwen2.5-7b")
+    with pytest.raises(KeyError, match="models.bare: no shape"):
+        architectures.of_model({"models": models}, "bare")
+    assert architectures.shape(PAPER, "mistral-nemo-12b")["head_dim"] == 128
 
 
 def test_random_weights_load_in_the_shape(tmp_path):

@@ -11,7 +11,7 @@ import os
 
 import pytest
 import yaml
-from entropy_rl.core import spec
+from entropy_rl.core import run as resolved
 from entropy_rl.paper import launch, reward_launch
 from entropy_rl.paper.verl import prime_check
 from support import ROOT
@@ -60,18 +60,18 @@ def test_prime_command_passes_verl_0_4_1s_composition_and_validation(checked, ru
     result = checked[run]
     assert result["verl"] == prime_check.PRIME_VERL and result["tier"] == "verl"
     assert result["problems"] == []
-    s, v = spec.resolve_run(PAPER, run), result["values"]
+    s, v = resolved.resolve(PAPER, run), result["values"]
     assert v["algorithm.adv_estimator"] == "rloo" and v["reward_model.enable"] is True
-    assert v["actor_rollout_ref.actor.optim.lr"] == s["lr"] and v["actor_rollout_ref.actor.grad_clip"] == s["grad_clip"]
-    assert v["actor_rollout_ref.actor.entropy_coeff"] == s["loss"]["entropy_coeff"]  # not the recipe's 0.001
+    assert v["actor_rollout_ref.actor.optim.lr"] == s.lr and v["actor_rollout_ref.actor.grad_clip"] == s.grad_clip
+    assert v["actor_rollout_ref.actor.entropy_coeff"] == s.loss.entropy_coeff  # not the recipe's 0.001
     assert (v["reward_model.model.beta_train"], v["reward_model.model.optim.lr"]) == (
-        s["prime"]["beta"],
-        s["prime"]["lr"],
+        s.prime.beta,
+        s.prime.lr,
     )
-    assert v["data.seed"] == s["seed"] and v["actor_rollout_ref.rollout.n"] == s["rollout_n"]
+    assert v["data.seed"] == s.seed and v["actor_rollout_ref.rollout.n"] == s.rollout_n
     assert (
-        0 < v["data.accuracy_lower_bound"] < 1 / s["rollout_n"]
-        and 1 - 1 / s["rollout_n"] < v["data.accuracy_upper_bound"] < 1
+        0 < v["data.accuracy_lower_bound"] < 1 / s.rollout_n
+        and 1 - 1 / s.rollout_n < v["data.accuracy_upper_bound"] < 1
     )
     assert v["trainer.logger"] == ["console", "tensorboard"]
 

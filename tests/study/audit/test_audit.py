@@ -9,9 +9,10 @@ import pandas as pd
 import pytest
 import yaml
 from entropy_rl.core import config
+from entropy_rl.core.run import Run
 from entropy_rl.study import artifacts, audit
 from entropy_rl.study.audit import verdicts
-from support import ROOT
+from support import ROOT, a_run
 from support.metrics_frames import run_metrics
 
 LEDGER = yaml.safe_load((ROOT / "claims.yaml").read_text())
@@ -90,46 +91,28 @@ def test_paper_gains_follow_from_its_table2():
 
 
 def test_caption_names_scale_runs_and_settings():
-    base = {
-        "steps": 60,
-        "prompts_per_step": 32,
-        "rollout_n": 8,
-        "lr": 3e-4,
-        "temperature": 1.0,
-        "val_every": 5,
-        "algorithm": "grpo",
-        "loss": {
-            "loss_mode": "vanilla",
-            "clip_ratio_low": 0.2,
-            "clip_ratio_high": 0.2,
-            "entropy_coeff": 0.0,
-            "kl_loss_coef": 0.0,
-        },
-    }
-    kl = {**base, "loss": {**base["loss"], "loss_mode": "kl_cov", "kl_cov_ratio": 0.1, "ppo_kl_coef": 1.0}}
+    base = a_run(steps=60, prompts_per_step=32, rollout_n=8, lr=3e-4, temperature=1.0, val_every=5)
+    kl = base.but(loss={"loss_mode": "kl_cov", "kl_cov_ratio": 0.1, "ppo_kl_coef": 1.0})
     text = artifacts.caption("fig11_covariance_methods", "mini", {"g": base, "k": kl}, {"g": "GRPO run", "k": "KL run"})
     assert text.startswith("Mini scale. GRPO, Clip-higher")
     assert "60 steps of 32 prompts x 8 responses, lr 0.0003" in text
     assert "GRPO run: GRPO" in text and "KL run: GRPO, KL-Cov ratio 0.1, coefficient 1" in text
     wider = artifacts.caption(
-        "fig07_coefficients_vs_size", "mini", {"g": base, "w": {**base, "lr": 2.4e-4}}, {"g": "m", "w": "l"}
+        "fig07_coefficients_vs_size", "mini", {"g": base, "w": base.but(lr=2.4e-4)}, {"g": "m", "w": "l"}
     )
     assert "lr 0.00024-0.0003 (scaled with 1/width)" in wider
 
 
-def spec(loss_mode="vanilla", low=0.2, high=0.2, ent=0.0, kl=0.0, algorithm="grpo", model="m", **loss):
-    return {
-        "algorithm": algorithm,
-        "model": model,
-        "loss": {
-            "loss_mode": loss_mode,
-            "clip_ratio_low": low,
-            "clip_ratio_high": high,
-            "entropy_coeff": ent,
-            "kl_loss_coef": kl,
-            **loss,
-        },
+def spec(loss_mode="vanilla", low=0.2, high=0.2, ent=0.0, kl=0.0, algorithm="grpo", model="m", **loss) -> Run:
+    settings = {
+        "loss_mode": loss_mode,
+        "clip_ratio_low": low,
+        "clip_ratio_high": high,
+        "entropy_coeff": ent,
+        "kl_loss_coef": kl,
+        **loss,
     }
+    return a_run(algorithm=algorithm, model=model, loss=settings)
 
 
 @pytest.mark.parametrize(
@@ -165,7 +148,7 @@ def make_study(
     return audit.Study(
         scale=scale,
         artifacts=artifact_runs,
-        specs={r: v[0] for r, v in runs.items()},
+        specs={r: v[0].but(id=r) for r, v in runs.items()},
         metrics_paths={r: str(p) for r, p in metrics.items()},
         summary_paths={r: str(p) for r, p in summaries.items()},
         model_paths={},

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 import scipy.stats
+from entropy_rl.core.run import Run
 from entropy_rl.study import audit
 from entropy_rl.study.audit import seeds
 from entropy_rl.study.audit.registry import MEASUREMENTS, Measured
@@ -63,11 +64,11 @@ def test_a_test_without_effects_or_with_mismatched_ones_cannot_be_combined():
         )
 
 
-def seeded(name: str, k: int, run_spec: dict) -> tuple[str, dict]:
+def seeded(name: str, k: int, run: Run) -> tuple[str, Run]:
     """Replicate k of a configured run, named and specified as core.spec.with_replicates does."""
     rep = name if k == 0 else f"{name}@r{k}"
-    model = run_spec["model"] if k == 0 else f"{run_spec['model']}@r{k}"
-    return rep, {**run_spec, "model": model, "replicate_of": name, "replicate": k}
+    model = run.model if k == 0 else f"{run.model}@r{k}"
+    return rep, run.but(id=rep, model=model, replicate_of=name, replicate=k)
 
 
 def seeded_study(tmp_path, gains: list[float], artifact="t"):
@@ -100,7 +101,7 @@ def test_a_difference_counts_when_it_exceeds_the_spread_across_seeds(tmp_path):
     alone.mkdir()
     seed0 = {
         r: (
-            {k: v for k, v in noisy.specs[r].items() if k not in ("replicate_of", "replicate")},
+            noisy.specs[r].but(replicate_of=None, replicate=0),
             noisy.metrics(r),
             noisy.summary(r).set_index("benchmark")["avg_at_n"].to_dict(),
         )

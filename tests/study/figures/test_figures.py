@@ -9,10 +9,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-from entropy_rl.study import analysis, plotting
-from entropy_rl.study import registry
+from entropy_rl.core.run import Run
+from entropy_rl.study import analysis, plotting, registry
 from entropy_rl.study.figures.shared import seed_curve
 from entropy_rl.study.inputs import Inputs
+from support import a_run
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 BENCHMARKS = ("math500", "aime24", "amc")
@@ -58,27 +59,10 @@ def synthetic_metrics(n_steps=120, val_every=6, h0=1.3, h_end=0.05, tau=12.0, a=
     return pd.DataFrame(frame)
 
 
-def spec(loss_mode="vanilla", train_data=None, **loss) -> dict:
-    """A resolved run spec with the keys the figures read."""
-    out = {
-        "model": "m",
-        "algorithm": "grpo",
-        "treatment": "none",
-        "lr": 1e-6,
-        "steps": 120,
-        "loss": {
-            "loss_mode": loss_mode,
-            "entropy_coeff": 0.0,
-            "kl_loss_coef": 0.0,
-            "clip_cov_ratio": 0.0002,
-            "ppo_kl_coef": 1.0,
-            "clip_ratio_high": 0.2,
-            **loss,
-        },
-    }
-    if train_data is not None:
-        out["train_data"] = train_data
-    return out
+def spec(loss_mode="vanilla", train_data=None, **loss) -> Run:
+    """A resolved run with the loss settings the figures read."""
+    settings = {"loss_mode": loss_mode, "clip_cov_ratio": 0.0002, "ppo_kl_coef": 1.0, "clip_ratio_high": 0.2, **loss}
+    return a_run(train_data=train_data, loss=settings)
 
 
 @pytest.fixture
@@ -614,7 +598,7 @@ def test_fig13_raises_without_clip_cov_or_kl_cov(tmp_path, runs):
 
 
 def test_fig13_needs_a_spec_per_run(tmp_path, runs):
-    with pytest.raises(ValueError, match="spec of run 'kl_cov'"):
+    with pytest.raises(ValueError, match=r"no settings given for runs \['kl_cov'\]"):
         call("fig13_entropy_control", runs, tmp_path / "f", specs={r: SPECS[r] for r in ("grpo", "clip_cov")})
 
 

@@ -13,6 +13,7 @@ import yaml
 
 from .. import WORKFLOW_DIR
 from . import algorithms, spec
+from .run import resolve
 
 SCHEMA = WORKFLOW_DIR / "schemas" / "config.schema.yaml"
 
@@ -93,17 +94,17 @@ def check_references(scfg: dict, scale: str) -> None:
         if "recipe" in run:
             known(f"{scale}.runs.{run_id}.recipe", run["recipe"], recipes, "recipe")
     for run_id in runs:
-        resolved = spec.resolve_run(scfg, run_id)
-        loss, layers = resolved["loss"], _layers(runs[run_id])
-        if loss["clip_cov_lb"] >= loss["clip_cov_ub"]:
+        resolved = resolve(scfg, run_id)
+        loss, layers = resolved.loss, _layers(runs[run_id])
+        if loss.clip_cov_lb >= loss.clip_cov_ub:
             raise ConfigError(
-                f"config key {scale}.runs.{run_id}: clip_cov_lb ({loss['clip_cov_lb']}) must be below clip_cov_ub "
-                f"({loss['clip_cov_ub']}) (from {layers})"
+                f"config key {scale}.runs.{run_id}: clip_cov_lb ({loss.clip_cov_lb}) must be below clip_cov_ub "
+                f"({loss.clip_cov_ub}) (from {layers})"
             )
-        if resolved["ppo_mini_batch_size"] > resolved["prompts_per_step"]:
+        if resolved.ppo_mini_batch_size > resolved.prompts_per_step:
             raise ConfigError(
-                f"config key {scale}.runs.{run_id}: ppo_mini_batch_size ({resolved['ppo_mini_batch_size']}) must not exceed "
-                f"prompts_per_step ({resolved['prompts_per_step']}) (from {layers})"
+                f"config key {scale}.runs.{run_id}: ppo_mini_batch_size ({resolved.ppo_mini_batch_size}) must not "
+                f"exceed prompts_per_step ({resolved.prompts_per_step}) (from {layers})"
             )
     for name, art in scfg.get("artifacts", {}).items():
         for run_id in art["runs"]:

@@ -25,7 +25,7 @@ from .pages import md_table
 CONFIG, PAGE = PROJECT_DIR / "config.yaml", PROJECT_DIR / "docs" / "config.md"
 COMMAND = "python -m entropy_rl.core.config_reference --out docs/config.md"
 # A map's keys are named for the map, singular (runs.<run>), except where that would mislead.
-PLACEHOLDERS = {"where": "field", "architectures": "model", "power_sampling.runs": "method", "gpu_conversion": "gpu"}
+PLACEHOLDERS = {"where": "field", "power_sampling.runs": "method", "gpu_conversion": "gpu"}
 MISSING = object()  # no value in config.yaml (None is one: `mirror: null`)
 
 

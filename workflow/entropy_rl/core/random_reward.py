@@ -25,8 +25,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .run import Run
 
 # The treatment setting (under the spec's ``loss``) that selects this reward, and its value.
 KEY = "reward"
@@ -35,9 +39,9 @@ RANDOM = "random"
 P_ONE = 0.5
 
 
-def is_random(spec: dict) -> bool:
-    """Whether a run spec (core.spec.resolve_run) is rewarded at random."""
-    return spec["loss"].get(KEY) == RANDOM
+def is_random(run: Run) -> bool:
+    """Whether a run (core.run) is rewarded at random."""
+    return run.loss.reward == RANDOM
 
 
 def uniform(seed: int, *identity) -> float:

@@ -2,7 +2,7 @@
 
 A run keeps its checkpoints in ``results/runs/{run}/checkpoints/`` at both scales
 (verl writes its own there at paper scale; the mini trainer's are ``mini.checkpoints``).
-The directory records a fingerprint of what wrote it: the run spec, without the
+The directory records a fingerprint of what wrote it: the run's settings, without the
 save frequency, and the contents of the code that trains. A rerun resumes only
 the same run with the same code; a directory written by anything else is moved
 aside, never deleted, and training starts afresh.
@@ -14,17 +14,23 @@ import hashlib
 import json
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import atomic, modules
+
+if TYPE_CHECKING:
+    from .run import Run
 
 log = logging.getLogger(__name__)
 RECORD = "fingerprint.json"
 
 
-def fingerprint(spec: dict, code_modules=()) -> str:
-    """What determines a run's trajectory: its settings (not how often it saves) and what its code computes
-    (``modules.combined_hash``: a comment, a docstring or a moved module leaves a run's checkpoints resumable)."""
-    digest = hashlib.sha256(json.dumps({k: v for k, v in spec.items() if k != "save_every"}, sort_keys=True).encode())
+def fingerprint(run: Run, code_modules=(), **launch) -> str:
+    """What determines a run's trajectory: its settings (not how often it saves), what else its ``launch`` sets (verl's
+    command at paper scale) and what its code computes (``modules.combined_hash``: a comment, a docstring or a moved
+    module leaves a run's checkpoints resumable)."""
+    settings = {k: v for k, v in run.params().items() if k != "save_every"} | launch
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
     digest.update(modules.combined_hash(*code_modules).encode())
     return digest.hexdigest()
 

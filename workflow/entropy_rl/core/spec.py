@@ -1,62 +1,20 @@
-"""Run specs: one resolved dict per run, read by the mini trainer and turned into verl overrides
-(``paper.launch``).
-
-A run is base model × algorithm × entropy treatment × hyperparameters. Its spec
-is the scale's ``train`` defaults, updated by the treatment's settings, then by
-the run's own ``overrides`` (the ``loss`` section merges key by key). The keys
-follow verl's names so the same spec drives both trainers.
-"""
+"""A scale's config as the stages read it: the layers a run's settings merge (``merge``; the run itself is
+``core.run``), the width's learning-rate rule, pre-training settings, instruct models, replicates, the pilot's runs and
+the benchmarks' domains."""
 
 from __future__ import annotations
 
 import copy
 
-from . import algorithms
 
-
-def _merge(base: dict, update: dict) -> dict:
+def merge(base: dict, update: dict) -> dict:
     out = copy.deepcopy(base)
     for key, value in (update or {}).items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
+            out[key] = merge(out[key], value)
         else:
             out[key] = copy.deepcopy(value)
     return out
-
-
-def resolve_run(scale_cfg: dict, run_id: str) -> dict:
-    """The full, self-contained settings of one run (what the rule passes as ``params``).
-
-    Layers, each updating the one before (``loss`` merges key by key): the scale's ``train``
-    defaults, the run's named ``recipe`` (a partial ``train`` section of the scale's ``recipes``,
-    e.g. the paper's Section 4 launch settings), the treatment (into ``loss``), the run's
-    ``overrides``. The spec names its recipe (or None).
-    """
-    run = scale_cfg["runs"][run_id]
-    treatment = scale_cfg["treatments"][run["treatment"]]
-    recipe = run.get("recipe")
-    recipes = scale_cfg.get("recipes", {})
-    if recipe is not None and recipe not in recipes:
-        raise KeyError(
-            f"run {run_id!r} names recipe {recipe!r}, which this config's recipes do not hold: {sorted(recipes)}"
-        )
-    spec = _merge(scale_cfg["train"], recipes[recipe] if recipe is not None else {})
-    spec = _merge(spec, {"loss": treatment})
-    spec = _merge(spec, run.get("overrides", {}))
-    # PRIME's settings belong to PRIME runs only: otherwise editing them would
-    # change, and so rerun, every other run.
-    if not algorithms.of(run).process_rewards:
-        spec.pop("prime", None)
-    spec.update(
-        run_id=run_id, model=run["model"], algorithm=run["algorithm"], treatment=run["treatment"], recipe=recipe
-    )
-    if "replicate_of" in run:  # a replicate (with_replicates): the run it repeats, and which repeat it is
-        spec.update(replicate_of=run["replicate_of"], replicate=run["replicate"])
-    model = scale_cfg.get("models", {}).get(run["model"], {})
-    spec["lr"] = spec["lr"] * width_lr_scale(scale_cfg, run["model"])
-    if "train_data" in run or "train_data" in model:  # a named training set (paper scale: always)
-        spec["train_data"] = run.get("train_data", model.get("train_data"))
-    return spec
 
 
 def width_lr_scale(scale_cfg: dict, model: str) -> float:
@@ -118,7 +76,7 @@ def with_replicates(scale_cfg: dict, base_seed: int = 0, count: int | None = Non
     Replicate k of a run trains replicate k of its base model with RL seed ``train.seed + base_seed + k``;
     replicate k of a model is pre-trained (at mini scale) from seed ``pretrain.seed + base_seed + k``.
     Each replicate is an ordinary run (or model) of the returned config, so one seed's rerun is one job
-    and every rule, and ``resolve_run``, take it as they take a configured run; its entry names what it
+    and every rule, and ``run.resolve``, take it as they take a configured run; its entry names what it
     replicates (``replicate_of``) and its index (``replicate``). ``base_seed`` moves every seed at once:
     the same study under another draw of its randomness. ``count``, when given, replaces the scale's own
     ``replicates``. With one replicate and base seed 0 the config comes back as it was."""
@@ -139,22 +97,33 @@ def with_replicates(scale_cfg: dict, base_seed: int = 0, count: int | None = Non
         for k, rep in enumerate(replicate_names(name, count)):
             entry = {**copy.deepcopy(run), "replicate_of": name, "replicate": k}
             entry["model"] = replicate_names(run["model"], count)[k]
-            entry["overrides"] = _merge(run.get("overrides", {}), {"seed": rl_seed + k})
+            entry["overrides"] = merge(run.get("overrides", {}), {"seed": rl_seed + k})
             runs[rep] = entry
     out["runs"], out["models"] = runs, models
     return out
 
 
+def with_shared_base_models(S: dict) -> dict:
+    """Where the scale sets ``replicate_base_models: false``: every replicate of a run on replicate 0 of its base model
+    (pre-trained under the study's seed), and the models' other replicates dropped, so the replicates differ in their RL
+    seeds alone. ``S`` is a scale config with its replicates (``with_replicates``), returned as it is otherwise."""
+    if S.get("replicate_base_models", True):
+        return S
+    models = {name: entry for name, entry in S["models"].items() if entry.get("replicate", 0) == 0}
+    runs = {name: {**entry, "model": replicate_of(entry["model"])[0]} for name, entry in S["runs"].items()}
+    return {**S, "models": models, "runs": runs}
+
+
 def replicates(runs: dict[str, dict], run_id: str) -> list[str]:
-    """The replicates of a configured run among ``runs`` (the runs of a config ``with_replicates`` made, or
-    their resolved specs), replicate 0 (the run itself) first."""
+    """The replicates of a configured run among ``runs`` (the runs of a config ``with_replicates`` made), replicate 0
+    (the run itself) first."""
     return sorted(
         (r for r, e in runs.items() if e.get("replicate_of", r) == run_id), key=lambda r: runs[r].get("replicate", 0)
     )
 
 
 def run_scope(scale_cfg: dict, run_id: str) -> dict:
-    """The parts of a scale's config that ``resolve_run`` reads for one run: resolving the run from
+    """The parts of a scale's config that ``run.resolve`` reads for one run: resolving the run from
     them gives its whole spec, and a change elsewhere in the config leaves them as they are."""
     run = scale_cfg["runs"][run_id]
     model = scale_cfg["models"][run["model"]]
@@ -193,13 +162,6 @@ def train_domain(scale_cfg: dict, run_id: str) -> str:
 def domain_benchmarks(scale_cfg: dict, domain: str) -> list[str]:
     """The benchmarks of one domain, sorted."""
     return sorted(b for b in scale_cfg["data"]["benchmarks"] if benchmark_domain(scale_cfg, b) == domain)
-
-
-def eval_max_new_tokens(scale_cfg: dict, run_id: str) -> int:
-    """Tokens an evaluation of the run generates: the scale's cap, or the run's own response cap where
-    that is smaller (a model with a short context, like deepseek-math-7b-base, trains and is evaluated
-    within it)."""
-    return min(scale_cfg["eval"]["max_new_tokens"], resolve_run(scale_cfg, run_id)["max_response_length"])
 
 
 def run_model_entry(scale_cfg: dict, run_id: str) -> dict:

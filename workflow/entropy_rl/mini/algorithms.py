@@ -17,6 +17,8 @@ from verl.trainer.config import AlgoConfig
 from verl.trainer.ppo.core_algos import agg_loss, get_adv_estimator_fn, get_policy_loss_fn, kl_penalty
 from verl.workers.config import FSDPActorConfig, PolicyLossConfig
 
+from ..core.run import Loss
+
 
 def token_level_rewards(rewards: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:
     """Outcome reward placed on each response's last token, as verl's reward manager does."""
@@ -43,38 +45,36 @@ def compute_advantages(
 
 
 def actor_config(
-    loss: dict, rollout_n: int, mini_batch_size: int, max_response_length: int | None = None
+    loss: Loss, rollout_n: int, mini_batch_size: int, max_response_length: int | None = None
 ) -> FSDPActorConfig:
-    """verl's actor config for one run's loss settings (keys as in verl's ``actor`` section).
+    """verl's actor config for one run's loss settings (named as in verl's ``actor`` section).
 
     ``max_response_length`` is the horizon "seq-mean-token-sum-norm" divides by: verl's actor takes
     its batch's response width, the rollout's configured length, while the mini sampler's rollout is
     as wide as its longest answer, so it is passed explicitly."""
     policy_loss = PolicyLossConfig(
-        loss_mode=loss["loss_mode"],
-        clip_cov_ratio=loss["clip_cov_ratio"],
-        clip_cov_lb=loss["clip_cov_lb"],
-        clip_cov_ub=loss["clip_cov_ub"],
-        kl_cov_ratio=loss["kl_cov_ratio"],
-        ppo_kl_coef=loss["ppo_kl_coef"],
+        loss_mode=loss.loss_mode,
+        clip_cov_ratio=loss.clip_cov_ratio,
+        clip_cov_lb=loss.clip_cov_lb,
+        clip_cov_ub=loss.clip_cov_ub,
+        kl_cov_ratio=loss.kl_cov_ratio,
+        ppo_kl_coef=loss.ppo_kl_coef,
     )
     return FSDPActorConfig(
         strategy="fsdp",
         rollout_n=rollout_n,
         ppo_mini_batch_size=mini_batch_size,
         ppo_micro_batch_size_per_gpu=mini_batch_size,
-        clip_ratio=loss["clip_ratio_low"],
-        clip_ratio_low=loss["clip_ratio_low"],
-        clip_ratio_high=loss["clip_ratio_high"],
-        # The dual-clip bound of the vanilla loss. Every run spec carries it (the config schema requires
-        # it); a bare loss dict without it (tests of the loss alone) gets verl's own default, 3.0.
-        clip_ratio_c=loss["clip_ratio_c"],
+        clip_ratio=loss.clip_ratio_low,
+        clip_ratio_low=loss.clip_ratio_low,
+        clip_ratio_high=loss.clip_ratio_high,
+        clip_ratio_c=loss.clip_ratio_c,  # the dual-clip bound of the vanilla loss
         policy_loss=policy_loss,
-        loss_agg_mode=loss["loss_agg_mode"],
-        entropy_coeff=loss["entropy_coeff"],
-        use_kl_loss=loss["kl_loss_coef"] > 0,
-        kl_loss_coef=loss["kl_loss_coef"],
-        kl_loss_type=loss["kl_loss_type"],
+        loss_agg_mode=loss.loss_agg_mode,
+        entropy_coeff=loss.entropy_coeff,
+        use_kl_loss=loss.kl_loss_coef > 0,
+        kl_loss_coef=loss.kl_loss_coef,
+        kl_loss_type=loss.kl_loss_type,
         use_dynamic_bsz=False,
         global_batch_info={} if max_response_length is None else {"loss_scale_factor": max_response_length},
     )

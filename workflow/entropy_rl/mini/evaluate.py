@@ -13,6 +13,7 @@ import pandas as pd
 import torch
 
 from ..core import formats, scoring
+from ..core.evaluation import Evaluation, Protocol
 from . import generation, models
 
 
@@ -44,24 +45,26 @@ def sample_benchmark(
 
 
 @torch.no_grad()
-def accuracy(model, tokenizer, prompts, answers, styles: list[str], protocol: dict, max_new_tokens: int) -> float:
+def accuracy(model, tokenizer, prompts, answers, styles: list[str], protocol: Protocol, max_new_tokens: int) -> float:
     samples = sample_benchmark(
-        model, tokenizer, prompts, answers, styles, protocol["temperature"], protocol["n"], max_new_tokens
+        model, tokenizer, prompts, answers, styles, protocol.temperature, protocol.n, max_new_tokens
     )
     return float(samples["correct"].mean())
 
 
-def evaluate_benchmarks(model: str, frames: dict[str, pd.DataFrame], params) -> Iterator[tuple[str, pd.DataFrame]]:
+def evaluate_benchmarks(
+    model: str, frames: dict[str, pd.DataFrame], evaluation: Evaluation
+) -> Iterator[tuple[str, pd.DataFrame]]:
     """The evaluation's entry (the same as ``paper.evaluate.evaluate_benchmarks``): the graded
     samples of the model in directory ``model`` on each benchmark (``frames``, by name, in verl's
     layout), as ``(name, samples)`` in the order of ``frames``. One model load for all benchmarks;
-    ``params`` gives ``protocols`` (by benchmark), ``max_new_tokens`` and ``seed``, which each
-    benchmark starts from, so a sampled benchmark draws the same samples on every run."""
+    each benchmark is decoded by its protocol (``evaluation.protocols``) up to ``evaluation.max_new_tokens`` tokens,
+    and starts from ``evaluation.seed``, so a sampled benchmark draws the same samples on every run."""
     policy, tokenizer = models.load(model)
     for name, frame in frames.items():
-        protocol = params.protocols[name]
+        protocol = evaluation.protocols[name]
         prompts, answers = formats.prompts_and_answers(frame)
-        torch.manual_seed(params.seed)
+        torch.manual_seed(evaluation.seed)
         yield (
             name,
             sample_benchmark(
@@ -70,8 +73,8 @@ def evaluate_benchmarks(model: str, frames: dict[str, pd.DataFrame], params) -> 
                 prompts,
                 answers,
                 formats.problem_styles(frame),
-                protocol["temperature"],
-                protocol["n"],
-                params.max_new_tokens,
+                protocol.temperature,
+                protocol.n,
+                evaluation.max_new_tokens,
             ),
         )

@@ -10,11 +10,12 @@ from pathlib import Path
 import torch
 
 from ..core import atomic, formats, logs, model_size
+from ..core.evaluation import Protocol
 from . import evaluate, models
 
 
 def starting_pass_rates(
-    model, tok, benchmarks: list[str], protocols: dict, max_new_tokens: int, seed: int
+    model, tok, benchmarks: list[str], protocols: dict[str, Protocol], max_new_tokens: int, seed: int
 ) -> dict[str, float]:
     """The model's pass rate on each benchmark file, by its name, each benchmark's samples drawn from ``seed`` (as
     mini.evaluate draws a run's): the same on every run, whichever process the job runs in (a warm server's fork, whose
@@ -49,7 +50,8 @@ def main(snakemake) -> None:
     steps, batch_size, lr = settings["steps"], settings["batch_size"], settings["lr"]
     losses = models.pretrain(model, tok, prompts, responses, steps, batch_size, lr, seed, precision)
     p = snakemake.params
-    pass_rates = starting_pass_rates(model, tok, inputs.benchmarks, p.protocols, p.max_new_tokens, seed)
+    protocols = {name: Protocol(**protocol) for name, protocol in p.protocols.items()}
+    pass_rates = starting_pass_rates(model, tok, inputs.benchmarks, protocols, p.max_new_tokens, seed)
     log.info("starting pass rates %s", pass_rates)
     if max(pass_rates.values()) == 0:
         raise RuntimeError(f"pre-trained model solves no benchmark problem; raise pretrain.steps ({pass_rates})")

@@ -15,6 +15,7 @@ import torch
 from ..core import formats
 from ..core.power.algorithms import ALGORITHMS
 from ..core.power.mcmc import Chain, answer_rows, plain_costs
+from ..core.power.methods import Method, Sampler
 from . import generation, models
 
 
@@ -79,7 +80,7 @@ def sample_method(
     base,
     prompts,
     answers,
-    method: dict,
+    method: Method,
     n: int,
     max_new_tokens: int,
     seed: int,
@@ -91,14 +92,14 @@ def sample_method(
     (``seconds``: its batch's sampling time, shared equally by the batch's answers; scoring not included).
     Each is graded by its problem's reward style (``styles``; math-verify when not given).
 
-    ``method`` is ``{"kind": "sample", "temperature": t}`` (plain sampling from ``model``: the base
+    ``method`` is ``methods.Sample`` (plain sampling from ``model`` at its temperature: the base
     model, or a trained checkpoint) or a sampler of p^α on ``model`` by its kind (``core.power.algorithms``:
-    ``power``, ``smc``, ``sps``, with their settings). ``seed`` fixes every draw.
+    ``methods.Power``, ``SMC``, ``SPS``, with their settings). ``seed`` fixes every draw.
     """
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    algorithm = ALGORITHMS.get(method["kind"])
-    proposer = HFProposer(model, tokenizer, method["alpha"]) if algorithm else None
+    algorithm = ALGORITHMS.get(method.kind)
+    proposer = HFProposer(model, tokenizer, method.alpha) if algorithm else None
     rows, per_batch = [], max(1, batch_size // n)
     for start in range(0, len(prompts), per_batch):
         chunk = prompts[start : start + per_batch]
@@ -113,7 +114,7 @@ def sample_method(
                 tokenizer,
                 chunk,
                 n=n,
-                temperature=method["temperature"],
+                temperature=method.temperature,
                 max_new_tokens=max_new_tokens,
                 with_log_probs=False,
             )
@@ -128,14 +129,14 @@ def sample_method(
 
 
 def sample_benchmarks(
-    base: str, policy: str, frames: dict[str, pd.DataFrame], params
+    base: str, policy: str, frames: dict[str, pd.DataFrame], sampler: Sampler
 ) -> Iterator[tuple[str, pd.DataFrame]]:
     """The power-sampling study's entry (the same as ``paper.power_sampling.sample_benchmarks``):
-    ``params.n`` answers of one method (``params.method``) to every problem of each benchmark
+    ``sampler.n`` answers of one method (``sampler.method``) to every problem of each benchmark
     (``frames``, by name, in verl's layout), as ``(name, rows)`` in the order of ``frames``.
 
     ``policy`` is the model directory the method samples and ``base`` the base model's, which scores
-    every answer (both loaded once); ``params`` also gives ``max_new_tokens`` and ``seed``."""
+    every answer (both loaded once); ``sampler`` also gives ``max_new_tokens`` and ``seed``."""
     base_model, tokenizer = models.load(base)
     policy_model = base_model if policy == base else models.load(policy)[0]
     for name, frame in frames.items():
@@ -148,10 +149,10 @@ def sample_benchmarks(
                 base_model,
                 prompts,
                 answers,
-                params.method,
-                params.n,
-                params.max_new_tokens,
-                params.seed,
+                sampler.method,
+                sampler.n,
+                sampler.max_new_tokens,
+                sampler.seed,
                 styles=formats.problem_styles(frame),
             ),
         )

@@ -16,15 +16,16 @@ import torch
 import torch.nn.functional as F
 from verl.utils.torch_functional import masked_whiten
 
+from ..core.run import Prime
 from . import algorithms, generation, models
 
 
 class ImplicitPRM:
-    def __init__(self, model_dir, settings: dict, reference):
+    def __init__(self, model_dir, settings: Prime, reference):
         self.model = models.load(model_dir)[0]
         self.reference = reference
-        self.beta = settings["beta"]
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=settings["lr"], weight_decay=0.0)
+        self.beta = settings.beta
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=settings.lr, weight_decay=0.0)
 
     def token_rewards(self, batch, temperature: float, grad: bool = False) -> torch.Tensor:
         with torch.set_grad_enabled(grad):

@@ -13,8 +13,10 @@ from collections.abc import Iterator
 
 import pandas as pd
 
-from . import prompt_format
 from ..core import scoring
+from ..core.evaluation import Evaluation
+from ..core.evaluation import Protocol
+from . import prompt_format
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +41,7 @@ def vllm_engine(model_dir: str, tensor_parallel: int, seed: int, max_model_len: 
 
 
 def vllm_samples(
-    llm, frame: pd.DataFrame, protocol: dict, max_tokens: int, seed: int, chat_template: str | None = None
+    llm, frame: pd.DataFrame, protocol: Protocol, max_tokens: int, seed: int, chat_template: str | None = None
 ) -> pd.DataFrame:
     """One benchmark through a loaded vLLM engine: one row per (problem, sample), as the mini scale's
     ``sample_benchmark`` gives, with each response's token count.
@@ -53,9 +55,9 @@ def vllm_samples(
     """
     from vllm import SamplingParams  # the GPU image has vLLM; the mini scale never imports it
 
-    n = protocol["n"]
+    n = protocol.n
     params = [
-        SamplingParams(n=n, temperature=protocol["temperature"], max_tokens=max_tokens, seed=seed + k * n)
+        SamplingParams(n=n, temperature=protocol.temperature, max_tokens=max_tokens, seed=seed + k * n)
         for k in range(len(frame))
     ]
     template = {} if chat_template is None else {"chat_template": chat_template}
@@ -65,7 +67,7 @@ def vllm_samples(
     rows = scoring.graded_rows(
         [c.text for c in completions],
         [g["ground_truth"] for g in gold],
-        protocol["n"],
+        n,
         styles=[g["style"] for g in gold],
     )
     for row, c in zip(rows, completions):
@@ -73,33 +75,39 @@ def vllm_samples(
     return pd.DataFrame(rows)
 
 
-def evaluate_benchmarks(model: str, frames: dict[str, pd.DataFrame], params) -> Iterator[tuple[str, pd.DataFrame]]:
+def evaluate_benchmarks(
+    model: str, frames: dict[str, pd.DataFrame], evaluation: Evaluation
+) -> Iterator[tuple[str, pd.DataFrame]]:
     """The evaluation's entry (the same as ``mini.evaluate.evaluate_benchmarks``): the graded
     samples of the model in directory ``model`` on each benchmark (``frames``, by name, in verl's
-    layout), as ``(name, samples)`` in the order of ``frames``.
+    layout), as ``(name, samples)`` in the order of ``frames``, each decoded by its protocol (``evaluation.protocols``)
+    from ``evaluation.seed``.
 
-    One engine for every benchmark, on ``params.tensor_parallel`` GPUs, with prompts in the model's
-    format (``params.chat_template``; a tokenizer that cannot serve it is refused here) and a context
-    of the longest prompt, rendered as vLLM's chat renders it, + ``params.max_new_tokens``. A model
-    vLLM would refuse stops the job before the engine starts (``prompt_format.engine_problems``).
-    ``params`` also gives ``protocols`` (by benchmark) and ``seed``."""
+    One engine for every benchmark, placed by ``evaluation.engines``: on ``tensor_parallel`` GPUs, with prompts in the
+    model's format (``chat_template``; a tokenizer that cannot serve it is refused here) and a context of the longest
+    prompt, rendered as vLLM's chat renders it, + ``evaluation.max_new_tokens``. A model vLLM would refuse stops the
+    job before the engine starts (``prompt_format.engine_problems``)."""
     from transformers import AutoTokenizer
 
+    engines = evaluation.engines
     tokenizer = AutoTokenizer.from_pretrained(model)
-    template = prompt_format.chat_template(params.chat_template, tokenizer)  # refuses a tokenizer that cannot serve it
+    template = prompt_format.chat_template(engines.chat_template, tokenizer)  # refuses a tokenizer that cannot serve it
     longest = max(
         len(ids) for f in frames.values() for ids in prompt_format.render(tokenizer, list(f["prompt"]), template)
     )
-    max_model_len = longest + params.max_new_tokens
-    problems = prompt_format.engine_problems(model, params.tensor_parallel, max_model_len, params.chat_template, model)
+    max_model_len = longest + evaluation.max_new_tokens
+    problems = prompt_format.engine_problems(
+        model, engines.tensor_parallel, max_model_len, engines.chat_template, model
+    )
     if problems:
         raise SystemExit("vLLM would refuse this evaluation:\n- " + "\n- ".join(problems))
     log.info(
         "prompt format %s, tensor parallel %d, max_model_len %d",
-        params.chat_template,
-        params.tensor_parallel,
+        engines.chat_template,
+        engines.tensor_parallel,
         max_model_len,
     )
-    llm = vllm_engine(model, params.tensor_parallel, params.seed, max_model_len)
+    llm = vllm_engine(model, engines.tensor_parallel, evaluation.seed, max_model_len)
     for name, frame in frames.items():
-        yield name, vllm_samples(llm, frame, params.protocols[name], params.max_new_tokens, params.seed, template)
+        protocol = evaluation.protocols[name]
+        yield name, vllm_samples(llm, frame, protocol, evaluation.max_new_tokens, evaluation.seed, template)

@@ -21,9 +21,9 @@ from ..core import algorithms
 from . import saves
 from .verl_names import PLUGIN_MODULE, PRIME_MAIN_MODULE, RESULTS_PLACEHOLDER, REWARD_MODULE
 
-# What shapes a run's trajectory besides the command, by the trainer that runs it (``trainer``): the code verl 0.9.1
-# loads by name (the plugin, the reward), or PRIME's main on verl 0.4.1, which never loads the plugin. Their
-# closures are a run's resume fingerprint (train_job.main) and, with the job around the trainer, its code input
+# What shapes a run's trajectory besides the command, by the trainer that runs it (``core.run.Run.trainer``): the
+# code verl 0.9.1 loads by name (the plugin, the reward), or PRIME's main on verl 0.4.1, which never loads the plugin.
+# Their closures are a run's resume fingerprint (train_job.main) and, with the job around the trainer, its code input
 # (train.smk): an edit of one trainer's code outdates none of the other's runs.
 TRAINER_MODULES = {
     algorithms.VERL: (PLUGIN_MODULE, REWARD_MODULE),
@@ -60,16 +60,10 @@ BOOKKEEPING = (
 
 
 def trajectory_command(command: list[str]) -> list[str]:
-    """The recorded command less its ``BOOKKEEPING`` overrides: with the run spec, what a checkpoint must have
+    """The recorded command less its ``BOOKKEEPING`` overrides: with the run's settings, what a checkpoint must have
     been written under to be resumed (train_job.main's fingerprint), so that a change of verl's own settings (the
     FSDP strategy, the placement, a launch override) starts the run afresh instead of resuming another's state."""
     return [arg for arg in command if not arg.startswith(BOOKKEEPING)]
-
-
-def trainer(spec: dict) -> str:
-    """The trainer of a run (a key of ``TRAINER_MODULES``): its algorithm's (core.algorithms): PRIME runs on verl
-    0.4.1's recipe, every other run on verl 0.9.1."""
-    return algorithms.of(spec).trainer
 
 
 def bind(command: list[str], results_dir: str) -> list[str]:
@@ -109,7 +103,7 @@ def wait_for_ray(address: str, nodes: int, timeout_s: float, env: dict) -> None:
     probe = f"import ray; ray.init(address='{address}'); assert len([n for n in ray.nodes() if n['Alive']]) >= {nodes}"
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True).returncode == 0:
+        if subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, check=False).returncode == 0:
             return
         time.sleep(5)
     raise TimeoutError(f"Ray at {address} did not report {nodes} live node(s) within {timeout_s:.0f} s")
@@ -164,7 +158,11 @@ def run(
     """Run verl's driver; on more than one node, inside a Ray cluster started across the allocation. ``stop``: polled
     while the driver runs, which is stopped once it says so (``drive``; ``job_time.StopBeforeEnd``)."""
     if len(nodes) == 1:
-        return drive(command, env, stop, poll_s=poll_s) if stop else subprocess.run(command, env=env).returncode
+        return (
+            drive(command, env, stop, poll_s=poll_s)
+            if stop
+            else subprocess.run(command, env=env, check=False).returncode
+        )
     head_cmd, worker_cmd = ray_commands(nodes, gpus_per_node, port)
     started = [subprocess.Popen(head_cmd, env=env, start_new_session=True)]
     try:
@@ -176,7 +174,7 @@ def run(
         return (
             drive(command, driver_env, stop, poll_s=poll_s)
             if stop
-            else subprocess.run(command, env=driver_env).returncode
+            else subprocess.run(command, env=driver_env, check=False).returncode
         )
     finally:
         for proc in reversed(started):  # only the processes started here, by their process group

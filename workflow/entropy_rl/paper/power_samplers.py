@@ -3,8 +3,8 @@
 
 A module of its own rather than a branch of ``power_sampling.sample_method``: a job's code stamp covers the modules
 its rule runs, and the jobs of plain sampling and Algorithm 1 (12 at paper scale, about 530 GPU-hours) must not go
-out of date for code they never run. ``core.power.methods.sampler_module`` picks the module by the method's kind, for
-the rule's code stamp and for its script alike. The engines are set up as ``power_sampling.sample_benchmarks`` sets
+out of date for code they never run. ``core.backends.SAMPLERS`` names the module of each method's kind, for the rule's
+code stamp and for its script alike. The engines are set up as ``power_sampling.sample_benchmarks`` sets
 them up (``engines``); that function keeps its own copy until its jobs change for a reason of their own.
 """
 
@@ -21,6 +21,7 @@ import torch
 from ..core import formats
 from ..core.power.algorithms import ALGORITHMS
 from ..core.power.mcmc import answer_rows, context_needed
+from ..core.power.methods import SMC, SPS, Sampler
 from . import prompt_format
 from .power_sampling import VllmProposer, stop_ids, vllm_engine, vllm_logprobs
 
@@ -47,23 +48,23 @@ def sample_method(
     prompts,
     answers,
     styles,
-    method: dict,
+    method: SMC | SPS,
     n: int,
     max_new_tokens: int,
     seed: int,
     stop: tuple[int, ...],
     chat_template: str | None = None,
 ) -> pd.DataFrame:
-    """``n`` graded answers per problem by a sampler of p^α (``method["kind"]`` in ``core.power.algorithms``) on
+    """``n`` graded answers per problem by a sampler of p^α (``method.kind`` in ``core.power.algorithms``) on
     ``llm``, scored by ``base_llm``, in the rows of ``power_sampling.sample_method`` plus ``seconds``: the sampling's
     wall time shared equally by its answers (scoring not included). Every answer of every problem advances together,
     so the engine batches them; ``seed`` splits into independent streams for the requests and the sampler's own draws.
     """
     ids = prompt_format.render(tokenizer, prompts, chat_template)
     check_context(ids, [llm, base_llm], max_new_tokens)
-    algorithm = ALGORITHMS[method["kind"]]
+    algorithm = ALGORITHMS[method.kind]
     requests, moves = np.random.SeedSequence(seed).spawn(2)
-    proposer = VllmProposer(llm, method["alpha"], stop, requests)
+    proposer = VllmProposer(llm, method.alpha, stop, requests)
     started = time.perf_counter()
     chains = algorithm.chains(
         proposer, [torch.tensor(x) for x in ids], method, n, max_new_tokens, np.random.default_rng(moves)
@@ -77,38 +78,39 @@ def sample_method(
     return pd.DataFrame([{**row, "seconds": seconds} for row in rows])
 
 
-def engines(base: str, policy: str, frames: dict[str, pd.DataFrame], params):
+def engines(base: str, policy: str, frames: dict[str, pd.DataFrame], sampler: Sampler):
     """The tokenizer, prompt format, stop tokens, problems by benchmark and the two engines (one when ``policy`` is the
     base model) of a sampling job, as ``power_sampling.sample_benchmarks`` builds them: the context is the longest
     prompt + the answer + 1, and a model vLLM would refuse stops the job before any engine starts."""
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(base)
-    template = prompt_format.chat_template(params.chat_template, tokenizer)
+    placement = sampler.engines
+    template = prompt_format.chat_template(placement.chat_template, tokenizer)
     problems = {}
     for name, frame in frames.items():
         prompts, answers = formats.prompts_and_answers(frame)
         problems[name] = (prompts, answers, [rm["style"] for rm in frame["reward_model"]])
     rendered = [prompt_format.render(tokenizer, prompts, template) for prompts, _, _ in problems.values()]
-    max_model_len = context_needed([ids for part in rendered for ids in part], params.max_new_tokens)
+    max_model_len = context_needed([ids for part in rendered for ids in part], sampler.max_new_tokens)
     for model in dict.fromkeys([policy, base]):
-        tp, template_name = params.tensor_parallel, params.chat_template
+        tp, template_name = placement.tensor_parallel, placement.chat_template
         trouble = prompt_format.engine_problems(model, tp, max_model_len, template_name, base)
         if trouble:
             raise SystemExit(f"vLLM would refuse {model}:\n- " + "\n- ".join(trouble))
     two = policy != base
-    llm = vllm_engine(policy, params.tensor_parallel, params.seed, max_model_len, memory=0.42 if two else 0.85)
-    base_llm = vllm_engine(base, params.tensor_parallel, params.seed, max_model_len, memory=0.42) if two else llm
+    llm = vllm_engine(policy, placement.tensor_parallel, sampler.seed, max_model_len, memory=0.42 if two else 0.85)
+    base_llm = vllm_engine(base, placement.tensor_parallel, sampler.seed, max_model_len, memory=0.42) if two else llm
     return tokenizer, template, stop_ids(base, tokenizer), problems, llm, base_llm
 
 
 def sample_benchmarks(
-    base: str, policy: str, frames: dict[str, pd.DataFrame], params
+    base: str, policy: str, frames: dict[str, pd.DataFrame], sampler: Sampler
 ) -> Iterator[tuple[str, pd.DataFrame]]:
-    """The power-sampling study's entry (as ``power_sampling.sample_benchmarks``): ``params.n`` answers of one method
-    (``params.method``, a later sampler of p^α) to every problem of each benchmark, as ``(name, rows)``."""
-    tokenizer, template, stop, problems, llm, base_llm = engines(base, policy, frames, params)
-    log.info("stop tokens %s; prompt format %s; sampler %s", stop, params.chat_template, params.method["kind"])
+    """The power-sampling study's entry (as ``power_sampling.sample_benchmarks``): ``sampler.n`` answers of one method
+    (``sampler.method``, a later sampler of p^α) to every problem of each benchmark, as ``(name, rows)``."""
+    tokenizer, template, stop, problems, llm, base_llm = engines(base, policy, frames, sampler)
+    log.info("stop tokens %s; prompt format %s; sampler %s", stop, sampler.engines.chat_template, sampler.kind)
     for name, (prompts, answers, styles) in problems.items():
         yield (
             name,
@@ -119,10 +121,10 @@ def sample_benchmarks(
                 prompts,
                 answers,
                 styles,
-                params.method,
-                params.n,
-                params.max_new_tokens,
-                params.seed,
+                sampler.method,
+                sampler.n,
+                sampler.max_new_tokens,
+                sampler.seed,
                 stop,
                 template,
             ),

@@ -13,8 +13,9 @@ import pandas as pd
 import torch
 
 from ..core import formats
-from . import prompt_format
 from ..core.power.mcmc import answer_rows, chain_costs, context_needed, method_chains, plain_costs
+from ..core.power.methods import Power, Sample, Sampler
+from . import prompt_format
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +163,7 @@ def sample_method(
     prompts,
     answers,
     styles,
-    method: dict,
+    method: Sample | Power,
     n: int,
     max_new_tokens: int,
     seed: int,
@@ -172,8 +173,7 @@ def sample_method(
     """``n`` graded answers per problem from one method with vLLM engines (``vllm_engine``), in the
     rows of ``core.power.mcmc.answer_rows`` (the mini scale's ``sample_method`` gives the same).
 
-    ``method`` is ``{"kind": "sample", "temperature": t}`` or ``{"kind": "power", "alpha",
-    "block_size", "n_mcmc"}``. ``llm`` samples (the base model, or an RL checkpoint), ``base_llm``
+    ``method`` is plain sampling (``methods.Sample``) or Algorithm 1 (``methods.Power``). ``llm`` samples (the base model, or an RL checkpoint), ``base_llm``
     scores every answer (the same engine when the method samples the base model). Prompts are
     rendered with ``chat_template`` (``prompt_format.chat_template``: the model's prompt format;
     ``None`` is the tokenizer's own) as vLLM's ``LLM.chat`` would. All problems go to the engine at
@@ -195,9 +195,9 @@ def sample_method(
                 f"problem {longest}: its prompt ({len(ids[longest])} tokens) + {max_new_tokens} answer "
                 f"tokens + 1 scoring token is over the engine's max_model_len {cap}"
             )
-    if method["kind"] == "power":
+    if isinstance(method, Power):
         drafts, moves = np.random.SeedSequence(seed).spawn(2)  # independent streams: request seeds, cuts and MH draws
-        proposer = VllmProposer(llm, method["alpha"], stop_ids, drafts)
+        proposer = VllmProposer(llm, method.alpha, stop_ids, drafts)
         chains = method_chains(
             proposer, [torch.tensor(x) for x in ids], method, n, max_new_tokens, np.random.default_rng(moves)
         )
@@ -207,7 +207,7 @@ def sample_method(
         params = [
             SamplingParams(
                 n=n,
-                temperature=method["temperature"],
+                temperature=method.temperature,
                 max_tokens=max_new_tokens,
                 seed=seed + k * n,
                 ignore_eos=True,
@@ -225,22 +225,23 @@ def sample_method(
 
 
 def sample_benchmarks(
-    base: str, policy: str, frames: dict[str, pd.DataFrame], params
+    base: str, policy: str, frames: dict[str, pd.DataFrame], sampler: Sampler
 ) -> Iterator[tuple[str, pd.DataFrame]]:
     """The power-sampling study's entry (the same as ``mini.power_sampling.sample_benchmarks``):
-    ``params.n`` answers of one method (``params.method``) to every problem of each benchmark
+    ``sampler.n`` answers of one method (``sampler.method``) to every problem of each benchmark
     (``frames``, by name, in verl's layout), as ``(name, rows)`` in the order of ``frames``.
 
-    On the base model's tensor-parallel GPUs (``params.tensor_parallel``): a vLLM engine for
+    On the base model's tensor-parallel GPUs (``sampler.engines``): a vLLM engine for
     ``policy`` and, when that is an RL checkpoint, one for ``base`` to score its answers; the two
-    share the GPUs' memory. Prompts are in the base model's format (``params.chat_template``; its RL
+    share the GPUs' memory. Prompts are in the base model's format (``sampler.engines.chat_template``; its RL
     checkpoints were trained with the same one); the engines' context is the longest prompt + the
-    answer (``params.max_new_tokens``) + 1. A model vLLM would refuse stops the job before any engine
+    answer (``sampler.max_new_tokens``) + 1. A model vLLM would refuse stops the job before any engine
     starts (``prompt_format.engine_problems``)."""
     from transformers import AutoTokenizer
 
+    engines = sampler.engines
     tokenizer = AutoTokenizer.from_pretrained(base)
-    template = prompt_format.chat_template(params.chat_template, tokenizer)
+    template = prompt_format.chat_template(engines.chat_template, tokenizer)
     stop = stop_ids(base, tokenizer)
     problems = {}
     for name, frame in frames.items():
@@ -248,18 +249,19 @@ def sample_benchmarks(
         problems[name] = (prompts, answers, [rm["style"] for rm in frame["reward_model"]])
     max_model_len = context_needed(
         [ids for prompts, _, _ in problems.values() for ids in prompt_format.render(tokenizer, prompts, template)],
-        params.max_new_tokens,
+        sampler.max_new_tokens,
     )
     for model in dict.fromkeys([policy, base]):
         trouble = prompt_format.engine_problems(
-            model, params.tensor_parallel, max_model_len, params.chat_template, base
+            model, engines.tensor_parallel, max_model_len, engines.chat_template, base
         )
         if trouble:
             raise SystemExit(f"vLLM would refuse {model}:\n- " + "\n- ".join(trouble))
     two = policy != base
-    llm = vllm_engine(policy, params.tensor_parallel, params.seed, max_model_len, memory=0.42 if two else 0.85)
-    base_llm = vllm_engine(base, params.tensor_parallel, params.seed, max_model_len, memory=0.42) if two else llm
-    log.info("stop tokens %s; prompt format %s; max_model_len %d", stop, params.chat_template, max_model_len)
+    tp, seed = engines.tensor_parallel, sampler.seed
+    llm = vllm_engine(policy, tp, seed, max_model_len, memory=0.42 if two else 0.85)
+    base_llm = vllm_engine(base, tp, seed, max_model_len, memory=0.42) if two else llm
+    log.info("stop tokens %s; prompt format %s; max_model_len %d", stop, engines.chat_template, max_model_len)
     log.info("engines: %s samples, %s", policy, f"{base} scores (a second engine)" if two else "and scores")
     for name, (prompts, answers, styles) in problems.items():
         yield (
@@ -271,10 +273,10 @@ def sample_benchmarks(
                 prompts,
                 answers,
                 styles,
-                params.method,
-                params.n,
-                params.max_new_tokens,
-                params.seed,
+                sampler.method,
+                sampler.n,
+                sampler.max_new_tokens,
+                sampler.seed,
                 stop,
                 template,
             ),

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from ..core import algorithms, atomic, logs, modules, paths
 from ..core import spec as run_spec
+from ..core.run import Run, eval_max_new_tokens, resolve
 from . import launch, reward_launch
 from .verl import checks
 
@@ -46,12 +47,12 @@ def bound_command(scale_cfg: dict, run: str, results: str = paths.RESULTS) -> li
 
 def launch_problems(scale_cfg: dict, run: str, results: str = paths.RESULTS) -> list[str]:
     """The run's exact verl command through verl's validation, reward loader and loss plugin."""
-    return command_launch_problems(run, bound_command(scale_cfg, run, results), run_spec.resolve_run(scale_cfg, run))
+    return command_launch_problems(resolve(scale_cfg, run), bound_command(scale_cfg, run, results))
 
 
-def command_launch_problems(run: str, bound: list[str], spec: dict) -> list[str]:
-    prime = launch.trainer(spec) == algorithms.PRIME
-    return checks.prime_problems(run, bound) if prime else checks.command_problems(bound, spec)
+def command_launch_problems(run: Run, bound: list[str]) -> list[str]:
+    prime = run.trainer == algorithms.PRIME
+    return checks.prime_problems(run.id, bound) if prime else checks.command_problems(bound, run)
 
 
 # Modules whose code the launch checks run (besides verl's): a change to one invalidates a passed check
@@ -100,8 +101,7 @@ ENGINE_KINDS = ("rollout", "evaluate", "power")
 
 def run_engine(scale_cfg: dict, run: str, kind: str) -> dict:
     """The vLLM engine one of a run's jobs starts: its ``rollout`` in training, or its ``evaluate``."""
-    spec = run_spec.resolve_run(scale_cfg, run)
-    length = spec["max_response_length"] if kind == "rollout" else run_spec.eval_max_new_tokens(scale_cfg, run)
+    length = resolve(scale_cfg, run).max_response_length if kind == "rollout" else eval_max_new_tokens(scale_cfg, run)
     entry = run_spec.run_model_entry(scale_cfg, run)  # the run's placement: what its jobs start their engines with
     return {
         "job": f"train {run} (rollout)" if kind == "rollout" else f"evaluate {run}",
@@ -161,31 +161,32 @@ def model_problems(
 # ---- one run, and the command line ------------------------------------------------------------
 
 
-def stages(spec: dict, results: str = paths.RESULTS) -> list[str]:
+def stages(run: Run, results: str = paths.RESULTS) -> list[str]:
     """The parts of a run's preflight that what exists now allows: launch always, model and data once present."""
-    model_dir = Path(paths.rooted(paths.MODEL_DIR, results, model=spec["model"]))
+    model_dir = Path(paths.rooted(paths.MODEL_DIR, results, model=run.model))
     data = [
-        Path(paths.rooted(paths.TRAIN_SET, results, train_set=spec["train_data"])),
+        Path(paths.rooted(paths.TRAIN_SET, results, train_set=run.train_data)),
         Path(paths.rooted(paths.VALIDATION_SET, results)),
     ]
     found = ["launch"]
     if (model_dir / "config.json").exists():
         found.append("model")
-        if launch.trainer(spec) != algorithms.PRIME and all(p.exists() for p in data):
+        if run.trainer != algorithms.PRIME and all(p.exists() for p in data):
             found.append("data")
     return found
 
 
 def training_problems(
-    run: str, command: list[str], spec: dict, rollout: dict, benchmarks: list[str], results: str = paths.RESULTS
+    run: Run, command: list[str], rollout: dict, benchmarks: list[str], results: str = paths.RESULTS
 ) -> list[str]:
     """Everything checkable for one run's training with what exists now (``stages``), from exactly what the training
-    job runs: its recorded command and spec (train_verl's params), its rollout engine and the benchmarks it validates on."""
-    present = stages(spec, results)
+    job runs: the run and its recorded command (train_verl's params), its rollout engine and the benchmarks it
+    validates on."""
+    present = stages(run, results)
     bound = launch.bind(command, results)
-    problems = command_launch_problems(run, bound, spec)
+    problems = command_launch_problems(run, bound)
     if "model" in present:
-        problems += engine_problems(Path(paths.rooted(paths.MODEL_DIR, results, model=spec["model"])), [rollout])
+        problems += engine_problems(Path(paths.rooted(paths.MODEL_DIR, results, model=run.model)), [rollout])
     if "data" in present and not problems:
         problems += checks.data_problems(checks.compose(bound[3:]), benchmarks)
     return problems
@@ -194,13 +195,13 @@ def training_problems(
 def run_problems(scale_cfg: dict, run: str, results: str = paths.RESULTS, kinds=("rollout",)) -> list[str]:
     """``training_problems`` of a run of ``scale_cfg``, and with ``evaluate`` in ``kinds`` its evaluation's engine
     (which the ``preflight_eval`` rule checks apart)."""
-    spec = run_spec.resolve_run(scale_cfg, run)
+    resolved = resolve(scale_cfg, run)
     command = reward_launch.verl_command(scale_cfg, run)
     problems = training_problems(
-        run, command, spec, run_engine(scale_cfg, run, "rollout"), sorted(scale_cfg["data"]["benchmarks"]), results
+        resolved, command, run_engine(scale_cfg, run, "rollout"), sorted(scale_cfg["data"]["benchmarks"]), results
     )
-    if "evaluate" in kinds and "model" in stages(spec, results):
-        model_dir = Path(paths.rooted(paths.MODEL_DIR, results, model=spec["model"]))
+    if "evaluate" in kinds and "model" in stages(resolved, results):
+        model_dir = Path(paths.rooted(paths.MODEL_DIR, results, model=resolved.model))
         problems += engine_problems(model_dir, [run_engine(scale_cfg, run, "evaluate")])
     return problems
 
@@ -220,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         problems = run_problems(scale_cfg, run, args.results, kinds=("rollout", "evaluate"))
         failed += bool(problems)
-        checked = ", ".join(stages(run_spec.resolve_run(scale_cfg, run), args.results))
+        checked = ", ".join(stages(resolve(scale_cfg, run), args.results))
         print(f"{'FAIL' if problems else 'ok  '} {run} ({checked}; {time.perf_counter() - start:.1f} s)")
         for p in problems:
             print(f"     - {p}")
@@ -235,7 +236,8 @@ def preflight_main(snakemake) -> None:
     p = snakemake.params
     run = snakemake.wildcards.get("run")
     if snakemake.rule == "preflight":
-        what, problems = run, training_problems(run, p.command, p.spec, p.rollout, p.benchmarks, paths.RESULTS)
+        what = run
+        problems = training_problems(Run.from_params(p.spec), p.command, p.rollout, p.benchmarks, paths.RESULTS)
     elif snakemake.rule == "preflight_eval":
         what, problems = f"{run}'s evaluation", engine_problems(snakemake.input.model, p.engines)
     else:

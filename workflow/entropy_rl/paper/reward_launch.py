@@ -2,7 +2,7 @@
 preflight, the pilot's speed job).
 
 ``run_command`` builds a command from the run resolved once and the reward given to it. The reward is chosen here:
-the verifiable one (``core.reward``), or, for a run whose spec selects it (``core.random_reward.is_random``), the
+the verifiable one (``core.reward``), or, for a run whose loss selects it (``core.random_reward.is_random``), the
 random-reward control with its settings. This module is not in any training job's code stamp (the recorded command
 carries what it decides), so the control's reward outdates no other run; the control's runs get their own stamp
 (pipeline.plan's ``train_code``), which adds that reward's module to the verl trainer's.
@@ -11,7 +11,7 @@ carries what it decides), so the control's reward outdates no other run; the con
 from __future__ import annotations
 
 from ..core import modules, random_reward
-from ..core import spec as run_spec
+from ..core.run import Run
 from . import launch, run_command, verl_names
 
 RANDOM_REWARD_MODULE = "entropy_rl.core.random_reward"
@@ -23,48 +23,49 @@ TRAINING_JOB = "paper.train_job"
 REWARD_KWARGS = "+reward.custom_reward_function.reward_kwargs"
 
 
-def reward_module(spec: dict) -> str:
+def reward_module(run: Run) -> str:
     """The module verl loads the run's reward from."""
-    return RANDOM_REWARD_MODULE if random_reward.is_random(spec) else verl_names.REWARD_MODULE
+    return RANDOM_REWARD_MODULE if random_reward.is_random(run) else verl_names.REWARD_MODULE
 
 
-def trainer_modules(spec: dict) -> tuple[str, ...]:
+def trainer_modules(run: Run) -> tuple[str, ...]:
     """The code that shapes the run's trajectory (``launch.TRAINER_MODULES`` of its trainer), with its own reward's."""
-    base = launch.TRAINER_MODULES[launch.trainer(spec)]
-    return base if reward_module(spec) in base else (*base, reward_module(spec))
+    base = launch.TRAINER_MODULES[run.trainer]
+    return base if reward_module(run) in base else (*base, reward_module(run))
 
 
-def stamp_key(spec: dict) -> str:
+def stamp_key(run: Run) -> str:
     """The name of the run's code stamp: its trainer's (``train_verl``, ``train_prime``) for a verifiable reward,
     ``train_verl_random_reward`` for the control."""
-    key = f"train_{launch.trainer(spec)}"
-    return key if reward_module(spec) == verl_names.REWARD_MODULE else f"{key}_{random_reward.RANDOM}_reward"
+    key = f"train_{run.trainer}"
+    return key if reward_module(run) == verl_names.REWARD_MODULE else f"{key}_{random_reward.RANDOM}_reward"
 
 
-def reward_overrides(spec: dict, train_sets: dict) -> list[str]:
+def reward_overrides(run: Run, train_sets: dict) -> list[str]:
     """The random reward's settings for verl: the run's seed; the data sources it draws for, the parts of the run's
     training set (the validation benchmarks stay graded); and the behaviour hash of its code, which train_job.main's
-    checkpoint fingerprint (the spec and the command, with ``launch.TRAINER_MODULES``' code only) then covers."""
-    parts = train_sets[spec["train_data"]]
+    checkpoint fingerprint (the run's settings and the command, with ``launch.TRAINER_MODULES``' code only) then
+    covers."""
+    parts = train_sets[run.train_data]
     return [
-        f"{REWARD_KWARGS}.seed={spec['seed']}",
+        f"{REWARD_KWARGS}.seed={run.seed}",
         f"{REWARD_KWARGS}.random_sources=[{','.join(parts)}]",
         f"{REWARD_KWARGS}.code='{modules.behaviour_hash(RANDOM_REWARD_MODULE)}'",  # quoted: a hex digest can read as a float
     ]
 
 
-def reward(run: run_command.Run, train_sets: dict) -> run_command.Reward:
-    """The run's reward: the random-reward control's, with its settings, for a run whose spec selects it; else the
+def reward(run: Run, train_sets: dict) -> run_command.Reward:
+    """The run's reward: the random-reward control's, with its settings, for a run whose loss selects it; else the
     verifiable one."""
-    if not random_reward.is_random(run.spec):
+    if not random_reward.is_random(run):
         return run_command.VERIFIABLE
-    return run_command.Reward(RANDOM_REWARD_MODULE, tuple(reward_overrides(run.spec, train_sets)))
+    return run_command.Reward(RANDOM_REWARD_MODULE, tuple(reward_overrides(run, train_sets)))
 
 
 def verl_command(scale_cfg: dict, run_id: str, root: str = verl_names.RESULTS_PLACEHOLDER) -> list[str]:
-    """The run's command (``run_command.command``), the run resolved once, with its own reward."""
-    run = run_command.resolve(scale_cfg, run_id)
-    return run_command.command(run, reward(run, scale_cfg["data"].get("train_sets", {})), root)
+    """The run's command (``run_command.command``), the run and its placement resolved once, with its own reward."""
+    run, placement = run_command.resolve(scale_cfg, run_id)
+    return run_command.command(run, placement, reward(run, scale_cfg["data"].get("train_sets", {})), root)
 
 
 # Responses a random-reward run's reward is probed with, on a training row: their draws must not all agree.

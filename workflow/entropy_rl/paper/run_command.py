@@ -1,10 +1,10 @@
 """A run's training command, built once from the run resolved once.
 
-``resolve`` looks a run up in the scale's config once, into a frozen ``Run``. ``command`` gives it, with its
-``Reward`` (an argument: the verifiable reward, or the random-reward control's that ``reward_launch`` chooses), to its
-trainer's builder in ``TRAINERS``: verl 0.9.1's ``main_ppo``, or PRIME's main on verl 0.4.1. Every setting says
-whether PRIME's recipe reads it too, and where it does not, why and what it reads instead; so PRIME's command is
-written from the same settings, not cut down from verl's afterwards.
+``resolve`` looks a run up in the scale's config once: the run itself (``core.run.Run``) and its ``Placement``.
+``command`` gives both, with the run's ``Reward`` (an argument: the verifiable reward, or the random-reward control's
+that ``reward_launch`` chooses), to its trainer's builder in ``TRAINERS``: verl 0.9.1's ``main_ppo``, or PRIME's main
+on verl 0.4.1. Every setting says whether PRIME's recipe reads it too, and where it does not, why and what it reads
+instead; so PRIME's command is written from the same settings, not cut down from verl's afterwards.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core import algorithms, paths
+from ..core import run as resolved
 from ..core import spec as run_spec
+from ..core.run import Run
 from . import prompt_format
 from .cost.decode import ROLLOUT_ENGINE
 from .saves import ASYNC_SAVE_REFUSED, asks_async_save
@@ -29,34 +31,26 @@ from .verl_names import (
 
 
 @dataclass(frozen=True)
-class Run:
-    """One run, resolved once: its full settings (``core.spec.resolve_run``), its model's entry with the run's own
-    placement, the scale's prompt length and the site's verl overrides (``launch.verl_overrides`` in the config)."""
+class Placement:
+    """What a run's command holds beside the run's own settings (``core.run.Run``): its model's config entry with the
+    run's own placement over it (``core.spec.run_model_entry``: nodes, GPUs, tensor-parallel size, token budget,
+    prompt format), the scale's prompt length and the site's verl overrides (``launch.verl_overrides`` in the
+    config)."""
 
-    id: str
-    spec: dict
     model: dict
     max_prompt_length: int
     site_overrides: tuple[str, ...]
 
-    @property
-    def trainer(self) -> str:
-        """The run's algorithm's trainer (core.algorithms): ``prime`` for PRIME (verl 0.4.1's recipe), ``verl`` for every
-        other run (verl 0.9.1)."""
-        return algorithms.of(self.spec).trainer
 
-
-def resolve(scale_cfg: dict, run_id: str) -> Run:
+def resolve(scale_cfg: dict, run_id: str) -> tuple[Run, Placement]:
+    """The run ``run_id`` of a scale's config and its placement, each resolved once."""
     overrides = tuple(scale_cfg.get("launch", {}).get("verl_overrides", []))
     if asks_async_save(overrides):
         raise ValueError(f"launch.verl_overrides: {ASYNC_SAVE_REFUSED}")
-    return Run(
-        run_id,
-        run_spec.resolve_run(scale_cfg, run_id),
-        run_spec.run_model_entry(scale_cfg, run_id),
-        scale_cfg["data"]["max_prompt_length"],
-        overrides,
+    placement = Placement(
+        run_spec.run_model_entry(scale_cfg, run_id), scale_cfg["data"]["max_prompt_length"], overrides
     )
+    return resolved.resolve(scale_cfg, run_id), placement
 
 
 @dataclass(frozen=True)
@@ -87,58 +81,54 @@ V1 = "verl 0.9.1's V1 trainer; verl 0.4.1 has no such key and PRIME runs its own
 FSDP = "PRIME runs verl 0.4.1's recipe on that verl's default FSDP workers, as released"
 
 
-def algorithm_settings(spec: dict, covariance_metrics: bool = False) -> list[Setting]:
+def algorithm_settings(run: Run, covariance_metrics: bool = False) -> list[Setting]:
     """The run's algorithm for ``main_ppo`` (with ``covariance_metrics`` the loss mode is the ``<mode>+cov`` wrapper
     of ``verl_plugin``: the same loss, plus the token counts of Section 4.5's claims in verl's metrics)."""
-    loss = spec["loss"]
-    loss_mode = loss["loss_mode"] + ("+cov" if covariance_metrics else "")
+    loss = run.loss
+    loss_mode = loss.loss_mode + ("+cov" if covariance_metrics else "")
     actor = "actor_rollout_ref.actor"
-    adv = algorithms.of(spec).estimator
+    adv = run.method.estimator
     return [
         Setting(f"algorithm.adv_estimator={adv}"),
-        Setting(f"data.train_batch_size={spec['prompts_per_step']}"),
-        Setting(f"data.max_response_length={spec['max_response_length']}"),
-        Setting(f"actor_rollout_ref.rollout.n={spec['rollout_n']}"),
-        Setting(f"actor_rollout_ref.rollout.temperature={spec['temperature']}"),
-        Setting(f"{actor}.optim.lr={spec['lr']}"),
-        Setting(f"{actor}.optim.weight_decay={spec['weight_decay']}"),
+        Setting(f"data.train_batch_size={run.prompts_per_step}"),
+        Setting(f"data.max_response_length={run.max_response_length}"),
+        Setting(f"actor_rollout_ref.rollout.n={run.rollout_n}"),
+        Setting(f"actor_rollout_ref.rollout.temperature={run.temperature}"),
+        Setting(f"{actor}.optim.lr={run.lr}"),
+        Setting(f"{actor}.optim.weight_decay={run.weight_decay}"),
         # verl 0.9.1 reads the optimiser's, never actor.grad_clip
-        verl_only(f"{actor}.optim.clip_grad={spec['grad_clip']}", "verl 0.4.1 reads actor.grad_clip"),
-        Setting(f"{actor}.ppo_mini_batch_size={spec['ppo_mini_batch_size']}"),
-        Setting(f"{actor}.ppo_epochs={spec['ppo_epochs']}"),
-        Setting(f"{actor}.loss_agg_mode={loss['loss_agg_mode']}"),
-        Setting(f"{actor}.clip_ratio_low={loss['clip_ratio_low']}"),
-        Setting(f"{actor}.clip_ratio_high={loss['clip_ratio_high']}"),
-        Setting(f"{actor}.clip_ratio_c={loss['clip_ratio_c']}"),  # dual-clip bound of the vanilla PPO loss
-        Setting(f"{actor}.entropy_coeff={loss['entropy_coeff']}"),
-        Setting(f"{actor}.use_kl_loss={str(loss['kl_loss_coef'] > 0).lower()}"),
-        Setting(f"{actor}.kl_loss_coef={loss['kl_loss_coef']}"),
-        Setting(f"{actor}.kl_loss_type={loss['kl_loss_type']}"),
+        verl_only(f"{actor}.optim.clip_grad={run.grad_clip}", "verl 0.4.1 reads actor.grad_clip"),
+        Setting(f"{actor}.ppo_mini_batch_size={run.ppo_mini_batch_size}"),
+        Setting(f"{actor}.ppo_epochs={run.ppo_epochs}"),
+        Setting(f"{actor}.loss_agg_mode={loss.loss_agg_mode}"),
+        Setting(f"{actor}.clip_ratio_low={loss.clip_ratio_low}"),
+        Setting(f"{actor}.clip_ratio_high={loss.clip_ratio_high}"),
+        Setting(f"{actor}.clip_ratio_c={loss.clip_ratio_c}"),  # dual-clip bound of the vanilla PPO loss
+        Setting(f"{actor}.entropy_coeff={loss.entropy_coeff}"),
+        Setting(f"{actor}.use_kl_loss={str(loss.kl_loss_coef > 0).lower()}"),
+        Setting(f"{actor}.kl_loss_coef={loss.kl_loss_coef}"),
+        Setting(f"{actor}.kl_loss_type={loss.kl_loss_type}"),
         verl_only(f"{actor}.policy_loss.loss_mode={loss_mode}", "PRIME's is set without the +cov plugin suffix"),
-        Setting(f"{actor}.policy_loss.clip_cov_ratio={loss['clip_cov_ratio']}"),
-        Setting(f"{actor}.policy_loss.clip_cov_lb={loss['clip_cov_lb']}"),
-        Setting(f"{actor}.policy_loss.clip_cov_ub={loss['clip_cov_ub']}"),
-        Setting(f"{actor}.policy_loss.kl_cov_ratio={loss['kl_cov_ratio']}"),
-        Setting(f"{actor}.policy_loss.ppo_kl_coef={loss['ppo_kl_coef']}"),
+        Setting(f"{actor}.policy_loss.clip_cov_ratio={loss.clip_cov_ratio}"),
+        Setting(f"{actor}.policy_loss.clip_cov_lb={loss.clip_cov_lb}"),
+        Setting(f"{actor}.policy_loss.clip_cov_ub={loss.clip_cov_ub}"),
+        Setting(f"{actor}.policy_loss.kl_cov_ratio={loss.kl_cov_ratio}"),
+        Setting(f"{actor}.policy_loss.ppo_kl_coef={loss.ppo_kl_coef}"),
         verl_only(
-            f"algorithm.filter_groups.enable={str(spec['filter_groups']).lower()}",
+            f"algorithm.filter_groups.enable={str(run.filter_groups).lower()}",
             "PRIME filters groups by accuracy (data.filter_accuracy)",
         ),
         # Appended (verl's config has no such key): the bound of the released scripts, which verl_plugin's trainer
         # honours; verl 0.9.1 would only warn about its own key and refill without end (verl_plugin.GenerationBound).
+        verl_only(f"+{GEN_BATCHES_KEY}={run.max_num_gen_batches}", "the generation bound is that V1 trainer's setting"),
+        Setting(f"actor_rollout_ref.rollout.val_kwargs.temperature={run.val_protocol.temperature}"),
+        Setting(f"actor_rollout_ref.rollout.val_kwargs.n={run.val_protocol.n}"),
+        Setting(f"actor_rollout_ref.rollout.val_kwargs.do_sample={str(run.val_protocol.temperature > 0).lower()}"),
+        Setting(f"trainer.total_training_steps={run.steps}"),
+        Setting(f"trainer.test_freq={run.val_every}"),
+        *([Setting(f"trainer.save_freq={run.save_every}")] if run.save_every is not None else []),
         verl_only(
-            f"+{GEN_BATCHES_KEY}={spec['max_num_gen_batches']}", "the generation bound is that V1 trainer's setting"
-        ),
-        Setting(f"actor_rollout_ref.rollout.val_kwargs.temperature={spec['val_protocol']['temperature']}"),
-        Setting(f"actor_rollout_ref.rollout.val_kwargs.n={spec['val_protocol']['n']}"),
-        Setting(
-            f"actor_rollout_ref.rollout.val_kwargs.do_sample={str(spec['val_protocol']['temperature'] > 0).lower()}"
-        ),
-        Setting(f"trainer.total_training_steps={spec['steps']}"),
-        Setting(f"trainer.test_freq={spec['val_every']}"),
-        *([Setting(f"trainer.save_freq={spec['save_every']}")] if "save_every" in spec else []),
-        verl_only(
-            f"data.seed={spec['seed']}",
+            f"data.seed={run.seed}",
             "not in verl 0.4.1's config; the PRIME trainer reads data.get('seed'), so "
             "PRIME's settings append it (+data.seed)",
         ),
@@ -148,7 +138,7 @@ def algorithm_settings(spec: dict, covariance_metrics: bool = False) -> list[Set
         # request by request, up to a third of a decode step at the study's batch (docs/reproducibility.md), for a
         # repeat that continuous batching does not give to the token anyway.
         verl_only(
-            f"actor_rollout_ref.rollout.seed={spec['seed']}",
+            f"actor_rollout_ref.rollout.seed={run.seed}",
             "not in verl 0.4.1's rollout config, whose vLLM "
             "engine reads config.get('seed', 0): PRIME's settings append it (+actor_rollout_ref.rollout.seed)",
         ),
@@ -160,27 +150,27 @@ def algorithm_settings(spec: dict, covariance_metrics: bool = False) -> list[Set
                     "vLLM's SPMD engine without agent loops: PRIME's rollouts are seeded by the engine only",
                 )
             ]
-            if spec.get("rollout_seeds") == "per_request"
+            if run.rollout_seeds == "per_request"
             else []
         ),
         *(
-            [Setting(f"data.val_max_samples={spec['val_max_samples']}")] if "val_max_samples" in spec else []
+            [Setting(f"data.val_max_samples={run.val_max_samples}")] if run.val_max_samples is not None else []
         ),  # the pilot's
     ]
 
 
-def placement_settings(run: Run, reward: Reward, root: str) -> list[Setting]:
+def placement_settings(run: Run, placement: Placement, reward: Reward, root: str) -> list[Setting]:
     """The paper-scale placement of one run: model and data paths, GPUs, memory, checkpoints, resumption, the reward.
 
     Paths follow the workflow's layout under ``root``, which the launch binds to an absolute path (``launch.bind``):
     verl's workers may start in another working directory. Checkpoints stay in the run's directory (the last
     ``KEEP_CHECKPOINTS`` kept) and ``resume_mode=auto`` makes a requeued job continue from the last one. The reward is
     loaded by module name (``pkg://``), so verl imports it as part of the package."""
-    spec, model, actor = run.spec, run.model, "actor_rollout_ref.actor"
-    prompt_len = run.max_prompt_length
+    model, actor = placement.model, "actor_rollout_ref.actor"
+    prompt_len = placement.max_prompt_length
     return [
-        Setting(f"actor_rollout_ref.model.path={paths.rooted(paths.MODEL_DIR, root, model=spec['model'])}"),
-        Setting(f"data.train_files={paths.rooted(paths.TRAIN_SET, root, train_set=spec['train_data'])}"),
+        Setting(f"actor_rollout_ref.model.path={paths.rooted(paths.MODEL_DIR, root, model=run.model)}"),
+        Setting(f"data.train_files={paths.rooted(paths.TRAIN_SET, root, train_set=run.train_data)}"),
         Setting(f"data.val_files={paths.rooted(paths.VALIDATION_SET, root)}"),
         Setting(f"data.max_prompt_length={prompt_len}"),
         Setting("data.filter_overlong_prompts=true"),
@@ -205,7 +195,7 @@ def placement_settings(run: Run, reward: Reward, root: str) -> list[Setting]:
         Setting(f"actor_rollout_ref.rollout.max_num_seqs={ROLLOUT_ENGINE.max_num_seqs}"),
         # Explicit, so verl's vLLM server refuses a model whose context is shorter than prompt + response
         # instead of silently capping the responses at the model's max_position_embeddings.
-        Setting(f"actor_rollout_ref.rollout.max_model_len={prompt_len + spec['max_response_length']}"),
+        Setting(f"actor_rollout_ref.rollout.max_model_len={prompt_len + run.max_response_length}"),
         # Only verl 0.9.1's V1 trainer applies algorithm.filter_groups (its replay buffer); never rely on the default.
         verl_only("trainer.use_v1=true", V1),
         # The measures of Eq. 5, Eq. 10 and Eq. 8-9 on each whole update batch (verl_plugin.PaperMeasuresTrainer).
@@ -253,29 +243,29 @@ def reward_overrides(reward: Reward) -> list[str]:
     return [f"{REWARD_PATH}pkg://{reward.module}", f"{REWARD_NAME}compute_score", *reward.settings]
 
 
-def prime_settings(run: Run, root: str) -> list[str]:
+def prime_settings(run: Run, placement: Placement, root: str) -> list[str]:
     """PRIME's settings for verl 0.4.1's recipe: the implicit PRM (beta, its own learning rate, the
     policy's token budget per GPU), the paper's group filter, and verl 0.4.1's names of shared settings."""
-    spec, budget = run.spec, run.model["max_token_len_per_gpu"]
+    budget = placement.model["max_token_len_per_gpu"]
     return [
-        f"actor_rollout_ref.actor.policy_loss.loss_mode={spec['loss']['loss_mode']}",
-        f"actor_rollout_ref.actor.grad_clip={spec['grad_clip']}",
-        f"+data.seed={spec['seed']}",
-        f"+actor_rollout_ref.rollout.seed={spec['seed']}",
-        f"reward_model.model.path={paths.rooted(paths.MODEL_DIR, root, model=spec['model'])}",
-        f"reward_model.model.beta_train={spec['prime']['beta']}",
-        f"reward_model.model.optim.lr={spec['prime']['lr']}",
+        f"actor_rollout_ref.actor.policy_loss.loss_mode={run.loss.loss_mode}",
+        f"actor_rollout_ref.actor.grad_clip={run.grad_clip}",
+        f"+data.seed={run.seed}",
+        f"+actor_rollout_ref.rollout.seed={run.seed}",
+        f"reward_model.model.path={paths.rooted(paths.MODEL_DIR, root, model=run.model)}",
+        f"reward_model.model.beta_train={run.prime.beta}",
+        f"reward_model.model.optim.lr={run.prime.lr}",
         # The recipe's own 4.0 (prime_trainer.yaml), explicit: the estimate charges the answers it generates.
-        f"data.oversample_factor={spec['prime']['oversample_factor']}",
+        f"data.oversample_factor={run.prime.oversample_factor}",
         # The PRM's forward and update micro-batches packed by tokens like the actor's; its update reads
         # ppo_max_token_len_per_gpu, which neither verl's nor the recipe's config defines.
         "reward_model.use_dynamic_bsz=true",
         f"reward_model.forward_max_token_len_per_gpu={budget}",
         f"+reward_model.ppo_max_token_len_per_gpu={budget}",
         # Keep prompts whose accuracy is strictly between 0 and 1: the paper drops all-right and all-wrong groups.
-        f"data.filter_accuracy={str(spec['filter_groups']).lower()}",
-        f"data.accuracy_lower_bound={0.5 / spec['rollout_n']}",
-        f"data.accuracy_upper_bound={1 - 0.5 / spec['rollout_n']}",
+        f"data.filter_accuracy={str(run.filter_groups).lower()}",
+        f"data.accuracy_lower_bound={0.5 / run.rollout_n}",
+        f"data.accuracy_upper_bound={1 - 0.5 / run.rollout_n}",
         "trainer.logger=[console,tensorboard]",
         # The recipe finds verl's ppo_trainer through file://verl/trainer/config, relative to the working
         # directory: from the workflow's it is not there. verl's installed config package is.
@@ -283,26 +273,27 @@ def prime_settings(run: Run, root: str) -> list[str]:
     ]
 
 
-def verl_main(run: Run, reward: Reward, root: str) -> list[str]:
+def verl_main(run: Run, placement: Placement, reward: Reward, root: str) -> list[str]:
     """``python -m verl.trainer.main_ppo`` with every setting, then the site's own overrides (they come last)."""
-    settings = algorithm_settings(run.spec, covariance_metrics=True) + placement_settings(run, reward, root)
-    return ["python", "-m", "verl.trainer.main_ppo", *(s.override for s in settings), *run.site_overrides]
+    settings = algorithm_settings(run, covariance_metrics=True) + placement_settings(run, placement, reward, root)
+    return ["python", "-m", "verl.trainer.main_ppo", *(s.override for s in settings), *placement.site_overrides]
 
 
-def prime_main(run: Run, reward: Reward, root: str) -> list[str]:
+def prime_main(run: Run, placement: Placement, reward: Reward, root: str) -> list[str]:
     """PRIME's main (verl-recipe's PRIME on verl 0.4.1, with the verifiable reward) with the settings it reads too."""
     if reward != VERIFIABLE:
         raise ValueError(
             f"run {run.id!r}: PRIME's main hands the recipe {REWARD_MODULE} itself; {reward.module} is "
             "given to verl 0.9.1's runs only"
         )
-    settings = algorithm_settings(run.spec, covariance_metrics=True) + placement_settings(run, reward, root)
-    return ["python", "-m", PRIME_MAIN_MODULE, *(s.override for s in settings if s.prime), *prime_settings(run, root)]
+    settings = algorithm_settings(run, covariance_metrics=True) + placement_settings(run, placement, reward, root)
+    read = [s.override for s in settings if s.prime]
+    return ["python", "-m", PRIME_MAIN_MODULE, *read, *prime_settings(run, placement, root)]
 
 
 TRAINERS = {algorithms.VERL: verl_main, algorithms.PRIME: prime_main}
 
 
-def command(run: Run, reward: Reward = VERIFIABLE, root: str = RESULTS_PLACEHOLDER) -> list[str]:
+def command(run: Run, placement: Placement, reward: Reward = VERIFIABLE, root: str = RESULTS_PLACEHOLDER) -> list[str]:
     """The run's command, by its trainer's builder."""
-    return TRAINERS[run.trainer](run, reward, root)
+    return TRAINERS[run.trainer](run, placement, reward, root)

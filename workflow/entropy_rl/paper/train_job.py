@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .. import WORKFLOW_DIR
 from ..core import algorithms, atomic, logs, modules, paths, resume
+from ..core.run import Run
 from . import job_time, saves, verl_checkpoints, verl_metrics
 from . import launch as launcher
 from .verl_names import KEEP_CHECKPOINTS
@@ -188,21 +189,19 @@ class TensorBoardLogged:
 # ---- the train_verl rule's job ------------------------------------------------------------------------------------
 
 
-def claim_checkpoints(checkpoints: Path, spec: dict, command: list[str], trainer: str) -> bool:
+def claim_checkpoints(checkpoints: Path, run: Run, command: list[str]) -> bool:
     """Whether ``checkpoints`` hold this run's trajectory, which verl then resumes (resume_mode=auto): checkpoints of
-    other settings (the spec, or verl's own in the command), or of other code of the run's trainer, are moved aside
+    other settings (the run's, or verl's own in the command), or of other code of the run's trainer, are moved aside
     and training starts afresh (``core.resume.claim``)."""
-    trajectory = {**spec, "command": launcher.trajectory_command(command)}
-    return resume.claim(
-        checkpoints, resume.fingerprint(trajectory, modules.closure(*launcher.TRAINER_MODULES[trainer]))
-    )
+    code = modules.closure(*launcher.TRAINER_MODULES[run.trainer])
+    return resume.claim(checkpoints, resume.fingerprint(run, code, command=launcher.trajectory_command(command)))
 
 
 def preempt_once(
     command: list[str], env: dict, checkpoints: Path, trainer: str, step: int, log_env: str, resuming: bool, log
 ) -> None:
-    """The pilot's pre-emption (spec ``interrupt_at_step``): verl stopped by SIGTERM once ``step`` is saved and logged,
-    as a requeued job's would be; the launch after it resumes from that checkpoint."""
+    """The pilot's pre-emption (the run's ``interrupt_at_step``): verl stopped by SIGTERM once ``step`` is saved and
+    logged, as a requeued job's would be; the launch after it resumes from that checkpoint."""
     prime = trainer == algorithms.PRIME
     try:
         prepared = verl_checkpoints.prepare_launch(checkpoints, trainer, KEEP_CHECKPOINTS, tensorboard=prime)
@@ -228,10 +227,10 @@ def main(snakemake) -> None:
     model. A run longer than the site's longest job goes on in the next job, which Snakemake submits again (the
     rule's retries) and which resumes from the last whole save."""
     log = logs.setup(snakemake.log[0], engines=True)  # verl's driver, its Ray workers and the merger print here too
-    spec, params = snakemake.params.spec, snakemake.params
-    checkpoints = Path(paths.RUN_CHECKPOINTS.format(run=snakemake.wildcards.run))  # the command's, unbound
-    trainer = launcher.trainer(spec)  # its own trainer's code only: PRIME's never loads the loss plugin
-    resuming = claim_checkpoints(checkpoints, spec, params.command, trainer)
+    run, params = Run.from_params(snakemake.params.spec), snakemake.params
+    checkpoints = Path(paths.RUN_CHECKPOINTS.format(run=run.id))  # the command's, unbound
+    trainer = run.trainer  # its own trainer's code only: PRIME's never loads the loss plugin
+    resuming = claim_checkpoints(checkpoints, run, params.command)
     # PRIME runs on verl 0.4.1, which logs to TensorBoard only; verl 0.9.1 runs write verl's file log.
     prime = trainer == algorithms.PRIME
     # verl's workers import entropy_rl (the covariance loss plugin, the reward): put the package on their path.
@@ -242,7 +241,7 @@ def main(snakemake) -> None:
     command = launcher.bind(params.command, paths.RESULTS)
     log.info("command: %s", " ".join(command))
     nodes = launcher.allocation_nodes()
-    interrupt = spec.get("interrupt_at_step")
+    interrupt = run.interrupt_at_step
     if interrupt and len(nodes) == 1 and saves.completed_step(checkpoints, trainer) < interrupt:
         preempt_once(command, env, checkpoints, trainer, interrupt, log_env, resuming, log)
     # Each launch: a checkpoint saved but never logged (a pre-emption between verl's save and its log) set aside, since
@@ -259,7 +258,7 @@ def main(snakemake) -> None:
             checkpoints,
             trainer=trainer,
             keep=KEEP_CHECKPOINTS,
-            steps=spec["steps"],
+            steps=run.steps,
             log_env=log_env,
             tensorboard=prime,
             nodes=nodes,

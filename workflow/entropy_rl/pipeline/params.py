@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core import paths
+from ..core import run as resolved
 from ..core import spec as run_spec
 from ..study import artifacts
 from .scope import artifact_runs, run_label, run_model, with_replicates
@@ -25,7 +26,7 @@ def protocols(S: dict, benchmarks: list[str]) -> dict:
 
 
 def run_settings(S: dict, run: str) -> dict:
-    return canonical(run_spec.resolve_run(S, run))
+    return canonical(resolved.resolve(S, run).params())
 
 
 def benchmark_names(S: dict) -> dict:
@@ -67,7 +68,7 @@ def artifact_params(plan: StudyPlan, name: str) -> dict:
             "caption": power_study.caption(artifacts.ARTIFACTS[name].what, scope.scale),
         }
     runs = artifact_runs(S, name)
-    specs = {r: run_spec.resolve_run(S, r) for r in runs}
+    specs = {r: resolved.resolve(S, r) for r in runs}
     labels = {r: run_label(S, r) for r in runs}
     replicates = {r: run_spec.replicates(S["runs"], r) for r in runs}
     shared_base = None  # said only where a base model is pre-trained (mini) and a run has several seeds
@@ -77,7 +78,7 @@ def artifact_params(plan: StudyPlan, name: str) -> dict:
         "runs": runs,
         "replicates": replicates,
         "labels": labels,
-        "specs": canonical(specs),
+        "specs": canonical({r: s.params() for r, s in specs.items()}),
         "fit_steps": S["analysis"]["early_fit_steps"],
         "benchmark_names": benchmark_names(S),
         "caption": artifacts.caption(name, scope.scale, specs, labels, shared_base),
@@ -110,7 +111,7 @@ def audit_params(plan: StudyPlan) -> dict:
         "evaluated": plan.evaluated_runs,  # the runs whose evaluation summaries it reads, in its input's order
         "models": plan.study_models,
         "artifacts": {name: artifact_runs(S, name) for name in scope.artifact_names},
-        "specs": canonical({r: run_spec.resolve_run(S, r) for r in scope.runs}),
+        "specs": canonical({r: resolved.resolve(S, r).params() for r in scope.runs}),
         "fit_steps": S["analysis"]["early_fit_steps"],
         # problems per benchmark of Table 2 (math), and validation samples per benchmark at each validation step
         "bench_sizes": {b: bench[b]["size"] for b in run_spec.domain_benchmarks(S, "math")},

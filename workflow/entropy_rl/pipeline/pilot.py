@@ -99,14 +99,13 @@ def stage(name: str, job: str, log: str, outputs: list[str], gpus: int, **more) 
 
 
 def speed_scope(S: dict, pilot: dict) -> dict:
-    """What the pilot's speed job reads: its settings, the shapes it builds, the run whose command builds the worker,
+    """What the pilot's speed job reads: its settings, the models whose shapes it builds, the run whose command builds the worker,
     the budget's lengths and the site's verl overrides."""
     speed, run = pilot["speed"], run_spec.run_scope(S, pilot["speed"]["run"])
     return canonical(
         {
             **run,
             "pilot": {"speed": speed, "startup_minutes": pilot["startup_minutes"]},
-            "architectures": {m: S["architectures"][m] for m in speed["sizes"]},
             "models": {**run["models"], **{m: S["models"][m] for m in speed["sizes"]}},
             "budget": S["budget"],
             "data": S["data"],
@@ -116,9 +115,9 @@ def speed_scope(S: dict, pilot: dict) -> dict:
 
 
 def report_scope(S: dict) -> dict:
-    """What the report's re-estimate of the study reads: the runs, their models, architectures and settings, the
+    """What the report's re-estimate of the study reads: the runs, their models (with their shapes) and settings, the
     benchmarks' sizes and the budget (config.yaml paper.budget)."""
-    keys = ("runs", "models", "architectures", "train", "treatments", "recipes", "budget", "lr_reference_width")
+    keys = ("runs", "models", "train", "treatments", "recipes", "budget", "lr_reference_width")
     return canonical({**{k: S[k] for k in keys if k in S}, "data": {"benchmarks": S["data"]["benchmarks"]}})
 
 

@@ -15,15 +15,13 @@ from pathlib import Path
 
 from ..core import images, paths
 from ..core import ledger as claims_ledger
-from ..core import spec as run_spec
+from ..core import run as resolved
 from ..core.config import read_yaml
-from ..paper import launch
 from ..paper.images import imports as image_imports
 from ..study import artifacts
 from . import claim_plan, claims, params, power, resources, scope, stamps
 from .gpu_rules import GPU_RULES
 from .snakemake_api import Workflow
-from .stamps import canonical
 
 
 @dataclass(frozen=True, eq=False)
@@ -117,7 +115,7 @@ class StudyPlan:
 
     def run_image(self, run: str) -> str:
         """PRIME runs on the verl its recipe supports (containers/prime.def); every other run on verl 0.9.1."""
-        trainer = launch.trainer(self.S["runs"][run])
+        trainer = resolved.resolve(self.S, run).trainer
         return self.image(next(image for image, runs in image_imports.RUN_IMAGES.items() if runs == trainer))
 
     def code(self, key: str, *modules: str) -> str:
@@ -126,10 +124,10 @@ class StudyPlan:
 
     def train_code(self, run: str) -> str:
         """A run's code input: its own trainer's (pipeline.stamps.train_code)."""
-        return stamps.train_code(paths.CODE_STAMP, self.run_settings(run))
+        return stamps.train_code(paths.CODE_STAMP, resolved.resolve(self.S, run))
 
     def run_settings(self, run: str) -> dict:
-        return canonical(run_spec.resolve_run(self.S, run))
+        return params.run_settings(self.S, run)
 
     def run_model(self, run: str) -> str:
         return scope.run_model(self.S, run)

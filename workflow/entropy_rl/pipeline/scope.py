@@ -8,6 +8,7 @@ import copy
 from dataclasses import dataclass
 
 from ..core import algorithms
+from ..core import run as resolved
 from ..core import spec as run_spec
 from ..study import artifacts
 
@@ -38,7 +39,7 @@ def resolve(config: dict) -> Scope:
     seed = config.get("seed", 0)
     replicates = config.get("replicates") or config[scale].get("replicates", 1)
     S = run_spec.with_replicates(run_spec.with_instruct_models(config[scale]), seed, replicates)
-    S = run_spec.with_pilot(with_shared_base_models(S))
+    S = run_spec.with_pilot(run_spec.with_shared_base_models(S))
     pilot = S.get("pilot")
     node = pilot and pilot.get("speed", {}).get("node")
     if node:
@@ -104,18 +105,6 @@ def artifact_runs(S: dict, name: str) -> list[str]:
     return S["artifacts"][name]["runs"]
 
 
-def with_shared_base_models(S: dict) -> dict:
-    """Where the scale sets ``replicate_base_models: false``: every replicate of a run on replicate 0 of its base model
-    (pre-trained under the study's seed), and the models' other replicates dropped, so the replicates differ in their RL
-    seeds alone. ``S`` is a scale config with its replicates (core.spec.with_replicates), returned as it is otherwise.
-    (Here, not in core.spec: a paid GPU job's code stamp holds core.spec, and this never changes a paper-scale run.)"""
-    if S.get("replicate_base_models", True):
-        return S
-    models = {name: entry for name, entry in S["models"].items() if entry.get("replicate", 0) == 0}
-    runs = {name: {**entry, "model": run_spec.replicate_of(entry["model"])[0]} for name, entry in S["runs"].items()}
-    return {**S, "models": models, "runs": runs}
-
-
 def with_replicates(S: dict, runs: list[str]) -> list[str]:
     """The runs and every replicate of each (core.spec.with_replicates), in order."""
     return [rep for run in runs for rep in run_spec.replicates(S["runs"], run)]
@@ -128,7 +117,7 @@ def instruct_base(S: dict, model: str) -> str | None:
 
 def run_train_set(S: dict, run: str) -> str | None:
     """The training set a run names, or None (the scale's one training set)."""
-    return run_spec.resolve_run(S, run).get("train_data")
+    return resolved.resolve(S, run).train_data
 
 
 def validation_benchmarks(S: dict, run: str) -> list[str]:

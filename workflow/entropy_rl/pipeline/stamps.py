@@ -6,11 +6,12 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from ..core import backends
 from ..core import modules as modules_closure
-from ..core.power import methods as power_registry
+from ..core.run import Run
 from ..paper import reward_launch
 
-# At paper scale each sampling module has its own code stamp (core.power.methods.sampler_module), named for it: a
+# At paper scale each sampling module has its own code stamp (core.backends.SAMPLERS), named for it: a
 # change to the later samplers outdates none of the jobs of plain sampling and Algorithm 1.
 SAMPLER_CODE = {"paper.power_sampling": "power_sampling_vllm", "paper.power_samplers": "power_samplers_vllm"}
 SAMPLING_JOB = "core.power.sample_job"  # the job around every sampler (workflow/scripts/power_sample.py)
@@ -50,10 +51,10 @@ def trainer_code(template: str, key: str, modules: tuple[str, ...]) -> str:
     return code(template, key, reward_launch.TRAINING_JOB, *modules)
 
 
-def train_code(template: str, settings: dict) -> str:
-    """A run's code input (``settings``: its resolved spec): its own trainer's, so an edit of the loss plugin outdates
+def train_code(template: str, run: Run) -> str:
+    """A run's code input: its own trainer's, so an edit of the loss plugin outdates
     no PRIME run and an edit of PRIME's main no verl 0.9.1 run; a random-reward run's adds its reward's module."""
-    return trainer_code(template, reward_launch.stamp_key(settings), tuple(reward_launch.trainer_modules(settings)))
+    return trainer_code(template, reward_launch.stamp_key(run), tuple(reward_launch.trainer_modules(run)))
 
 
 @functools.cache
@@ -63,4 +64,4 @@ def sampler_stamp(template: str, module: str) -> str:
 
 def power_sampler_code(template: str, kind: str) -> str:
     """The code stamp of the module that samples a method of ``kind`` at paper scale."""
-    return sampler_stamp(template, power_registry.sampler_module("paper", kind))
+    return sampler_stamp(template, backends.sampler_module("paper", kind))

@@ -9,7 +9,7 @@ config.yaml (``<scale>.artifacts.<name>.runs``).
 
 from __future__ import annotations
 
-from ..core import algorithms
+from ..core.run import Run
 from . import registry
 from .registry import Artifact  # noqa: F401  (what the workflow reads)
 
@@ -46,27 +46,24 @@ def output_files(name: str) -> list[str]:
     return list(ARTIFACTS[name].outputs.values())
 
 
-def _setting(spec: dict) -> str:
+def _setting(run: Run) -> str:
     """What sets a run apart: its algorithm and the loss settings its treatment changes."""
-    loss = spec["loss"]
-    parts = [algorithms.of(spec).label]
-    mode = loss["loss_mode"]
-    if mode == "clip_cov":
-        parts.append(
-            f"Clip-Cov ratio {loss['clip_cov_ratio']:g}, bounds [{loss['clip_cov_lb']:g}, {loss['clip_cov_ub']:g}]"
-        )
-    elif mode == "kl_cov":
-        parts.append(f"KL-Cov ratio {loss['kl_cov_ratio']:g}, coefficient {loss['ppo_kl_coef']:g}")
-    if mode == "vanilla" and loss["clip_ratio_high"] != loss["clip_ratio_low"]:
-        parts.append(f"clip-higher {loss['clip_ratio_low']:g}/{loss['clip_ratio_high']:g}")
-    if loss["entropy_coeff"]:
-        parts.append(f"entropy loss {loss['entropy_coeff']:g}")
-    if loss["kl_loss_coef"]:
-        parts.append(f"reference KL {loss['kl_loss_coef']:g}")
-    if loss.get("reward") == "random":  # core.random_reward.RANDOM (the study loads no trainer code)
+    loss = run.loss
+    parts = [run.method.label]
+    if loss.loss_mode == "clip_cov":
+        parts.append(f"Clip-Cov ratio {loss.clip_cov_ratio:g}, bounds [{loss.clip_cov_lb:g}, {loss.clip_cov_ub:g}]")
+    elif loss.loss_mode == "kl_cov":
+        parts.append(f"KL-Cov ratio {loss.kl_cov_ratio:g}, coefficient {loss.ppo_kl_coef:g}")
+    if loss.loss_mode == "vanilla" and loss.clip_ratio_high != loss.clip_ratio_low:
+        parts.append(f"clip-higher {loss.clip_ratio_low:g}/{loss.clip_ratio_high:g}")
+    if loss.entropy_coeff:
+        parts.append(f"entropy loss {loss.entropy_coeff:g}")
+    if loss.kl_loss_coef:
+        parts.append(f"reference KL {loss.kl_loss_coef:g}")
+    if loss.reward == "random":  # core.random_reward.RANDOM (the study loads no trainer code)
         parts.append("random reward (a seeded coin per response)")
-    if "train_data" in spec:
-        parts.append(f"trained on {spec['train_data']}")
+    if run.train_data is not None:
+        parts.append(f"trained on {run.train_data}")
     return ", ".join(parts)
 
 
@@ -77,16 +74,16 @@ SEEDS = {
 
 
 def caption(
-    name: str, scale: str, specs: dict[str, dict], labels: dict[str, str], shared_base: bool | None = None
+    name: str, scale: str, specs: dict[str, Run], labels: dict[str, str], shared_base: bool | None = None
 ) -> str:
     """Scale, what is shown, the shared training settings and what sets each run apart; where a run has several
     seeds at mini scale, what they vary (``shared_base``: whether its replicates share one base model)."""
     first = next(iter(specs.values()))
-    rates = sorted({s["lr"] for s in specs.values()})  # one each when learning rates scale with width
+    rates = sorted({s.lr for s in specs.values()})  # one each when learning rates scale with width
     lr = f"lr {rates[0]:g}" if len(rates) == 1 else f"lr {rates[0]:g}-{rates[-1]:g} (scaled with 1/width)"
     shared = (
-        f"{first['steps']} steps of {first['prompts_per_step']} prompts x {first['rollout_n']} responses, "
-        f"{lr}, temperature {first['temperature']:g}, validation every {first['val_every']} steps"
+        f"{first.steps} steps of {first.prompts_per_step} prompts x {first.rollout_n} responses, "
+        f"{lr}, temperature {first.temperature:g}, validation every {first.val_every} steps"
     )
     per_run = "; ".join(f"{labels[r]}: {_setting(s)}" for r, s in specs.items())
     seeds = "" if shared_base is None else SEEDS[shared_base]

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ..core import model_size
+from ..core.run import Run
 
 
 @dataclass(frozen=True)
@@ -17,7 +18,7 @@ class Inputs:
     caption: str = ""
     labels: dict[str, str] = field(default_factory=dict)  # run or method -> display label
     metrics: dict[str, list[pd.DataFrame]] = field(default_factory=dict)  # run -> each seed's metrics
-    specs: dict[str, dict] = field(default_factory=dict)  # run -> resolved run spec
+    specs: dict[str, Run] = field(default_factory=dict)  # run -> the run, resolved
     sizes: dict[str, int] = field(default_factory=dict)  # run -> non-embedding parameters
     fit_steps: int | None = None  # Figure 5's early window
     summaries: dict[str, list[pd.DataFrame]] = field(default_factory=dict)  # run -> each seed's evaluation summary
@@ -62,7 +63,7 @@ def load(files: dict[str, list[str]], params: dict) -> Inputs:
         caption=params["caption"],
         labels=params["labels"],
         metrics=frames("metrics"),
-        specs=params.get("specs", {}),
+        specs={r: Run.from_params(s) for r, s in params.get("specs", {}).items()},
         sizes={run: model_size.non_embedding_params(paths[0]) for run, paths in models.items()},
         fit_steps=params.get("fit_steps"),
         summaries=frames("summaries"),

@@ -2,7 +2,8 @@
 calls it (the mini sampler at mini scale; vLLM at paper scale).
 
 A kind is a power-sampling method's ``kind`` in ``methods`` (``power`` is Karan & Du's Algorithm 1, ``smc``
-Power-SMC, ``sps`` scalable power sampling); plain sampling (``sample``) is a scale's own engine call and has no entry.
+Power-SMC, ``sps`` scalable power sampling), and its settings that kind's type there (``methods.Power``, ``.SMC``,
+``.SPS``); plain sampling (``sample``) is a scale's own engine call and has no entry.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from . import sps as power_sps
 
 @dataclass(frozen=True)
 class Algorithm:
-    chains: Callable  # (proposer, prompt_ids, method settings, n, max_new_tokens, rng) -> n chains per prompt, grouped
+    chains: Callable  # (proposer, prompt_ids, method, n, max_new_tokens, rng) -> n chains per prompt, grouped
     costs: Callable  # chains -> (tokens drawn per answer, MH acceptance per answer)
 
 

@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from .. import scoring
+from .methods import Power
 
 # A proposal's continuation of one prefix: its tokens, and log p (temperature 1) and log q
 # (temperature 1/α) of each.
@@ -143,15 +144,15 @@ def sample_chains(
 def method_chains(
     proposer: Proposer,
     prompt_ids: list[torch.Tensor],
-    method: dict,
+    method: Power,
     n: int,
     max_new_tokens: int,
     rng: np.random.Generator,
 ) -> list[Chain]:
     """``n`` chains per prompt, grouped by prompt (as ``answer_rows`` reads them), with a power
-    method's settings ``{"kind": "power", "alpha", "block_size", "n_mcmc"}``."""
+    method's settings (``alpha``, ``block_size``, ``n_mcmc``)."""
     ids = [p for p in prompt_ids for _ in range(n)]
-    return sample_chains(proposer, ids, method["alpha"], method["block_size"], method["n_mcmc"], max_new_tokens, rng)
+    return sample_chains(proposer, ids, method.alpha, method.block_size, method.n_mcmc, max_new_tokens, rng)
 
 
 def chain_costs(chains: list[Chain]) -> tuple[list[int], list[float]]:

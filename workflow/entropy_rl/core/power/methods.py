@@ -11,17 +11,112 @@ Replicates: with ``replicates`` k > 1, every method is repeated as ``<name>@r1``
 names), replicate j sampling replicate j of the base model (and of an RL method's run) under the study's seed
 + the base seed + j, as the runs are repeated; the artifacts and the audit take the spread over them.
 
+A sampling job reads its method as its kind's type (``Sample``, ``Power``, ``SMC``, ``SPS``: ``method_of``), with the
+rest of its settings, as one ``Sampler``; ``core.backends.SAMPLERS`` names the module that samples each kind at each
+scale.
+
 Read by the rules and by the audit's params, so it imports nothing heavy (no torch).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from .. import spec
+from ..evaluation import Engines
 
 PLAIN = ("base", "low-temp", "power")  # the base model's methods at the main setting
 LATER = ("smc", "sps")  # the samplers after Algorithm 1, each a method of its kind's name when configured
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Plain sampling at ``temperature``: of the base model, or of an RL checkpoint."""
+
+    kind: ClassVar[str] = "sample"
+    temperature: float
+
+
+@dataclass(frozen=True)
+class Power:
+    """p^alpha by Karan & Du's Algorithm 1 (``core.power.mcmc``): blocks of ``block_size`` tokens from the
+    temperature-1/alpha proposal, each followed by ``n_mcmc`` Metropolis-Hastings steps."""
+
+    kind: ClassVar[str] = "power"
+    alpha: float
+    block_size: int
+    n_mcmc: int
+
+
+@dataclass(frozen=True)
+class SMC:
+    """p^alpha by Power-SMC (``core.power.smc``): ``particles`` particles, reweighted every ``resample_every`` tokens
+    and resampled when their effective sample size falls below ``ess_threshold`` of them."""
+
+    kind: ClassVar[str] = "smc"
+    alpha: float
+    particles: int
+    resample_every: int
+    ess_threshold: float
+
+
+@dataclass(frozen=True)
+class SPS:
+    """p^alpha by scalable power sampling (``core.power.sps``): each block of ``block_size`` tokens chosen among
+    ``candidates``, each valued by ``rollouts`` lookaheads of ``horizon`` tokens."""
+
+    kind: ClassVar[str] = "sps"
+    alpha: float
+    block_size: int
+    candidates: int
+    rollouts: int
+    horizon: int
+
+
+Method = Sample | Power | SMC | SPS
+KINDS: dict[str, type[Method]] = {m.kind: m for m in (Sample, Power, SMC, SPS)}
+# Settings that say which inputs a job reads (the RL run it samples, the sweeps' own benchmarks), not how it draws.
+ROUTING = ("run", "benchmarks")
+
+
+def method_of(settings: dict) -> Method:
+    """A method's settings (an entry of ``Study.methods``; a sampling rule's ``method`` param) as its kind's type."""
+    kind = settings["kind"]
+    if kind not in KINDS:
+        raise ValueError(f"power-sampling kind {kind!r} is not one of {sorted(KINDS)} (core.power.methods.KINDS)")
+    return KINDS[kind](**{k: v for k, v in settings.items() if k not in ("kind", *ROUTING)})
+
+
+@dataclass(frozen=True)
+class Sampler:
+    """One sampling job's settings, as its scale's sampler reads them: the method, the first ``problems`` problems of
+    each benchmark answered ``n`` times each in up to ``max_new_tokens`` tokens, the seed of every draw, and at paper
+    scale where the engines run."""
+
+    method: Method
+    problems: int
+    n: int
+    max_new_tokens: int
+    seed: int
+    engines: Engines | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.method.kind
+
+    @classmethod
+    def from_params(cls, params) -> Sampler:
+        """The settings a sampling rule's params give (``method``, ``problems``, ``n``, ``max_new_tokens``, ``seed``
+        and the engines' placement)."""
+        return cls(
+            method=method_of(params.method),
+            problems=params.problems,
+            n=params.n,
+            max_new_tokens=params.max_new_tokens,
+            seed=params.seed,
+            engines=Engines.from_params(params),
+        )
 
 
 @dataclass
@@ -136,22 +231,6 @@ class Study:
         )
 
 
-# The module that samples a method of each kind at paper scale (``power_sampling``: plain sampling and Algorithm 1;
-# ``power_samplers``: the later samplers, apart so that their code is not in the first jobs' code stamp). At mini scale
-# ``mini.power_sampling`` samples every kind.
-PAPER_SAMPLERS = {
-    "sample": "paper.power_sampling",
-    "power": "paper.power_sampling",
-    "smc": "paper.power_samplers",
-    "sps": "paper.power_samplers",
-}
-
-
-def sampler_module(scale: str, kind: str) -> str:
-    """The module (under ``entropy_rl``) whose ``sample_benchmarks`` samples a method of ``kind`` at ``scale``."""
-    return PAPER_SAMPLERS[kind] if scale == "paper" else f"{scale}.power_sampling"
-
-
 def _power_label(settings: dict) -> str:
     return f"Power sampling (alpha {settings['alpha']:g}, B {settings['block_size']}, N_MCMC {settings['n_mcmc']})"
 
@@ -171,7 +250,7 @@ def build(
 ) -> Study:
     """Every method of the study ``power`` (a scale's ``power_sampling``), each ``replicates`` times; ``run_labels``
     names each RL run it samples (run id -> display name); ``base_models`` is how many replicates the base model has
-    (``replicates`` unless they share one, pipeline.scope.with_shared_base_models)."""
+    (``replicates`` unless they share one, core.spec.with_shared_base_models)."""
     study = Study(power, replicates=replicates, base_seed=base_seed, base_models=base_models or replicates)
     alpha = power["alpha"]
     main = {"kind": "power", "alpha": alpha, "block_size": power["block_size"], "n_mcmc": power["n_mcmc"]}

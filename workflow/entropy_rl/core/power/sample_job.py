@@ -1,32 +1,34 @@
 """The power-sampling rules' job: one method of the power-sampling study, n graded answers to each problem with their
 base-model likelihood and token cost.
 
-The rule's ``backend`` param (the scale) and the method's kind pick the sampler (``methods.sampler_module``:
-``entropy_rl.mini.power_sampling``, Hugging Face models; at paper scale ``entropy_rl.paper.power_sampling`` or
-``.power_samplers``, vLLM engines on the base model's GPUs); each has the entry ``sample_benchmarks``.
+The rule's ``backend`` param (the scale) and the method's kind pick the sampler from the registry
+(``backends.SAMPLERS``: ``entropy_rl.mini.power_sampling``, Hugging Face models; at paper scale
+``entropy_rl.paper.power_sampling`` or ``.power_samplers``, vLLM engines on the base model's GPUs); each has the entry
+``sample_benchmarks``, which takes the rule's other params as one ``methods.Sampler``.
 """
 
 from __future__ import annotations
 
-import importlib
 import time
 from pathlib import Path
 
 import pandas as pd
 
-from .. import atomic, formats, logs
-from . import methods
+from .. import atomic, backends, formats, logs
+from .methods import Sampler
 
 
-def sample(params, method: str, base: str, policy: str, benchmarks: list[str], out: str, log) -> None:
-    """The answers of ``method`` (settings ``params.method``) to the first ``params.problems`` problems of each of
-    ``benchmarks``, drawn from ``policy`` and scored by ``base``, written to ``out``."""
-    sampler = methods.sampler_module(params.backend, params.method["kind"])
-    backend = importlib.import_module(f"entropy_rl.{sampler}")
-    frames = {Path(path).stem: formats.load_verl_parquet(path).head(params.problems) for path in benchmarks}
-    log.info("method %s: %s", method, params.method)
+def sample(
+    scale: str, sampler: Sampler, method: str, base: str, policy: str, benchmarks: list[str], out: str, log
+) -> None:
+    """The answers of ``method`` (its settings: ``sampler``) to the first ``sampler.problems`` problems of each of
+    ``benchmarks``, drawn from ``policy`` by ``scale``'s sampler of its kind and scored by ``base``, written to
+    ``out``."""
+    backend = backends.sampler(scale, sampler.kind)
+    frames = {Path(path).stem: formats.load_verl_parquet(path).head(sampler.problems) for path in benchmarks}
+    log.info("method %s: %s", method, sampler.method)
     answers, started = [], time.perf_counter()
-    for name, samples in backend.sample_benchmarks(base, policy, frames, params):
+    for name, samples in backend.sample_benchmarks(base, policy, frames, sampler):
         samples.insert(0, "benchmark", name)
         log.info(
             "%s: accuracy %.3f, %.1f tokens drawn per answer",
@@ -42,7 +44,8 @@ def sample(params, method: str, base: str, policy: str, benchmarks: list[str], o
 
 def main(snakemake) -> None:
     p = snakemake.params
+    sampler = Sampler.from_params(p)
     # vLLM engines (paper scale): their engine cores' output and errors in the log too (core.logs.tee_output).
-    log = logs.setup(snakemake.log[0], snakemake.threads, engines=p.backend == "paper")
-    inputs = snakemake.input
-    sample(p, snakemake.wildcards.method, inputs.base, inputs.policy, inputs.benchmarks, snakemake.output[0], log)
+    log = logs.setup(snakemake.log[0], snakemake.threads, engines=sampler.engines is not None)
+    inputs, method = snakemake.input, snakemake.wildcards.method
+    sample(p.backend, sampler, method, inputs.base, inputs.policy, inputs.benchmarks, snakemake.output[0], log)

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from .mcmc import Chain, Proposer
+from .methods import SMC
 
 
 def effective_sample_size(log_w: np.ndarray) -> float:
@@ -58,7 +59,7 @@ def smc_answers(
     chain's ``drawn`` counts every token its population drew."""
     pops = [[Chain(p) for _ in range(particles)] for p in prompts]
     log_w, drawn = np.zeros((len(prompts), particles)), np.zeros(len(prompts), dtype=int)
-    ended = lambda c: c.ended(proposer.stop_ids, max_new_tokens)  # noqa: E731
+    ended = lambda c: c.ended(proposer.stop_ids, max_new_tokens)
     while live := [(a, i) for a, pop in enumerate(pops) for i, c in enumerate(pop) if not ended(c)]:
         budgets = [min(resample_every, max_new_tokens - len(pops[a][i].tokens)) for a, i in live]
         drafts = proposer.extend([torch.cat([pops[a][i].prompt, pops[a][i].tokens]) for a, i in live], budgets)
@@ -86,22 +87,22 @@ def _copy(chain: Chain) -> Chain:
 def method_chains(
     proposer: Proposer,
     prompt_ids: list[torch.Tensor],
-    method: dict,
+    method: SMC,
     n: int,
     max_new_tokens: int,
     rng: np.random.Generator,
 ) -> list[Chain]:
     """``n`` answers per prompt, each from its own population (all advanced together), grouped by prompt (as
-    ``mcmc.answer_rows`` reads them), with settings ``{"kind": "smc", "alpha", "particles", "resample_every",
-    "ess_threshold"}``."""
+    ``mcmc.answer_rows`` reads them), with an SMC method's settings (``alpha``, ``particles``, ``resample_every``,
+    ``ess_threshold``)."""
     prompts = [p for p in prompt_ids for _ in range(n)]
     return smc_answers(
         proposer,
         prompts,
-        method["alpha"],
-        method["particles"],
-        method["resample_every"],
-        method["ess_threshold"],
+        method.alpha,
+        method.particles,
+        method.resample_every,
+        method.ess_threshold,
         max_new_tokens,
         rng,
     )

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from .mcmc import Chain, Proposer
+from .methods import SPS
 
 
 def _log_ratio(draft, alpha: float) -> float:
@@ -60,11 +61,11 @@ def jackknife(log_base: np.ndarray, log_rollouts: np.ndarray) -> np.ndarray:
     return corrected / corrected.sum() if corrected.sum() > 0 else plug_in
 
 
-def _candidates(proposer: Proposer, chains: list[Chain], settings: dict, max_new_tokens: int) -> list[list]:
+def _candidates(proposer: Proposer, chains: list[Chain], settings: SPS, max_new_tokens: int) -> list[list]:
     """Each chain's distinct candidate blocks, every chain's L draws in one batched call; the tokens drawn are
     counted on the chain."""
-    L = settings["candidates"]
-    budgets = [min(settings["block_size"], max_new_tokens - len(c.tokens)) for c in chains]
+    L = settings.candidates
+    budgets = [min(settings.block_size, max_new_tokens - len(c.tokens)) for c in chains]
     drafts = proposer.extend(
         [torch.cat([c.prompt, c.tokens]) for c in chains for _ in range(L)], [b for b in budgets for _ in range(L)]
     )
@@ -77,13 +78,13 @@ def _candidates(proposer: Proposer, chains: list[Chain], settings: dict, max_new
 
 
 def _lookahead(
-    proposer: Proposer, chains: list[Chain], distinct: list[list], alpha: float, settings: dict, max_new_tokens: int
+    proposer: Proposer, chains: list[Chain], distinct: list[list], settings: SPS, max_new_tokens: int
 ) -> list[np.ndarray]:
     """Each chain's candidate × rollout log p^α/q of M rollouts after each open candidate (0 for one that ends the
     response), every chain's rollouts in one batched call; the tokens drawn are counted on the chain."""
-    M = settings["rollouts"]
+    M = settings.rollouts
     logs = [np.zeros((len(d), M)) for d in distinct]
-    ends = lambda k, d: _ends(proposer, chains[k], d, max_new_tokens)  # noqa: E731
+    ends = lambda k, d: _ends(proposer, chains[k], d, max_new_tokens)
     open_ = [(k, i) for k, blocks in enumerate(distinct) for i, d in enumerate(blocks) if not ends(k, d)]
     if not open_:
         return logs
@@ -91,12 +92,12 @@ def _lookahead(
     for k, i in open_:
         chain, block = chains[k], distinct[k][i][0]
         prefixes += [torch.cat([chain.prompt, chain.tokens, block])] * M
-        budgets += [min(settings["horizon"], max_new_tokens - len(chain.tokens) - len(block))] * M
+        budgets += [min(settings.horizon, max_new_tokens - len(chain.tokens) - len(block))] * M
     rollouts = proposer.extend(prefixes, budgets)
     for j, (k, i) in enumerate(open_):
         mine = rollouts[j * M : (j + 1) * M]
         chains[k].drawn += sum(len(r[0]) for r in mine)
-        logs[k][i] = [_log_ratio(r, alpha) for r in mine]
+        logs[k][i] = [_log_ratio(r, settings.alpha) for r in mine]
     return logs
 
 
@@ -111,18 +112,18 @@ def _ends(proposer: Proposer, chain: Chain, draft, max_new_tokens: int) -> bool:
 def sps_answers(
     proposer: Proposer,
     prompts: list[torch.Tensor],
-    alpha: float,
-    settings: dict,
+    settings: SPS,
     max_new_tokens: int,
     rng: np.random.Generator,
 ) -> list[Chain]:
-    """One response to each of ``prompts``, all grown a block at a time together (``settings``: ``block_size``,
-    ``candidates``, ``rollouts``, ``horizon``); a chain's ``drawn`` counts every candidate and rollout token it
-    needed."""
+    """One response to each of ``prompts``, all grown a block at a time together (``settings``: ``alpha``,
+    ``block_size``, ``candidates``, ``rollouts``, ``horizon``); a chain's ``drawn`` counts every candidate and rollout
+    token it needed."""
+    alpha = settings.alpha
     chains = [Chain(p) for p in prompts]
     while live := [c for c in chains if not c.ended(proposer.stop_ids, max_new_tokens)]:
         distinct = _candidates(proposer, live, settings, max_new_tokens)
-        lookahead = _lookahead(proposer, live, distinct, alpha, settings, max_new_tokens)
+        lookahead = _lookahead(proposer, live, distinct, settings, max_new_tokens)
         for chain, blocks, log_rollouts in zip(live, distinct, lookahead):
             log_base = np.array([alpha * float(b[1].sum()) for b in blocks])  # log p(b)^α
             chosen = int(rng.choice(len(blocks), p=jackknife(log_base, log_rollouts)))
@@ -133,15 +134,15 @@ def sps_answers(
 def method_chains(
     proposer: Proposer,
     prompt_ids: list[torch.Tensor],
-    method: dict,
+    method: SPS,
     n: int,
     max_new_tokens: int,
     rng: np.random.Generator,
 ) -> list[Chain]:
     """``n`` answers per prompt (all grown together), grouped by prompt (as ``mcmc.answer_rows`` reads them),
-    with settings ``{"kind": "sps", "alpha", "block_size", "candidates", "rollouts", "horizon"}``."""
+    with an SPS method's settings."""
     prompts = [p for p in prompt_ids for _ in range(n)]
-    return sps_answers(proposer, prompts, method["alpha"], method, max_new_tokens, rng)
+    return sps_answers(proposer, prompts, method, max_new_tokens, rng)
 
 
 def costs(chains: list[Chain]) -> tuple[list[int], list[float]]:

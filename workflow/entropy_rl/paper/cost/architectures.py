@@ -1,5 +1,6 @@
-"""What a token costs in each paper model's architecture (config.yaml ``paper.architectures``): the FLOPs of its
-matmuls and of its attention, counted as verl's own ``FlopsCounter`` counts them, and the bytes of KV cache it holds.
+"""What a token costs in each paper model's architecture (its shape, in its entry of config.yaml ``paper.models``): the
+FLOPs of its matmuls and of its attention, counted as verl's own ``FlopsCounter`` counts them, and the bytes of KV
+cache it holds.
 
 verl 0.9.1 (``verl/utils/flops_counter.py``, ``_estimate_qwen2_flops``, which also serves llama and mistral) counts a
 forward and backward pass over a batch of sequences as
@@ -34,7 +35,7 @@ class Architecture:
 
     @classmethod
     def of(cls, arch: dict) -> Architecture:
-        """From an ``architectures`` entry (head_dim, where absent, is hidden / heads, as transformers derives it)."""
+        """From a shape (``shape``; head_dim, where absent, is hidden / heads, as transformers derives it)."""
         return cls(
             arch["hidden_size"],
             arch["intermediate_size"],
@@ -85,14 +86,35 @@ class Architecture:
         return 2 * self.layers * self.kv_heads * self.head_dim * dtype_bytes
 
 
+# A model entry's shape: its published config.json's fields (num_layers: num_hidden_layers, num_heads and num_kv_heads:
+# the attention's and the key-value heads), head_dim only where it is not hidden_size / num_heads.
+SHAPE = (
+    "hidden_size",
+    "intermediate_size",
+    "num_layers",
+    "num_heads",
+    "num_kv_heads",
+    "vocab_size",
+    "tie_word_embeddings",
+)
+
+
+def shape(scale_cfg: dict, model: str) -> dict:
+    """A model's shape: the ``SHAPE`` keys (and head_dim) of its entry in the scale's models, or of its base's for an
+    instruct model without its own (``instruct_of``: the mini scale's)."""
+    models = scale_cfg["models"]
+    entry = models[model]
+    if "hidden_size" not in entry and entry.get("instruct_of") in models:
+        entry = models[entry["instruct_of"]]
+    missing = [key for key in SHAPE if key not in entry]
+    if missing:
+        raise KeyError(f"models.{model}: no shape ({', '.join(missing)} unset), nor a base it is the instruct model of")
+    return {key: entry[key] for key in (*SHAPE, "head_dim") if key in entry}
+
+
 def of_model(scale_cfg: dict, model: str) -> Architecture:
-    """A model's architecture: its own ``architectures`` entry, or its base's for an instruct model (``instruct_of``)."""
-    shapes = scale_cfg["architectures"]
-    entry = scale_cfg["models"][model]
-    name = model if model in shapes else entry.get("instruct_of")  # the mini scale's instruct models
-    if name not in shapes:
-        raise KeyError(f"architectures: no entry for {model!r} (nor for a base it is the instruct model of)")
-    return Architecture.of(shapes[name])
+    """A model's architecture, from its shape (``shape``)."""
+    return Architecture.of(shape(scale_cfg, model))
 
 
 # The FLOPs a token of each timed kind costs at the budget's mean lengths. The update: the old log-prob pass and one

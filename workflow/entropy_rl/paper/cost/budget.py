@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 
 from ...core import spec as run_spec
+from ...core.run import Run, resolve
 from .. import job_time, saves, verl_names
 from . import architectures, decode, efficiency, step
 from .architectures import Architecture
@@ -71,7 +72,7 @@ class TrainTime:
 
     def terms(self) -> dict[str, float]:
         """GPU-hours by what they pay for (the jobs' start-ups apart)."""
-        hours = lambda seconds: seconds * self.gpus / 3600  # noqa: E731
+        hours = lambda seconds: seconds * self.gpus / 3600
         return {
             "update": hours(self.steps * self.update_s),
             "rollout": hours(self.steps * self.rollout_s),
@@ -104,47 +105,47 @@ class TrainTime:
 
 
 def train_time(
-    spec: dict, model: dict, arch: Architecture, budget: dict, val_questions: int, end: str = "expected"
+    run: Run, model: dict, arch: Architecture, budget: dict, val_questions: int, end: str = "expected"
 ) -> TrainTime:
     gpus_ = model["nodes"] * model["gpus_per_node"]
-    length = step.lengths(spec, budget)
+    length = step.lengths(run, budget)
     sequence = length.prompt + length.response
-    responses = spec["prompts_per_step"] * spec["rollout_n"]
+    responses = run.prompts_per_step * run.rollout_n
     engine = decode.ROLLOUT_ENGINE.at(model["tensor_parallel"])
     token_s = decode_s(arch, length.prompt, length.response, budget, engine, end)
     rollout = token_s * responses * length.response / gpus_
-    refill = (step.generation_factor(spec, budget, end) - 1) * rollout
+    refill = (step.generation_factor(run, budget, end) - 1) * rollout
     train = _pick(efficiency.of(budget, "train_mfu", arch, length.prompt, length.response), end)
-    update = _seconds(step.train_passes(spec) * arch.forward(sequence) * responses * sequence, gpus_, train, budget)
-    validations = spec["steps"] // spec["val_every"] + 1
+    update = _seconds(step.train_passes(run) * arch.forward(sequence) * responses * sequence, gpus_, train, budget)
+    validations = run.steps // run.val_every + 1
     # validation answers the benchmarks: the budget's mean lengths, at most the run's cap
-    val_response = min(budget["mean_response_tokens"], spec["max_response_length"])
+    val_response = min(budget["mean_response_tokens"], run.max_response_length)
     val_token_s = decode_s(arch, budget["mean_prompt_tokens"], val_response, budget, engine, end)
-    validation = val_token_s * val_questions * spec["val_protocol"]["n"] * val_response / gpus_
+    validation = val_token_s * val_questions * run.val_protocol.n * val_response / gpus_
     return TrainTime(
         gpus_,
         update,
         rollout,
         refill,
         validation,
-        spec["steps"],
+        run.steps,
         validations,
-        spec.get("save_every", spec["steps"]),
-        spec["val_every"],
-        step.is_prime(spec),
+        run.save_every or run.steps,
+        run.val_every,
+        step.is_prime(run),
     )
 
 
-def train_gpu_hours(spec: dict, model: dict, arch: Architecture, budget: dict, val_questions: int) -> float:
+def train_gpu_hours(run: Run, model: dict, arch: Architecture, budget: dict, val_questions: int) -> float:
     """The training's own GPU-hours: its steps and validations, in one job (``job_hours`` adds the jobs')."""
-    time_ = train_time(spec, model, arch, budget, val_questions)
+    time_ = train_time(run, model, arch, budget, val_questions)
     return time_.wall_s * time_.gpus / 3600
 
 
-def save_bytes(arch: Architecture, spec: dict) -> float:
+def save_bytes(arch: Architecture, run: Run) -> float:
     """Bytes of one whole save: each trained model's fp32 weights and AdamW's two fp32 moments (12 bytes a parameter,
     verl's FSDP checkpoint manager's shards), the actor's and, for PRIME, its implicit PRM's."""
-    return 12 * arch.parameters * (2 if step.is_prime(spec) else 1)
+    return 12 * arch.parameters * (2 if step.is_prime(run) else 1)
 
 
 def eval_gpu_hours(
@@ -227,7 +228,7 @@ def power_gpu_hours(
 
 def runtime_minutes(gpu_hours: float, gpus: int, margin: float, floor: int = 60) -> int:
     """SLURM wall time for a job of ``gpu_hours`` spread over ``gpus``, with a margin and a floor."""
-    return max(floor, int(math.ceil(gpu_hours / gpus * 60 * margin)))
+    return max(floor, math.ceil(gpu_hours / gpus * 60 * margin))
 
 
 def estimate_message(runs: int, train: float, evaluation: float, methods: int, power: float, budget: dict) -> str:
@@ -263,14 +264,13 @@ def job_hours(scale_cfg: dict, power_study=None, budget: dict | None = None, end
     protocols = {b: spec["protocol"] for b, spec in bench.items()}
     startup = scale_cfg.get("pilot", {}).get("startup_minutes", 0)  # the assumed start-up of a GPU job
     hours = {}
-    for run in scale_cfg["runs"]:
-        model = run_spec.run_model_entry(scale_cfg, run)
-        spec = run_spec.resolve_run(scale_cfg, run)
-        arch = architectures.of_model(scale_cfg, spec["model"])
-        time_ = train_time(spec, model, arch, budget, sum(sizes.values()), end)
+    for run_id in scale_cfg["runs"]:
+        model, run = run_spec.run_model_entry(scale_cfg, run_id), resolve(scale_cfg, run_id)
+        arch = architectures.of_model(scale_cfg, run.model)
+        time_ = train_time(run, model, arch, budget, sum(sizes.values()), end)
         launches = time_.launches_gpu_hours(job_time.max_job_minutes(scale_cfg), startup)
-        hours[f"train:{run}"] = time_.wall_s * time_.gpus / 3600 + launches
-        hours[f"eval:{run}"] = eval_gpu_hours(sizes, protocols, model, arch, budget, end)
+        hours[f"train:{run_id}"] = time_.wall_s * time_.gpus / 3600 + launches
+        hours[f"eval:{run_id}"] = eval_gpu_hours(sizes, protocols, model, arch, budget, end)
     if power_study is not None:
         power = scale_cfg["power_sampling"]
         model, arch = scale_cfg["models"][power["model"]], architectures.of_model(scale_cfg, power["model"])
@@ -285,9 +285,9 @@ def peak_disk_bytes(scale_cfg: dict, runs: list[str]) -> dict[str, float]:
     ``KEEP_CHECKPOINTS``), each ``save_bytes`` by its model's architecture."""
     held = saves.peak_saves(verl_names.KEEP_CHECKPOINTS)
     out = {}
-    for run in runs:
-        spec = run_spec.resolve_run(scale_cfg, run)
-        out[run] = held * save_bytes(architectures.of_model(scale_cfg, spec["model"]), spec)
+    for run_id in runs:
+        run = resolve(scale_cfg, run_id)
+        out[run_id] = held * save_bytes(architectures.of_model(scale_cfg, run.model), run)
     return out
 
 
@@ -333,11 +333,10 @@ def train_jobs(scale_cfg: dict, budget: dict | None = None) -> dict[str, int | N
     questions = sum(b["size"] for b in scale_cfg["data"]["benchmarks"].values())
     startup, longest = scale_cfg.get("pilot", {}).get("startup_minutes", 0), job_time.max_job_minutes(scale_cfg)
     jobs = {}
-    for run in scale_cfg["runs"]:
-        spec, model = run_spec.resolve_run(scale_cfg, run), run_spec.run_model_entry(scale_cfg, run)
-        jobs[run] = train_time(spec, model, architectures.of_model(scale_cfg, spec["model"]), budget, questions).jobs(
-            longest, startup
-        )
+    for run_id in scale_cfg["runs"]:
+        run, model = resolve(scale_cfg, run_id), run_spec.run_model_entry(scale_cfg, run_id)
+        time_ = train_time(run, model, architectures.of_model(scale_cfg, run.model), budget, questions)
+        jobs[run_id] = time_.jobs(longest, startup)
     return jobs
 
 
@@ -351,18 +350,20 @@ def pilot_hours(scale_cfg: dict, budget: dict | None = None, node_runs: list[str
     bench = scale_cfg["data"]["benchmarks"]
     start = pilot["startup_minutes"] / 60
     hours = {}
-    for run in [*pilot["runs"], *node_runs]:
-        model, spec = run_spec.run_model_entry(scale_cfg, run), run_spec.resolve_run(scale_cfg, run)
+    for run_id in [*pilot["runs"], *node_runs]:
+        model, run = run_spec.run_model_entry(scale_cfg, run_id), resolve(scale_cfg, run_id)
         gpus_ = model["nodes"] * model["gpus_per_node"]
-        arch = architectures.of_model(scale_cfg, spec["model"])
-        launches = 2 if spec.get("interrupt_at_step") else 1
-        val = spec.get("val_max_samples", sum(b["size"] for b in bench.values()))
-        hours[f"train:{run}"] = train_gpu_hours(spec, model, arch, budget, val) + launches * start * gpus_
-        if run in node_runs:
+        arch = architectures.of_model(scale_cfg, run.model)
+        launches = 2 if run.interrupt_at_step else 1
+        val = run.val_max_samples or sum(b["size"] for b in bench.values())
+        hours[f"train:{run_id}"] = train_gpu_hours(run, model, arch, budget, val) + launches * start * gpus_
+        if run_id in node_runs:
             continue
         sizes = {b: min(pilot["eval_problems"], spec_["size"]) for b, spec_ in bench.items()}
         protocols = {b: spec_["protocol"] for b, spec_ in bench.items()}
-        hours[f"eval:{run}"] = eval_gpu_hours(sizes, protocols, model, arch, budget) + start * model["tensor_parallel"]
+        hours[f"eval:{run_id}"] = (
+            eval_gpu_hours(sizes, protocols, model, arch, budget) + start * model["tensor_parallel"]
+        )
     return hours
 
 
@@ -383,7 +384,7 @@ def pilot_speed_hours(scale_cfg: dict, budget: dict | None = None) -> float:
     budget = budget or scale_cfg["budget"]
     speed, pilot = scale_cfg["pilot"]["speed"], scale_cfg["pilot"]
     prompt, response = budget["mean_prompt_tokens"], budget["mean_response_tokens"]
-    n = run_spec.resolve_run(scale_cfg, speed["run"])["rollout_n"]
+    n = resolve(scale_cfg, speed["run"]).rollout_n
     tokens = (1 + speed["steps"]) * speed["prompts"] * n * (prompt + response)
     generated = (speed["rollout_sequences"] + max(1, speed["rollout_sequences"] // 8)) * response
     hours = 0.0

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...core import spec as run_spec
+from ...core.run import resolve
 from .. import verl_metrics
 from . import architectures, decode
 from . import budget as gpu_budget
@@ -221,13 +221,13 @@ def reestimate(S: dict, budget: dict) -> pd.DataFrame:
     sizes = {b: spec["size"] for b, spec in S["data"]["benchmarks"].items()}
     protocols = {b: spec["protocol"] for b, spec in S["data"]["benchmarks"].items()}
     rows = []
-    for run in sorted(r for r in S["runs"] if not r.startswith("pilot-")):
-        spec = run_spec.resolve_run(S, run)
-        model, arch = S["models"][spec["model"]], architectures.of_model(S, spec["model"])
-        terms = gpu_budget.train_time(spec, model, arch, budget, val_questions).terms()
+    for run_id in sorted(r for r in S["runs"] if not r.startswith("pilot-")):
+        run = resolve(S, run_id)
+        model, arch = S["models"][run.model], architectures.of_model(S, run.model)
+        terms = gpu_budget.train_time(run, model, arch, budget, val_questions).terms()
         rows.append(
             {
-                "model": spec["model"],
+                "model": run.model,
                 "params_b": model["params_b"],
                 "runs": 1,
                 "gpus": model["nodes"] * model["gpus_per_node"],

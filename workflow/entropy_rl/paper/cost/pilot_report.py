@@ -20,6 +20,7 @@ import pandas as pd
 
 from ...core import atomic, pages
 from ...core import spec as run_spec
+from ...core.run import resolve
 from . import architectures, gpus, speed_report
 from .pilot_measures import Stage, measure, measured_budget, reestimate
 from .speed import timed_on
@@ -285,9 +286,9 @@ def timed_gpu(result: dict | None, gpu: str | None, budget: dict) -> dict:
 NODE_SUFFIX = "-node"
 
 
-def _per_step(S: dict, run: str) -> tuple[int, int]:
-    spec = run_spec.resolve_run(S, run)
-    return spec["prompts_per_step"] * spec["rollout_n"], spec["ppo_epochs"]
+def _per_step(S: dict, run_id: str) -> tuple[int, int]:
+    run = resolve(S, run_id)
+    return run.prompts_per_step * run.rollout_n, run.ppo_epochs
 
 
 def node_point(S: dict, stage: Stage, m: dict, timed: dict) -> dict | None:
@@ -296,16 +297,16 @@ def node_point(S: dict, stage: Stage, m: dict, timed: dict) -> dict | None:
     logged no step."""
     if not m.get("steps"):
         return None
-    spec = run_spec.resolve_run(S, stage.job)
-    arch = architectures.of_model(S, spec["model"])
+    run = resolve(S, stage.job)
+    arch = architectures.of_model(S, run.model)
     tensor_parallel = run_spec.run_model_entry(S, stage.job)["tensor_parallel"]
     node_budget, sources = measured_budget(S["budget"], m, arch, stage.gpus, timed, tensor_parallel)
     point = {
-        "model": spec["model"],
+        "model": run.model,
         "arch": dataclasses.asdict(arch),
         "gpus": stage.gpus,
         "steps": m["steps"],
-        "tensor_parallel": run_spec.run_model_entry(S, stage.job)["tensor_parallel"],
+        "tensor_parallel": tensor_parallel,
         "gpu": timed["gpu"],
         "peak_tflops": timed["gpu_peak_tflops"],
     }
@@ -341,12 +342,12 @@ def write(stages: list[Stage], S: dict, out_md, out_html, out_json, gpu: str | N
         raise ValueError(f"the pilot has one training stage (a Stage with verl_logs_dir), not {len(train)}")
     if train[0].job not in S["runs"]:
         raise KeyError(f"the pilot's training stage ran {train[0].job!r}, which is not a run of the config")
-    spec = run_spec.resolve_run(S, train[0].job)
+    run = resolve(S, train[0].job)
     measured = [measure(s, *_per_step(S, s.job)) if s.verl_logs_dir is not None else measure(s) for s in stages]
     train_measure = next(m for s, m in zip(stages, measured) if s is train[0])
     result = json.loads(Path(speed).read_text()) if speed is not None and Path(speed).is_file() else None
     timed = timed_gpu(result, gpu, S["budget"])
-    arch, tp = architectures.of_model(S, spec["model"]), run_spec.run_model_entry(S, train[0].job)["tensor_parallel"]
+    arch, tp = architectures.of_model(S, run.model), run_spec.run_model_entry(S, train[0].job)["tensor_parallel"]
     budget_m, sources = measured_budget(S["budget"], train_measure, arch, train[0].gpus, timed, tp)
     laws, by_size, blocks, rule = {}, {}, [], SCALING_RULE
     if result is not None:

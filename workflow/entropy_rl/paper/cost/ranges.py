@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...core import spec as run_spec
+from ...core.run import resolve
 from .. import job_time
 from . import architectures, budget
 
@@ -41,11 +42,11 @@ NONE = Spread(0.0, 0.0, 0.0, 0.0, {})
 TERMS = ("update", "rollout", "refills", "validation", "launches", "evaluation", "sampling")
 
 
-def train_terms(scale_cfg: dict, run: str, assumptions: dict) -> dict[str, float]:
+def train_terms(scale_cfg: dict, run_id: str, assumptions: dict) -> dict[str, float]:
     """One run's training GPU-hours charged, by term."""
-    spec, model = run_spec.resolve_run(scale_cfg, run), run_spec.run_model_entry(scale_cfg, run)
+    run, model = resolve(scale_cfg, run_id), run_spec.run_model_entry(scale_cfg, run_id)
     questions = sum(b["size"] for b in scale_cfg["data"]["benchmarks"].values())
-    time_ = budget.train_time(spec, model, architectures.of_model(scale_cfg, spec["model"]), assumptions, questions)
+    time_ = budget.train_time(run, model, architectures.of_model(scale_cfg, run.model), assumptions, questions)
     startup = scale_cfg.get("pilot", {}).get("startup_minutes", 0)
     return {**time_.terms(), "launches": time_.launches_gpu_hours(job_time.max_job_minutes(scale_cfg), startup)}
 

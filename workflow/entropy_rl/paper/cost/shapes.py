@@ -1,5 +1,6 @@
-"""A paper model's shape without its weights: the Hugging Face config of ``paper.architectures``, its parameter count,
-and a model directory of random weights in that shape, which verl's worker and vLLM's engine load like the real one.
+"""A paper model's shape without its weights: the Hugging Face config of its shape (``architectures.shape``, from its
+entry of ``paper.models``), its parameter count, and a model directory of random weights in that shape, which verl's
+worker and vLLM's engine load like the real one.
 
 What a step costs depends on the shape, not on the weights' values, so the pilot measures the update and the rollout
 of sizes it never downloads in random weights of their exact shapes (``update_speed``, ``rollout_speed``).
@@ -21,7 +22,7 @@ MODEL_TYPES = {
 
 
 def hf_config(family: str, arch: dict) -> dict:
-    """``config.json``'s fields for a model of ``family`` in the shape ``arch`` (an ``architectures`` entry)."""
+    """``config.json``'s fields for a model of ``family`` in the shape ``arch`` (``architectures.shape``)."""
     model_type, cls = MODEL_TYPES[family]
     config = {
         "model_type": model_type,

@@ -22,15 +22,17 @@ def specs(scale_cfg: dict, root: str, tokenizer: str, work: str | Path) -> list[
     """One spec per size of ``pilot.speed``, in its order: the shape, the run whose command builds the worker, the
     budget's mean lengths and the pilot's batch."""
     speed, budget = scale_cfg["pilot"]["speed"], scale_cfg["budget"]
-    missing = [m for m in speed["sizes"] if m not in scale_cfg.get("architectures", {})]
+    missing = [m for m in speed["sizes"] if m not in scale_cfg["models"]]
     if missing:
-        raise KeyError(f"pilot.speed: no architectures entry for {missing}: the shape of random weights is unknown")
+        raise KeyError(
+            f"pilot.speed: sizes {missing} are no models of the config: the shape of random weights is unknown"
+        )
     return [
         {
             "model": model,
             "params_b": scale_cfg["models"][model]["params_b"],
             "family": scale_cfg["models"][model]["family"],
-            "arch": scale_cfg["architectures"][model],
+            "arch": architectures.shape(scale_cfg, model),
             "run": speed["run"],
             "root": str(root),
             "tokenizer": str(tokenizer),
@@ -60,6 +62,7 @@ def _probe(module: str, spec: dict, python: str, env: dict | None, log) -> dict:
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
+        check=False,  # a size that fails is recorded, and the next one still runs
     )
     if proc.returncode != 0 or not out_path.exists():
         return {"model": spec["model"], "failed": f"exit {proc.returncode} after {time.perf_counter() - started:.0f} s"}
@@ -107,7 +110,7 @@ def update_rate(update: dict, arch: Architecture | None = None) -> dict | None:
         return None
     tokens = sum(s["tokens"] for s in timed)
     seconds = sum(s["log_prob_s"] + s["update_s"] for s in timed)
-    mean = lambda key: (sum(v) / len(v)) if (v := [s[key] for s in timed if s[key] is not None]) else None  # noqa: E731
+    mean = lambda key: (sum(v) / len(v)) if (v := [s[key] for s in timed if s[key] is not None]) else None
     out = {
         "tokens_per_s": tokens / seconds,
         "seconds_per_token": seconds / tokens,
@@ -185,7 +188,7 @@ def reason(entry: dict) -> str | None:
 def table(result: dict) -> list[list[str]]:
     """One row per size: what the benchmark prints and the pilot's report shows. MFUs are of the timed GPU's own peak
     (verl's table); "≥" marks a speed timed on a slower path than the run's (a lower bound)."""
-    num = lambda v, spec: "–" if v is None else format(v, spec)  # noqa: E731
+    num = lambda v, spec: "–" if v is None else format(v, spec)
     rows = []
     for size in result["sizes"]:
         update, rollout = size["update"], size.get("rollout", {})

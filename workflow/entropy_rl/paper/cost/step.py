@@ -23,22 +23,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core import algorithms
+from ...core.run import Run
 
 
-def has_reference(spec: dict) -> bool:
+def has_reference(run: Run) -> bool:
     """Whether verl computes the reference policy's log-probs each step: a KL loss to it (verl 0.9.1
     ``need_reference_policy``: use_kl_loss or use_kl_in_reward; the runs here set the loss only)."""
-    return spec["loss"]["kl_loss_coef"] > 0
+    return run.loss.kl_loss_coef > 0
 
 
-def is_prime(spec: dict) -> bool:
+def is_prime(run: Run) -> bool:
     """Whether the run trains PRIME's implicit process reward model beside its policy."""
-    return algorithms.of(spec).process_rewards
+    return run.method.process_rewards
 
 
-def actor_passes(spec: dict) -> int:
-    return 1 + has_reference(spec) + 3 * spec["ppo_epochs"]
+def actor_passes(run: Run) -> int:
+    return 1 + has_reference(run) + 3 * run.ppo_epochs
 
 
 # PRIME's implicit PRM with update "before": update_rm (PRM forward + backward, its reference) then compute_rm_score
@@ -46,25 +46,25 @@ def actor_passes(spec: dict) -> int:
 PRM_PASSES = 3 + 1 + 1 + 1
 
 
-def train_passes(spec: dict) -> int:
+def train_passes(run: Run) -> int:
     """Forward passes' worth of FLOPs each trained token costs a step."""
-    return actor_passes(spec) + (PRM_PASSES if is_prime(spec) else 0)
+    return actor_passes(run) + (PRM_PASSES if is_prime(run) else 0)
 
 
-def gen_batches(spec: dict, budget: dict) -> float:
+def gen_batches(run: Run, budget: dict) -> float:
     """Generation batches a step of a run with the group filter is charged: the measured or expected figure."""
-    return budget["gen_batches"]["expected"] if spec["filter_groups"] else 1.0
+    return budget["gen_batches"]["expected"] if run.filter_groups else 1.0
 
 
-def generation_factor(spec: dict, budget: dict, end: str = "expected") -> float:
+def generation_factor(run: Run, budget: dict, end: str = "expected") -> float:
     """Prompts answered a step per prompt trained on: PRIME's oversampling, or the group filter's batches (``end``:
     "expected", or "low" / "high", the ends of the budget's range for them, or "bound", max_num_gen_batches)."""
-    if is_prime(spec):
-        return spec["prime"]["oversample_factor"]
-    if not spec["filter_groups"]:
+    if is_prime(run):
+        return run.prime.oversample_factor
+    if not run.filter_groups:
         return 1.0
     if end == "bound":
-        return float(spec["max_num_gen_batches"])
+        return float(run.max_num_gen_batches)
     figure = budget["gen_batches"]
     return figure["expected"] if end == "expected" else figure["range"][0 if end == "low" else 1]
 
@@ -75,10 +75,10 @@ class Lengths:
     response: float
 
 
-def lengths(spec: dict, budget: dict) -> Lengths:
+def lengths(run: Run, budget: dict) -> Lengths:
     """The mean prompt and answer of a run's training: its train set's where the budget gives them, else the
     budget's; the answer at most the run's own cap."""
-    own = budget.get("lengths", {}).get(spec.get("train_data"), {})
+    own = budget.get("lengths", {}).get(run.train_data, {})
     prompt = own.get("prompt_tokens", budget["mean_prompt_tokens"])
     response = own.get("response_tokens", budget["mean_response_tokens"])
-    return Lengths(prompt, min(response, spec["max_response_length"]))
+    return Lengths(prompt, min(response, run.max_response_length))

@@ -216,8 +216,8 @@ def main(spec_path: str, out_path: str) -> None:
     from verl.plugin.platform import get_platform
     from verl.utils.flops_counter import get_device_flops
 
-    from . import gpus, shapes
     from ..verl import worker as verl_worker
+    from . import gpus, shapes
 
     device = get_platform().device_name
     cuda = device == "cuda"

@@ -20,6 +20,7 @@ from functools import cache
 import pandas as pd
 import pyarrow.parquet as pq
 
+from ...core.run import Run
 from .. import launch, reward_launch, verl_names
 
 # One right and one wrong answer per reward style the paper's data use: the reward must tell them apart.
@@ -75,7 +76,7 @@ def prime_problems(run: str, command: list[str]) -> list[str]:
         return [problem(f"PRIME check on verl {prime_check.PRIME_VERL}", error)]
 
 
-def command_problems(command: list[str], spec: dict) -> list[str]:
+def command_problems(command: list[str], run: Run) -> list[str]:
     """One ``main_ppo`` command (as the job runs it) through verl's composition, validation and loaders."""
     try:
         cfg = compose(command[3:])
@@ -101,9 +102,9 @@ def command_problems(command: list[str], spec: dict) -> list[str]:
         )
     if not cfg.trainer.use_v1:
         problems.append("trainer.use_v1 is false: only verl's V1 trainer applies algorithm.filter_groups")
-    if cfg.algorithm.filter_groups.enable != spec["filter_groups"]:
+    if cfg.algorithm.filter_groups.enable != run.filter_groups:
         problems.append(
-            f"algorithm.filter_groups.enable is {cfg.algorithm.filter_groups.enable}, the run says {spec['filter_groups']}"
+            f"algorithm.filter_groups.enable is {cfg.algorithm.filter_groups.enable}, the run says {run.filter_groups}"
         )
     # verl accepts these and, at best, warns on the GPU nodes; unbounded, a step whose groups are all alike never ends.
     from omegaconf import OmegaConf
@@ -116,13 +117,13 @@ def command_problems(command: list[str], spec: dict) -> list[str]:
             f"{verl_names.GEN_BATCHES_KEY} is unset or 0: with the group filter on, a step whose groups are all"
             " right or all wrong would generate without end (verl_plugin.GenerationBound)"
         )
-    problems += reward_problems(cfg, spec)
+    problems += reward_problems(cfg, run)
     problems += loss_problems(cfg)
     problems += trainer_problems(cfg)
     return problems
 
 
-def reward_problems(cfg, spec: dict) -> list[str]:
+def reward_problems(cfg, run: Run) -> list[str]:
     """Load the reward as verl does and score one right and one wrong answer of the run's style."""
     try:
         from verl.trainer.ppo.reward import get_custom_reward_fn
@@ -132,7 +133,7 @@ def reward_problems(cfg, spec: dict) -> list[str]:
         return [problem("verl get_custom_reward_fn", error)]
     if score is None:
         return ["reward.custom_reward_function.path is unset: verl would fall back to its own scorer"]
-    style = "code:asserts" if str(spec.get("train_data", "")).startswith("code") else "rule"
+    style = "code:asserts" if (run.train_data or "").startswith("code") else "rule"
     truth, right, wrong = REWARD_PROBES[style]
     try:
         scores = [score("preflight", answer, truth, extra_info={"style": style}) for answer in (right, wrong)]

@@ -257,7 +257,7 @@ def _child(request: Path, result: Path) -> int:
 
 
 def _values(config: dict) -> dict:
-    """The composed values the tests compare with the run spec."""
+    """The composed values the tests compare with the run's settings."""
 
     def get(path):
         node = config

@@ -34,7 +34,7 @@ def accuracy_vs_baseline(study: Study, artifact: str, methods: list[str], relati
     for r in runs:
         if study.method(r) not in methods:
             continue
-        base = study.baseline(runs, study.specs[r]["model"])
+        base = study.baseline(runs, study.specs[r].model)
         diff = study.test_average(r) - study.test_average(base)
         se = math.hypot(_avg_se(study, r), _avg_se(study, base))
         parts.append(f"{r} {diff:+.1f} ± {Z95 * se:.1f}")
@@ -55,7 +55,7 @@ def _table2_run(study: Study, artifact: str, model: str, method_name: str) -> st
     picked = [
         r
         for r in study.runs(artifact)
-        if replicate_of(study.specs[r]["model"])[0] == scale_model and study.method(r) == method_name
+        if replicate_of(study.specs[r].model)[0] == scale_model and study.method(r) == method_name
     ]
     if len(picked) != 1:
         raise NotComparable(f"no single {method_name} run of {model} ({scale_model}) in {artifact}")

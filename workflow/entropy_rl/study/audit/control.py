@@ -49,7 +49,9 @@ def entropy_rises_with(study: Study, artifact: str, parameter: str, method_name:
     the GRPO baseline enters at 0 when the parameter is a coefficient of an added loss term."""
     runs = study.runs(artifact)
     points = [
-        (study.specs[r]["loss"][parameter], _final_entropy(study, r)) for r in runs if study.method(r) == method_name
+        (getattr(study.specs[r].loss, parameter), _final_entropy(study, r))
+        for r in runs
+        if study.method(r) == method_name
     ]
     if parameter in ("entropy_coeff", "kl_loss_coef"):
         points.append((0.0, _final_entropy(study, study.baseline(runs))))
@@ -86,7 +88,7 @@ def entropy_loss_sensitivity(
     Start and end are the means over the first and last 10% of steps. Coefficients come from the runs' specs.
     """
     runs = study.runs(artifact)
-    treated = sorted((study.specs[r]["loss"][parameter], r) for r in runs if study.method(r) == method_name)
+    treated = sorted((getattr(study.specs[r].loss, parameter), r) for r in runs if study.method(r) == method_name)
     if len({c for c, _ in treated}) < 2:
         raise NotComparable(f"{artifact} has fewer than 2 {method_name} coefficients")
     base = study.baseline(runs)
@@ -137,7 +139,7 @@ def entropy_ratio_late(study: Study, artifact: str, method: str, factor: float, 
 
     parts, holds, effects = [], True, {}
     for r in picked:
-        base = study.baseline(runs, study.specs[r]["model"])
+        base = study.baseline(runs, study.specs[r].model)
         h, h0 = late(r), late(base)
         ratio = h / h0 if h0 > 0 else math.inf
         parts.append(f"{r} {h:.3g} vs {base} {h0:.3g}: {ratio:.3g}×")
@@ -161,7 +163,7 @@ def clip_cov_bounds(study: Study, artifact: str, bound: str, exceeds: float, als
         raise NotComparable(f"{', '.join((artifact, *also))} have no Clip-Cov run")
     parts, holds, effects = [], True, {}
     for r in runs:
-        lb = float(study.specs[r]["loss"][bound])
+        lb = float(getattr(study.specs[r].loss, bound))
         mean, steps = _mean_column(study, r, metric_columns.TOKEN_COV)
         if mean > 0:
             parts.append(f"{r}: {bound} {lb:g} / mean cov_all {mean:.3g} = {lb / mean:.3g}×")
@@ -227,7 +229,7 @@ def treatment_entropy_above_baseline(study: Study, artifact: str, methods: list[
     parts, holds, effects = [], True, {}
     for r in runs:
         if study.method(r) in methods:
-            base = study.baseline(runs, study.specs[r]["model"])
+            base = study.baseline(runs, study.specs[r].model)
             h, h0 = _final_entropy(study, r), _final_entropy(study, base)
             parts.append(f"{study.method(r)} {h:.3f} vs {h0:.3f}")
             holds &= h > h0
@@ -249,7 +251,7 @@ def kl_cov_stabler(study: Study, artifact: str) -> Measured:
     by_model: dict[str, dict[str, list[float]]] = {}
     for r in study.runs(artifact):
         if study.method(r) in ("Clip-Cov", "KL-Cov"):
-            by_model.setdefault(study.specs[r]["model"], {}).setdefault(study.method(r), []).append(
+            by_model.setdefault(study.specs[r].model, {}).setdefault(study.method(r), []).append(
                 analysis.entropy_stability(study.metrics(r))
             )
     pairs = {m: {k: float(np.mean(v)) for k, v in d.items()} for m, d in by_model.items() if len(d) == 2}

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ...core import algorithms, model_size
+from ...core import model_size
 from ...core import spec as run_spec
+from ...core.run import Run
 from .. import analysis
 
 
@@ -23,7 +24,7 @@ class Study:
 
     scale: str
     artifacts: dict[str, list[str]]  # artifact -> runs
-    specs: dict[str, dict]  # run -> resolved run spec
+    specs: dict[str, Run]  # run -> the run, resolved
     metrics_paths: dict[str, str]
     summary_paths: dict[str, str]  # run -> its evaluation summary, for the runs whose evaluations are read
     model_paths: dict[str, str]  # model -> directory holding its config.json
@@ -42,7 +43,7 @@ class Study:
 
     def seeds(self, run: str) -> list[str]:
         """The replicates of a configured run, replicate 0 (the run itself) first (core.spec.with_replicates)."""
-        return run_spec.replicates(self.specs, run)
+        return sorted((r for r, s in self.specs.items() if s.configured == run), key=lambda r: self.specs[r].replicate)
 
     @property
     def replicates(self) -> int:
@@ -58,15 +59,12 @@ class Study:
         if self.replicates < 2:
             return None
         return all(
-            self.specs[s]["model"] == self.specs[r]["model"]
-            for r in self.specs
-            if self.name(r) == r
-            for s in self.seeds(r)
+            self.specs[s].model == self.specs[r].model for r in self.specs if self.name(r) == r for s in self.seeds(r)
         )
 
     def name(self, run: str) -> str:
         """The configured run a replicate repeats (the run itself when it is one)."""
-        return self.specs[run].get("replicate_of", run)
+        return self.specs[run].configured
 
     def at_seed(self, k: int) -> Study:
         """The study as seed ``k`` ran it: every artifact's runs are their replicate k, and every power-sampling
@@ -118,7 +116,7 @@ class Study:
         return self.power_study()["artifacts"][artifact]
 
     def size(self, run: str) -> int:
-        model = self.specs[run]["model"]
+        model = self.specs[run].model
         key = ("size", model)
         if key not in self._cache:
             self._cache[key] = model_size.non_embedding_params(self.model_paths[model])
@@ -133,26 +131,26 @@ class Study:
 
     def baseline(self, runs: list[str], model: str | None = None) -> str:
         """The one GRPO run among ``runs`` (of ``model``, when given): what a treatment is compared with."""
-        base = [r for r in runs if self.method(r) == "GRPO" and (model is None or self.specs[r]["model"] == model)]
+        base = [r for r in runs if self.method(r) == "GRPO" and (model is None or self.specs[r].model == model)]
         if len(base) != 1:
             raise NotComparable(f"expected one GRPO baseline among {runs}, found {base}")
         return base[0]
 
 
-def method(spec: dict) -> str:
+def method(run: Run) -> str:
     """The paper's name for what a run does to the loss: GRPO, Clip-higher, Clip-Cov, KL-Cov, Entropy loss, Reference KL;
     or "Random reward", this workflow's control (issue 42), which is never a treatment's GRPO baseline."""
-    loss = spec["loss"]
-    if loss.get("reward") == "random":  # core.random_reward.is_random, which loads the grader the study may not
+    loss = run.loss
+    if loss.reward == "random":  # core.random_reward.is_random, which loads the grader the study may not
         return "Random reward"
-    if loss["loss_mode"] == "clip_cov":
+    if loss.loss_mode == "clip_cov":
         return "Clip-Cov"
-    if loss["loss_mode"] == "kl_cov":
+    if loss.loss_mode == "kl_cov":
         return "KL-Cov"
-    if loss["entropy_coeff"]:
+    if loss.entropy_coeff:
         return "Entropy loss"
-    if loss["kl_loss_coef"]:
+    if loss.kl_loss_coef:
         return "Reference KL"
-    if loss["clip_ratio_high"] > loss["clip_ratio_low"]:
+    if loss.clip_ratio_high > loss.clip_ratio_low:
         return "Clip-higher"
-    return algorithms.of(spec).label
+    return run.method.label

@@ -103,7 +103,7 @@ def law_fits_within_noise(study: Study, artifact: str) -> Measured:
 
 
 def _train_data(study: Study, run: str) -> str:
-    return study.specs[run].get("train_data", "train")
+    return study.specs[run].train_data or "train"
 
 
 def _select(study: Study, artifact: str, task: str | None) -> list[str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 
 from ...core import atomic, config, logs
+from ...core.run import Run
 from .data import Study
 from .ledger import run_audit
 from .render import to_html, to_markdown
@@ -25,7 +26,7 @@ def study_of(p, ledger: dict, inputs) -> Study:
     return Study(
         scale=p.scale,
         artifacts=p.artifacts,
-        specs=p.specs,
+        specs={r: Run.from_params(s) for r, s in p.specs.items()},
         metrics_paths=dict(zip(p.runs, inputs.metrics)),
         summary_paths=dict(zip(p.evaluated, inputs.summaries, strict=True)),
         model_paths=dict(zip(p.models, inputs.models)),

@@ -29,7 +29,7 @@ def _pair(study: Study, artifact: str) -> tuple[str, str]:
     random = [r for r in runs if study.method(r) == RANDOM]
     if len(random) != 1:
         raise NotComparable(f"expected one random-reward run among {runs}, found {random}")
-    return random[0], study.baseline(runs, study.specs[random[0]]["model"])
+    return random[0], study.baseline(runs, study.specs[random[0]].model)
 
 
 def _shared(study: Study, runs: tuple[str, str]) -> list[pd.DataFrame]:

@@ -3,7 +3,7 @@
 A configured run's replicates are independent draws of its RL (each under its own RL seed), from one base model
 per model (``replicate_base_models: false``, the mini default, as the paper's runs of one model start from the same
 weights) or each from its own pre-trained base model, when the spread holds pre-training's randomness too
-(pipeline.scope.with_shared_base_models). Each of a test's ``effects`` becomes its mean over the seeds with the standard error of
+(core.spec.with_shared_base_models). Each of a test's ``effects`` becomes its mean over the seeds with the standard error of
 that mean (k − 1 degrees of freedom), and the claim is judged on those (``relations.decide``): the spread across seeds
 is the noise a difference must stand out from. Replicate k of a treatment and of its baseline share replicate k's base
 model, so an effect that is a difference is paired by seed.

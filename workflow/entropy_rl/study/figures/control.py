@@ -99,19 +99,17 @@ def fig12_entropy_accuracy(d: Inputs, stem) -> tuple[Path, Path]:
 def fig13_entropy_control(d: Inputs, stem) -> tuple[Path, Path]:
     """Figure 13: the entropy level is set by Clip-Cov's clip ratio (left) and KL-Cov's KL coefficient (right).
 
-    Runs are sorted into panels by ``specs[run]["loss"]["loss_mode"]``; darker lines have a larger setting.
+    Runs are sorted into panels by their loss mode (``specs[run].loss.loss_mode``); darker lines have a larger setting.
     Vanilla-loss runs are the GRPO baseline, grey in both panels. Each panel's title gives the mean
     roughness of its runs' entropy (``analysis.entropy_stability``), since the paper finds KL-Cov stabler. A
     run with several seeds is their mean in a ±1 s.e. band; roughness is averaged over seeds too.
     """
     plotting.style()
     runs = checked_runs(d, "fig13")
-    modes = {}
-    for run in runs:
-        try:
-            modes[run] = d.specs[run]["loss"]["loss_mode"]
-        except (KeyError, TypeError) as err:
-            raise ValueError(f"fig13: no loss_mode in the spec of run {run!r}") from err
+    missing = [run for run in runs if run not in d.specs]
+    if missing:
+        raise ValueError(f"fig13: no settings given for runs {missing}")
+    modes = {run: d.specs[run].loss.loss_mode for run in runs}
     if not any(mode in CONTROL_PANELS for mode in modes.values()):
         raise ValueError(f"fig13: no run uses loss_mode clip_cov or kl_cov (got {sorted(set(modes.values()))})")
     skipped = [run for run, mode in modes.items() if mode not in (*CONTROL_PANELS, "vanilla")]
@@ -132,9 +130,9 @@ def _control_panel(ax, d: Inputs, modes: dict[str, str], mode: str) -> None:
     for i, run in enumerate(baselines):
         label = "GRPO" if len(baselines) == 1 else f"GRPO ({plotting.label(d.labels, run)})"
         seed_line(ax, d.metrics[run], "entropy", "0.55", lw=1.4, ls=("-", "--", ":", "-.")[i % 4], label=label)
-    treated = sorted((run for run in d.metrics if modes[run] == mode), key=lambda r: d.specs[r]["loss"][key])
+    treated = sorted((run for run in d.metrics if modes[run] == mode), key=lambda r: getattr(d.specs[r].loss, key))
     for run, color in plotting.palette(treated, cmap).items():
-        seed_line(ax, d.metrics[run], "entropy", color, lw=1.5, label=f"{name} = {d.specs[run]['loss'][key]:g}")
+        seed_line(ax, d.metrics[run], "entropy", color, lw=1.5, label=f"{name} = {getattr(d.specs[run].loss, key):g}")
     if treated:
         roughness = np.mean([analysis.entropy_stability(f) for run in treated for f in d.metrics[run]])
         ax.set_title(f"{title}\nentropy roughness, 2nd half (std of step changes): {roughness:.2g}", fontsize=9)

@@ -176,7 +176,7 @@ def size_fits(d: Inputs, runs: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
             except ValueError as err:
                 warnings.warn(f"fig07: skipping seed {seed} of run {run}: {err}", stacklevel=3)
                 continue
-            series = (d.specs.get(run) or {}).get("train_data", "train")
+            series = (d.specs[run].train_data if run in d.specs else None) or "train"
             rows.append({"run": run, "seed": seed, "size": float(d.sizes[run]), "series": series, **fit})
     if not rows:
         raise ValueError("fig07: no run has enough validation points to fit R = -a*exp(H) + b")

@@ -36,7 +36,7 @@ PLAN.workflow.after_dag(lambda: cluster.before_jobs(PLAN))
 # stops when it ends.
 onstart:
     guard.paid_work_guard(PLAN.workflow, PLAN.mini, PLAN.job_hours, config)
-    estimate.check_retrained_launches(PLAN.workflow, PLAN.S, PLAN.mini)
+    estimate.check_retrained_launches(PLAN.workflow, PLAN.scale, PLAN.mini)
     cluster.write_job_environment(PLAN.workflow, paths.SLURM_JOB_ENV)
     cluster.continue_long_runs(PLAN)
     warm_start.begin(PLAN.mini and PLAN.workflow.local_exec and config.get("warm_start", True))

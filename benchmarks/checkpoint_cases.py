@@ -98,25 +98,23 @@ for case, fn in [
     run(case, fn)
 
 from entropy_rl.core import spec as run_spec
+from entropy_rl.core.scale import build
+from entropy_rl.paper import run_command
 from entropy_rl.paper.cost import budget
 from entropy_rl.pipeline import resources
 
-S = yaml.safe_load((Path(sys.argv[1]).parent / "config.yaml").read_text())["paper"]
-hours = budget.job_hours(S)
+S = run_spec.with_instruct_models(yaml.safe_load((Path(sys.argv[1]).parent / "config.yaml").read_text())["paper"])
+scale = build("paper", S)
+hours = budget.job_hours(scale)
 for run in ("qwen2.5-7b-grpo", "qwen2.5-32b-grpo", "qwen2.5-7b-prime"):
-    m = run_spec.run_model_entry(S, run)
-    import inspect
-
-    args = [m, hours[f"train:{run}"], S["budget"]["walltime_margin"], "--export-file=x"]
-    if len(inspect.signature(resources.train_resources).parameters) == 5:
-        args.append(resources.max_job_minutes(S))
-    r = resources.train_resources(*args)
+    margin = S["budget"]["walltime_margin"]
+    longest = resources.max_job_minutes(scale)
+    r = resources.train_resources(scale.placement(run), hours[f"train:{run}"], margin, "--export-file=x", longest)
     print(f"5 {run}: one SLURM job asks for {r['runtime'] / 60:.0f} h", f"(estimate {hours[f'train:{run}']:.0f} GPU-h)")
-from entropy_rl.paper import run_command
 
 try:
     site = {**S, "launch": {"verl_overrides": ["actor_rollout_ref.actor.checkpoint.async_save=true"]}}
-    run_command.resolve(site, "qwen2.5-7b-grpo")
+    run_command.launch_of(build("paper", site), "qwen2.5-7b-grpo")
     print("6 async_save in launch.verl_overrides: accepted")
 except ValueError as e:
     print("6 async_save in launch.verl_overrides: refused:", str(e)[:100])

@@ -33,6 +33,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
+from entropy_rl.core.scale import shape_of  # noqa: E402
 from entropy_rl.paper.cost import architectures, shapes  # noqa: E402
 
 TINY = {
@@ -158,7 +159,8 @@ def main(argv=None) -> int:
         dtype, probes, batch, length, vocab, batches = torch.float32, 4, 16, 128, 151936, [16, 64]
     else:
         models = [
-            (m, paper["models"][m]["family"], architectures.shape(paper, m)) for m in ("qwen2.5-0.5b", "qwen2.5-7b")
+            (m, paper["models"][m]["family"], architectures.record(shape_of(paper["models"][m])))
+            for m in ("qwen2.5-0.5b", "qwen2.5-7b")
         ]
         dtype, probes, batch, length, vocab, batches = torch.bfloat16, 8, 32, 256, 151936, [64, 256, 512]
     where = torch.cuda.get_device_name() if device == "cuda" else f"CPU ({torch.get_num_threads()} threads)"

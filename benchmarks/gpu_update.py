@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "workflow"), str(ROOT / "tests")]
 
 from entropy_rl.core import paths, spec
+from entropy_rl.core.scale import build
 from entropy_rl.paper import launch
 from entropy_rl.paper.cost import shapes, speed, speed_report
 
@@ -121,9 +122,10 @@ def main() -> None:
     pythonpath = os.pathsep.join(p for p in (str(ROOT / "workflow"), os.environ.get("PYTHONPATH")) if p)
     python, env = cpu_env() if args.cpu else (sys.executable, launch.verl_env({**os.environ, "PYTHONPATH": pythonpath}))
     tokenizer = args.tokenizer or tokenizer_dir(work)
+    scale = build("paper", cfg)
     with open(work / "probes.log", "w") as log:
         result = speed.measure(
-            cfg, str(work / paths.RESULTS), tokenizer, work / "sizes", python, env, log, rollout=not args.no_rollout
+            scale, str(work / paths.RESULTS), tokenizer, work / "sizes", python, env, log, rollout=not args.no_rollout
         )
     print(
         f"run {cfg['pilot']['speed']['run']}, {cfg['pilot']['speed']['prompts']} prompts a step, lengths "
@@ -141,7 +143,7 @@ def main() -> None:
             for m in cfg["pilot"]["speed"]["sizes"]
         }
     print("each model's FLOPs a token and the MFU it gets in the estimate (of the timed GPU's own peak):")
-    for model, entry in speed_report.mfu_by_size(cfg, laws).items():
+    for model, entry in speed_report.mfu_by_size(build("paper", cfg), laws).items():
         shown = [
             f"{key} {entry[key]['value']:.3f} ({entry[key]['source']})"
             for key in ("train_mfu", "rollout_mfu")

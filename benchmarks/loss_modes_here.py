@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "workflow"), str(ROOT / "tests")]
 
 from entropy_rl.core import paths, random_reward, spec
-from entropy_rl.core.run import Run, resolve
+from entropy_rl.core.run import Run
+from entropy_rl.core.scale import Scale, build
 from entropy_rl.paper import launch, reward_launch, verl_metrics
 from support import pilot_here, vllm_env
 
@@ -58,7 +59,7 @@ ONE_STEP = {
 }
 
 
-def paper_config() -> dict:
+def paper_config() -> Scale:
     """config.yaml's paper scale with the CPU pilot's overlay, as Snakemake would merge it."""
     paper = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
     overlay = yaml.safe_load(pilot_here.OVERLAY.read_text())["paper"]
@@ -67,7 +68,7 @@ def paper_config() -> dict:
     for run in RUNS:
         paper["runs"][run]["overrides"] = {**paper["runs"][run].get("overrides", {}), **ONE_STEP}
         paper["runs"][run]["placement"] = {"nodes": 1, "gpus_per_node": 1, "tensor_parallel": 1}  # the pilot's
-    return spec.with_replicates(spec.with_instruct_models(paper), 0, 1)
+    return build("paper", spec.with_replicates(spec.with_instruct_models(paper), 0, 1))
 
 
 def results_dir(pilot: Path, root: Path) -> None:
@@ -144,12 +145,12 @@ def main() -> None:
     env = launch.verl_env(vllm_env(**{**pilot_here.ENV, "PYTHONPATH": f"{ROOT / 'workflow'}:{ROOT / 'tests'}"}))
     failed = []
     for run_id in args.runs:
-        run = resolve(cfg, run_id)
+        run = cfg.runs[run_id]
         log = root / "runs" / run_id / "verl.jsonl"
         log.parent.mkdir(parents=True)
         command = launch.bind(reward_launch.verl_command(cfg, run_id), str(root))
         dump = root / "runs" / run_id / "rollouts"
-        if random_reward.is_random(run):
+        if run.random_reward:
             command.append(f"trainer.rollout_data_dir={dump}")
         started = time.perf_counter()
         code = launch.run(command, ["localhost"], 1, {**env, "VERL_FILE_LOGGER_PATH": str(log)})
@@ -174,7 +175,7 @@ def main() -> None:
             value = data.get(key)
             if value is None or (isinstance(value, float) and math.isnan(value)) or (nonzero and not value):
                 problems.append(f"{key} = {value}")
-        if random_reward.is_random(run):
+        if run.random_reward:
             draw_problems, summary = random_draws_problems(
                 run, dump, root / "data" / "train" / f"{run.train_data}.parquet"
             )

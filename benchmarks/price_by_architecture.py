@@ -19,16 +19,17 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "workflow")]
 
+from entropy_rl.core.scale import Scale  # noqa: E402
 from entropy_rl.paper.cost import architectures, decode, efficiency, gpus, ranges, speed, speed_report  # noqa: E402
 from entropy_rl.pipeline import power, scope  # noqa: E402
 
 
-def spread_by_model(S: dict, study, priced: dict) -> dict[str, ranges.Spread]:
+def spread_by_model(scale: Scale, study, priced: dict) -> dict[str, ranges.Spread]:
     out = collections.defaultdict(lambda: ranges.NONE)
-    for job, spread in ranges.job_spread(S, study, priced).items():
+    for job, spread in ranges.job_spread(scale, study, priced).items():
         kind, name = job.split(":", 1)
         if not name.startswith("pilot-"):
-            out[S["power_sampling"]["model"] if kind == "power" else S["runs"][name]["model"]] += spread
+            out[scale.config["power_sampling"]["model"] if kind == "power" else scale.runs[name].model] += spread
     return out
 
 
@@ -38,8 +39,8 @@ def main() -> None:
     args = parser.parse_args()
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
     paper = scope.resolve({**config, "scale": "paper"})
-    S, study = paper.S, power.study(paper.S, paper.replicates, paper.seed)
-    assumed = S["budget"]
+    scale, study = paper.scale, power.study(paper.scale, paper.replicates, paper.seed)
+    assumed = scale.config["budget"]
     priced = assumed
     if args.speed:
         result = json.loads(args.speed.read_text())
@@ -55,7 +56,7 @@ def main() -> None:
         }
         for law in laws.values():
             print(law.describe())
-    by_model = spread_by_model(S, study, priced)
+    by_model = spread_by_model(scale, study, priced)
     prompt, response = assumed["mean_prompt_tokens"], assumed["mean_response_tokens"]
     print(
         f"| model | update GFLOPs a token | rollout GFLOPs a token | KV cache KiB a token | rollout roofline "
@@ -63,9 +64,9 @@ def main() -> None:
         f"| GPU-hours, {priced['gpu']}, charged | low – high | largest term |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for model in sorted(by_model, key=lambda m: (S["models"][m]["params_b"], m)):
-        arch = architectures.of_model(S, model)
-        engine = decode.ROLLOUT_ENGINE.at(S["models"][model]["tensor_parallel"])
+    for model in sorted(by_model, key=lambda m: (scale.models[m].params_b, m)):
+        arch = architectures.of_model(scale, model)
+        engine = decode.ROLLOUT_ENGINE.at(scale.models[model].placement.tensor_parallel)
         roof = decode.roofline(arch, prompt, response, engine, priced["gpu"], priced["gpu_peak_tflops"])
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

@@ -29,7 +29,13 @@ except ImportError:  # a revision before the random-reward control: launch compo
     from entropy_rl.paper import launch as compose
 paper = yaml.safe_load(open("config.yaml"))["paper"]
 S = run_spec.with_pilot(run_spec.with_replicates(run_spec.with_instruct_models(paper), 0, paper.get("replicates", 1)))
-json.dump({run: compose.verl_command(S, run) for run in sorted(S["runs"])}, sys.stdout)
+try:  # the scale resolved and typed once (core.scale), which verl_command takes
+    from entropy_rl.core.scale import build
+except ImportError:  # a revision before it: verl_command took the config
+    scale = S
+else:
+    scale = build("paper", S)
+json.dump({run: compose.verl_command(scale, run) for run in sorted(S["runs"])}, sys.stdout)
 """
 
 

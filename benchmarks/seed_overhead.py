@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "workflow")]
 
 from entropy_rl.core import spec  # noqa: E402
+from entropy_rl.core.scale import build  # noqa: E402
 from entropy_rl.paper.cost import architectures  # noqa: E402
 
 MEASURED_MS = {64: 0.6, 256: 2.3, 512: 4.9}  # docs/results.md, benchmarks/gpu_repeatability.py, one H200
@@ -39,8 +40,7 @@ def main() -> None:
     parser.add_argument("--step-ms", nargs="*", default=[], metavar="REQUESTS=MS", help="measured decode steps")
     args = parser.parse_args()
     paper = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
-    S = spec.with_instruct_models(paper)
-    arch = architectures.of_model(S, args.model)
+    arch = architectures.of_model(build("paper", spec.with_instruct_models(paper)), args.model)
     budget = paper["budget"]
     context = budget["mean_prompt_tokens"] + budget["mean_response_tokens"] / 2
     measured = {int(k): float(v) for k, v in (item.split("=") for item in args.step_ms)}

@@ -42,10 +42,14 @@ import time
 import traceback
 import types
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from entropy_rl.paper.verl.worker import actor_worker_class, log_prob_info, tensordict, update_info
 from verl.plugin.platform import PlatformBase, PlatformRegistry
+
+if TYPE_CHECKING:
+    from entropy_rl.core.scale import Scale
 
 PLATFORM = "cpu"
 
@@ -220,15 +224,14 @@ def compose(overrides: list[str], resolve: bool = True):
     return cfg
 
 
-def worker_config(scale_cfg: dict, run_id: str, root: str | Path, world_size: int = 1, token_budget: int = 64):
+def worker_config(scale: Scale, run_id: str, root: str | Path, world_size: int = 1, token_budget: int = 64):
     """The run's command (``reward_launch.verl_command`` with its results directory bound to ``root``) composed
     with the CPU overrides appended; returns the config and the list of those overrides with reasons."""
-    from entropy_rl.core import run
     from entropy_rl.paper import reward_launch
 
-    command = reward_launch.verl_command(scale_cfg, run_id, str(root))
+    command = reward_launch.verl_command(scale, run_id, str(root))
     assert command[:3] == ["python", "-m", "verl.trainer.main_ppo"], command[:3]
-    r = run.resolve(scale_cfg, run_id)
+    r = scale.runs[run_id]
     prompts = r.prompts_per_step // r.ppo_mini_batch_size  # the run's number of mini-batches per step
     extra = cpu_overrides(world_size, prompts, token_budget)
     return compose(command[3:] + [o for o, _ in extra]), extra

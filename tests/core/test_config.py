@@ -17,14 +17,6 @@ def verl_overrides(run: resolved.Run, covariance_metrics: bool = False) -> list[
     return [s.override for s in run_command.algorithm_settings(run, covariance_metrics)]
 
 
-def launch_overrides(scale_cfg: dict, run: str, root: str) -> list[str]:
-    """The run's placement as overrides, with the verifiable reward (run_command.placement_settings)."""
-    return [
-        s.override
-        for s in run_command.placement_settings(*run_command.resolve(scale_cfg, run), run_command.VERIFIABLE, root)
-    ]
-
-
 @pytest.fixture
 def config():
     return yaml.safe_load((ROOT / "config.yaml").read_text())

@@ -52,5 +52,5 @@ def test_the_mini_draw_is_fresh_for_each_step_batch_prompt_and_response_and_fixe
 
 def test_a_run_selects_the_random_reward_by_its_loss_setting_only():
     grpo = run.resolve(yaml.safe_load((ROOT / "config.yaml").read_text())["mini"], "qwen2-m-grpo")
-    assert not random_reward.is_random(grpo)
-    assert random_reward.is_random(grpo.but(loss={"reward": random_reward.RANDOM}))
+    assert not grpo.random_reward
+    assert grpo.but(loss={"reward": run.RANDOM_REWARD}).random_reward

@@ -4,6 +4,7 @@ import pytest
 import yaml
 from entropy_rl.core import run as resolved
 from entropy_rl.core import spec
+from entropy_rl.core.scale import build
 from support import ROOT
 
 
@@ -26,7 +27,7 @@ def test_each_replicate_is_a_run_of_its_own_on_its_own_base_model(mini):
     assert set(s["runs"]) == {r for run in mini["runs"] for r in (run, f"{run}@r1", f"{run}@r2")}
     assert set(s["models"]) == {m for model in mini["models"] for m in (model, f"{model}@r1", f"{model}@r2")}
     seed = mini["train"]["seed"]
-    for k, run in enumerate(spec.replicates(s["runs"], "qwen2-m-grpo-klcov")):
+    for k, run in enumerate(build("mini", s).replicates("qwen2-m-grpo-klcov")):
         rep = resolved.resolve(s, run)
         assert rep.id == run and spec.replicate_of(run) == ("qwen2-m-grpo-klcov", k)
         assert rep.model == spec.replicate_names("qwen2-m", 3)[k] and rep.seed == seed + k
@@ -85,7 +86,7 @@ def test_an_instruct_model_has_its_base_shape_and_tunes_the_same_replicate(mini)
 
 def test_a_replicate_count_given_overrides_the_scales(mini):
     """`snakemake --config replicates=N` (pipeline.scope passes it as count)."""
-    assert spec.replicates(spec.with_replicates({**mini, "replicates": 3}, 0, 1)["runs"], "qwen2-m-grpo") == [
+    assert build("mini", spec.with_replicates({**mini, "replicates": 3}, 0, 1)).replicates("qwen2-m-grpo") == [
         "qwen2-m-grpo"
     ]
-    assert len(spec.replicates(spec.with_replicates({**mini, "replicates": 1}, 0, 4)["runs"], "qwen2-m-grpo")) == 4
+    assert len(build("mini", spec.with_replicates({**mini, "replicates": 1}, 0, 4)).replicates("qwen2-m-grpo")) == 4

@@ -359,10 +359,10 @@ def test_a_verl_advantage_estimator_is_added_by_one_registry_entry_and_the_confi
     full = yaml.safe_load((ROOT / "config.yaml").read_text())
     full["mini"]["runs"]["qwen2-m-opo"] = {"model": "qwen2-m", "algorithm": "opo", "treatment": "none"}
     config_check.validate(full, artifacts.PAPER)
-    assert scope.run_label(full["mini"], "qwen2-m-opo") == "qwen2-m OPO"
+    assert scope.run_label(scope.resolve({**full, "scale": "mini"}).scale, "qwen2-m-opo") == "qwen2-m OPO"
     full["paper"]["runs"]["qwen2.5-7b-opo"] = {"model": "qwen2.5-7b", "algorithm": "opo", "treatment": "none"}
     config_check.validate(full, artifacts.PAPER)  # and at paper scale, verl's main_ppo runs it by its estimator
-    paper = scope.resolve({**full, "scale": "paper"}).S
+    paper = scope.resolve({**full, "scale": "paper"}).scale
     assert "algorithm.adv_estimator=opo" in reward_launch.verl_command(paper, "qwen2.5-7b-opo")
     out, paths, val, cfg = setting
     cfg = dict(cfg, runs={"r": {"model": "m", "algorithm": "opo", "treatment": "none"}})

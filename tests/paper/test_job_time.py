@@ -8,13 +8,14 @@ import time
 
 import pytest
 import yaml
-from entropy_rl.core.run import resolve
+from entropy_rl.core.scale import build
 from entropy_rl.paper import job_time, saves, train_job
 from entropy_rl.paper.cost import architectures, budget
 from entropy_rl.pipeline import resources
 from support import ROOT
 
 PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
+SCALE = build("paper", PAPER)
 # A trainer that resumes from its marker, trains a step every STEP_S seconds, saves every step whole (paper.saves)
 # and logs it after its save, as verl does; argv: checkpoints, steps.
 TRAINER = r"""
@@ -129,31 +130,32 @@ def test_a_job_at_its_time_limit_does_not_launch_again_when_snakemake_retries_it
 def test_the_estimate_counts_each_runs_jobs_and_their_start_up_and_no_job_asks_for_more_than_the_site_allows():
     questions = sum(b["size"] for b in PAPER["data"]["benchmarks"].values())
     run_id = "qwen2.5-7b-grpo"
-    run, model = resolve(PAPER, run_id), budget.run_spec.run_model_entry(PAPER, run_id)
-    t = budget.train_time(run, model, architectures.of_model(PAPER, run.model), PAPER["budget"], questions)
+    run, placement = SCALE.runs[run_id], SCALE.placement(run_id)
+    t = budget.train_time(run, placement, architectures.of_model(SCALE, run.model), PAPER["budget"], questions)
     startup = PAPER["pilot"]["startup_minutes"]
     jobs = t.jobs(2880, startup)
     usable = 48 - startup / 60 - t.validation_s / 3600 - t.lost_s / 3600 - job_time.MARGIN_S / 3600
     assert jobs == -(-t.wall_s / 3600 // usable) and jobs > 10  # about 580 h of wall time in 48-h jobs
-    hours = budget.job_hours(PAPER)[f"train:{run_id}"]
+    hours = budget.job_hours(SCALE)[f"train:{run_id}"]
     extra = (jobs * startup * 60 + (jobs - 1) * (t.validation_s + t.lost_s)) * t.gpus / 3600
     assert hours == pytest.approx(t.wall_s * t.gpus / 3600 + extra)
-    assert budget.train_jobs({**PAPER, "launch": {"max_job_minutes": 1440}})[run_id] > jobs  # 24-h jobs: more of them
-    res = resources.train_resources(model, hours, 1.5, "--export-file=x", 2880)
+    day_long = build("paper", {**PAPER, "launch": {"max_job_minutes": 1440}})
+    assert budget.train_jobs(day_long)[run_id] > jobs  # 24-h jobs: more of them
+    res = resources.train_resources(placement, hours, 1.5, "--export-file=x", 2880)
     assert res["runtime"] == 2880 and "--requeue" in res["slurm_extra"]
-    assert resources.train_retries(PAPER, PAPER["budget"]) >= 2 * jobs + 1
+    assert resources.train_retries(SCALE, PAPER["budget"]) >= 2 * jobs + 1
     assert t.jobs(60, 59) is None  # a job that cannot hold its start-up and a save interval
-    message = budget.jobs_message({**PAPER, "launch": {"max_job_minutes": 60}}, [run_id])
+    message = budget.jobs_message(build("paper", {**PAPER, "launch": {"max_job_minutes": 60}}), [run_id])
     assert "one job cannot hold the start-up and a save interval of 1 run(s) (qwen2.5-7b-grpo)" in message
-    assert f"{jobs:.0f} for qwen2.5-7b-grpo, the most" in budget.jobs_message(PAPER, [run_id, "qwen2.5-0.5b-grpo"])
+    assert f"{jobs:.0f} for qwen2.5-7b-grpo, the most" in budget.jobs_message(SCALE, [run_id, "qwen2.5-0.5b-grpo"])
 
 
 def test_the_estimate_states_the_disk_each_run_holds_at_most():
-    arch = architectures.of_model(PAPER, "qwen2.5-32b")
+    arch = architectures.of_model(SCALE, "qwen2.5-32b")
     assert 32.0e9 < arch.parameters < 33.5e9  # Qwen2.5-32B: 32.8B parameters
-    disk = budget.peak_disk_bytes(PAPER, ["qwen2.5-32b-grpo", "qwen2.5-7b-prime"])
+    disk = budget.peak_disk_bytes(SCALE, ["qwen2.5-32b-grpo", "qwen2.5-7b-prime"])
     assert disk["qwen2.5-32b-grpo"] == pytest.approx(4 * 12 * arch.parameters)  # 4 saves of 12 bytes a parameter
-    seven = architectures.of_model(PAPER, "qwen2.5-7b").parameters
+    seven = architectures.of_model(SCALE, "qwen2.5-7b").parameters
     assert disk["qwen2.5-7b-prime"] == pytest.approx(4 * 2 * 12 * seven)  # the actor and the implicit PRM
-    message = budget.disk_message(PAPER, ["qwen2.5-32b-grpo", "qwen2.5-7b-prime"])
+    message = budget.disk_message(SCALE, ["qwen2.5-32b-grpo", "qwen2.5-7b-prime"])
     assert "1.57 TB for qwen2.5-32b-grpo" in message and "at most 4 saves a run" in message

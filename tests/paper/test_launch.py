@@ -10,12 +10,12 @@ import time
 import psutil
 import yaml
 from entropy_rl.core import modules, resume
-from entropy_rl.core import run as resolved
+from entropy_rl.core.scale import build
 from entropy_rl.paper import launch, reward_launch, saves, verl_names
 from entropy_rl.paper.cost import architectures, budget
 from support import ROOT
 
-PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
+PAPER = build("paper", yaml.safe_load((ROOT / "config.yaml").read_text())["paper"])
 
 
 def test_grpo_runs_launch_verls_main_ppo_with_the_covariance_loss_and_our_reward():
@@ -57,15 +57,11 @@ def test_single_node_launch_runs_the_driver_and_returns_its_exit_code():
 
 
 def test_gpu_hours_grow_with_model_size_and_prime_costs_more():
-    b = PAPER["budget"]
+    b = PAPER.config["budget"]
     runs = ["qwen2.5-0.5b-grpo", "qwen2.5-7b-grpo", "qwen2.5-32b-grpo", "qwen2.5-7b-prime"]
     hours = {
         run: budget.train_gpu_hours(
-            resolved.resolve(PAPER, run),
-            PAPER["models"][PAPER["runs"][run]["model"]],
-            architectures.of_model(PAPER, PAPER["runs"][run]["model"]),
-            b,
-            6000,
+            PAPER.runs[run], PAPER.placement(run), architectures.of_model(PAPER, PAPER.runs[run].model), b, 6000
         )
         for run in runs
     }
@@ -86,7 +82,7 @@ def test_a_checkpoint_resumes_only_under_the_same_verl_settings():
     strategy or placement starts afresh, another save interval or checkpoint count continues."""
     run = "qwen2.5-7b-grpo-clipcov"
     command = reward_launch.verl_command(PAPER, run)
-    settings = resolved.resolve(PAPER, run)
+    settings = PAPER.runs[run]
 
     def fingerprint(cmd):
         return resume.fingerprint(settings, command=launch.trajectory_command(cmd))
@@ -102,8 +98,8 @@ def test_a_checkpoint_resumes_only_under_the_same_verl_settings():
 def test_each_trainer_runs_and_fingerprints_its_own_code():
     """A run's code input (train.smk) and its checkpoints' fingerprint (train_job.main) are its trainer's: an edit of
     the loss plugin leaves PRIME's run and checkpoints as they are, an edit of PRIME's main the verl 0.9.1 runs'."""
-    assert resolved.resolve(PAPER, "qwen2.5-7b-prime").trainer == "prime"
-    assert {resolved.resolve(PAPER, r).trainer for r in PAPER["runs"] if r != "qwen2.5-7b-prime"} == {"verl"}
+    assert PAPER.runs["qwen2.5-7b-prime"].trainer == "prime"
+    assert {r.trainer for name, r in PAPER.runs.items() if name != "qwen2.5-7b-prime"} == {"verl"}
     verl, prime = (modules.closure(*launch.TRAINER_MODULES[t]) for t in ("verl", "prime"))
     assert verl_names.PLUGIN_MODULE in verl and verl_names.PLUGIN_MODULE not in prime
     assert verl_names.PRIME_MAIN_MODULE in prime and verl_names.PRIME_MAIN_MODULE not in verl

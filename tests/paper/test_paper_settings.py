@@ -12,12 +12,13 @@ import pytest
 import yaml
 from entropy_rl.core import run as resolved
 from entropy_rl.core import spec
+from entropy_rl.core.scale import build
 from entropy_rl.paper import reward_launch
 from entropy_rl.paper.verl import checks
 from omegaconf import OmegaConf
 from support import FIXTURES, ROOT
 
-PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
+PAPER = build("paper", yaml.safe_load((ROOT / "config.yaml").read_text())["paper"])
 FIXTURE = yaml.safe_load((FIXTURES / "released_scripts.yaml").read_text())
 SCRIPTS = FIXTURE["scripts"]
 LOSS_MODE = "actor_rollout_ref.actor.policy_loss.loss_mode"
@@ -77,7 +78,7 @@ def test_every_released_script_maps_to_a_run_with_its_recipe():
     for name, script in SCRIPTS.items():
         assert script["path"] == f"recipe/dapo/{name}.sh"
         size = name.split("_")[0]
-        s = resolved.resolve(PAPER, script["run"])
+        s = PAPER.runs[script["run"]]
         assert s.recipe == f"section4-{size}" and s.train_data == "dapo-math"
         assert s.model == f"qwen2.5-{size}"
     assert str(FIXTURE["source"]["commit"]) == "8850579"
@@ -132,7 +133,7 @@ def test_the_forks_keys_without_a_verl_091_key_really_have_none():
 
 def test_kl_cov_takes_the_scripts_percent_as_a_fraction():
     for name, fraction in [("7b_kl_cov", 0.002), ("32b_kl_cov", 0.0002)]:
-        s = resolved.resolve(PAPER, SCRIPTS[name]["run"])
+        s = PAPER.runs[SCRIPTS[name]["run"]]
         assert s.loss.kl_cov_ratio == fraction and s.loss.ppo_kl_coef == 1.0
 
 
@@ -147,19 +148,19 @@ def test_section2_runs_carry_the_papers_stated_values():
         "qwen2.5-7b-grpo-code",
         "qwen2.5-7b-instruct-grpo",
     ):
-        s = resolved.resolve(PAPER, run)
+        s = PAPER.runs[run]
         assert s.recipe is None, run
         assert (s.prompts_per_step, s.rollout_n, s.ppo_mini_batch_size, s.ppo_epochs) == (512, 8, 256, 1), run
         assert s.lr == 5e-7 and s.loss.kl_loss_coef == 0.0 and s.loss.entropy_coeff == 0.0, run
         assert s.loss.clip_ratio_low == s.loss.clip_ratio_high == 0.2 and s.loss.loss_mode == "vanilla", run
         assert s.filter_groups is True and s.val_every == 4, run
         assert s.steps * s.prompts_per_step // s.ppo_mini_batch_size == 2400, run  # gradient steps
-    assert resolved.resolve(PAPER, "qwen2.5-7b-prime").prime.lr == 1e-6  # the implicit PRM's rate
+    assert PAPER.runs["qwen2.5-7b-prime"].prime.lr == 1e-6  # the implicit PRM's rate
 
 
 def test_the_on_policy_run_updates_once_per_rollout():
     """Figure 8 and Table 1 [v1 §3.3]: plain policy gradient, fully on-policy."""
-    s = resolved.resolve(PAPER, "qwen2.5-7b-pg")
+    s = PAPER.runs["qwen2.5-7b-pg"]
     assert s.ppo_mini_batch_size == s.prompts_per_step and s.ppo_epochs == 1
     mini = yaml.safe_load((ROOT / "config.yaml").read_text())["mini"]
     m = resolved.resolve(mini, "qwen2-m-pg")
@@ -168,11 +169,11 @@ def test_the_on_policy_run_updates_once_per_rollout():
 
 def test_sweeps_hold_the_papers_legends():
     def values(artifact, key):
-        return sorted({getattr(resolved.resolve(PAPER, r).loss, key) for r in PAPER["artifacts"][artifact]["runs"]})
+        return sorted({getattr(PAPER.runs[r].loss, key) for r in PAPER.config["artifacts"][artifact]["runs"]})
 
     assert values("fig09_entropy_loss", "entropy_coeff") == [0.0, 1e-4, 1e-3, 5e-3, 1e-2]
     assert values("fig10_reference_kl", "kl_loss_coef") == [0.0, 1e-3, 1e-2, 5e-2, 1e-1]
-    fig13 = [resolved.resolve(PAPER, r) for r in PAPER["artifacts"]["fig13_entropy_control"]["runs"]]
+    fig13 = [PAPER.runs[r] for r in PAPER.config["artifacts"]["fig13_entropy_control"]["runs"]]
     assert sorted(s.loss.clip_cov_ratio for s in fig13 if s.loss.loss_mode == "clip_cov") == [
         2e-4,
         4e-4,

@@ -186,14 +186,13 @@ def test_the_passes_and_prompts_a_step_really_runs_are_what_the_estimate_charges
     perf/total_num_tokens), are the forward-pass equivalents the estimate charges a trained token
     (paper.cost.step.train_passes: a backward counts as two); and the prompts it answered are its batch times the group
     filter's generation batches, which the estimate reads as measured (pilot_measures: paper/gen_batches)."""
-    from entropy_rl.core import run as resolved
     from entropy_rl.paper.cost import step
     from entropy_rl.pipeline import scope
     from snakemake.utils import update_config
 
     config = yaml.safe_load((pilot_here / "config.yaml").read_text())
     update_config(config, yaml.safe_load((pilot_here / "pilot_cpu.yaml").read_text()))  # as --configfile lays it over
-    run = resolved.resolve(scope.resolve(config).S, RUN)
+    run = scope.resolve(config).scale.runs[RUN]
     counted = {}
     for k, data in training(records(pilot_here)).items():
         passes = {key.split("/", 2)[2]: v for key, v in data.items() if key.startswith("paper/passes/")}

@@ -11,21 +11,22 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from entropy_rl.core import modules, spec
-from entropy_rl.core import run as resolved
+from entropy_rl.core import modules
+from entropy_rl.core.scale import build
 from entropy_rl.paper import preflight, prompt_format, reward_launch, verl_names
 from entropy_rl.paper.verl import checks
 from support import FIXTURES, ROOT
 
 pytestmark = pytest.mark.costly  # minutes of a core: scheduled first (tests/conftest.py)
 
-PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
+CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]  # the section as written, to edit
+PAPER = build("paper", CONFIG)
 HUB_MODELS = FIXTURES / "hub_models"
-MAIN_PPO_RUNS = sorted(r for r, v in PAPER["runs"].items() if v["algorithm"] != "prime")
+MAIN_PPO_RUNS = sorted(r for r, v in PAPER.runs.items() if v.trainer != "prime")
 
 
 def fixture_dir(model: str) -> Path:
-    return HUB_MODELS / PAPER["models"][model]["hub"].replace("/", "--")
+    return HUB_MODELS / PAPER.models[model].hub.replace("/", "--")
 
 
 def test_every_main_ppo_run_of_the_paper_matrix_passes_verls_own_checks():
@@ -41,7 +42,7 @@ def test_the_commands_of_todays_main_fail_where_verl_would():
     """Without dynamic micro-batches verl's validate_config refuses the command; a reward given as a
     file path fails in verl's loader (relative imports); the pkg:// form of the same module loads."""
     run = "qwen2.5-7b-grpo"
-    s = resolved.resolve(PAPER, run)
+    s = PAPER.runs[run]
     command = preflight.bound_command(PAPER, run)
     no_dynamic = [a for a in command if "use_dynamic_bsz" not in a and "ppo_max_token_len" not in a]
     assert any("ppo_micro_batch_size" in p for p in checks.command_problems(no_dynamic, s))
@@ -61,7 +62,7 @@ def test_a_command_with_a_setting_verl_ignores_is_refused_with_the_key_and_why()
     the released scripts' max_num_gen_batches among them. The workflow's own command holds none; the preflight
     refuses each, naming the key and the verl code that ignores it, and a group filter without the bound."""
     run = "qwen2.5-7b-grpo-clipcov"  # Section 4: the released scripts' settings
-    s = resolved.resolve(PAPER, run)
+    s = PAPER.runs[run]
     command = preflight.bound_command(PAPER, run)
     assert checks.command_problems(command, s) == []
     assert f"+{verl_names.GEN_BATCHES_KEY}=10" in command
@@ -96,7 +97,7 @@ def test_launches_state_what_verl_091_reads():
     cfg = checks.compose(cmd[3:])
     actor = cfg.actor_rollout_ref.actor
     assert cfg.trainer.use_v1 is True and cfg.algorithm.filter_groups.enable is True
-    assert actor.optim.clip_grad == resolved.resolve(PAPER, "qwen2.5-32b-grpo-klcov").grad_clip
+    assert actor.optim.clip_grad == PAPER.runs["qwen2.5-32b-grpo-klcov"].grad_clip
     assert not any(a.startswith("actor_rollout_ref.actor.grad_clip=") for a in cmd)  # never read by verl 0.9.1
     assert cfg.trainer.max_actor_ckpt_to_keep == 2
     assert actor.use_dynamic_bsz and cfg.actor_rollout_ref.rollout.log_prob_use_dynamic_bsz
@@ -117,34 +118,37 @@ def test_launches_state_what_verl_091_reads():
 
 def test_a_model_without_a_tokenizer_template_gets_its_recorded_format_intact():
     cfg = checks.compose(preflight.bound_command(PAPER, "mistral-7b-grpo")[3:])
-    fmt = PAPER["models"]["mistral-7b"]["chat_template"]
+    fmt = PAPER.models["mistral-7b"].chat_template
     assert cfg.actor_rollout_ref.model.custom_chat_template == prompt_format.template_text(fmt)
     qwen = checks.compose(preflight.bound_command(PAPER, "qwen2.5-7b-grpo")[3:])
     assert qwen.actor_rollout_ref.model.custom_chat_template is None  # Qwen2.5's tokenizers carry their own
 
 
-@pytest.mark.parametrize("model", sorted(PAPER["models"]))
+@pytest.mark.parametrize("model", sorted(PAPER.models))
 def test_every_paper_model_fits_every_engine_it_is_started_in(model):
     if not (fixture_dir(model) / "config.json").exists():
-        pytest.fail(f"no published config.json of {PAPER['models'][model]['hub']} in {HUB_MODELS}")
+        pytest.fail(f"no published config.json of {PAPER.models[model].hub} in {HUB_MODELS}")
     engines = preflight.engines(PAPER, model)
-    assert engines and all(e["tensor_parallel"] == PAPER["models"][model]["tensor_parallel"] for e in engines)
+    assert engines and all(e["tensor_parallel"] == PAPER.models[model].placement.tensor_parallel for e in engines)
     # Where the published tokenizer_config.json could not be found (SOURCES.md), only config.json is checked.
     tokenizer = fixture_dir(model) if (fixture_dir(model) / "tokenizer_config.json").exists() else None
     assert preflight.model_problems(PAPER, model, fixture_dir(model), tokenizer) == []
 
 
 def test_broken_runs_are_named_with_what_is_wrong():
-    broken = copy.deepcopy(PAPER)
+    broken = copy.deepcopy(CONFIG)
     broken["runs"]["deepseek-math-7b-grpo"].pop("overrides")  # 2,048 + 8,192 tokens in a 4,096-token context
-    problems = preflight.model_problems(broken, "deepseek-math-7b", fixture_dir("deepseek-math-7b"), None)
+    problems = preflight.model_problems(
+        build("paper", broken), "deepseek-math-7b", fixture_dir("deepseek-math-7b"), None
+    )
     print("\n".join(problems))
     assert any("deepseek-math-7b-grpo" in p and "10240" in p and "4096" in p for p in problems)
     broken["models"]["qwen2.5-7b"]["tensor_parallel"] = 8  # the node's GPU count: 28 heads
-    problems = preflight.model_problems(broken, "qwen2.5-7b", fixture_dir("qwen2.5-7b"), None)
+    problems = preflight.model_problems(build("paper", broken), "qwen2.5-7b", fixture_dir("qwen2.5-7b"), None)
     assert problems and all("(28)" in p and "(8)" in p for p in problems)
     broken["models"]["llama3.2-3b"]["chat_template"] = "tokenizer"  # Llama-3.2-3B's tokenizer has none
-    assert any("template" in p for p in preflight.model_problems(broken, "llama3.2-3b", fixture_dir("llama3.2-3b")))
+    problems = preflight.model_problems(build("paper", broken), "llama3.2-3b", fixture_dir("llama3.2-3b"))
+    assert any("template" in p for p in problems)
 
 
 def write_verl_parquet(path, sources):
@@ -165,10 +169,11 @@ def write_verl_parquet(path, sources):
 def test_a_downloaded_model_and_prepared_data_go_through_verls_model_config_and_dataset(mini_tokenizer, tmp_path):
     """The whole run preflight on a real Hugging Face model directory and verl parquet: verl's
     HFModelConfig loads the tokenizer with the recorded template, RLHFDataset reads both files."""
-    scale = copy.deepcopy(PAPER)
+    config = copy.deepcopy(CONFIG)
     run = "qwen2.5-0.5b-grpo"
-    model = scale["runs"][run]["model"]
-    scale["models"][model]["chat_template"] = "plain"  # the mini tokenizer carries no template
+    model = config["runs"][run]["model"]
+    config["models"][model]["chat_template"] = "plain"  # the mini tokenizer carries no template
+    scale = build("paper", config)
     results = tmp_path / "results"
     from entropy_rl.mini import models
 
@@ -183,9 +188,9 @@ def test_a_downloaded_model_and_prepared_data_go_through_verls_model_config_and_
     config = json.loads((results / "models" / model / "config.json").read_text())
     config["max_position_embeddings"] = 32768  # the tiny model's config stands in for Qwen2.5-0.5B's
     (results / "models" / model / "config.json").write_text(json.dumps(config))
-    benchmarks = sorted(scale["data"]["benchmarks"])
+    benchmarks = sorted(scale.benchmarks)
     write_verl_parquet(
-        results / "data" / "train" / f"{scale['models'][model]['train_data']}.parquet", ["eurus2-math-train"] * 8
+        results / "data" / "train" / f"{scale.models[model].train_data}.parquet", ["eurus2-math-train"] * 8
     )
     write_verl_parquet(results / "data" / "benchmarks" / "validation.parquet", benchmarks)
     assert preflight.run_problems(scale, run, str(results)) == []
@@ -221,9 +226,7 @@ def test_the_preflight_rule_stops_a_run_whose_model_is_too_short_and_passes_it_o
     tiny.save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
     write_verl_parquet(tmp_path / "results" / "data" / "train" / "eurus2-math.parquet", ["eurus2-math-train"] * 8)
-    write_verl_parquet(
-        tmp_path / "results" / "data" / "benchmarks" / "validation.parquet", sorted(PAPER["data"]["benchmarks"])
-    )
+    write_verl_parquet(tmp_path / "results" / "data" / "benchmarks" / "validation.parquet", sorted(PAPER.benchmarks))
     target, eval_target = "results/preflight/qwen2.5-0.5b-grpo.txt", "results/preflight/eval/qwen2.5-0.5b-grpo.txt"
     cmd = [
         sys.executable,
@@ -276,8 +279,9 @@ def test_a_passed_launch_is_not_checked_again_until_its_command_or_code_changes(
     for _ in range(2):
         assert preflight.launch_problems_cached(PAPER, "qwen2.5-7b-grpo", tmp_path) == []
     assert calls == ["qwen2.5-7b-grpo"]
-    changed = copy.deepcopy(PAPER)
-    changed["runs"]["qwen2.5-7b-grpo"]["overrides"] = {"lr": 1.0e-6}
+    edited = copy.deepcopy(CONFIG)
+    edited["runs"]["qwen2.5-7b-grpo"]["overrides"] = {"lr": 1.0e-6}
+    changed = build("paper", edited)
     preflight.launch_problems_cached(changed, "qwen2.5-7b-grpo", tmp_path)
     assert calls == ["qwen2.5-7b-grpo"] * 2
     monkeypatch.setattr(preflight, "launch_problems", lambda scale, run, results="results": ["broken"])
@@ -311,27 +315,29 @@ def _perturbed(value):
 
 def test_a_preflight_reads_only_the_model_fields_its_jobs_use():
     """Every leaf of a model's entry edited in turn: the power study's preflight (whose rerun reruns every sampling job
-    after it) changes for the engine's fields only, and a placed run's preflight not for the model's own
-    tensor-parallel size, which the run's placement overrides (its training and evaluation read the placement)."""
+    after it) changes for the engine's fields only, and reads from its scope the engine the scale starts; a placed
+    run's preflight changes not for the model's own tensor-parallel size, which the run's placement overrides (its
+    training and evaluation read the placement)."""
     from entropy_rl.pipeline import params, scope
 
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
     paper = scope.resolve({**config, "scale": "paper"})
-    S, power_model = paper.S, paper.S["power_sampling"]["model"]
-    before = params.preflight_power_scope(S)
+    S, power_model = dict(paper.scale.config), paper.scale.config["power_sampling"]["model"]
+    before = params.preflight_power_scope(paper.scale)
+    assert [preflight.scoped_power_engine(before)] == preflight.engines(paper.scale, power_model, kinds=("power",))
     changed = set()
     for path, value in _leaves(S["models"][power_model]):
         edited = copy.deepcopy(S)
         edited["models"][power_model][path[-1]] = _perturbed(value)
-        if params.preflight_power_scope(edited) != before:
+        if params.preflight_power_scope(build("paper", edited)) != before:
             changed.add(path[-1])
     assert changed == {"tensor_parallel", "chat_template"}
     pilot_run = paper.pilot_runs[0]
-    placed, model = S["runs"][pilot_run], S["runs"][pilot_run]["model"]
-    assert "placement" in placed
+    model = paper.scale.runs[pilot_run].model
+    assert "placement" in S["runs"][pilot_run]
     for kind in ("rollout", "evaluate"):
-        engine = preflight.run_engine(S, pilot_run, kind)
+        engine = preflight.run_engine(paper.scale, pilot_run, kind)
         edited = copy.deepcopy(S)
         edited["models"][model]["tensor_parallel"] = 4
-        assert preflight.run_engine(edited, pilot_run, kind) == engine, kind
-        assert engine["tensor_parallel"] == spec.run_model_entry(S, pilot_run)["tensor_parallel"] == 1
+        assert preflight.run_engine(build("paper", edited), pilot_run, kind) == engine, kind
+        assert engine["tensor_parallel"] == paper.scale.placement(pilot_run).tensor_parallel == 1

@@ -3,32 +3,32 @@ run's command and stamp as ``launch`` gives them, and the preflight on the contr
 
 import pytest
 import yaml
-from entropy_rl.core import run as resolved
 from entropy_rl.core import spec
+from entropy_rl.core.scale import build
 from entropy_rl.paper import launch, preflight, reward_launch
 from entropy_rl.paper.verl import checks
 from support import ROOT
 
 CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
-PAPER = spec.with_pilot(CONFIG)
+PAPER = build("paper", spec.with_pilot(CONFIG))
 RANDOM_RUN = "qwen2.5-7b-grpo-random"
 REWARD_PATH = "reward.custom_reward_function.path="
 
 
 def test_every_other_run_keeps_its_command_and_its_trainers_stamp():
     """What a paid run's job reads (its command param, its code stamp's name and modules) is what launch gives."""
-    others = [r for r in PAPER["runs"] if r != RANDOM_RUN]
-    assert len(others) == len(PAPER["runs"]) - 1
+    others = [r for r in PAPER.runs if r != RANDOM_RUN]
+    assert len(others) == len(PAPER.runs) - 1
     for run in others:
-        r = resolved.resolve(PAPER, run)
+        r = PAPER.runs[run]
         assert reward_launch.verl_command(PAPER, run) == reward_launch.verl_command(PAPER, run), run
         assert reward_launch.stamp_key(r) == f"train_{r.trainer}"
         assert reward_launch.trainer_modules(r) == launch.TRAINER_MODULES[r.trainer]
 
 
 def test_the_control_loads_the_random_reward_with_its_seed_and_training_parts():
-    r = resolved.resolve(PAPER, RANDOM_RUN)
-    twin = resolved.resolve(PAPER, "qwen2.5-7b-grpo")
+    r = PAPER.runs[RANDOM_RUN]
+    twin = PAPER.runs["qwen2.5-7b-grpo"]
     # Otherwise the main GRPO run's settings.
     assert r == twin.but(id=RANDOM_RUN, treatment=r.treatment, loss={"reward": "random"})
     cmd = reward_launch.verl_command(PAPER, RANDOM_RUN)
@@ -51,7 +51,7 @@ def test_the_control_loads_the_random_reward_with_its_seed_and_training_parts():
 
 
 def test_each_replicate_of_the_control_draws_under_its_own_seed():
-    replicated = spec.with_replicates(CONFIG, base_seed=0, count=3)
+    replicated = build("paper", spec.with_replicates(CONFIG, base_seed=0, count=3))
     seeds = [
         next(a for a in reward_launch.verl_command(replicated, run) if ".reward_kwargs.seed=" in a)
         for run in spec.replicate_names(RANDOM_RUN, 3)
@@ -60,16 +60,17 @@ def test_each_replicate_of_the_control_draws_under_its_own_seed():
 
 
 def test_the_control_is_refused_a_trainer_that_does_not_load_it():
-    cfg = {**PAPER, "runs": {**PAPER["runs"], "x": {**PAPER["runs"][RANDOM_RUN], "algorithm": "prime"}}}
+    runs = PAPER.config["runs"]
+    scale = build("paper", {**PAPER.config, "runs": {**runs, "x": {**runs[RANDOM_RUN], "algorithm": "prime"}}})
     with pytest.raises(ValueError, match="random_reward is given to verl 0.9.1's runs only"):
-        reward_launch.verl_command(cfg, "x")
+        reward_launch.verl_command(scale, "x")
 
 
 @pytest.mark.costly
 def test_the_controls_command_passes_the_preflight_and_a_broken_one_is_named():
     """verl composes and validates the command, loads the reward by its own loader, the right and wrong answers of a
     validation row are graded, and a training row's draws vary and repeat (reward_launch.random_reward_problems)."""
-    r = resolved.resolve(PAPER, RANDOM_RUN)
+    r = PAPER.runs[RANDOM_RUN]
     command = preflight.bound_command(PAPER, RANDOM_RUN)
     assert checks.command_problems(command, r) == []
     no_parts = [a.split("=")[0] + "=[]" if ".random_sources=" in a else a for a in command]

@@ -7,13 +7,15 @@ import json
 
 import hydra
 import yaml
+from entropy_rl.core.scale import build
 from entropy_rl.paper import reward_launch, verl_names, verl_plugin
 from omegaconf import OmegaConf
 from support import ROOT
 from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
 from verl.experimental.agent_loop.single_turn_agent_loop import SingleTurnAgentLoop
 
-PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
+CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]  # the section as written, to edit
+PAPER = build("paper", CONFIG)
 PROMPT = [{"role": "user", "content": "What is 1 + 1?"}]
 TRAIN = {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "repetition_penalty": 1.0, "logprobs": True}
 
@@ -57,12 +59,12 @@ def test_a_run_asks_for_per_request_seeds_or_has_the_engines_seed_only():
     seeded = f"actor_rollout_ref.rollout.agent.default_agent_loop={verl_names.AGENT_LOOP}"
     for run in ("qwen2.5-7b-grpo", "qwen2.5-7b-grpo-klcov"):
         command = reward_launch.verl_command(PAPER, run)
-        seed = PAPER["train"]["seed"]
+        seed = CONFIG["train"]["seed"]
         assert not any("default_agent_loop" in o for o in command)  # verl's own: single_turn_agent
         assert f"actor_rollout_ref.rollout.seed={seed}" in command and f"data.seed={seed}" in command
-        asked = json.loads(json.dumps(PAPER))
+        asked = json.loads(json.dumps(CONFIG))
         asked["runs"][run]["overrides"] = {**asked["runs"][run].get("overrides", {}), "rollout_seeds": "per_request"}
-        assert seeded in reward_launch.verl_command(asked, run)
+        assert seeded in reward_launch.verl_command(build("paper", asked), run)
     pilot_cpu = yaml.safe_load((ROOT / "tests" / "fixtures" / "pilot_cpu" / "paper.yaml").read_text())["paper"]
     assert pilot_cpu["pilot"]["runs"]["pilot-grpo"]["overrides"]["rollout_seeds"] == "per_request"
 
@@ -126,7 +128,7 @@ def test_verls_transferqueue_worker_passes_what_each_seed_is_made_of(tmp_path, m
     n = worker.config.actor_rollout_ref.rollout.n
     seed = worker.config.data.seed
     assert sorted(sent) == [(i, verl_plugin.request_seed(seed, 3, 7, PROMPT, i, TRAIN)) for i in range(n)]
-    assert len({s for _, s in sent}) == n == PAPER["train"]["rollout_n"]
+    assert len({s for _, s in sent}) == n == CONFIG["train"]["rollout_n"]
 
 
 def test_a_request_without_a_seed_field_is_refused(tmp_path, monkeypatch):

@@ -6,8 +6,8 @@ import os
 import pytest
 import verl
 import yaml
-from entropy_rl.core import run as resolved
 from entropy_rl.core.run import Loss, Run
+from entropy_rl.core.scale import Scale, build
 from entropy_rl.paper import run_command, verl_names
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
@@ -20,15 +20,14 @@ def verl_overrides(run: Run, covariance_metrics: bool = False) -> list[str]:
     return [s.override for s in run_command.algorithm_settings(run, covariance_metrics)]
 
 
-def launch_overrides(scale_cfg: dict, run: str, root: str) -> list[str]:
+def launch_overrides(scale: Scale, run: str, root: str) -> list[str]:
     """The run's placement as overrides, with the verifiable reward (run_command.placement_settings)."""
-    return [
-        s.override
-        for s in run_command.placement_settings(*run_command.resolve(scale_cfg, run), run_command.VERIFIABLE, root)
-    ]
+    launch = run_command.launch_of(scale, run)
+    return [s.override for s in run_command.placement_settings(scale.runs[run], launch, run_command.VERIFIABLE, root)]
 
 
 CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())
+SCALES = {scale: build(scale, CONFIG[scale]) for scale in ("mini", "paper")}
 VERL_CONFIG_DIR = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
 # PRIME runs through verl-recipe's PRIME trainer, whose config is not part of verl itself.
 MAIN_PPO_RUNS = [
@@ -43,8 +42,8 @@ def composed(overrides):
 
 @pytest.mark.parametrize("scale, run", MAIN_PPO_RUNS, ids=[f"{s}:{r}" for s, r in MAIN_PPO_RUNS])
 def test_run_composes_against_verl_config(scale, run):
-    scfg = CONFIG[scale]
-    s = resolved.resolve(scfg, run)
+    scfg = SCALES[scale]
+    s = scfg.runs[run]
     overrides = verl_overrides(s, covariance_metrics=scale == "paper")
     if scale == "paper":
         overrides += launch_overrides(scfg, run, "/results")
@@ -64,11 +63,11 @@ def test_run_composes_against_verl_config(scale, run):
 
 
 def test_paper_hyperparameters_reach_verl():
-    paper = CONFIG["paper"]
+    paper = SCALES["paper"]
     for run, expected in [("qwen2.5-7b-grpo-klcov", 2e-3), ("qwen2.5-32b-grpo-klcov", 2e-4)]:
-        cfg = composed(verl_overrides(resolved.resolve(paper, run)) + launch_overrides(paper, run, "/results"))
+        cfg = composed(verl_overrides(paper.runs[run]) + launch_overrides(paper, run, "/results"))
         assert cfg.actor_rollout_ref.actor.policy_loss.kl_cov_ratio == expected  # a fraction, not a percentage
-    cfg = composed(verl_overrides(resolved.resolve(paper, "qwen2.5-7b-grpo-clipcov")))
+    cfg = composed(verl_overrides(paper.runs["qwen2.5-7b-grpo-clipcov"]))
     actor = cfg.actor_rollout_ref.actor
     assert (actor.policy_loss.clip_cov_ratio, actor.policy_loss.clip_cov_lb, actor.policy_loss.clip_cov_ub) == (
         2e-4,
@@ -76,14 +75,14 @@ def test_paper_hyperparameters_reach_verl():
         5.0,
     )
     assert actor.clip_ratio_low == actor.clip_ratio_high == 1.0
-    kl_cov = composed(verl_overrides(resolved.resolve(paper, "qwen2.5-7b-grpo-klcov")))
+    kl_cov = composed(verl_overrides(paper.runs["qwen2.5-7b-grpo-klcov"]))
     assert kl_cov.actor_rollout_ref.actor.policy_loss.ppo_kl_coef == 1.0  # the paper's KL coefficient, not verl's 0.1
-    base = resolved.resolve(paper, "qwen2.5-7b-grpo")
+    base = paper.runs["qwen2.5-7b-grpo"]
     assert base.prompts_per_step // base.ppo_mini_batch_size == 2  # Section 2: 512 prompts in updates of 256
-    section4 = resolved.resolve(paper, "qwen2.5-7b-grpo-dapo")
+    section4 = paper.runs["qwen2.5-7b-grpo-dapo"]
     # Section 4's scripts: 256 in updates of 32
     assert section4.prompts_per_step // section4.ppo_mini_batch_size == 8
-    cliphigher = composed(verl_overrides(resolved.resolve(paper, "qwen2.5-7b-grpo-cliphigher"))).actor_rollout_ref.actor
+    cliphigher = composed(verl_overrides(paper.runs["qwen2.5-7b-grpo-cliphigher"])).actor_rollout_ref.actor
     # the recipe's dual clip, then the treatment
     assert cliphigher.clip_ratio_high == 0.28 and cliphigher.clip_ratio_c == 10.0
     assert composed(verl_overrides(base)).actor_rollout_ref.actor.clip_ratio_c == 3.0  # Section 2: verl's default
@@ -136,8 +135,8 @@ def test_the_rollout_engine_the_estimate_prices_is_the_one_every_command_asks_fo
         engine.gpu_memory_utilization,
         engine.max_num_seqs,
     )
-    paper = CONFIG["paper"]
-    for run in paper["runs"]:
+    paper = SCALES["paper"]
+    for run in paper.runs:
         command = reward_launch.verl_command(paper, run)
         assert f"actor_rollout_ref.rollout.gpu_memory_utilization={engine.gpu_memory_utilization}" in command, run
         assert f"actor_rollout_ref.rollout.max_num_seqs={engine.max_num_seqs}" in command, run

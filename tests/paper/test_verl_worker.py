@@ -24,7 +24,7 @@ import torch
 import verl_cpu
 import yaml
 from entropy_rl.core import metric_columns, metrics, spec
-from entropy_rl.core import run as resolved
+from entropy_rl.core.scale import build
 from entropy_rl.paper import reward_launch, verl_metrics
 from omegaconf import OmegaConf
 from support import ROOT
@@ -34,7 +34,7 @@ pytestmark = pytest.mark.costly  # minutes of a core: scheduled first (tests/con
 
 # The paper scale's runs as the workflow resolves them (pipeline.plan: seed 0, one replicate).
 CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())
-PAPER = spec.with_replicates(spec.with_instruct_models(CONFIG["paper"]), 0, 1)
+PAPER = build("paper", spec.with_replicates(spec.with_instruct_models(CONFIG["paper"]), 0, 1))
 # Section 4's four runs, Section 2's GRPO, and Section 2's entropy-loss treatment (no reference model needed).
 RUNS = [
     "qwen2.5-7b-grpo-dapo",
@@ -134,7 +134,7 @@ def test_cpu_overrides_are_the_only_difference_from_the_run_command(root):
 @pytest.mark.parametrize("run", RUNS)
 def test_worker_trains_the_run_and_its_metrics_reach_the_table(run, step, tmp_path):
     result = step(run)
-    s = resolved.resolve(PAPER, run)
+    s = PAPER.runs[run]
     worker = result["worker_metrics"][0]
     mode = s.loss.loss_mode
     # One entry per PPO mini-batch: as many as the run has per step (one prompt's 8 responses each here).

@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 import vllm_standin
 import yaml
+from entropy_rl.core.evaluation import Protocol
 from entropy_rl.core.power.mcmc import context_needed
 from entropy_rl.core.power.methods import Power, Sample
-from entropy_rl.core.evaluation import Protocol
 from entropy_rl.paper import evaluate, power_sampling, prompt_format
 from support import ROOT
 

@@ -5,6 +5,7 @@ import yaml
 from entropy_rl.core import ledger
 from entropy_rl.core import spec as run_spec
 from entropy_rl.core.power import methods as power_methods
+from entropy_rl.core.scale import build
 from entropy_rl.paper.cost import budget
 from entropy_rl.pipeline import claim_plan
 from entropy_rl.study import artifacts
@@ -40,6 +41,7 @@ def test_a_budget_takes_the_cheapest_next_claim_while_it_fits():
 def study(scale):
     cfg = yaml.safe_load((ROOT / "config.yaml").read_text())
     S = run_spec.with_replicates(run_spec.with_instruct_models(cfg[scale]), 0, cfg[scale].get("replicates", 1))
+    typed = build(scale, S)
     power = S.get("power_sampling")
     P = (
         power_methods.build(power, {r: r for r in power["runs"].values()}, cfg[scale].get("replicates", 1), 0)
@@ -49,12 +51,13 @@ def study(scale):
     claims = ledger.expand_ledger(yaml.safe_load((ROOT / "claims.yaml").read_text()))
 
     drawn = {name: P.drawn(artifacts.ARTIFACTS[name].methods) for name in artifacts.POWER} if P else {}
-    return S, P, claims, claim_plan.study_jobs(S, claims, artifacts.reads_tests, P, drawn)
+    return typed, P, claims, claim_plan.study_jobs(typed, claims, artifacts.reads_tests, P, drawn)
 
 
 @pytest.mark.parametrize("scale", ["paper", "mini"])
 def test_every_claim_has_runs_in_the_config_and_every_run_serves_a_claim_or_an_artifact(scale):
-    S, P, claims, jobs = study(scale)
+    scale_, P, claims, jobs = study(scale)
+    S = scale_.config
     runs = set(S["runs"])
     for claim in claims:
         name = claim["measure"]["artifact"]
@@ -64,15 +67,14 @@ def test_every_claim_has_runs_in_the_config_and_every_run_serves_a_claim_or_an_a
         assert jobs[claim["id"]], f"{claim['id']}: no runs"
         assert set(claim_plan.runs_of(jobs[claim["id"]])) <= runs
     needed = set().union(*(claim_plan.runs_of(js) for js in jobs.values()))
-    by_artifacts = {
-        rep for a in S["artifacts"].values() for run in a["runs"] for rep in run_spec.replicates(S["runs"], run)
-    }
+    by_artifacts = {rep for a in S["artifacts"].values() for run in a["runs"] for rep in scale_.replicates(run)}
     assert runs - needed - by_artifacts == set(), "runs that no claim and no artifact needs"
 
 
 def test_the_paper_ledger_costs_what_the_estimate_says():
-    S, P, _, jobs = study("paper")
-    hours = budget.job_hours(S, P)
+    scale, P, _, jobs = study("paper")
+    S = scale.config
+    hours = budget.job_hours(scale, P)
     every = claim_plan.select(jobs, hours)
     trained = sum(h for j, h in hours.items() if j.startswith("train:"))
     powered = sum(h for j, h in hours.items() if j.startswith("power:"))

@@ -1,6 +1,7 @@
 """The rest of what the rule files compute (pipeline.power, params, claims, resources, estimate, pilot, cluster),
 on small dict configs and on the paper scale as the study plan resolves it (pipeline.plan)."""
 
+import dataclasses
 import json
 import os
 import types
@@ -8,8 +9,7 @@ import types
 import pytest
 import yaml
 from entropy_rl.core import paths
-from entropy_rl.core import run as resolved
-from entropy_rl.core import spec as run_spec
+from entropy_rl.core.scale import Model, Placement, Shape, build
 from entropy_rl.paper.cost import architectures, budget
 from entropy_rl.pipeline import claims, cluster, estimate, params, pilot, power, resources, scope
 from entropy_rl.pipeline import plan as study_plan
@@ -31,50 +31,50 @@ def plan_of(config: dict, **workflow) -> study_plan.StudyPlan:
 
 
 def test_the_pilots_sampling_jobs_run_on_its_model_and_its_rl_checkpoint():
-    jobs = power.pilot_methods(PAPER.S, PAPER.pilot, PAPER.pilot_runs)
+    jobs = power.pilot_methods(PAPER.scale, PAPER.pilot, PAPER.pilot_runs)
     run = PAPER.pilot_runs[0]
     assert list(jobs)[:2] == ["pilot-plain", "pilot-power"] and list(jobs)[-1] == "pilot-rl"
-    assert {j["model"] for j in jobs.values()} == {scope.run_model(PAPER.S, run)}
+    assert {j["model"] for j in jobs.values()} == {PAPER.scale.runs[run].model}
     assert jobs["pilot-rl"]["settings"] == {"kind": "sample", "temperature": 1.0, "run": run}
     assert jobs["pilot-power"]["settings"]["kind"] == "power"
-    assert power.pilot_methods(MINI.S, None, []) == {}
+    assert power.pilot_methods(MINI.scale, None, []) == {}
 
 
 def test_a_sampling_job_is_the_pilots_or_the_studys():
-    study = power.study(PAPER.S, PAPER.replicates, PAPER.seed)
-    pilots = power.pilot_methods(PAPER.S, PAPER.pilot, PAPER.pilot_runs)
-    assert power.job(PAPER.S, study, pilots, "pilot-plain") is pilots["pilot-plain"]
+    study = power.study(PAPER.scale, PAPER.replicates, PAPER.seed)
+    pilots = power.pilot_methods(PAPER.scale, PAPER.pilot, PAPER.pilot_runs)
+    assert power.job(PAPER.scale, study, pilots, "pilot-plain") is pilots["pilot-plain"]
     method = next(iter(study.methods))
-    job = power.job(PAPER.S, study, pilots, method)
+    job = power.job(PAPER.scale, study, pilots, method)
     assert job["settings"] == study.methods[method] and job["n"] == PAPER.power["n"]
-    assert power.methods(None) == {} and power.study({"runs": {}}, 1, 0) is None
-    assert power.benchmarks(PAPER.S, {}) == PAPER.power["benchmarks"]
-    assert power.benchmarks(PAPER.S, {"benchmarks": ["amc"]}) == ["amc"]
+    assert power.methods(None) == {} and power.study(dataclasses.replace(MINI.scale, config={}), 1, 0) is None
+    assert power.benchmarks(PAPER.scale, {}) == PAPER.power["benchmarks"]
+    assert power.benchmarks(PAPER.scale, {"benchmarks": ["amc"]}) == ["amc"]
 
 
 # ---- params ---------------------------------------------------------------------------------------
 
 
 def test_small_params():
-    S = {
-        "hub": {"lock": "locks/hub"},
-        "data": {"benchmarks": {"b": {"protocol": {"n": 1, "k": 2}}, "a": {"protocol": {}}}},
+    lock = PAPER.scale.config["hub"]["lock"]
+    assert params.lock_file(PAPER.scale, "org/model") == os.path.join(lock, "org--model.yaml")
+    assert params.protocols(MINI.scale, ["add5", "add1"]) == {  # as the config writes them, keys sorted
+        "add1": {"n": 1, "temperature": 0.0},
+        "add5": {"n": 8, "temperature": 0.6},
     }
-    assert params.lock_file(S, "org/model") == os.path.join("locks/hub", "org--model.yaml")
-    assert list(params.protocols(S, ["a", "b"])["b"]) == ["k", "n"]
     assert params.report_labels("table02_benchmarks") == {params.REPORT_LABEL: "table02_benchmarks · Table 2"}
-    scope_ = params.preflight_power_scope(PAPER.S)
+    scope_ = params.preflight_power_scope(PAPER.scale)
     assert scope_["runs"] == {} and list(scope_["models"]) == [PAPER.power["model"]]
 
 
 def test_an_artifact_reads_only_what_it_registered():
     name = "fig01_entropy_collapse"
     inputs = params.artifact_inputs(PAPER_PLAN, name)
-    runs = scope.with_replicates(PAPER.S, scope.artifact_runs(PAPER.S, name))
+    runs = scope.with_replicates(PAPER.scale, scope.artifact_runs(PAPER.scale, name))
     assert inputs["code"] == paths.CODE_STAMP.format(key=name)
     assert inputs["metrics"] == [paths.RUN_METRICS.format(run=r) for r in runs] and "summaries" not in inputs
     p = params.artifact_params(PAPER_PLAN, name)
-    assert p["runs"] == scope.artifact_runs(PAPER.S, name) and set(p["labels"]) == set(p["runs"])
+    assert p["runs"] == scope.artifact_runs(PAPER.scale, name) and set(p["labels"]) == set(p["runs"])
 
 
 def test_the_audits_params_list_the_claims_not_run_only_when_chosen():
@@ -91,35 +91,35 @@ def test_the_audits_params_list_the_claims_not_run_only_when_chosen():
 
 
 def test_the_budget_is_config_yamls_or_the_pilots_measured_mfus(tmp_path, capsys):
-    S = {
-        "budget": {"gpu": "A100", "gpu_peak_tflops": 312, "train_mfu": 0.3, "rollout_mfu": 0.05, "walltime_margin": 1.5}
-    }
+    budget = {"gpu": "A100", "gpu_peak_tflops": 312, "train_mfu": 0.3, "rollout_mfu": 0.05, "walltime_margin": 1.5}
+    scale = dataclasses.replace(PAPER.scale, config={**PAPER.scale.config, "budget": budget})
+    S = scale.config
     estimate_file = tmp_path / "estimate.json"
-    assert claims.budget_assumptions(S, False, str(estimate_file)) is S["budget"]
-    assert claims.budget_source(S, False, S["budget"], "e.json").endswith(
+    assert claims.budget_assumptions(scale, False, str(estimate_file)) is S["budget"]
+    assert claims.budget_source(scale, False, S["budget"], "e.json").endswith(
         "config.yaml paper.budget, assumed, A100 hours"
     )
     on_a100 = {"gpu": "A100", "gpu_peak_tflops": 312}
     estimate_file.write_text(json.dumps({"train_mfu": 0.2, "rollout_mfu": 0.1, **on_a100}))
-    measured = claims.budget_assumptions(S, False, str(estimate_file))
+    measured = claims.budget_assumptions(scale, False, str(estimate_file))
     assert measured == {**S["budget"], "train_mfu": 0.2, "rollout_mfu": 0.1}
-    assert "measured at its one model size" in claims.budget_source(S, False, measured, "e.json")
-    assert claims.budget_assumptions(S, True, str(estimate_file)) is S["budget"]  # mini: never measured
+    assert "measured at its one model size" in claims.budget_source(scale, False, measured, "e.json")
+    assert claims.budget_assumptions(scale, True, str(estimate_file)) is S["budget"]  # mini: never measured
     estimate_file.write_text(json.dumps({"train_mfu": 0.2, "rollout_mfu": 0.1, "speed_laws": {"a": 1}, **on_a100}))
-    laws = claims.budget_assumptions(S, False, str(estimate_file))
-    assert laws["speed_laws"] == {"a": 1} and "speed laws" in claims.budget_source(S, False, laws, "e.json")
+    laws = claims.budget_assumptions(scale, False, str(estimate_file))
+    assert laws["speed_laws"] == {"a": 1} and "speed laws" in claims.budget_source(scale, False, laws, "e.json")
     # timed on an H200: refused under an A100 budget, unless a conversion is stated (2 A100 seconds an H200 second)
     estimate_file.write_text(json.dumps({"train_mfu": 0.2, "rollout_mfu": 0.1, "gpu": "H200", "gpu_peak_tflops": 989}))
     with pytest.raises(WorkflowError, match="gpu_conversion.H200"):
-        claims.budget_assumptions(S, False, str(estimate_file))
+        claims.budget_assumptions(scale, False, str(estimate_file))
     S["budget"]["gpu_conversion"] = {"H200": {"factor": 2.0, "source": "a test"}}
-    converted = claims.budget_assumptions(S, False, str(estimate_file))
+    converted = claims.budget_assumptions(scale, False, str(estimate_file))
     assert (converted["train_mfu"], converted["rollout_mfu"]) == (
         pytest.approx(0.2 * 989 / 624),
         pytest.approx(0.1 * 989 / 624),
     )
     estimate_file.write_text("{}")
-    assert claims.budget_assumptions(S, False, str(estimate_file)) is S["budget"]
+    assert claims.budget_assumptions(scale, False, str(estimate_file)) is S["budget"]
     assert "unreadable" in capsys.readouterr().err
 
 
@@ -142,7 +142,7 @@ def test_choosing_claims():
 
 
 def test_no_gpu_hours_at_mini_scale():
-    hours = claims.job_hours(MINI, None, {}, MINI.S.get("budget"), {"c": ["train:a", "eval:a"]})
+    hours = claims.job_hours(MINI, None, {}, MINI.scale.config.get("budget"), {"c": ["train:a", "eval:a"]})
     assert hours == {"train:a": 0.0, "eval:a": 0.0}
 
 
@@ -150,7 +150,7 @@ def test_no_gpu_hours_at_mini_scale():
 
 
 def test_a_runs_slurm_resources():
-    res = resources.train_resources({"nodes": 2, "gpus_per_node": 4}, 80.0, 1.5, "--export-file=env", 2880)
+    res = resources.train_resources(Placement(2, 4, 1), 80.0, 1.5, "--export-file=env", 2880)
     assert res == {
         "nodes": 2,
         "gpu": 8,
@@ -160,9 +160,9 @@ def test_a_runs_slurm_resources():
         "runtime": 900,
     }
     # the floor
-    assert resources.train_resources({"nodes": 1, "gpus_per_node": 8}, 1.0, 1.5, "x", 2880)["runtime"] == 60
+    assert resources.train_resources(Placement(1, 8, 1), 1.0, 1.5, "x", 2880)["runtime"] == 60
     # the site's
-    assert resources.train_resources({"nodes": 1, "gpus_per_node": 8}, 1e4, 1.5, "x", 2880)["runtime"] == 2880
+    assert resources.train_resources(Placement(1, 8, 1), 1e4, 1.5, "x", 2880)["runtime"] == 2880
     engine = resources.engine_resources(lambda wc: 2, lambda wc: 10.0, 1.2)
     assert engine["gpu"](None) == 2 and engine["cpus_per_task"](None) == 16 and engine["runtime"](None) == 360
     hours = {"train:a": 1.0, "eval:a": 2.0, "power:p": 3.0, "speed:pilot": 0.1}
@@ -173,7 +173,7 @@ def test_a_runs_slurm_resources():
         run
     )
     engine = PAPER_PLAN.engine_resources("evaluate_vllm", lambda wc: 1)
-    margin = PAPER.S["budget"]["walltime_margin"]
+    margin = PAPER.scale.config["budget"]["walltime_margin"]
     minutes = budget.runtime_minutes(PAPER_PLAN.job_hours[f"eval:{run}"], 1, margin)
     assert engine["runtime"]({"run": run}) == minutes
 
@@ -192,10 +192,10 @@ def test_the_runs_the_targets_need_that_have_not_trained(tmp_path, monkeypatch):
     assert estimate.requested_runs(plan_of(config, targets={"evaluations"})) == sorted(set(PAPER.runs) - {trained})
     assert estimate.requested_runs(plan_of(config, targets={"pilot"})) == PAPER.pilot_runs
     other = next(r for r in PAPER.runs if r not in some.study_runs)
-    fig = next(n for n in PAPER.artifact_names if other in PAPER.S["artifacts"][n]["runs"])
+    fig = next(n for n in PAPER.artifact_names if other in PAPER.scale.config["artifacts"][n]["runs"])
     targets = {paths.EVAL_SUMMARY.format(run=other), f"{fig}_x"}
     assert estimate.requested_runs(plan_of(config, targets=targets)) == sorted(
-        set(PAPER.S["artifacts"][fig]["runs"]) | {other}
+        set(PAPER.scale.config["artifacts"][fig]["runs"]) | {other}
     )
     samples = str(tmp_path / "{method}.parquet")
     (tmp_path / "b.parquet").write_text("")  # sampled
@@ -206,7 +206,7 @@ def test_the_runs_the_targets_need_that_have_not_trained(tmp_path, monkeypatch):
 
 def test_the_estimate_message():
     hours = {"train:a": 10.0, "eval:a": 1.0, "train:b": 20.0, "eval:b": 2.0, "power:m": 3.0}
-    budget = PAPER.S["budget"]
+    budget = PAPER.scale.config["budget"]
     assert estimate.budget_message([], [], hours, False, [], budget, None) is None
     text = estimate.budget_message(["a", "b"], ["m"], hours, False, ["b"], budget, "est.json")
     assert (
@@ -268,9 +268,10 @@ def test_the_pilots_jobs_cost_and_stages():
     logs = [paths.MODEL_LOG, paths.RUN_PREFLIGHT_LOG, paths.TRAIN_LOG, paths.EVAL_PREFLIGHT_LOG, paths.EVAL_LOG]
     assert [s["log"] for s in stages[:5]] == [t.format(model=PAPER_PLAN.run_model(run), run=run) for t in logs]
     assert pilot.targeted({"pilot"}) and not pilot.targeted(None)
-    assert list(pilot.report_scope(PAPER.S)) == sorted(pilot.report_scope(PAPER.S))
-    speed_scope = pilot.speed_scope(PAPER.S, PAPER.pilot)
-    assert all(architectures.shape(speed_scope, m) for m in PAPER.pilot["speed"]["sizes"])  # the shapes it builds
+    assert list(pilot.report_scope(PAPER.scale)) == sorted(pilot.report_scope(PAPER.scale))
+    speed_scope = pilot.speed_scope(PAPER.scale, PAPER.pilot)
+    built = build("paper", speed_scope)  # as the speed job reads its params
+    assert all(built.models[m].shape == PAPER.scale.models[m].shape for m in PAPER.pilot["speed"]["sizes"])
 
 
 def test_a_failed_pilots_report_never_hides_the_error(monkeypatch, capsys):
@@ -290,14 +291,13 @@ def test_a_failed_pilots_report_never_hides_the_error(monkeypatch, capsys):
 def test_a_gated_download_without_a_token_stops_unless_staged_or_there(tmp_path, monkeypatch):
     asked = []
     monkeypatch.setattr(cluster.hub, "require_token", lambda repo, gated: asked.append((repo, gated)))
-    S = {
-        "hub": {"mirror": str(tmp_path / "mirror")},
-        "models": {"m": {"hub": "org/m", "gated": True}, "n": {"hub": "org/n"}, "o": {"hub": "org/o", "gated": True}},
-        "data": {"sources": {"d": {"hub": "org/d"}}},
-    }
+    shape = Shape("qwen2", 64, 128, 2, 4)
+    models = {m: Model(m, shape, hub=f"org/{m}", gated=m != "n") for m in "mno"}
+    config = {"hub": {"mirror": str(tmp_path / "mirror")}, "data": {"sources": {"d": {"hub": "org/d"}}}}
+    scale = dataclasses.replace(PAPER.scale, models=models, config=config)
     (tmp_path / "mirror" / "org" / "o").mkdir(parents=True)  # staged in the mirror
     (tmp_path / "models" / "n").mkdir(parents=True)  # already downloaded
-    cluster.check_hub_access(S, str(tmp_path / "models" / "{model}"), str(tmp_path / "src" / "{source}"))
+    cluster.check_hub_access(scale, str(tmp_path / "models" / "{model}"), str(tmp_path / "src" / "{source}"))
     assert asked == [("org/m", True), ("org/d", False)]
 
 
@@ -321,15 +321,15 @@ def test_the_pilots_run_on_a_node_is_the_study_run_cut_to_a_few_steps():
     config["paper"]["pilot"]["speed"]["node"] = {"steps": 3}
     node_plan = plan_of({**config, "scale": "paper"})
     node = node_plan.scope
-    assert PAPER.pilot_node_runs == [] and scope.NODE_RUN not in PAPER.S["runs"]
+    assert PAPER.pilot_node_runs == [] and scope.NODE_RUN not in PAPER.scale.config["runs"]
     assert node.pilot_node_runs == [scope.NODE_RUN] and node.pilot_runs == PAPER.pilot_runs
     assert scope.NODE_RUN not in node.runs  # not a study run
     study_run = node.pilot["speed"]["run"]
-    cut, whole = resolved.resolve(node.S, scope.NODE_RUN), resolved.resolve(node.S, study_run)
+    cut, whole = node.scale.runs[scope.NODE_RUN], node.scale.runs[study_run]
     differ = {k for k in cut.params().keys() | whole.params().keys() if cut.params().get(k) != whole.params().get(k)}
     assert differ == {"run_id", "steps", "val_every", "save_every", "val_max_samples"}  # run_id: the run's name
     # 8 GPUs, TP 2
-    assert run_spec.run_model_entry(node.S, scope.NODE_RUN) == run_spec.run_model_entry(node.S, study_run)
+    assert node.scale.placement(scope.NODE_RUN) == node.scale.placement(study_run)
     jobs = node_plan.pilot_methods
     assert pilot.jobs(node_plan)[-1] == f"train:{scope.NODE_RUN}"
     stages = pilot.stages(node_plan)
@@ -341,9 +341,13 @@ def test_the_pilots_run_on_a_node_is_the_study_run_cut_to_a_few_steps():
         "gpus": 8,
         "verl_logs_dir": paths.RUN_CHECKPOINTS.format(run=scope.NODE_RUN),
     }
-    hours = claims.job_hours(node, None, jobs, node.S["budget"], {})
+    hours = claims.job_hours(node, None, jobs, node.scale.config["budget"], {})
     three = budget.train_gpu_hours(
-        cut, node.S["models"]["qwen2.5-7b"], architectures.of_model(node.S, "qwen2.5-7b"), node.S["budget"], 16
+        cut,
+        node.scale.models["qwen2.5-7b"].placement,
+        architectures.of_model(node.scale, "qwen2.5-7b"),
+        node.scale.config["budget"],
+        16,
     )
     assert hours[f"train:{scope.NODE_RUN}"] == pytest.approx(three + 8 * node.pilot["startup_minutes"] / 60)
     assert f"eval:{scope.NODE_RUN}" not in hours

@@ -1,7 +1,6 @@
 """Params compared as text (pipeline.stamps.canonical) and the code stamps the rules take as inputs."""
 
 import yaml
-from entropy_rl.core import run as resolved
 from entropy_rl.pipeline import scope, stamps
 from support import ROOT
 
@@ -28,9 +27,9 @@ def test_a_run_and_a_sampler_get_their_own_stamps(monkeypatch):
     stamps.trainer_code.cache_clear()
     stamps.sampler_stamp.cache_clear()
     paper = scope.resolve({**yaml.safe_load((ROOT / "config.yaml").read_text()), "scale": "paper"})
-    keys = {stamps.train_code(TEMPLATE, resolved.resolve(paper.S, run))[0] for run in paper.runs}
+    keys = {stamps.train_code(TEMPLATE, paper.scale.runs[run])[0] for run in paper.runs}
     assert "results/code/train_verl.json" in keys and "results/code/train_prime.json" in keys
-    path, mods = stamps.train_code(TEMPLATE, resolved.resolve(paper.S, paper.runs[0]))
+    path, mods = stamps.train_code(TEMPLATE, paper.scale.runs[paper.runs[0]])
     assert mods[0] == "entropy_rl.paper.train_job"  # the job around the trainer: the launch and the log's reading
     assert stamps.power_sampler_code(TEMPLATE, "power")[0] == "results/code/power_sampling_vllm.json"
     assert set(stamps.SAMPLER_CODE.values()) == {"power_sampling_vllm", "power_samplers_vllm"}

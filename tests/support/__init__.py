@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 from entropy_rl import PROJECT_DIR as ROOT
 from entropy_rl.core import run as resolved
+from entropy_rl.core.scale import shape_of
 from entropy_rl.paper.cost import architectures
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -260,7 +261,7 @@ def speed_result(tmp_path, gpu: str = "NVIDIA H200", peak: float = 989.0, lower_
             {
                 "model": model,
                 "params_b": n,
-                "arch": architectures.shape(paper, model),
+                "arch": architectures.record(shape_of(paper["models"][model])),
                 "rollout": rollout,
                 "update": {
                     "model": model,
@@ -280,7 +281,7 @@ def speed_result(tmp_path, gpu: str = "NVIDIA H200", peak: float = 989.0, lower_
         {
             "model": "qwen2.5-3b",
             "params_b": 3,
-            "arch": architectures.shape(paper, "qwen2.5-3b"),
+            "arch": architectures.record(shape_of(paper["models"]["qwen2.5-3b"])),
             "update": {"model": "qwen2.5-3b", "skipped": "needs 113 GiB"},
             "rollout": {"model": "qwen2.5-3b", "failed": "exit 1 after 30 s"},
         }
@@ -293,7 +294,8 @@ def speed_result(tmp_path, gpu: str = "NVIDIA H200", peak: float = 989.0, lower_
 
 def verl_flops(family: str, arch: dict, seqlens: list[int]) -> float:
     """verl's own count (verl/utils/flops_counter.py, the function it keeps for the model_type) of one forward and
-    backward pass over sequences of ``seqlens`` tokens, for a model's shape in config.yaml (``architectures.shape``)."""
+    backward pass over sequences of ``seqlens`` tokens, for a model's shape as recorded (``architectures.record``) or its
+    entry in config.yaml."""
     from entropy_rl.paper.cost import shapes
     from transformers import AutoConfig
     from verl.utils.flops_counter import ESTIMATE_FUNC

@@ -130,44 +130,17 @@ def test_an_edit_rewrites_exactly_the_stamps_of_the_code_that_runs_it(study, mon
 
 def test_a_comment_a_docstring_and_a_moved_module_make_nothing_outdated(study):
     pkg = study[0] / "workflow" / "entropy_rl"
-    undo = [
-        edited(pkg / "core" / "reward.py", "TEST_TIMEOUT_S = 10.0", "TEST_TIMEOUT_S = 10.0  # seconds per test run")
-    ]
-    # paper/prompt_format.py moved to core/ (where it was before issue 31), its importers updated: the same behaviour.
-    shutil.move(pkg / "paper" / "prompt_format.py", pkg / "core" / "prompt_format.py")
-    undo.append(lambda: shutil.move(pkg / "core" / "prompt_format.py", pkg / "paper" / "prompt_format.py"))
-    undo.append(
-        edited(pkg / "paper" / "run_command.py", "from . import prompt_format\n", "from ..core import prompt_format\n")
-    )
-    undo.append(
-        edited(
-            pkg / "paper" / "evaluate.py",
-            "from . import prompt_format\nfrom ..core import scoring\n",
-            "from ..core import prompt_format, scoring\n",
-        )
-    )
-    undo.append(
-        edited(
-            pkg / "paper" / "power_sampling.py",
-            "from ..core import formats\nfrom . import prompt_format\n",
-            "from ..core import formats, prompt_format\n",
-        )
-    )
-    undo.append(
-        edited(
-            pkg / "paper" / "power_samplers.py",
-            "from . import prompt_format\n",
-            "from ..core import prompt_format\n",
-        )
-    )
-    undo.append(
-        edited(
-            pkg / "paper" / "preflight.py",
-            "    from . import prompt_format\n",
-            "    from ..core import prompt_format\n",
-        )
-    )
+    undo = []
     try:
+        undo.append(
+            edited(pkg / "core" / "reward.py", "TEST_TIMEOUT_S = 10.0", "TEST_TIMEOUT_S = 10.0  # seconds per test run")
+        )
+        # paper/prompt_format.py moved to core/ (where it was before issue 31), its importers updated: the same behaviour.
+        shutil.move(pkg / "paper" / "prompt_format.py", pkg / "core" / "prompt_format.py")
+        undo.append(lambda: shutil.move(pkg / "core" / "prompt_format.py", pkg / "paper" / "prompt_format.py"))
+        for importer in ("run_command", "evaluate", "power_sampling", "power_samplers", "preflight"):
+            path = pkg / "paper" / f"{importer}.py"
+            undo.append(edited(path, "from . import prompt_format\n", "from ..core import prompt_format\n"))
         proc = run_all(study)
         assert proc.returncode == 0 and "Nothing to be done" in proc.stderr, proc.stderr[-3000:]
     finally:

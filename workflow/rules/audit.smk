@@ -37,14 +37,14 @@ rule claims_budget:
         md=paths.CLAIMS_BUDGET_MD,
         csv=paths.CLAIMS_BUDGET_CSV,
     params:
-        scale=PLAN.scale,
+        scale=PLAN.scale.name,
         jobs=canonical({c: sorted(js) for c, js in PLAN.claim_jobs.items()}),
         hours=canonical({j: round(h, 2) for j, h in PLAN.job_hours.items()}),
         # each job's range and what pays for it: computed when the rule runs, not at every plan
         spread=lambda wildcards: claim_choice.job_spread(PLAN.scope, PLAN.power_study, PLAN.budget),
         artifacts={c["id"]: c["measure"]["artifact"] for c in PLAN.claims},
         budgets=[500, 5000, 50000],
-        how=claim_choice.budget_source(PLAN.S, PLAN.mini, PLAN.budget, paths.PILOT_ESTIMATE),
+        how=claim_choice.budget_source(PLAN.scale, PLAN.mini, PLAN.budget, paths.PILOT_ESTIMATE),
         anchors=[] if PLAN.mini else anchors.lines(PLAN.S["budget"]),  # the configured assumption beside published runs
     localrule: True
     log:

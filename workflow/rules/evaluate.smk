@@ -1,5 +1,4 @@
 from entropy_rl.core import paths
-from entropy_rl.core.run import eval_max_new_tokens
 
 
 if PLAN.mini:
@@ -17,7 +16,7 @@ if PLAN.mini:
         params:
             backend="mini",  # the scale, whose evaluation core.backends names
             protocols=PLAN.protocols(),
-            max_new_tokens=lambda wc: eval_max_new_tokens(PLAN.S, wc.run),  # one reading at both scales
+            max_new_tokens=lambda wc: PLAN.scale.eval_max_new_tokens(wc.run),  # one reading at both scales
             pass_k=PLAN.S["eval"]["pass_k"],
             seed=PLAN.S["eval"]["seed"],
         threads: 1
@@ -45,15 +44,15 @@ else:
         params:
             backend="paper",  # the scale, whose evaluation core.backends names
             protocols=PLAN.protocols(),
-            max_new_tokens=lambda wc: eval_max_new_tokens(PLAN.S, wc.run),
+            max_new_tokens=lambda wc: PLAN.scale.eval_max_new_tokens(wc.run),
             pass_k=PLAN.S["eval"]["pass_k"],
             seed=PLAN.S["eval"]["seed"],
-            tensor_parallel=lambda wc: PLAN.run_model_spec(wc.run)["tensor_parallel"],
-            chat_template=lambda wc: PLAN.run_model_spec(wc.run)["chat_template"],
+            tensor_parallel=lambda wc: PLAN.scale.placement(wc.run).tensor_parallel,
+            chat_template=lambda wc: PLAN.scale.model_of(wc.run).chat_template,
         # The engine's GPUs only: vLLM shards the model over `tensor_parallel` of them (a size that
         # divides its attention heads), and SLURM packs other jobs onto the rest of the node.
         resources:
-            **PLAN.engine_resources("evaluate_vllm", lambda wc: PLAN.run_model_spec(wc.run)["tensor_parallel"]),
+            **PLAN.engine_resources("evaluate_vllm", lambda wc: PLAN.scale.placement(wc.run).tensor_parallel),
         log:
             paths.EVAL_LOG,
         container:

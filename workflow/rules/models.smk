@@ -63,9 +63,9 @@ else:
         output:
             directory(paths.MODEL_DIR),
         params:
-            repo=lambda wc: PLAN.S["models"][wc.model]["hub"],
-            revision=lambda wc: PLAN.S["models"][wc.model].get("revision"),
-            lock=lambda wc: PLAN.lock_file(PLAN.S["models"][wc.model]["hub"]),
+            repo=lambda wc: PLAN.scale.models[wc.model].hub,
+            revision=lambda wc: PLAN.scale.models[wc.model].revision,
+            lock=lambda wc: PLAN.lock_file(PLAN.scale.models[wc.model].hub),
             mirror=PLAN.S["hub"]["mirror"],
             repo_type="model",
         log:

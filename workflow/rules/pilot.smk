@@ -51,7 +51,7 @@ if PLAN.pilot:
             output:
                 paths.PILOT_SPEED,
             params:
-                scope=pilot_jobs.speed_scope(PLAN.S, PLAN.pilot),
+                scope=pilot_jobs.speed_scope(PLAN.scale, PLAN.pilot),
             resources:
                 gpu=1,
                 cpus_per_task=8,
@@ -81,7 +81,7 @@ if PLAN.pilot:
             estimate=paths.PILOT_ESTIMATE,
         params:
             stages=pilot_jobs.stages(PLAN),
-            scope=pilot_jobs.report_scope(PLAN.S),
+            scope=pilot_jobs.report_scope(PLAN.scale),
         log:
             paths.log("pilot_report"),
         container:

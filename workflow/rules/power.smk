@@ -55,13 +55,13 @@ if PLAN.power:
                 n=lambda wc: PLAN.power_job(wc.method)["n"],
                 max_new_tokens=lambda wc: PLAN.power_job(wc.method)["max_new_tokens"],
                 seed=lambda wc: PLAN.power_job(wc.method)["seed"],
-                tensor_parallel=lambda wc: PLAN.power_job(wc.method)["placement"]["tensor_parallel"],
-                chat_template=lambda wc: PLAN.power_job(wc.method)["placement"]["chat_template"],
+                tensor_parallel=lambda wc: PLAN.power_job(wc.method)["placement"].tensor_parallel,
+                chat_template=lambda wc: PLAN.power_job(wc.method)["chat_template"],
             # The engines' GPUs only (both engines share them): vLLM shards the model over
             # `tensor_parallel` of them, a size that divides its attention heads.
             resources:
                 **PLAN.engine_resources(
-                    "power_sample_vllm", lambda wc: PLAN.power_job(wc.method)["placement"]["tensor_parallel"]
+                    "power_sample_vllm", lambda wc: PLAN.power_job(wc.method)["placement"].tensor_parallel
                 ),
             log:
                 paths.POWER_LOG,

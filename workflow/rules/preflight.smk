@@ -33,9 +33,9 @@ if not PLAN.mini:
         output:
             paths.RUN_PREFLIGHT,
         params:
-            command=lambda wc: reward_launch.verl_command(PLAN.S, wc.run),  # train_verl's params: what the job runs
+            command=lambda wc: reward_launch.verl_command(PLAN.scale, wc.run),  # train_verl's params: what the job runs
             spec=run_settings,
-            rollout=lambda wc: preflight.run_engine(PLAN.S, wc.run, "rollout"),
+            rollout=lambda wc: preflight.run_engine(PLAN.scale, wc.run, "rollout"),
             benchmarks=sorted(PLAN.benchmarks),
         log:
             paths.RUN_PREFLIGHT_LOG,
@@ -54,7 +54,7 @@ if not PLAN.mini:
         output:
             paths.EVAL_PREFLIGHT,
         params:
-            engines=lambda wc: [preflight.run_engine(PLAN.S, wc.run, "evaluate")],
+            engines=lambda wc: [preflight.run_engine(PLAN.scale, wc.run, "evaluate")],
         log:
             paths.EVAL_PREFLIGHT_LOG,
         container:
@@ -72,7 +72,7 @@ if not PLAN.mini:
             output:
                 paths.POWER_PREFLIGHT,
             params:
-                scope=pipeline_params.preflight_power_scope(PLAN.S),
+                scope=pipeline_params.preflight_power_scope(PLAN.scale),
             log:
                 paths.log("preflight/power"),
             container:

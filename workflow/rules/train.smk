@@ -42,8 +42,8 @@ else:
             final=directory(paths.RUN_FINAL),
         params:
             spec=run_settings,
-            command=lambda wc: reward_launch.verl_command(PLAN.S, wc.run),  # run_command's builder, the run resolved once, with its own reward
-            gpus_per_node=lambda wc: PLAN.run_model_spec(wc.run)["gpus_per_node"],
+            command=lambda wc: reward_launch.verl_command(PLAN.scale, wc.run),  # run_command's builder, the run resolved once, with its own reward
+            gpus_per_node=lambda wc: PLAN.scale.placement(wc.run).gpus_per_node,
             benchmarks=PLAN.benchmarks,
         resources:
             nodes=lambda wc: PLAN.train_resources(wc.run)["nodes"],

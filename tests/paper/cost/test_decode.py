@@ -4,16 +4,17 @@ the estimate makes of it (paper.cost.budget, efficiency): the same FLOPs, anothe
 
 import pytest
 import yaml
-from entropy_rl.core.run import resolve
+from entropy_rl.core.scale import build
 from entropy_rl.paper.cost import architectures, budget, decode, efficiency, speed_law
 from support import ROOT
 
 PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
+SCALE = build("paper", PAPER)
 A100_BYTES, A100_FLOPS, A100_MEMORY = 2.039e12, 312e12, 80e9  # NVIDIA A100 80GB SXM data sheet; verl's peak table
 
 
 def arch(model: str):
-    return architectures.of_model(PAPER, model)
+    return architectures.of_model(SCALE, model)
 
 
 def test_deepseek_math_reads_five_times_the_bytes_of_qwen_at_the_same_flops():
@@ -56,8 +57,9 @@ def test_the_estimate_prices_the_same_flops_by_their_bytes():
     questions = sum(b["size"] for b in PAPER["data"]["benchmarks"].values())
     terms = {}
     for model in ("deepseek-math-7b", "qwen2.5-7b"):
-        run = resolve(PAPER, "qwen2.5-7b-grpo-gsm8k").but(model=model)
-        terms[model] = budget.train_time(run, PAPER["models"][model], arch(model), PAPER["budget"], questions).terms()
+        run = SCALE.runs["qwen2.5-7b-grpo-gsm8k"].but(model=model)
+        placement = SCALE.models[model].placement
+        terms[model] = budget.train_time(run, placement, arch(model), PAPER["budget"], questions).terms()
     length = 150, 300  # config.yaml paper.budget.lengths.gsm8k
     roof = {m: decode.roofline(arch(m), *length, decode.ROLLOUT_ENGINE.at(2), "A100", 312).seconds for m in terms}
     ratio = terms["deepseek-math-7b"]["rollout"] / terms["qwen2.5-7b"]["rollout"]

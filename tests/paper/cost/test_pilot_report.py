@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from entropy_rl.core import scale as core_scale
 from entropy_rl.core import spec as run_spec
-from entropy_rl.core.run import resolve
 from entropy_rl.paper.cost import architectures, budget, efficiency, pilot_measures, pilot_report, shapes
 from support import FIXTURES, ROOT, verl_dense_and_width
 
@@ -101,7 +101,7 @@ def make_pilot(tmp_path):
 
 def build(tmp_path, stages, **kwargs):
     out = [tmp_path / f"pilot.{ext}" for ext in ("md", "html", "json")]
-    summary = pilot_report.write(stages, study(), *out, **kwargs)
+    summary = pilot_report.write(stages, core_scale.build("paper", study()), *out, **kwargs)
     assert json.loads(out[2].read_text()) == json.loads(json.dumps(summary))
     return out[0].read_text(), out[1].read_text(), summary
 
@@ -223,13 +223,14 @@ def test_measured_mfus_are_the_hand_computed_ones(pilot, tmp_path):
 def test_the_reestimate_moves_each_term_by_its_mfu_ratio(pilot):
     _, stages = pilot
     S = study()
+    scale = core_scale.build("paper", S)
     train = pilot_measures.measure(stages[0], RESPONSES, 1)
     timed = {"gpu": "A100", "gpu_peak_tflops": 312, "why": "the fixture's"}
     measured_budget, _ = pilot_measures.measured_budget(
-        S["budget"], train, architectures.of_model(S, "qwen2.5-0.5b"), 1, timed
+        S["budget"], train, architectures.of_model(scale, "qwen2.5-0.5b"), 1, timed
     )
-    assumed = pilot_measures.reestimate(S, S["budget"])
-    measured = pilot_measures.reestimate(S, measured_budget)
+    assumed = pilot_measures.reestimate(scale, S["budget"])
+    measured = pilot_measures.reestimate(scale, measured_budget)
     assert list(assumed["model"]) == list(measured["model"])
     assert assumed["runs"].sum() == len(S["runs"]) - 1  # every run but the pilot's
     train_ratio = S["budget"]["train_mfu"] / measured_budget["train_mfu"]
@@ -249,11 +250,9 @@ def test_the_reestimate_moves_each_term_by_its_mfu_ratio(pilot):
     val_questions = sum(b["size"] for b in S["data"]["benchmarks"].values())
     cfg = S["budget"]
     for _, row in assumed.iterrows():
-        runs = [
-            resolve(S, r) for r in S["runs"] if S["runs"][r]["model"] == row["model"] and not r.startswith("pilot-")
-        ]
-        model, arch = S["models"][row["model"]], architectures.of_model(S, row["model"])
-        expected = sum(budget.train_gpu_hours(run, model, arch, cfg, val_questions) for run in runs)
+        runs = [run for r, run in scale.runs.items() if run.model == row["model"] and not r.startswith("pilot-")]
+        placement, arch = scale.models[row["model"]].placement, architectures.of_model(scale, row["model"])
+        expected = sum(budget.train_gpu_hours(run, placement, arch, cfg, val_questions) for run in runs)
         assert row["train_gpu_hours"] == pytest.approx(expected, rel=1e-12)
         # a forward pass a token by verl's counter; passes: log-probs, the reference where a KL loss needs it, three
         # an epoch, and PRIME's reward model (its scores, its reference, its update)
@@ -314,7 +313,7 @@ def test_the_report_links_each_stage_to_its_log(pilot, tmp_path, monkeypatch):
     stages = [dataclasses.replace(s, log=str(Path(s.log).relative_to(tmp_path))) for s in stages]
     (root / "power/samples/pilot-power.parquet").unlink()
     md_path, html_path = Path("results/pilot/report.md"), Path("results/pilot/report.html")
-    pilot_report.write(stages, study(), md_path, html_path, "results/pilot/estimate.json")
+    pilot_report.write(stages, core_scale.build("paper", study()), md_path, html_path, "results/pilot/estimate.json")
     md, page = md_path.read_text(), html_path.read_text()
     rows = table_rows(md, "stage")
     for stage in stages:
@@ -351,7 +350,7 @@ def test_a_pilot_that_failed_before_any_training_step_still_gets_its_report(tmp_
         gpus=1,
         verl_logs_dir=str(tmp_path / "checkpoints"),
     )
-    summary = pilot_report.write([stage], study(), "r.md", "r.html", "failed.json")
+    summary = pilot_report.write([stage], core_scale.build("paper", study()), "r.md", "r.html", "failed.json")
     report = (tmp_path / "r.md").read_text()
     assert summary["pilot_stages"] == "0/1" and "CUDA out of memory" in report and "failed" in report
     assert all(s["source"] == "assumed" for s in summary["sources"].values())  # nothing measured, nothing claimed
@@ -370,7 +369,8 @@ def test_the_run_on_a_node_prices_its_own_architecture(pilot, tmp_path):
     train = stages[0]
     node = dataclasses.replace(train, job=scope.NODE_RUN, gpus=8)
     out = [tmp_path / f"node.{ext}" for ext in ("md", "html", "json")]
-    summary = pilot_report.write([*stages, node], S, *out)
+    scale = core_scale.build("paper", S)
+    summary = pilot_report.write([*stages, node], scale, *out)
     point = summary["speed_laws"]["node"]
     assert (point["model"], point["gpus"], point["tensor_parallel"], point["steps"]) == ("qwen2.5-7b", 8, 2, 4)
     assert point["train_mfu"] == pytest.approx(sum(MFU_ACTOR) / 4)
@@ -384,9 +384,9 @@ def test_the_run_on_a_node_prices_its_own_architecture(pilot, tmp_path):
         }
     assert "train_mfu" not in by_size["mistral-7b"]  # no speed law here: the configured MFU
     priced = {**S["budget"], "speed_laws": summary["speed_laws"]}
-    on_node = efficiency.of(priced, "rollout_mfu", architectures.of_model(S, "qwen2.5-7b"), PROMPT, RESPONSE)
+    on_node = efficiency.of(priced, "rollout_mfu", architectures.of_model(scale, "qwen2.5-7b"), PROMPT, RESPONSE)
     assert (on_node.value, on_node.source) == (pytest.approx(point["rollout_mfu"]), "measured on a node (8 GPUs, TP 2)")
-    assumed = efficiency.of(priced, "rollout_mfu", architectures.of_model(S, "mistral-7b"), PROMPT, RESPONSE)
+    assumed = efficiency.of(priced, "rollout_mfu", architectures.of_model(scale, "mistral-7b"), PROMPT, RESPONSE)
     assert (assumed.value, assumed.source) == (S["budget"]["rollout_mfu"], "budget")
     assert "## qwen2.5-7b on a node" in out[0].read_text()
     # the pilot's own training is still the one training stage it reports the budget from

@@ -11,6 +11,7 @@ import sys
 import pytest
 import yaml
 from entropy_rl.core.run import resolve
+from entropy_rl.core.scale import build
 from entropy_rl.paper import reward_launch
 from entropy_rl.paper.cost import step
 from entropy_rl.paper.verl import prime_check
@@ -62,5 +63,7 @@ def test_a_prime_step_is_charged_the_passes_and_answers_its_recipe_runs(tmp_path
         == run.prime.oversample_factor
         == step.generation_factor(run, PAPER["budget"])
     )
-    assert f"data.oversample_factor={counted['oversample_factor']}" in reward_launch.verl_command(PAPER, run_id)
+    assert f"data.oversample_factor={counted['oversample_factor']}" in reward_launch.verl_command(
+        build("paper", PAPER), run_id
+    )
     assert step.train_passes(run) == step.actor_passes(run) + counted["forward_equivalents"]

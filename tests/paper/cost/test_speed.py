@@ -9,6 +9,7 @@ import warnings
 import pytest
 import yaml
 from entropy_rl.core import spec as run_spec
+from entropy_rl.core.scale import build, model_of
 from entropy_rl.paper.cost import anchors, architectures, pilot_report, shapes, speed, speed_law, speed_report
 from entropy_rl.paper.cost.architectures import Architecture
 from support import (
@@ -24,11 +25,12 @@ from support import (
 
 PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
 S = run_spec.with_replicates(run_spec.with_instruct_models(PAPER), 0, 1)
+SCALE = build("paper", S)
 H200 = 989e12  # verl's table, dense bf16
 
 
 def arch(model: str) -> Architecture:
-    return architectures.of_model(S, model)
+    return architectures.of_model(SCALE, model)
 
 
 @pytest.mark.parametrize("model", sorted(PAPER["models"]))
@@ -175,7 +177,7 @@ def test_three_sizes_fit_a_fixed_cost_weighted_by_relative_error():
 def test_each_shape_is_its_published_model(model):
     """Each model's shape agrees with the hub fixture's published config.json fields and counts the model's
     parameters within 10% of the config's params_b (the rounded size in its name)."""
-    arch_, entry = architectures.shape(PAPER, model), S["models"][model]
+    arch_, entry = architectures.record(SCALE.models[model].shape), S["models"][model]
     published = json.loads((FIXTURES / "hub_models" / entry["hub"].replace("/", "--") / "config.json").read_text())
     config = shapes.hf_config(entry["family"], arch_)
     for key in (
@@ -195,13 +197,14 @@ def test_a_shape_is_its_models_own_or_its_bases():
     instruct model without one (the mini scale's ``instruct_of``) has its base's; a model with neither is refused."""
     base = PAPER["models"]["qwen2.5-7b"]
     models = {"base": base, "tuned": {"instruct_of": "base"}, "bare": {"hub": base["hub"], "family": "qwen2"}}
-    own = architectures.shape({"models": models}, "base")
-    assert set(own) == set(architectures.SHAPE) and all(own[k] == base[k] for k in own)
-    assert architectures.shape({"models": models}, "tuned") == own
-    assert architectures.of_model({"models": models}, "tuned") == arch("qwen2.5-7b")
+    own = architectures.record(model_of("base", base, None).shape)
+    assert set(own) == set(architectures.RECORDED) and all(own[k] == base[k] for k in own)
+    tuned = model_of("tuned", models["tuned"], base).shape
+    assert architectures.record(tuned) == own
+    assert architectures.Architecture.of(tuned) == arch("qwen2.5-7b")
     with pytest.raises(KeyError, match="models.bare: no shape"):
-        architectures.of_model({"models": models}, "bare")
-    assert architectures.shape(PAPER, "mistral-nemo-12b")["head_dim"] == 128
+        model_of("bare", models["bare"], None)
+    assert architectures.record(SCALE.models["mistral-nemo-12b"].shape)["head_dim"] == 128
 
 
 def test_random_weights_load_in_the_shape(tmp_path):
@@ -233,7 +236,7 @@ def test_the_pilot_report_prices_each_architecture_on_the_gpu_it_was_timed_on(tm
     study = fixture.study()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the one-efficiency law is not capped here; nothing to warn of
-        summary = pilot_report.write(stages, study, *out, speed=path)
+        summary = pilot_report.write(stages, build("paper", study), *out, speed=path)
     md = out[0].read_text()
     assert "## Speed by model size" in md and speed_report.RULE in md
     # timed on an H200, the budget's A100 with no stated conversion: the measured column is in H200 hours, and says so
@@ -247,7 +250,7 @@ def test_the_pilot_report_prices_each_architecture_on_the_gpu_it_was_timed_on(tm
     assert rows[("qwen2.5-32b", "32")][5] == "8 (its room priced; timed at 1)"
     # stated: priced in A100 hours, each measured MFU carried over by the conversion
     study["budget"]["gpu_conversion"] = {"H200": {"factor": 2.5, "source": "a test"}}
-    summary = pilot_report.write(stages, study, *out, speed=path)
+    summary = pilot_report.write(stages, build("paper", study), *out, speed=path)
     assert "in A100 hours" in out[0].read_text()
 
 

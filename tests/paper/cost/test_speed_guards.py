@@ -8,16 +8,17 @@ import warnings
 import pytest
 import yaml
 from entropy_rl.core import spec as run_spec
-from entropy_rl.core.run import resolve
+from entropy_rl.core.scale import build
 from entropy_rl.paper.cost import architectures, budget, efficiency, gpus, speed_law, step
 from support import ROOT, SPEED_SECONDS, SPEED_STEP, speed_result, verl_dense_and_width
 
 PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
 S = run_spec.with_replicates(run_spec.with_instruct_models(PAPER), 0, 1)
+SCALE = build("paper", S)
 
 
 def arch(model: str):
-    return architectures.of_model(S, model)
+    return architectures.of_model(SCALE, model)
 
 
 def point(model: str, mfu: float, peak: float = 989) -> speed_law.Point:
@@ -109,11 +110,11 @@ def test_a_timed_architecture_is_priced_at_its_measured_seconds_per_flop(tmp_pat
     forward = lambda s: 2 * dense + 2 * s * width
     timed_per_token = sum(SPEED_SECONDS["qwen2.5-0.5b"]) / SPEED_STEP["tokens"]
     timed_flops = 4 * forward(SPEED_STEP["squares"] / SPEED_STEP["tokens"])  # log-prob + one epoch
-    run = resolve(S, "qwen2.5-0.5b-grpo")
-    model = S["models"]["qwen2.5-0.5b"]
+    run = SCALE.runs["qwen2.5-0.5b-grpo"]
+    placement = SCALE.models["qwen2.5-0.5b"].placement
     tokens = run.steps * run.prompts_per_step * run.rollout_n * 1800
     for kl, passes in ((0.0, 4), (0.1, 5)):
-        hours = budget.train_gpu_hours(run.but(loss={"kl_loss_coef": kl}), model, arch("qwen2.5-0.5b"), on_h200, 0)
+        hours = budget.train_gpu_hours(run.but(loss={"kl_loss_coef": kl}), placement, arch("qwen2.5-0.5b"), on_h200, 0)
         expected = tokens * timed_per_token * passes * forward(1800) / timed_flops / 3600
         assert hours == pytest.approx(expected, rel=1e-9)
 
@@ -127,9 +128,10 @@ def test_every_pass_and_every_generated_answer_of_a_step_is_charged():
     (4: 3 more) or the group filter's refills (the budget's expected 2 batches: 1 more)."""
     update, beyond = {}, {}
     for run_id in ("qwen2.5-7b-grpo", "qwen2.5-7b-grpo-refkl0.01", "qwen2.5-7b-prime"):
-        run = resolve(S, run_id)
+        run = SCALE.runs[run_id]
         per_pass = run.steps * run.prompts_per_step * run.rollout_n * 1800 * arch("qwen2.5-7b").forward(1800)
-        terms = budget.train_time(run, S["models"]["qwen2.5-7b"], arch("qwen2.5-7b"), S["budget"], 0).terms()
+        placement = SCALE.models["qwen2.5-7b"].placement
+        terms = budget.train_time(run, placement, arch("qwen2.5-7b"), S["budget"], 0).terms()
         update[run_id] = terms["update"] * 3600 * 312e12 * S["budget"]["train_mfu"] / per_pass
         beyond[run_id] = terms["refills"] / terms["rollout"]
     assert update == {
@@ -142,4 +144,4 @@ def test_every_pass_and_every_generated_answer_of_a_step_is_charged():
         "qwen2.5-7b-grpo-refkl0.01": pytest.approx(1),
         "qwen2.5-7b-prime": pytest.approx(3),
     }
-    assert step.generation_factor(resolve(S, "qwen2.5-7b-grpo"), S["budget"], "bound") == 10
+    assert step.generation_factor(SCALE.runs["qwen2.5-7b-grpo"], S["budget"], "bound") == 10

@@ -11,13 +11,13 @@ import os
 
 import pytest
 import yaml
-from entropy_rl.core import run as resolved
+from entropy_rl.core.scale import build
 from entropy_rl.paper import launch, reward_launch
 from entropy_rl.paper.verl import prime_check
 from support import ROOT
 
-PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
-PRIME_RUNS = [run for run, r in PAPER["runs"].items() if r["algorithm"] == "prime"]
+PAPER = build("paper", yaml.safe_load((ROOT / "config.yaml").read_text())["paper"])
+PRIME_RUNS = [run for run, r in PAPER.runs.items() if r.trainer == "prime"]
 INSTALLED = (prime_check.default_site() / "verl" / "__init__.py").is_file()
 needs_site = pytest.mark.skipif(
     not INSTALLED and not os.environ.get("CI"),
@@ -60,7 +60,7 @@ def test_prime_command_passes_verl_0_4_1s_composition_and_validation(checked, ru
     result = checked[run]
     assert result["verl"] == prime_check.PRIME_VERL and result["tier"] == "verl"
     assert result["problems"] == []
-    s, v = resolved.resolve(PAPER, run), result["values"]
+    s, v = PAPER.runs[run], result["values"]
     assert v["algorithm.adv_estimator"] == "rloo" and v["reward_model.enable"] is True
     assert v["actor_rollout_ref.actor.optim.lr"] == s.lr and v["actor_rollout_ref.actor.grad_clip"] == s.grad_clip
     assert v["actor_rollout_ref.actor.entropy_coeff"] == s.loss.entropy_coeff  # not the recipe's 0.001

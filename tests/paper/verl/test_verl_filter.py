@@ -13,12 +13,13 @@ import types
 import pytest
 import torch
 import yaml
+from entropy_rl.core.scale import build
 from entropy_rl.paper import preflight
 from entropy_rl.paper.verl import checks
 from omegaconf import OmegaConf
 from support import ROOT
 
-PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
+PAPER = build("paper", yaml.safe_load((ROOT / "config.yaml").read_text())["paper"])
 
 
 @pytest.fixture(scope="module")
@@ -224,7 +225,8 @@ def test_a_step_whose_groups_are_all_alike_stops_at_the_released_bound(transfer_
         f"{type(raised.value).__name__} after {trainer.agent_loop_manager.prompts} prompts, "
         f"{time.perf_counter() - started:.1f} s: {message}"
     )
-    assert PAPER["train"]["max_num_gen_batches"] == 10  # the scripts' value, which the workflow's command carries
+    # the scripts' value, which the workflow's command carries
+    assert PAPER.config["train"]["max_num_gen_batches"] == 10
     assert trainer.agent_loop_manager.prompts == 10 * 4  # every prompt 10 batches of 4 allow, and not one more
     assert message.startswith("run qwen2.5-7b-grpo, step 7: 10 generation batches (40 prompts, 10 x 4)")
     assert "all right or all wrong" in message and "dropped 40 groups" in message
@@ -338,7 +340,7 @@ def test_an_asynchronous_save_is_refused_before_any_step(transfer_queue):
     import copy
 
     from entropy_rl.paper import verl_plugin
-    from entropy_rl.paper.run_command import resolve
+    from entropy_rl.paper.run_command import launch_of
     from omegaconf import open_dict
 
     _, cfg = transfer_queue
@@ -347,10 +349,10 @@ def test_an_asynchronous_save_is_refused_before_any_step(transfer_queue):
         cfg.actor_rollout_ref.actor.checkpoint.async_save = True
     with pytest.raises(ValueError, match="writes no latest_checkpointed_iteration.txt"):
         verl_plugin.PaperMeasuresTrainer(cfg)
-    site = copy.deepcopy(PAPER)
-    site.setdefault("launch", {})["verl_overrides"] = ["actor_rollout_ref.actor.checkpoint.async_save=True"]
+    overrides = ["actor_rollout_ref.actor.checkpoint.async_save=True"]
+    site = build("paper", {**PAPER.config, "launch": {**PAPER.config["launch"], "verl_overrides": overrides}})
     with pytest.raises(ValueError, match="launch.verl_overrides: .*async_save=true writes no"):
-        resolve(site, "qwen2.5-7b-grpo")  # refused when the workflow plans the run, before any job
+        launch_of(site, "qwen2.5-7b-grpo")  # refused when the workflow plans the run, before any job
 
 
 class NoReplicas:

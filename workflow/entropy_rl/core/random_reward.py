@@ -2,8 +2,8 @@
 
 Clipping alone lowers policy entropy under rewards that carry no information (arXiv 2509.26114), and
 random rewards were reported to lift Qwen2.5-Math-7B on MATH-500 (arXiv 2506.10947). A run whose
-treatment sets ``reward: random`` (its spec's ``loss.reward``, as a treatment's settings land in
-``loss``) is rewarded 1 or 0 with probability 1/2 each, whatever it answers, and is otherwise the
+treatment sets ``reward: random`` (its ``loss.reward``, as a treatment's settings land in ``loss``:
+``core.run.Run.random_reward``) is rewarded 1 or 0 with probability 1/2 each, whatever it answers, and is otherwise the
 GRPO run it is matched with. Its validation is still graded by the real grader: that is what is measured.
 
 Seeding. A draw is the first 8 bytes of SHA-256 over the run's seed and the response's identity, read
@@ -25,23 +25,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .run import Run
-
-# The treatment setting (under the spec's ``loss``) that selects this reward, and its value.
-KEY = "reward"
-RANDOM = "random"
 # The probability of a reward of 1 (Shao et al.'s random reward at gamma = 0.5).
 P_ONE = 0.5
-
-
-def is_random(run: Run) -> bool:
-    """Whether a run (core.run) is rewarded at random."""
-    return run.loss.reward == RANDOM
 
 
 def uniform(seed: int, *identity) -> float:

@@ -12,6 +12,7 @@ text, so the dict is what decides a rerun); the job reads it back with ``Run.fro
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from . import algorithms
@@ -50,6 +51,9 @@ class Prime:
     lr: float
     oversample_factor: float | None = None
 
+
+# The loss setting (``loss.reward``, a treatment's) that rewards a run at random (core.random_reward).
+RANDOM_REWARD = "random"
 
 # Settings a run carries only where its config sets them (or, for ``prime``, where its algorithm reads them): the
 # params leave them out when unset, as the config does.
@@ -112,6 +116,11 @@ class Run:
         return self.method.trainer
 
     @property
+    def random_reward(self) -> bool:
+        """Whether it is the random-reward control: rewarded by a seeded coin, its answers never read."""
+        return self.loss.reward == RANDOM_REWARD
+
+    @property
     def configured(self) -> str:
         """The configured run it is (itself, or the run it replicates)."""
         return self.replicate_of or self.id
@@ -149,6 +158,11 @@ class Run:
         return dataclasses.replace(self, **changes)
 
 
+def replicates(runs: Mapping[str, Run], run_id: str) -> list[str]:
+    """The replicates of a configured run among ``runs`` (spec.with_replicates), replicate 0 (the run itself) first."""
+    return sorted((r for r, run in runs.items() if run.configured == run_id), key=lambda r: runs[r].replicate)
+
+
 def resolve(scale_cfg: dict, run_id: str) -> Run:
     """The run ``run_id`` of a scale's (validated) config, every layer of its settings applied."""
     entry = scale_cfg["runs"][run_id]
@@ -178,9 +192,3 @@ def resolve(scale_cfg: dict, run_id: str) -> Run:
         **({"replicate_of": entry["replicate_of"], "replicate": entry["replicate"]} if "replicate_of" in entry else {}),
     )
     return Run.from_params(settings)
-
-
-def eval_max_new_tokens(scale_cfg: dict, run_id: str) -> int:
-    """Tokens an evaluation of the run generates: the scale's cap, or the run's own response cap where that is smaller
-    (a model with a short context, like deepseek-math-7b-base, trains and is evaluated within it)."""
-    return min(scale_cfg["eval"]["max_new_tokens"], resolve(scale_cfg, run_id).max_response_length)

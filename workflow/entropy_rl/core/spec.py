@@ -114,14 +114,6 @@ def with_shared_base_models(S: dict) -> dict:
     return {**S, "models": models, "runs": runs}
 
 
-def replicates(runs: dict[str, dict], run_id: str) -> list[str]:
-    """The replicates of a configured run among ``runs`` (the runs of a config ``with_replicates`` made), replicate 0
-    (the run itself) first."""
-    return sorted(
-        (r for r, e in runs.items() if e.get("replicate_of", r) == run_id), key=lambda r: runs[r].get("replicate", 0)
-    )
-
-
 def run_scope(scale_cfg: dict, run_id: str) -> dict:
     """The parts of a scale's config that ``run.resolve`` reads for one run: resolving the run from
     them gives its whole spec, and a change elsewhere in the config leaves them as they are."""
@@ -162,13 +154,6 @@ def train_domain(scale_cfg: dict, run_id: str) -> str:
 def domain_benchmarks(scale_cfg: dict, domain: str) -> list[str]:
     """The benchmarks of one domain, sorted."""
     return sorted(b for b in scale_cfg["data"]["benchmarks"] if benchmark_domain(scale_cfg, b) == domain)
-
-
-def run_model_entry(scale_cfg: dict, run_id: str) -> dict:
-    """The config entry of the model a run trains, with the run's own ``placement`` (nodes, GPUs per node,
-    tensor-parallel size) over the model's: the pilot trains the smallest model on one GPU."""
-    run = scale_cfg["runs"][run_id]
-    return {**scale_cfg["models"][run["model"]], **run.get("placement", {})}
 
 
 # The GPU pilot's runs and power-sampling methods are named with this prefix (paper.pilot in config.yaml).

@@ -288,7 +288,7 @@ def sample_batch(training: Training, step: int) -> Batch:
             temperature=run.temperature,
             max_new_tokens=run.max_response_length,
         )
-        if random_reward.is_random(run):  # the control: a seeded coin per response, the answer never read
+        if run.random_reward:  # the control: a seeded coin per response, the answer never read
             rewards = random_reward.rollout_rewards(run.seed, step, drawn, idx, n)
         else:
             rewards = grade(styles, golds, rollout.texts)
@@ -378,8 +378,8 @@ def main(snakemake) -> None:
     """Rule train: one RL run. A rerun after a kill resumes from its checkpoints when the run and this code are
     unchanged (``train``)."""
     job_log = logs.setup(snakemake.log[0], snakemake.threads)
-    job_log.info("run %s", json.dumps(snakemake.params.spec))
     run = Run.from_params(snakemake.params.spec)
+    job_log.info("run spec %s", json.dumps(run.params()))  # the settings it trains with, as its rule passed them
     benchmarks = {Path(p).stem: p for p in snakemake.input.benchmarks}
     val_sets = validation_sets(benchmarks, run.val_protocol, run.val_size)
     run_dir = Path(snakemake.output.final).parent

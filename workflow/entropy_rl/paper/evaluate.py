@@ -14,8 +14,7 @@ from collections.abc import Iterator
 import pandas as pd
 
 from ..core import scoring
-from ..core.evaluation import Evaluation
-from ..core.evaluation import Protocol
+from ..core.evaluation import Evaluation, Protocol
 from . import prompt_format
 
 log = logging.getLogger(__name__)

@@ -44,9 +44,9 @@ CONTINUE = 75  # EX_TEMPFAIL
 _LEFT = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)$")  # squeue %L: [days-][hours:]minutes:seconds
 
 
-def max_job_minutes(scale_cfg: dict) -> int:
-    """The site's longest job (``launch.max_job_minutes``)."""
-    return int(scale_cfg.get("launch", {}).get("max_job_minutes", DEFAULT_MAX_JOB_MINUTES))
+def max_job_minutes(launch: dict) -> int:
+    """The site's longest job, from the scale's ``launch`` settings (``launch.max_job_minutes``)."""
+    return int(launch.get("max_job_minutes", DEFAULT_MAX_JOB_MINUTES))
 
 
 def parse_time_left(text: str) -> float | None:

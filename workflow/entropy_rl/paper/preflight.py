@@ -32,22 +32,22 @@ import time
 from pathlib import Path
 
 from ..core import algorithms, atomic, logs, modules, paths
-from ..core import spec as run_spec
-from ..core.run import Run, eval_max_new_tokens, resolve
+from ..core.run import Run
+from ..core.scale import Scale, build
 from . import launch, reward_launch
 from .verl import checks
 
 
-def bound_command(scale_cfg: dict, run: str, results: str = paths.RESULTS) -> list[str]:
-    return launch.bind(reward_launch.verl_command(scale_cfg, run), results)  # train.smk's command, bound
+def bound_command(scale: Scale, run: str, results: str = paths.RESULTS) -> list[str]:
+    return launch.bind(reward_launch.verl_command(scale, run), results)  # train.smk's command, bound
 
 
 # ---- launch: plan time ------------------------------------------------------------------------
 
 
-def launch_problems(scale_cfg: dict, run: str, results: str = paths.RESULTS) -> list[str]:
+def launch_problems(scale: Scale, run: str, results: str = paths.RESULTS) -> list[str]:
     """The run's exact verl command through verl's validation, reward loader and loss plugin."""
-    return command_launch_problems(resolve(scale_cfg, run), bound_command(scale_cfg, run, results))
+    return command_launch_problems(scale.runs[run], bound_command(scale, run, results))
 
 
 def command_launch_problems(run: Run, bound: list[str]) -> list[str]:
@@ -61,29 +61,27 @@ def command_launch_problems(run: Run, bound: list[str]) -> list[str]:
 LAUNCH_CODE = modules.closure(__name__, *(m for trainer in launch.TRAINER_MODULES.values() for m in trainer))
 
 
-def launch_key(scale_cfg: dict, run: str) -> str:
+def launch_key(scale: Scale, run: str) -> str:
     """What a passed launch check depends on: the exact command, the verl versions it ran on, our code."""
     from importlib import metadata
 
     from .verl import prime_check
 
     digest = hashlib.sha256(
-        json.dumps(
-            [reward_launch.verl_command(scale_cfg, run), metadata.version("verl"), prime_check.PRIME_VERL]
-        ).encode()
+        json.dumps([reward_launch.verl_command(scale, run), metadata.version("verl"), prime_check.PRIME_VERL]).encode()
     )
     for name in LAUNCH_CODE:
         digest.update(name.encode() + b"\0" + modules.source(name).read_bytes())
     return digest.hexdigest()
 
 
-def launch_problems_cached(scale_cfg: dict, run: str, cache_dir: str | Path) -> list[str]:
+def launch_problems_cached(scale: Scale, run: str, cache_dir: str | Path) -> list[str]:
     """``launch_problems``, skipped for a command that passed before with the same verl and code (a
     paper-scale plan would otherwise import verl and check every run at each invocation)."""
-    passed = Path(cache_dir) / launch_key(scale_cfg, run)
+    passed = Path(cache_dir) / launch_key(scale, run)
     if passed.exists():
         return []
-    problems = launch_problems(scale_cfg, run)
+    problems = launch_problems(scale, run)
     if not problems:
         passed.parent.mkdir(parents=True, exist_ok=True)
         passed.write_text(f"{run}\n")
@@ -99,31 +97,46 @@ def launch_problems_cached(scale_cfg: dict, run: str, cache_dir: str | Path) -> 
 ENGINE_KINDS = ("rollout", "evaluate", "power")
 
 
-def run_engine(scale_cfg: dict, run: str, kind: str) -> dict:
+def run_engine(scale: Scale, run: str, kind: str) -> dict:
     """The vLLM engine one of a run's jobs starts: its ``rollout`` in training, or its ``evaluate``."""
-    length = resolve(scale_cfg, run).max_response_length if kind == "rollout" else eval_max_new_tokens(scale_cfg, run)
-    entry = run_spec.run_model_entry(scale_cfg, run)  # the run's placement: what its jobs start their engines with
+    length = scale.runs[run].max_response_length if kind == "rollout" else scale.eval_max_new_tokens(run)
     return {
         "job": f"train {run} (rollout)" if kind == "rollout" else f"evaluate {run}",
-        "tensor_parallel": entry["tensor_parallel"],
-        "max_model_len": scale_cfg["data"]["max_prompt_length"] + length,
-        "template": entry.get("chat_template", "tokenizer"),
+        "tensor_parallel": scale.placement(run).tensor_parallel,  # the run's own: what its jobs start engines with
+        "max_model_len": scale.config["data"]["max_prompt_length"] + length,
+        "template": scale.model_of(run).chat_template,
     }
 
 
-def engines(scale_cfg: dict, model: str, kinds=ENGINE_KINDS) -> list[dict]:
+def power_engine(tensor_parallel: int, template: str, max_prompt_length: int, max_new_tokens: int) -> dict:
+    """The vLLM engine power sampling starts its model in."""
+    return {
+        "job": "power_sample",
+        "tensor_parallel": tensor_parallel,
+        "template": template,
+        "max_model_len": max_prompt_length + max_new_tokens + 1,
+    }
+
+
+def scoped_power_engine(scope: dict) -> dict:
+    """``power_engine`` from the power preflight's scope (``pipeline.params.preflight_power_scope``)."""
+    # The scope holds the engine's fields only, too few for a Scale: its text reruns the preflight, and every sampling
+    # job after it, for no other field.
+    power = scope["power_sampling"]
+    entry = scope["models"][power["model"]]
+    prompt = scope["data"]["max_prompt_length"]
+    return power_engine(entry["tensor_parallel"], entry["chat_template"], prompt, power["max_new_tokens"])
+
+
+def engines(scale: Scale, model: str, kinds=ENGINE_KINDS) -> list[dict]:
     """Every vLLM engine of ``kinds`` the model's jobs start: one rollout per run, evaluation, power sampling."""
-    runs = sorted(r for r, v in scale_cfg["runs"].items() if v["model"] == model)
-    found = [run_engine(scale_cfg, run, kind) for run in runs for kind in ("rollout", "evaluate") if kind in kinds]
-    power, entry = scale_cfg.get("power_sampling"), scale_cfg["models"][model]
+    runs = sorted(r for r, v in scale.runs.items() if v.model == model)
+    found = [run_engine(scale, run, kind) for run in runs for kind in ("rollout", "evaluate") if kind in kinds]
+    power, entry = scale.config.get("power_sampling"), scale.models[model]
     if "power" in kinds and power and power["model"] == model:
+        prompt = scale.config["data"]["max_prompt_length"]
         found.append(
-            {
-                "job": "power_sample",
-                "tensor_parallel": entry["tensor_parallel"],
-                "template": entry.get("chat_template", "tokenizer"),
-                "max_model_len": scale_cfg["data"]["max_prompt_length"] + power["max_new_tokens"] + 1,
-            }
+            power_engine(entry.placement.tensor_parallel, entry.chat_template, prompt, power["max_new_tokens"])
         )
     return found
 
@@ -152,10 +165,10 @@ def engine_problems(model_dir: str | Path, engines_: list[dict], tokenizer_dir: 
 
 
 def model_problems(
-    scale_cfg: dict, model: str, model_dir: str | Path, tokenizer_dir: str | Path | None = "", kinds=ENGINE_KINDS
+    scale: Scale, model: str, model_dir: str | Path, tokenizer_dir: str | Path | None = "", kinds=ENGINE_KINDS
 ) -> list[str]:
     """The downloaded model against every engine of ``kinds`` the scale starts it in."""
-    return engine_problems(model_dir, engines(scale_cfg, model, kinds), tokenizer_dir)
+    return engine_problems(model_dir, engines(scale, model, kinds), tokenizer_dir)
 
 
 # ---- one run, and the command line ------------------------------------------------------------
@@ -192,17 +205,17 @@ def training_problems(
     return problems
 
 
-def run_problems(scale_cfg: dict, run: str, results: str = paths.RESULTS, kinds=("rollout",)) -> list[str]:
-    """``training_problems`` of a run of ``scale_cfg``, and with ``evaluate`` in ``kinds`` its evaluation's engine
+def run_problems(scale: Scale, run: str, results: str = paths.RESULTS, kinds=("rollout",)) -> list[str]:
+    """``training_problems`` of a run of ``scale``, and with ``evaluate`` in ``kinds`` its evaluation's engine
     (which the ``preflight_eval`` rule checks apart)."""
-    resolved = resolve(scale_cfg, run)
-    command = reward_launch.verl_command(scale_cfg, run)
+    resolved = scale.runs[run]
+    command = reward_launch.verl_command(scale, run)
     problems = training_problems(
-        resolved, command, run_engine(scale_cfg, run, "rollout"), sorted(scale_cfg["data"]["benchmarks"]), results
+        resolved, command, run_engine(scale, run, "rollout"), sorted(scale.benchmarks), results
     )
     if "evaluate" in kinds and "model" in stages(resolved, results):
         model_dir = Path(paths.rooted(paths.MODEL_DIR, results, model=resolved.model))
-        problems += engine_problems(model_dir, [run_engine(scale_cfg, run, "evaluate")])
+        problems += engine_problems(model_dir, [run_engine(scale, run, "evaluate")])
     return problems
 
 
@@ -215,17 +228,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", default="paper")
     parser.add_argument("--results", default=paths.RESULTS)
     args = parser.parse_args(argv)
-    scale_cfg = yaml.safe_load(Path(args.config).read_text())[args.scale]
+    scale = build(args.scale, yaml.safe_load(Path(args.config).read_text())[args.scale])
     failed = 0
-    for run in args.runs or sorted(scale_cfg["runs"]):
+    for run in args.runs or sorted(scale.runs):
         start = time.perf_counter()
-        problems = run_problems(scale_cfg, run, args.results, kinds=("rollout", "evaluate"))
+        problems = run_problems(scale, run, args.results, kinds=("rollout", "evaluate"))
         failed += bool(problems)
-        checked = ", ".join(stages(resolve(scale_cfg, run), args.results))
+        checked = ", ".join(stages(scale.runs[run], args.results))
         print(f"{'FAIL' if problems else 'ok  '} {run} ({checked}; {time.perf_counter() - start:.1f} s)")
         for p in problems:
             print(f"     - {p}")
-    print(f"preflight: {failed} of {len(args.runs or scale_cfg['runs'])} runs with problems")
+    print(f"preflight: {failed} of {len(args.runs or scale.runs)} runs with problems")
     return 1 if failed else 0
 
 
@@ -241,8 +254,7 @@ def preflight_main(snakemake) -> None:
     elif snakemake.rule == "preflight_eval":
         what, problems = f"{run}'s evaluation", engine_problems(snakemake.input.model, p.engines)
     else:
-        what = "power sampling"
-        problems = model_problems(p.scope, p.scope["power_sampling"]["model"], snakemake.input.model, kinds=("power",))
+        what, problems = "power sampling", engine_problems(snakemake.input.model, [scoped_power_engine(p.scope)])
     for problem in problems:
         log.error("%s: %s", what, problem)
     if problems:

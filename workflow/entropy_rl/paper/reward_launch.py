@@ -2,7 +2,7 @@
 preflight, the pilot's speed job).
 
 ``run_command`` builds a command from the run resolved once and the reward given to it. The reward is chosen here:
-the verifiable one (``core.reward``), or, for a run whose loss selects it (``core.random_reward.is_random``), the
+the verifiable one (``core.reward``), or, for a run whose loss selects it (``core.run.Run.random_reward``), the
 random-reward control with its settings. This module is not in any training job's code stamp (the recorded command
 carries what it decides), so the control's reward outdates no other run; the control's runs get their own stamp
 (pipeline.plan's ``train_code``), which adds that reward's module to the verl trainer's.
@@ -10,8 +10,9 @@ carries what it decides), so the control's reward outdates no other run; the con
 
 from __future__ import annotations
 
-from ..core import modules, random_reward
-from ..core.run import Run
+from ..core import modules
+from ..core.run import RANDOM_REWARD, Run
+from ..core.scale import Scale
 from . import launch, run_command, verl_names
 
 RANDOM_REWARD_MODULE = "entropy_rl.core.random_reward"
@@ -25,7 +26,7 @@ REWARD_KWARGS = "+reward.custom_reward_function.reward_kwargs"
 
 def reward_module(run: Run) -> str:
     """The module verl loads the run's reward from."""
-    return RANDOM_REWARD_MODULE if random_reward.is_random(run) else verl_names.REWARD_MODULE
+    return RANDOM_REWARD_MODULE if run.random_reward else verl_names.REWARD_MODULE
 
 
 def trainer_modules(run: Run) -> tuple[str, ...]:
@@ -38,7 +39,7 @@ def stamp_key(run: Run) -> str:
     """The name of the run's code stamp: its trainer's (``train_verl``, ``train_prime``) for a verifiable reward,
     ``train_verl_random_reward`` for the control."""
     key = f"train_{run.trainer}"
-    return key if reward_module(run) == verl_names.REWARD_MODULE else f"{key}_{random_reward.RANDOM}_reward"
+    return key if reward_module(run) == verl_names.REWARD_MODULE else f"{key}_{RANDOM_REWARD}_reward"
 
 
 def reward_overrides(run: Run, train_sets: dict) -> list[str]:
@@ -57,15 +58,16 @@ def reward_overrides(run: Run, train_sets: dict) -> list[str]:
 def reward(run: Run, train_sets: dict) -> run_command.Reward:
     """The run's reward: the random-reward control's, with its settings, for a run whose loss selects it; else the
     verifiable one."""
-    if not random_reward.is_random(run):
+    if not run.random_reward:
         return run_command.VERIFIABLE
     return run_command.Reward(RANDOM_REWARD_MODULE, tuple(reward_overrides(run, train_sets)))
 
 
-def verl_command(scale_cfg: dict, run_id: str, root: str = verl_names.RESULTS_PLACEHOLDER) -> list[str]:
-    """The run's command (``run_command.command``), the run and its placement resolved once, with its own reward."""
-    run, placement = run_command.resolve(scale_cfg, run_id)
-    return run_command.command(run, placement, reward(run, scale_cfg["data"].get("train_sets", {})), root)
+def verl_command(scale: Scale, run_id: str, root: str = verl_names.RESULTS_PLACEHOLDER) -> list[str]:
+    """The run's command (``run_command.command``) from the scale resolved once, with its own reward."""
+    run = scale.runs[run_id]
+    train_sets = scale.config["data"].get("train_sets", {})
+    return run_command.command(run, run_command.launch_of(scale, run_id), reward(run, train_sets), root)
 
 
 # Responses a random-reward run's reward is probed with, on a training row: their draws must not all agree.

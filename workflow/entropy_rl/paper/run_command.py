@@ -1,10 +1,11 @@
-"""A run's training command, built once from the run resolved once.
+"""A run's training command, built from the run and its launch, each resolved once.
 
-``resolve`` looks a run up in the scale's config once: the run itself (``core.run.Run``) and its ``Placement``.
-``command`` gives both, with the run's ``Reward`` (an argument: the verifiable reward, or the random-reward control's
-that ``reward_launch`` chooses), to its trainer's builder in ``TRAINERS``: verl 0.9.1's ``main_ppo``, or PRIME's main
-on verl 0.4.1. Every setting says whether PRIME's recipe reads it too, and where it does not, why and what it reads
-instead; so PRIME's command is written from the same settings, not cut down from verl's afterwards.
+``launch_of`` reads, from a scale resolved once (``core.scale.Scale``), what a run's command holds beside the run itself
+(``core.run.Run``): its ``Launch``. ``command`` gives both, with the run's ``Reward`` (an argument: the verifiable
+reward, or the random-reward control's that ``reward_launch`` chooses), to its trainer's builder in ``TRAINERS``: verl
+0.9.1's ``main_ppo``, or PRIME's main on verl 0.4.1. Every setting says whether PRIME's recipe reads it too, and where
+it does not, why and what it reads instead; so PRIME's command is written from the same settings, not cut down from
+verl's afterwards.
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core import algorithms, paths
-from ..core import run as resolved
-from ..core import spec as run_spec
 from ..core.run import Run
+from ..core.scale import Placement, Scale
 from . import prompt_format
 from .cost.decode import ROLLOUT_ENGINE
 from .saves import ASYNC_SAVE_REFUSED, asks_async_save
@@ -31,26 +31,28 @@ from .verl_names import (
 
 
 @dataclass(frozen=True)
-class Placement:
-    """What a run's command holds beside the run's own settings (``core.run.Run``): its model's config entry with the
-    run's own placement over it (``core.spec.run_model_entry``: nodes, GPUs, tensor-parallel size, token budget,
-    prompt format), the scale's prompt length and the site's verl overrides (``launch.verl_overrides`` in the
-    config)."""
+class Launch:
+    """What a run's command holds beside the run's own settings (``core.run.Run``): where it trains (its model's
+    placement with the run's own over it: nodes, GPUs, tensor-parallel size, token budget), its model's prompt format,
+    the scale's prompt length and the site's verl overrides (``launch.verl_overrides`` in the config)."""
 
-    model: dict
+    placement: Placement
+    chat_template: str
     max_prompt_length: int
     site_overrides: tuple[str, ...]
 
 
-def resolve(scale_cfg: dict, run_id: str) -> tuple[Run, Placement]:
-    """The run ``run_id`` of a scale's config and its placement, each resolved once."""
-    overrides = tuple(scale_cfg.get("launch", {}).get("verl_overrides", []))
+def launch_of(scale: Scale, run_id: str) -> Launch:
+    """The launch of the run ``run_id`` of a scale; a site whose overrides ask for asynchronous saves is refused."""
+    overrides = tuple(scale.config.get("launch", {}).get("verl_overrides", []))
     if asks_async_save(overrides):
         raise ValueError(f"launch.verl_overrides: {ASYNC_SAVE_REFUSED}")
-    placement = Placement(
-        run_spec.run_model_entry(scale_cfg, run_id), scale_cfg["data"]["max_prompt_length"], overrides
+    return Launch(
+        scale.placement(run_id),
+        scale.model_of(run_id).chat_template,
+        scale.config["data"]["max_prompt_length"],
+        overrides,
     )
-    return resolved.resolve(scale_cfg, run_id), placement
 
 
 @dataclass(frozen=True)
@@ -159,27 +161,27 @@ def algorithm_settings(run: Run, covariance_metrics: bool = False) -> list[Setti
     ]
 
 
-def placement_settings(run: Run, placement: Placement, reward: Reward, root: str) -> list[Setting]:
+def placement_settings(run: Run, launch: Launch, reward: Reward, root: str) -> list[Setting]:
     """The paper-scale placement of one run: model and data paths, GPUs, memory, checkpoints, resumption, the reward.
 
     Paths follow the workflow's layout under ``root``, which the launch binds to an absolute path (``launch.bind``):
     verl's workers may start in another working directory. Checkpoints stay in the run's directory (the last
     ``KEEP_CHECKPOINTS`` kept) and ``resume_mode=auto`` makes a requeued job continue from the last one. The reward is
     loaded by module name (``pkg://``), so verl imports it as part of the package."""
-    model, actor = placement.model, "actor_rollout_ref.actor"
-    prompt_len = placement.max_prompt_length
+    placement, actor = launch.placement, "actor_rollout_ref.actor"
+    prompt_len = launch.max_prompt_length
     return [
         Setting(f"actor_rollout_ref.model.path={paths.rooted(paths.MODEL_DIR, root, model=run.model)}"),
         Setting(f"data.train_files={paths.rooted(paths.TRAIN_SET, root, train_set=run.train_data)}"),
         Setting(f"data.val_files={paths.rooted(paths.VALIDATION_SET, root)}"),
         Setting(f"data.max_prompt_length={prompt_len}"),
         Setting("data.filter_overlong_prompts=true"),
-        Setting(f"trainer.nnodes={model['nodes']}"),
-        Setting(f"trainer.n_gpus_per_node={model['gpus_per_node']}"),
+        Setting(f"trainer.nnodes={placement.nodes}"),
+        Setting(f"trainer.n_gpus_per_node={placement.gpus_per_node}"),
         # Micro-batches packed by tokens, as the authors' scripts do (use_dynamic_bsz=True); the log-prob
         # passes of the rollout and reference follow the actor's settings (verl's oc.select defaults).
         Setting(f"{actor}.use_dynamic_bsz=true"),
-        Setting(f"{actor}.ppo_max_token_len_per_gpu={model['max_token_len_per_gpu']}"),
+        Setting(f"{actor}.ppo_max_token_len_per_gpu={placement.max_token_len_per_gpu}"),
         # FSDP2 where the authors' fork defaulted to FSDP1 (tests/fixtures/released_scripts.yaml, implicit): in verl
         # 0.9.1 the same bf16 compute, fp32 gradient reduction and master weights, optimiser, clipping and token
         # packing (so the same tokens per micro-batch for Clip-Cov and KL-Cov), verl's recommended strategy, and
@@ -187,7 +189,7 @@ def placement_settings(run: Run, placement: Placement, reward: Reward, root: str
         verl_only(f"{actor}.strategy=fsdp2", FSDP),
         verl_only("actor_rollout_ref.ref.strategy=fsdp2", FSDP),
         Setting("actor_rollout_ref.rollout.name=vllm"),
-        Setting(f"actor_rollout_ref.rollout.tensor_model_parallel_size={model['tensor_parallel']}"),
+        Setting(f"actor_rollout_ref.rollout.tensor_model_parallel_size={placement.tensor_parallel}"),
         # The engine's room, which decides how many answers it decodes at once and so what a token costs
         # (paper.cost.decode prices it): verl 0.9.1's defaults, explicit so that PRIME's verl 0.4.1 (1,024 sequences
         # by default) holds the same.
@@ -230,7 +232,7 @@ def placement_settings(run: Run, placement: Placement, reward: Reward, root: str
         verl_only("trainer.logger=[console,file]", "verl 0.4.1 has no file logger: PRIME logs to tensorboard"),
         # The model's recorded prompt format, the one evaluation and power sampling use too
         # (none for a tokenizer that carries its own template).
-        *(Setting(o) for o in filter(None, [prompt_format.verl_override(model.get("chat_template", "tokenizer"))])),
+        *(Setting(o) for o in filter(None, [prompt_format.verl_override(launch.chat_template)])),
     ]
 
 
@@ -243,10 +245,10 @@ def reward_overrides(reward: Reward) -> list[str]:
     return [f"{REWARD_PATH}pkg://{reward.module}", f"{REWARD_NAME}compute_score", *reward.settings]
 
 
-def prime_settings(run: Run, placement: Placement, root: str) -> list[str]:
+def prime_settings(run: Run, launch: Launch, root: str) -> list[str]:
     """PRIME's settings for verl 0.4.1's recipe: the implicit PRM (beta, its own learning rate, the
     policy's token budget per GPU), the paper's group filter, and verl 0.4.1's names of shared settings."""
-    budget = placement.model["max_token_len_per_gpu"]
+    budget = launch.placement.max_token_len_per_gpu
     return [
         f"actor_rollout_ref.actor.policy_loss.loss_mode={run.loss.loss_mode}",
         f"actor_rollout_ref.actor.grad_clip={run.grad_clip}",
@@ -273,27 +275,27 @@ def prime_settings(run: Run, placement: Placement, root: str) -> list[str]:
     ]
 
 
-def verl_main(run: Run, placement: Placement, reward: Reward, root: str) -> list[str]:
+def verl_main(run: Run, launch: Launch, reward: Reward, root: str) -> list[str]:
     """``python -m verl.trainer.main_ppo`` with every setting, then the site's own overrides (they come last)."""
-    settings = algorithm_settings(run, covariance_metrics=True) + placement_settings(run, placement, reward, root)
-    return ["python", "-m", "verl.trainer.main_ppo", *(s.override for s in settings), *placement.site_overrides]
+    settings = algorithm_settings(run, covariance_metrics=True) + placement_settings(run, launch, reward, root)
+    return ["python", "-m", "verl.trainer.main_ppo", *(s.override for s in settings), *launch.site_overrides]
 
 
-def prime_main(run: Run, placement: Placement, reward: Reward, root: str) -> list[str]:
+def prime_main(run: Run, launch: Launch, reward: Reward, root: str) -> list[str]:
     """PRIME's main (verl-recipe's PRIME on verl 0.4.1, with the verifiable reward) with the settings it reads too."""
     if reward != VERIFIABLE:
         raise ValueError(
             f"run {run.id!r}: PRIME's main hands the recipe {REWARD_MODULE} itself; {reward.module} is "
             "given to verl 0.9.1's runs only"
         )
-    settings = algorithm_settings(run, covariance_metrics=True) + placement_settings(run, placement, reward, root)
+    settings = algorithm_settings(run, covariance_metrics=True) + placement_settings(run, launch, reward, root)
     read = [s.override for s in settings if s.prime]
-    return ["python", "-m", PRIME_MAIN_MODULE, *read, *prime_settings(run, placement, root)]
+    return ["python", "-m", PRIME_MAIN_MODULE, *read, *prime_settings(run, launch, root)]
 
 
 TRAINERS = {algorithms.VERL: verl_main, algorithms.PRIME: prime_main}
 
 
-def command(run: Run, placement: Placement, reward: Reward = VERIFIABLE, root: str = RESULTS_PLACEHOLDER) -> list[str]:
+def command(run: Run, launch: Launch, reward: Reward = VERIFIABLE, root: str = RESULTS_PLACEHOLDER) -> list[str]:
     """The run's command, by its trainer's builder."""
-    return TRAINERS[run.trainer](run, placement, reward, root)
+    return TRAINERS[run.trainer](run, launch, reward, root)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
-from ..core.spec import replicates
+from ..core.scale import Scale
 
 
 @dataclass(frozen=True)
@@ -104,18 +104,18 @@ def not_run(jobs: dict[str, frozenset[str]], selection: Selection, job_hours: di
 
 
 def study_jobs(
-    scale_cfg: dict, claims: list[dict], reads_tests, power_study=None, power_drawn=None
+    scale: Scale, claims: list[dict], reads_tests, power_study=None, power_drawn=None
 ) -> dict[str, frozenset[str]]:
-    """Each claim's jobs at one scale (``scale_cfg``: the scale's config with its replicates, core.spec.with_replicates):
+    """Each claim's jobs at one scale (its runs with their replicates, core.spec.with_replicates):
     the training of its artifact's runs (every replicate), their evaluations if ``reads_tests(claim)``, and for the
     power-sampling study's artifacts (``power_drawn``: artifact -> the methods it draws) the sampling jobs (every
     seed) and the runs whose checkpoints they sample."""
 
     def runs(name):
-        return [rep for run in scale_cfg["artifacts"][name]["runs"] for rep in replicates(scale_cfg["runs"], run)]
+        return [rep for run in scale.config["artifacts"][name]["runs"] for rep in scale.replicates(run)]
 
     artifact_jobs, eval_jobs = {}, {}
-    for name in scale_cfg["artifacts"]:
+    for name in scale.config["artifacts"]:
         artifact_jobs[name] = frozenset(f"train:{r}" for r in runs(name))
         eval_jobs[name] = frozenset(f"eval:{r}" for r in runs(name))
     for name, methods in (power_drawn or {}).items():

@@ -8,10 +8,11 @@ import json
 import os
 import sys
 
+from ..core.scale import Scale
 from ..paper.cost import architectures, budget, gpus, ranges
 from ..study import artifacts
 from . import claim_plan
-from .scope import Scope, artifact_runs, run_model, with_replicates
+from .scope import Scope, artifact_runs, with_replicates
 from .snakemake_api import WorkflowError
 
 
@@ -27,9 +28,10 @@ def selecting(config: dict) -> bool:
     return bool(config.get("claims")) or config.get("budget_gpu_hours") is not None
 
 
-def budget_assumptions(S: dict, mini: bool, estimate: str) -> dict | None:
+def budget_assumptions(scale: Scale, mini: bool, estimate: str) -> dict | None:
     """The GPU-hours' assumptions: FLOPs at the MFUs of config.yaml paper.budget, or at those the pilot measured on
-    this cluster (``estimate``: its report, when it exists). The same dict as S["budget"] when nothing was measured."""
+    this cluster (``estimate``: its report, when it exists). The scale's budget itself when nothing was measured."""
+    S = scale.config
     assumed = S.get("budget")
     if mini or not os.path.exists(estimate):
         return assumed
@@ -60,20 +62,25 @@ def budget_assumptions(S: dict, mini: bool, estimate: str) -> dict | None:
 
 def job_hours(scope: Scope, power_study, pilot_jobs: dict, assumptions: dict, claim_jobs: dict) -> dict[str, float]:
     """Every GPU job's estimated GPU-hours (paper.cost.budget), the pilot's included; none at mini scale."""
-    S, pilot = scope.S, scope.pilot
+    scale, pilot = scope.scale, scope.pilot
     if scope.mini:  # no GPU-hours at mini scale: a budget is a paper-scale setting (config.schema.yaml)
         return {job: 0.0 for jobs in claim_jobs.values() for job in jobs}
-    hours = budget.job_hours(S, power_study, assumptions)
+    hours = budget.job_hours(scale, power_study, assumptions)
     if pilot:
-        hours.update(budget.pilot_hours(S, assumptions, scope.pilot_node_runs))
+        hours.update(budget.pilot_hours(scale, assumptions, scope.pilot_node_runs))
         for run in scope.pilot_node_runs:  # trained on its node for its speed, never evaluated
             hours.pop(f"eval:{run}")
         if "speed" in pilot:
-            hours["speed:pilot"] = budget.pilot_speed_hours(S, assumptions)
+            hours["speed:pilot"] = budget.pilot_speed_hours(scale, assumptions)
         for m, job in pilot_jobs.items():
-            arch = architectures.of_model(S, job["model"])
+            arch = architectures.of_model(scale, job["model"])
             hours[f"power:{m}"] = budget.pilot_power_hours(
-                job, arch, assumptions, pilot["startup_minutes"], len(scope.power["benchmarks"])
+                job,
+                job["placement"],
+                arch,
+                assumptions,
+                pilot["startup_minutes"],
+                len(scope.power["benchmarks"]),
             )
     return hours
 
@@ -83,13 +90,14 @@ def job_spread(scope: Scope, power_study, assumptions: dict) -> dict[str, dict]:
     mini scale."""
     if scope.mini:
         return {}
-    return ranges.as_params(ranges.job_spread(scope.S, power_study, assumptions))
+    return ranges.as_params(ranges.job_spread(scope.scale, power_study, assumptions))
 
 
-def budget_source(S: dict, mini: bool, assumptions: dict, estimate: str) -> str:
+def budget_source(scale: Scale, mini: bool, assumptions: dict, estimate: str) -> str:
     """Where the GPU-hours' MFUs come from, in words."""
     if mini:
         return "no GPU-hours at mini scale"
+    S = scale.config
     gpu = f"{S['budget']['gpu']} hours"
     if assumptions.get("speed_laws"):
         return f"each architecture's FLOPs at its MFU by the GPU pilot's speed laws ({estimate}), {gpu}"
@@ -116,14 +124,19 @@ def study_power_methods(selection, chosen: bool, methods: dict) -> list[str]:
 def study_models(scope: Scope, chosen: bool, runs: list[str], power_methods: list[str]) -> list[str]:
     if not chosen:
         return scope.models
-    return sorted({run_model(scope.S, r) for r in runs} | ({scope.power["model"]} if power_methods else set()))
+    return sorted({scope.scale.runs[r].model for r in runs} | ({scope.power["model"]} if power_methods else set()))
 
 
-def evaluated_runs(S: dict, claims: list[dict], selection, chosen: bool) -> list[str]:
+def evaluated_runs(scale: Scale, claims: list[dict], selection, chosen: bool) -> list[str]:
     """The runs evaluated on the test benchmarks, with their replicates: those of an artifact that shows test
     accuracy (Table 2) or that a claim of the ledger measures on it (study.artifacts.evaluated), of the claims judged.
     The other runs' figures and claims read their validation curves; `snakemake evaluations` evaluates every run."""
     if chosen:
         return claim_plan.evaluations_of(selection.jobs)
-    runs = {run for name in artifacts.evaluated(claims) if name in S["artifacts"] for run in artifact_runs(S, name)}
-    return with_replicates(S, sorted(runs))
+    runs = {
+        run
+        for name in artifacts.evaluated(claims)
+        if name in scale.config["artifacts"]
+        for run in artifact_runs(scale, name)
+    }
+    return with_replicates(scale, sorted(runs))

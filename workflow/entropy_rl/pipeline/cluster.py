@@ -14,6 +14,7 @@ from . import estimate
 from .gpu_rules import TRAIN
 
 if TYPE_CHECKING:
+    from ..core.scale import Scale
     from .plan import StudyPlan
 
 
@@ -28,19 +29,20 @@ def remove_job_environment(path: str) -> None:
     Path(path).unlink(missing_ok=True)
 
 
-def hub_downloads(S: dict, model_dir: str, source_dir: str) -> list[tuple[str, dict]]:
-    """Every download of the scale (destination, hub entry): its models' and its datasets'."""
-    downloads = [(model_dir.format(model=name), entry) for name, entry in S["models"].items()]
-    return downloads + [(source_dir.format(source=name), entry) for name, entry in S["data"]["sources"].items()]
+def hub_downloads(scale: Scale, model_dir: str, source_dir: str) -> list[tuple[str, str, bool]]:
+    """Every download of the scale (destination, hub repository, whether it is gated): its models' and its datasets'."""
+    downloads = [(model_dir.format(model=name), m.hub, m.gated) for name, m in scale.models.items()]
+    sources = scale.config["data"]["sources"].items()
+    return downloads + [(source_dir.format(source=name), e["hub"], e.get("gated", False)) for name, e in sources]
 
 
-def check_hub_access(S: dict, model_dir: str, source_dir: str) -> None:
+def check_hub_access(scale: Scale, model_dir: str, source_dir: str) -> None:
     """A gated repository still to download, with no token: stop before any job is submitted."""
-    mirror = S["hub"]["mirror"]
-    for dest, entry in hub_downloads(S, model_dir, source_dir):
-        staged = mirror and os.path.isdir(os.path.join(mirror, entry["hub"]))
+    mirror = scale.config["hub"]["mirror"]
+    for dest, repo, gated in hub_downloads(scale, model_dir, source_dir):
+        staged = mirror and os.path.isdir(os.path.join(mirror, repo))
         if not os.path.exists(dest) and not staged:
-            hub.require_token(entry["hub"], entry.get("gated", False))
+            hub.require_token(repo, gated)
 
 
 def before_jobs(plan: StudyPlan) -> None:
@@ -53,10 +55,10 @@ def before_jobs(plan: StudyPlan) -> None:
         return
     main = plan.workflow.is_main_process
     if main:
-        check_hub_access(plan.S, paths.MODEL_DIR, paths.SOURCE_DIR)
+        check_hub_access(plan.scale, paths.MODEL_DIR, paths.SOURCE_DIR)
     estimate.print_gpu_budget(plan)
     if main:
-        estimate.check_launches(plan.S, estimate.requested_runs(plan))
+        estimate.check_launches(plan.scale, estimate.requested_runs(plan))
 
 
 def continue_long_runs(plan: StudyPlan) -> None:

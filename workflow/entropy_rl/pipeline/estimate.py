@@ -19,6 +19,7 @@ from .gpu_rules import TRAIN
 from .snakemake_api import WorkflowError, job_wildcard, rule_name
 
 if TYPE_CHECKING:
+    from ..core.scale import Scale
     from .plan import StudyPlan
 
 LAUNCH_CACHE = ".snakemake/preflight-launches"
@@ -42,7 +43,7 @@ def print_gpu_budget(plan: StudyPlan) -> None:
         budget_message(runs, methods, plan.job_hours, every, plan.evaluated_runs, plan.budget, measured, spread),
         file=sys.stderr,
     )
-    jobs_and_disk = jobs_and_disk_message(plan.S, runs, plan.budget)
+    jobs_and_disk = jobs_and_disk_message(plan.scale, runs, plan.budget)
     if jobs_and_disk:
         print(jobs_and_disk, file=sys.stderr)
     if plan.selecting:
@@ -117,19 +118,19 @@ def budget_message(
     return text
 
 
-def jobs_and_disk_message(S: dict, runs: list[str], assumptions: dict) -> str | None:
+def jobs_and_disk_message(scale: Scale, runs: list[str], assumptions: dict) -> str | None:
     """The SLURM jobs the runs to train need and the disk they hold at most (paper.cost.budget's messages)."""
-    lines = [budget.jobs_message(S, runs, assumptions), budget.disk_message(S, runs)]
+    lines = [budget.jobs_message(scale, runs, assumptions), budget.disk_message(scale, runs)]
     return "\n".join(line for line in lines if line) or None
 
 
-def check_launches(S: dict, runs: list[str]) -> None:
+def check_launches(scale: Scale, runs: list[str]) -> None:
     """Before any job: every run of ``runs``, its exact verl command through verl's own validation, reward loader
     and loss plugin (the part of the preflight that needs no download)."""
     if not runs:
         return
     started = time.perf_counter()
-    failed = {run: preflight.launch_problems_cached(S, run, LAUNCH_CACHE) for run in runs}
+    failed = {run: preflight.launch_problems_cached(scale, run, LAUNCH_CACHE) for run in runs}
     failed = {run: problems for run, problems in failed.items() if problems}
     seconds = time.perf_counter() - started  # verl imported and each new command checked; remembered ones cost nothing
     if failed:
@@ -155,10 +156,10 @@ def retrained_runs(workflow) -> list[str]:
     )
 
 
-def check_retrained_launches(workflow, S: dict, mini: bool) -> None:
+def check_retrained_launches(workflow, scale: Scale, mini: bool) -> None:
     """Before a finished run's training is submitted again: its launch checked with the code it will run, as
     check_launches does for a run still to train. Its preflight job runs again only when what it reads changes, not
     for a change of code alone (preflight.smk)."""
     if mini or workflow.touch:
         return
-    check_launches(S, retrained_runs(workflow))
+    check_launches(scale, retrained_runs(workflow))

@@ -4,15 +4,15 @@ the hub's lock files and the report's labels. Paths are core.paths' templates.""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core import paths
-from ..core import run as resolved
-from ..core import spec as run_spec
+from ..core.scale import Scale
 from ..study import artifacts
-from .scope import artifact_runs, run_label, run_model, with_replicates
+from .scope import artifact_runs, run_label, with_replicates
 from .stamps import canonical
 
 if TYPE_CHECKING:
@@ -21,18 +21,18 @@ if TYPE_CHECKING:
 REPORT_LABEL = "rule · where in the paper"  # the one label of each row of `snakemake --report` (report_labels)
 
 
-def protocols(S: dict, benchmarks: list[str]) -> dict:
-    return canonical({b: S["data"]["benchmarks"][b]["protocol"] for b in benchmarks})
+def protocols(scale: Scale, benchmarks: list[str]) -> dict:
+    return canonical({b: dataclasses.asdict(scale.benchmarks[b].protocol) for b in benchmarks})
 
 
-def run_settings(S: dict, run: str) -> dict:
-    return canonical(resolved.resolve(S, run).params())
+def run_settings(scale: Scale, run: str) -> dict:
+    return canonical(scale.runs[run].params())
 
 
-def benchmark_names(S: dict) -> dict:
+def benchmark_names(scale: Scale) -> dict:
     """Table 2's columns, the math benchmarks (as the paper's): a mini benchmark says which paper benchmark it stands in for."""
-    spec = S["data"]["benchmarks"]
-    return {b: f"{b} ({spec[b]['plays']})" if "plays" in spec[b] else b for b in run_spec.domain_benchmarks(S, "math")}
+    benchmarks = scale.benchmarks
+    return {b: f"{b} ({benchmarks[b].plays})" if benchmarks[b].plays else b for b in scale.domain_benchmarks("math")}
 
 
 def artifact_inputs(plan: StudyPlan, name: str) -> dict:
@@ -43,21 +43,21 @@ def artifact_inputs(plan: StudyPlan, name: str) -> dict:
     inputs = {"code": plan.code(name, *artifact.modules)}
     if artifact.power:
         return inputs | {"samples": plan.power_samples(plan.power_study.drawn(artifact.methods))}
-    S = plan.S
-    runs = with_replicates(S, artifact_runs(S, name))
+    scale = plan.scale
+    runs = with_replicates(scale, artifact_runs(scale, name))
     if "metrics" in artifact.reads:
         inputs["metrics"] = [paths.RUN_METRICS.format(run=r) for r in runs]
     if "eval" in artifact.reads:
         inputs["summaries"] = [paths.EVAL_SUMMARY.format(run=r) for r in runs]
     if "models" in artifact.reads:
-        inputs["models"] = [paths.MODEL_DIR.format(model=run_model(S, r)) for r in runs]
+        inputs["models"] = [paths.MODEL_DIR.format(model=scale.runs[r].model) for r in runs]
     return inputs
 
 
 def artifact_params(plan: StudyPlan, name: str) -> dict:
     """What the artifact's function reads beside its inputs (study.inputs.Inputs): labels and caption, the order
     of its input files (run or method -> replicates), and the runs' settings or the methods' sampling settings."""
-    scope, power_study, S = plan.scope, plan.power_study, plan.S
+    scope, power_study, scale = plan.scope, plan.power_study, plan.scale
     if artifacts.ARTIFACTS[name].power:
         methods = power_study.drawn(artifacts.ARTIFACTS[name].methods)
         return {
@@ -65,23 +65,23 @@ def artifact_params(plan: StudyPlan, name: str) -> dict:
             "labels": dict(power_study.labels),
             "pass_k": scope.power["pass_k"],
             "settings": {m: power_study.methods[m] for m in methods},
-            "caption": power_study.caption(artifacts.ARTIFACTS[name].what, scope.scale),
+            "caption": power_study.caption(artifacts.ARTIFACTS[name].what, scope.scale.name),
         }
-    runs = artifact_runs(S, name)
-    specs = {r: resolved.resolve(S, r) for r in runs}
-    labels = {r: run_label(S, r) for r in runs}
-    replicates = {r: run_spec.replicates(S["runs"], r) for r in runs}
+    runs = artifact_runs(scale, name)
+    specs = {r: scale.runs[r] for r in runs}
+    labels = {r: run_label(scale, r) for r in runs}
+    replicates = {r: scale.replicates(r) for r in runs}
     shared_base = None  # said only where a base model is pre-trained (mini) and a run has several seeds
-    if "pretrain" in S and any(len(reps) > 1 for reps in replicates.values()):
-        shared_base = all(len({S["runs"][rep]["model"] for rep in reps}) == 1 for reps in replicates.values())
+    if "pretrain" in scale.config and any(len(reps) > 1 for reps in replicates.values()):
+        shared_base = all(len({scale.runs[rep].model for rep in reps}) == 1 for reps in replicates.values())
     return {
         "runs": runs,
         "replicates": replicates,
         "labels": labels,
         "specs": canonical({r: s.params() for r, s in specs.items()}),
-        "fit_steps": S["analysis"]["early_fit_steps"],
-        "benchmark_names": benchmark_names(S),
-        "caption": artifacts.caption(name, scope.scale, specs, labels, shared_base),
+        "fit_steps": scale.config["analysis"]["early_fit_steps"],
+        "benchmark_names": benchmark_names(scale),
+        "caption": artifacts.caption(name, scope.scale.name, specs, labels, shared_base),
     }
 
 
@@ -91,10 +91,10 @@ def audit_params(plan: StudyPlan) -> dict:
     plays which role, the methods each of its artifacts draws, problems answered per benchmark and
     answers per problem; the runs, evaluated runs and models of the claims judged; and the claims left out with
     their GPU-hours, when claims are chosen."""
-    scope, power_study, S, power = plan.scope, plan.power_study, plan.S, plan.power
+    scope, power_study, scale, power = plan.scope, plan.power_study, plan.scale, plan.power
     not_run = plan.not_run if plan.selecting else None
-    bench = S["data"]["benchmarks"]
-    val = S["train"]["val_protocol"]["n"]
+    bench = scale.benchmarks
+    val = scale.config["train"]["val_protocol"]["n"]
     power_params = {}
     if power:
         power_params = {
@@ -102,23 +102,23 @@ def audit_params(plan: StudyPlan) -> dict:
             "methods": power_study.methods,
             "runs": power["runs"],
             "artifacts": {name: power_study.drawn(artifacts.ARTIFACTS[name].methods) for name in artifacts.POWER},
-            "problems": power_study.problems(bench),
+            "problems": power_study.problems(scale.config["data"]["benchmarks"]),
             "n": power["n"],
         }
     return {
-        "scale": scope.scale,
+        "scale": scope.scale.name,
         "runs": plan.study_runs,  # the runs whose metrics it reads, in its input's order
         "evaluated": plan.evaluated_runs,  # the runs whose evaluation summaries it reads, in its input's order
         "models": plan.study_models,
-        "artifacts": {name: artifact_runs(S, name) for name in scope.artifact_names},
-        "specs": canonical({r: resolved.resolve(S, r).params() for r in scope.runs}),
-        "fit_steps": S["analysis"]["early_fit_steps"],
+        "artifacts": {name: artifact_runs(scale, name) for name in scope.artifact_names},
+        "specs": canonical({r: scale.runs[r].params() for r in scope.runs}),
+        "fit_steps": scale.config["analysis"]["early_fit_steps"],
         # problems per benchmark of Table 2 (math), and validation samples per benchmark at each validation step
-        "bench_sizes": {b: bench[b]["size"] for b in run_spec.domain_benchmarks(S, "math")},
+        "bench_sizes": {b: bench[b].size for b in scale.domain_benchmarks("math")},
         "val_samples": {
-            b: min(bench[b]["size"], S["train"].get("val_size", bench[b]["size"])) * val for b in scope.benchmarks
+            b: min(bench[b].size, scale.config["train"].get("val_size", bench[b].size)) * val for b in scope.benchmarks
         },
-        "plays": {b: bench[b]["plays"] for b in scope.benchmarks if "plays" in bench[b]},
+        "plays": {b: bench[b].plays for b in scope.benchmarks if bench[b].plays},
         "power": canonical(power_params),
         # the claims left out of this study (--config claims=... or budget_gpu_hours=...), with the GPU-hours of
         # the jobs each would add (none at mini scale)
@@ -126,9 +126,9 @@ def audit_params(plan: StudyPlan) -> dict:
     }
 
 
-def lock_file(S: dict, repo_id: str) -> str:
+def lock_file(scale: Scale, repo_id: str) -> str:
     """One lock file per hub repository, so parallel downloads never write the same file."""
-    return os.path.join(S["hub"]["lock"], "--".join(Path(repo_id).parts) + ".yaml")
+    return os.path.join(scale.config["hub"]["lock"], "--".join(Path(repo_id).parts) + ".yaml")
 
 
 # What the power study's preflight reads of its model's entry (paper.preflight.engines, kind power): the engine's
@@ -137,15 +137,16 @@ def lock_file(S: dict, repo_id: str) -> str:
 POWER_ENGINE_FIELDS = ("tensor_parallel", "chat_template")
 
 
-def preflight_power_scope(S: dict) -> dict:
+def preflight_power_scope(scale: Scale) -> dict:
     """What the power study's preflight reads: its model's engine fields, the prompt length and the answers' length."""
-    power = S["power_sampling"]
-    entry = S["models"][power["model"]]
+    power = scale.config["power_sampling"]
+    model = scale.models[power["model"]]
+    engine = {"tensor_parallel": model.placement.tensor_parallel, "chat_template": model.chat_template}
     return canonical(
         {
             "runs": {},
-            "models": {power["model"]: {k: entry[k] for k in POWER_ENGINE_FIELDS if k in entry}},
-            "data": {"max_prompt_length": S["data"]["max_prompt_length"]},
+            "models": {power["model"]: {k: engine[k] for k in POWER_ENGINE_FIELDS}},
+            "data": {"max_prompt_length": scale.config["data"]["max_prompt_length"]},
             "power_sampling": {"model": power["model"], "max_new_tokens": power["max_new_tokens"]},
         }
     )

@@ -11,10 +11,10 @@ from ..core import paths
 from ..core import spec as run_spec
 from ..paper.cost import pilot_measures, pilot_report
 from .gpu_rules import EVALUATE, POWER, SPEED, TRAIN
-from .scope import run_gpus
 from .stamps import canonical
 
 if TYPE_CHECKING:
+    from ..core.scale import Scale
     from .plan import StudyPlan
 
 
@@ -27,9 +27,9 @@ def jobs(plan: StudyPlan) -> list[str]:
 
 def plan_message(plan: StudyPlan) -> str:
     """The pilot's GPU jobs and what they cost, stated before anything is submitted."""
-    S, pilot, job_hours, assumptions = plan.S, plan.pilot, plan.job_hours, plan.budget
+    scale, pilot, job_hours, assumptions = plan.scale, plan.pilot, plan.job_hours, plan.budget
     names = jobs(plan)
-    gpus = {r: run_gpus(S, r) for r in plan.pilot_runs + plan.scope.pilot_node_runs}
+    gpus = {r: scale.placement(r).gpus for r in plan.pilot_runs + plan.scope.pilot_node_runs}
     total = sum(job_hours[j] for j in names)
     head = (
         f"GPU pilot: {len(names)} GPU jobs on {max(gpus.values())} GPU(s) each at most, {total:.2f} GPU-hours"
@@ -44,9 +44,9 @@ def plan_message(plan: StudyPlan) -> str:
 
 def stages(plan: StudyPlan) -> list[dict]:
     """The pilot's jobs as the report reads them (paper.cost.pilot_measures.Stage): each one's log, outputs and GPUs."""
-    p, S, run = paths, plan.S, plan.pilot_runs[0]
-    model, placement = plan.run_model(run), plan.run_model_spec(run)
-    gpus = placement["nodes"] * placement["gpus_per_node"]
+    p, scale, run = paths, plan.scale, plan.pilot_runs[0]
+    model, placement = plan.run_model(run), scale.placement(run)
+    gpus = placement.gpus
     out = [
         stage("download_model", model, p.MODEL_LOG.format(model=model), [p.MODEL_DIR.format(model=model)], 0),
         stage("preflight", run, p.RUN_PREFLIGHT_LOG.format(run=run), [p.RUN_PREFLIGHT.format(run=run)], 0),
@@ -64,7 +64,7 @@ def stages(plan: StudyPlan) -> list[dict]:
             run,
             p.EVAL_LOG.format(run=run),
             [p.EVAL_SUMMARY.format(run=run)],
-            placement["tensor_parallel"],
+            placement.tensor_parallel,
         ),
     ]
     out += [
@@ -73,7 +73,7 @@ def stages(plan: StudyPlan) -> list[dict]:
             m,
             p.POWER_LOG.format(method=m),
             [p.POWER_SAMPLES.format(method=m)],
-            job["placement"]["tensor_parallel"],
+            job["placement"].tensor_parallel,
         )
         for m, job in plan.pilot_methods.items()
     ]
@@ -86,7 +86,7 @@ def stages(plan: StudyPlan) -> list[dict]:
             r,
             p.TRAIN_LOG.format(run=r),
             [p.RUN_METRICS.format(run=r)],
-            run_gpus(S, r),
+            scale.placement(r).gpus,
             verl_logs_dir=p.RUN_CHECKPOINTS.format(run=r),
         )
         for r in plan.scope.pilot_node_runs
@@ -98,9 +98,10 @@ def stage(name: str, job: str, log: str, outputs: list[str], gpus: int, **more) 
     return {"name": name, "job": job, "log": log, "outputs": outputs, "gpus": gpus, **more}
 
 
-def speed_scope(S: dict, pilot: dict) -> dict:
+def speed_scope(scale: Scale, pilot: dict) -> dict:
     """What the pilot's speed job reads: its settings, the models whose shapes it builds, the run whose command builds the worker,
     the budget's lengths and the site's verl overrides."""
+    S = scale.config
     speed, run = pilot["speed"], run_spec.run_scope(S, pilot["speed"]["run"])
     return canonical(
         {
@@ -114,9 +115,10 @@ def speed_scope(S: dict, pilot: dict) -> dict:
     )
 
 
-def report_scope(S: dict) -> dict:
+def report_scope(scale: Scale) -> dict:
     """What the report's re-estimate of the study reads: the runs, their models (with their shapes) and settings, the
     benchmarks' sizes and the budget (config.yaml paper.budget)."""
+    S = scale.config
     keys = ("runs", "models", "train", "treatments", "recipes", "budget", "lr_reference_width")
     return canonical({**{k: S[k] for k in keys if k in S}, "data": {"benchmarks": S["data"]["benchmarks"]}})
 
@@ -133,7 +135,7 @@ def write_failed_report(plan: StudyPlan) -> None:
         return
     try:
         done = [pilot_measures.Stage(**s) for s in stages(plan)]
-        pilot_report.write(done, report_scope(plan.S), paths.PILOT_REPORT, paths.PILOT_REPORT_HTML, paths.PILOT_FAILED)
+        pilot_report.write(done, plan.scale, paths.PILOT_REPORT, paths.PILOT_REPORT_HTML, paths.PILOT_FAILED)
         print(f"pilot: a stage failed; the report of what ran is in {paths.PILOT_REPORT}", file=sys.stderr)
     except Exception as err:  # the report must not hide the error that ended the run
         print(f"pilot: no report written ({type(err).__name__}: {err})", file=sys.stderr)

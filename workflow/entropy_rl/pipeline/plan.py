@@ -15,8 +15,8 @@ from pathlib import Path
 
 from ..core import images, paths
 from ..core import ledger as claims_ledger
-from ..core import run as resolved
 from ..core.config import read_yaml
+from ..core.scale import Scale
 from ..paper.images import imports as image_imports
 from ..study import artifacts
 from . import claim_plan, claims, params, power, resources, scope, stamps
@@ -50,15 +50,15 @@ class StudyPlan:
     # ---- the scope, as the rules read it ---------------------------------------------------------
     @property
     def S(self) -> dict:
-        """The resolved scale config."""
-        return self.scope.S
+        """The resolved scale config, as the schema has it: what the rules' params carry."""
+        return self.scope.scale.config
 
     @property
     def mini(self) -> bool:
         return self.scope.mini
 
     @property
-    def scale(self) -> str:
+    def scale(self) -> Scale:
         return self.scope.scale
 
     @property
@@ -89,7 +89,7 @@ class StudyPlan:
     @property
     def train_retries(self) -> int:
         """How often a training job may be submitted again under a cluster executor (resources.train_retries)."""
-        return 0 if self.mini else resources.train_retries(self.S, self.budget)
+        return 0 if self.mini else resources.train_retries(self.scale, self.budget)
 
     def wildcard_constraints(self) -> dict[str, str]:
         """Each wildcard's values, as a regular expression (the Snakefile's wildcard_constraints)."""
@@ -115,7 +115,7 @@ class StudyPlan:
 
     def run_image(self, run: str) -> str:
         """PRIME runs on the verl its recipe supports (containers/prime.def); every other run on verl 0.9.1."""
-        trainer = resolved.resolve(self.S, run).trainer
+        trainer = self.scale.runs[run].trainer
         return self.image(next(image for image, runs in image_imports.RUN_IMAGES.items() if runs == trainer))
 
     def code(self, key: str, *modules: str) -> str:
@@ -124,27 +124,24 @@ class StudyPlan:
 
     def train_code(self, run: str) -> str:
         """A run's code input: its own trainer's (pipeline.stamps.train_code)."""
-        return stamps.train_code(paths.CODE_STAMP, resolved.resolve(self.S, run))
+        return stamps.train_code(paths.CODE_STAMP, self.scale.runs[run])
 
     def run_settings(self, run: str) -> dict:
-        return params.run_settings(self.S, run)
+        return params.run_settings(self.scale, run)
 
     def run_model(self, run: str) -> str:
-        return scope.run_model(self.S, run)
-
-    def run_model_spec(self, run: str) -> dict:
-        return scope.run_model_spec(self.S, run)
+        return self.scale.runs[run].model
 
     def run_model_dir(self, run: str) -> str:
         return paths.MODEL_DIR.format(model=self.run_model(run))
 
     def run_train_data(self, run: str) -> str:
-        train_set = scope.run_train_set(self.S, run)
+        train_set = self.scale.runs[run].train_data
         return paths.TRAIN_DATA if train_set is None else paths.TRAIN_SET.format(train_set=train_set)
 
     def run_validation_files(self, run: str) -> list[str]:
         """The benchmarks a mini run validates on: those of the domain it trains on (math or code)."""
-        return [paths.BENCHMARK_FILE.format(benchmark=b) for b in scope.validation_benchmarks(self.S, run)]
+        return [paths.BENCHMARK_FILE.format(benchmark=b) for b in scope.validation_benchmarks(self.scale, run)]
 
     def run_benchmark_files(self, run: str) -> list[str]:
         """The benchmarks a run is evaluated on: all of them, or for a pilot run their first problems (pilot.smk)."""
@@ -155,31 +152,33 @@ class StudyPlan:
         return [paths.BENCHMARK_FILE.format(benchmark=b) for b in self.benchmarks]
 
     def protocols(self) -> dict:
-        return params.protocols(self.S, self.benchmarks)
+        return params.protocols(self.scale, self.benchmarks)
 
     def instruct_inputs(self, model: str) -> dict:
         """What an instruct model is tuned from: its base model and the instruction corpus (none for a base model)."""
-        base = scope.instruct_base(self.S, model)
+        base = self.scale.models[model].instruct_of
         return {"base": paths.MODEL_DIR.format(model=base), "instruct": paths.INSTRUCT_CORPUS} if base else {}
 
     def lock_file(self, repo_id: str) -> str:
-        return params.lock_file(self.S, repo_id)
+        return params.lock_file(self.scale, repo_id)
 
     def source_dir(self, part: str) -> str:
-        return paths.SOURCE_DIR.format(source=scope.part_source(self.S, part))
+        return paths.SOURCE_DIR.format(source=scope.part_source(self.scale, part))
 
     def source_checked(self, part: str) -> str:
         """The record that a part's downloaded source matches what the config reads from it."""
-        return paths.SOURCE_CHECKED.format(source=scope.part_source(self.S, part))
+        return paths.SOURCE_CHECKED.format(source=scope.part_source(self.scale, part))
 
     # ---- GPU jobs' SLURM resources ----------------------------------------------------------------
     def train_resources(self, run: str) -> dict:
         """One dict per run, kept: six resource lambdas read it (pipeline.resources.train_resources)."""
         if run in self._resources:
             return self._resources[run]
-        model, hours = self.run_model_spec(run), self.job_hours[f"train:{run}"]
-        margin, longest = self.budget["walltime_margin"], resources.max_job_minutes(self.S)
-        self._resources[run] = resources.train_resources(model, hours, margin, resources.SLURM_JOB_ENV_FLAG, longest)
+        placement, hours = self.scale.placement(run), self.job_hours[f"train:{run}"]
+        margin, longest = self.budget["walltime_margin"], resources.max_job_minutes(self.scale)
+        self._resources[run] = resources.train_resources(
+            placement, hours, margin, resources.SLURM_JOB_ENV_FLAG, longest
+        )
         return self._resources[run]
 
     def engine_resources(self, rule: str, gpus) -> dict:
@@ -194,7 +193,7 @@ class StudyPlan:
 
     # ---- power sampling beside RL (pipeline.power) --------------------------------------------------
     def power_job(self, method: str) -> dict:
-        return power.job(self.S, self.power_study, self.pilot_methods, method)
+        return power.job(self.scale, self.power_study, self.pilot_methods, method)
 
     def power_samples(self, methods) -> list[str]:
         """The answers of ``methods`` and of every replicate of each, method by method."""
@@ -202,7 +201,7 @@ class StudyPlan:
 
     def power_benchmark_files(self, method: str) -> list[str]:
         """The benchmarks a sampling job answers: the study's, or a sweep's own."""
-        names = power.benchmarks(self.S, self.power_job(method)["settings"])
+        names = power.benchmarks(self.scale, self.power_job(method)["settings"])
         return [paths.BENCHMARK_FILE.format(benchmark=b) for b in names]
 
     def power_base_model(self, method: str) -> str:
@@ -237,18 +236,18 @@ class StudyPlan:
 def build(config: dict, workflow: Workflow) -> StudyPlan:
     """The plan of ``config`` (validated, core.config.validate) in ``workflow``."""
     the_scope = scope.resolve(config)
-    S, replicates, seed = the_scope.S, the_scope.replicates, the_scope.seed
-    power_study = power.study(S, replicates, seed)
-    pilot_methods = power.pilot_methods(S, the_scope.pilot, the_scope.pilot_runs)
+    scale, replicates, seed = the_scope.scale, the_scope.replicates, the_scope.seed
+    power_study = power.study(scale, replicates, seed)
+    pilot_methods = power.pilot_methods(scale, the_scope.pilot, the_scope.pilot_runs)
     ledger = os.path.join(workflow.basedir, paths.LEDGER)
     claim_list = claims_ledger.expand_ledger(read_yaml(ledger))
     drawn = (
         {name: power_study.drawn(artifacts.ARTIFACTS[name].methods) for name in artifacts.POWER} if power_study else {}
     )
-    claim_jobs = claim_plan.study_jobs(S, claim_list, artifacts.reads_tests, power_study, drawn)
+    claim_jobs = claim_plan.study_jobs(scale, claim_list, artifacts.reads_tests, power_study, drawn)
     selecting = claims.selecting(config)
     claims.check_budget_setting(the_scope.mini, config)
-    budget = claims.budget_assumptions(S, the_scope.mini, paths.PILOT_ESTIMATE)
+    budget = claims.budget_assumptions(scale, the_scope.mini, paths.PILOT_ESTIMATE)
     job_hours = claims.job_hours(the_scope, power_study, pilot_methods, budget, claim_jobs)
     selection = claim_plan.select(claim_jobs, job_hours, config.get("claims"), config.get("budget_gpu_hours"))
     study_runs = claims.study_runs(selection, selecting, the_scope.runs)
@@ -269,7 +268,7 @@ def build(config: dict, workflow: Workflow) -> StudyPlan:
         study_runs=study_runs,
         study_power_methods=study_power_methods,
         study_models=claims.study_models(the_scope, selecting, study_runs, study_power_methods),
-        evaluated_runs=claims.evaluated_runs(S, claim_list, selection, selecting),
+        evaluated_runs=claims.evaluated_runs(scale, claim_list, selection, selecting),
         ledger=ledger,
         fit_law_name=Path(config["fit_law_log"]).stem if "fit_law_log" in config else "no-log-given",
     )

@@ -3,19 +3,24 @@ pilot (pilot.power): each one's settings, model, placement, problems, answers an
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..core import spec as run_spec
 from ..core.power import methods as power_registry
-from .scope import run_label, run_model, run_model_spec
+from .scope import run_label
+
+if TYPE_CHECKING:
+    from ..core.scale import Scale
 
 
-def study(S: dict, replicates: int, seed: int):
+def study(scale: Scale, replicates: int, seed: int):
     """The power-sampling study of the scale (core.power.methods.Study), or None when it has none."""
-    power = S.get("power_sampling")
+    power = scale.config.get("power_sampling")
     if not power:
         return None
-    base_models = sum(run_spec.replicate_of(m)[0] == power["model"] for m in S["models"])  # 1 where shared (scope)
+    base_models = sum(run_spec.replicate_of(m)[0] == power["model"] for m in scale.models)  # 1 where shared (scope)
     return power_registry.build(
-        power, {r: run_label(S, r) for r in power["runs"].values()}, replicates, seed, base_models
+        power, {r: run_label(scale, r) for r in power["runs"].values()}, replicates, seed, base_models
     )
 
 
@@ -24,20 +29,20 @@ def methods(power_study) -> dict:
     return power_study.methods if power_study else {}
 
 
-def pilot_methods(S: dict, pilot: dict | None, pilot_runs: list[str]) -> dict:
+def pilot_methods(scale: Scale, pilot: dict | None, pilot_runs: list[str]) -> dict:
     """The pilot's sampling jobs (pilot.power): plain sampling of the pilot's model, p^alpha by Algorithm 1 and by the
     later samplers it configures (Power-SMC, SPS), and plain sampling of its RL checkpoint."""
     if not pilot:
         return {}
     p, run = pilot["power"], pilot_runs[0]
-    model = run_model(S, run)
     job = {
-        "model": model,
-        "placement": run_model_spec(S, run),
+        "model": scale.runs[run].model,
+        "placement": scale.placement(run),
+        "chat_template": scale.model_of(run).chat_template,
         "problems": p["problems"],
         "n": p["n"],
         "max_new_tokens": p["max_new_tokens"],
-        "seed": S["eval"]["seed"],
+        "seed": scale.config["eval"]["seed"],
     }
     power = {"kind": "power", "alpha": p["alpha"], "block_size": p["block_size"], "n_mcmc": p["n_mcmc"]}
     later = {
@@ -53,16 +58,18 @@ def pilot_methods(S: dict, pilot: dict | None, pilot_runs: list[str]) -> dict:
     }
 
 
-def job(S: dict, power_study, pilot_jobs: dict, method: str) -> dict:
+def job(scale: Scale, power_study, pilot_jobs: dict, method: str) -> dict:
     """One sampling job's facts, for the study's methods and the pilot's alike: its settings, the base model, the
-    placement of its engines, problems per benchmark, answers per problem, answer length and seed."""
+    placement of its engines and their prompt format, problems per benchmark, answers per problem, answer length and
+    seed."""
     if method in pilot_jobs:
         return pilot_jobs[method]
-    power = S["power_sampling"]
+    power = scale.config["power_sampling"]
     return {
         "settings": methods(power_study)[method],
         "model": power_study.model(method),
-        "placement": S["models"][power["model"]],
+        "placement": scale.models[power["model"]].placement,
+        "chat_template": scale.models[power["model"]].chat_template,
         "problems": power["problems"],
         "n": power["n"],
         "max_new_tokens": power["max_new_tokens"],
@@ -70,6 +77,6 @@ def job(S: dict, power_study, pilot_jobs: dict, method: str) -> dict:
     }
 
 
-def benchmarks(S: dict, settings: dict) -> list[str]:
+def benchmarks(scale: Scale, settings: dict) -> list[str]:
     """The benchmarks a sampling job answers: the study's, or a sweep's own (core.power.methods.Study.benchmarks)."""
-    return settings.get("benchmarks", S["power_sampling"]["benchmarks"])
+    return settings.get("benchmarks", scale.config["power_sampling"]["benchmarks"])

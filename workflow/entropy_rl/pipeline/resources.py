@@ -4,6 +4,7 @@ sampling job, for the GPU-hours the estimate gives (paper.cost.budget) times its
 from __future__ import annotations
 
 from ..core import paths
+from ..core.scale import Placement, Scale
 from ..paper import job_time
 from ..paper.cost import budget
 
@@ -17,30 +18,31 @@ from ..paper.cost import budget
 SLURM_JOB_ENV_FLAG = f"--export-file={paths.SLURM_JOB_ENV}"
 
 
-def train_resources(model: dict, hours: float, walltime_margin: float, env_flag: str, max_job_minutes: int) -> dict:
+def train_resources(
+    placement: Placement, hours: float, walltime_margin: float, env_flag: str, max_job_minutes: int
+) -> dict:
     """Whole nodes for a run (8 CPUs and 64 GB per GPU), requeueable, for the estimated time, and never longer than
-    the site's longest job (``max_job_minutes``: a longer run goes on in the next job, paper.job_time). ``model``: the
-    run's model entry with its placement; ``env_flag``: sbatch's --export-file (SLURM_JOB_ENV_FLAG)."""
-    gpus = model["nodes"] * model["gpus_per_node"]
+    the site's longest job (``max_job_minutes``: a longer run goes on in the next job, paper.job_time). ``placement``:
+    the run's (core.scale.Scale.placement); ``env_flag``: sbatch's --export-file (SLURM_JOB_ENV_FLAG)."""
     return {
-        "nodes": model["nodes"],
-        "gpu": gpus,
-        "cpus_per_task": 8 * model["gpus_per_node"],
+        "nodes": placement.nodes,
+        "gpu": placement.gpus,
+        "cpus_per_task": 8 * placement.gpus_per_node,
         "mem_mb_per_cpu": 8000,
         "slurm_extra": f"--requeue {env_flag}",
-        "runtime": min(max_job_minutes, budget.runtime_minutes(hours, gpus, walltime_margin)),
+        "runtime": min(max_job_minutes, budget.runtime_minutes(hours, placement.gpus, walltime_margin)),
     }
 
 
-def max_job_minutes(S: dict) -> int:
-    return job_time.max_job_minutes(S)
+def max_job_minutes(scale: Scale) -> int:
+    return job_time.max_job_minutes(scale.config.get("launch", {}))
 
 
-def train_retries(S: dict, assumptions: dict) -> int:
+def train_retries(scale: Scale, assumptions: dict) -> int:
     """How often Snakemake may submit a training job again: once for each further job the longest run needs by the
     estimate (``budget.train_jobs``), as many again in case the estimate is half the truth, and once for a failure.
     A run that fails twice in a row without a new save is not launched again (paper.train_job.refusal)."""
-    return 2 * max((n or 1 for n in budget.train_jobs(S, assumptions).values()), default=1) + 1
+    return 2 * max((n or 1 for n in budget.train_jobs(scale, assumptions).values()), default=1) + 1
 
 
 def engine_resources(gpus, hours, walltime_margin: float) -> dict:

@@ -1,25 +1,23 @@
 """The study a scale config describes, as the rules read it: the scale, seed and replicates chosen on the command
-line, the resolved scale config ``S`` (instruct models, replicates, the GPU pilot), and the runs, models,
-benchmarks and artifacts it has (the study plan holds it, pipeline.plan)."""
+line, the resolved scale (``core.scale.Scale``: instruct models, replicates, the GPU pilot applied), and the runs,
+models, benchmarks and artifacts it has (the study plan holds it, pipeline.plan)."""
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
 
-from ..core import algorithms
-from ..core import run as resolved
 from ..core import spec as run_spec
+from ..core.scale import Scale, build
 from ..study import artifacts
 
 
 @dataclass(frozen=True)
 class Scope:
-    scale: str
+    scale: Scale  # the resolved scale, typed; its name is mini or paper
     mini: bool
     seed: int
     replicates: int
-    S: dict  # the resolved scale config
     runs: list[str]  # the study's; the GPU pilot's are pilot_runs
     pilot: dict | None  # paper scale: every GPU rule once, small (workflow/rules/pilot.smk)
     pilot_runs: list[str]
@@ -47,11 +45,10 @@ def resolve(config: dict) -> Scope:
     power = S.get("power_sampling")
     names = [name for name in artifacts.PAPER if name in S["artifacts"]]
     return Scope(
-        scale=scale,
+        scale=build(scale, S),
         mini=scale == "mini",
         seed=seed,
         replicates=replicates,
-        S=S,
         runs=sorted(r for r in S["runs"] if not run_spec.is_pilot(r)),
         pilot=pilot,
         pilot_runs=sorted(pilot["runs"]) if pilot else [],
@@ -77,54 +74,28 @@ def node_run(S: dict, run: str, steps: int) -> dict:
     return {**entry, "overrides": {**entry.get("overrides", {}), **cut}}
 
 
-def run_model(S: dict, run: str) -> str:
-    """The name of the base model a run trains."""
-    return S["runs"][run]["model"]
-
-
-def run_model_spec(S: dict, run: str) -> dict:
-    """The config entry of the base model a run trains, with the run's own placement (core.spec.run_model_entry)."""
-    return run_spec.run_model_entry(S, run)
-
-
-def run_gpus(S: dict, run: str) -> int:
-    """The GPUs a run trains on: its nodes times their GPUs."""
-    model = run_model_spec(S, run)
-    return model["nodes"] * model["gpus_per_node"]
-
-
-def run_label(S: dict, run: str) -> str:
+def run_label(scale: Scale, run: str) -> str:
     """A run as figures and tables name it: model, algorithm, treatment and its own training set."""
-    r = S["runs"][run]
-    treatment = "" if r["treatment"] == "none" else f" + {r['treatment']}"
-    data = f" ({r['train_data']})" if "train_data" in r else ""  # a run's own training set: code, Appendix C's
-    return f"{run_model(S, run)} {algorithms.of(r).label}{treatment}{data}"
+    r, entry = scale.runs[run], scale.config["runs"][run]
+    treatment = "" if r.treatment == "none" else f" + {r.treatment}"
+    data = f" ({entry['train_data']})" if "train_data" in entry else ""  # a run's own training set: code, Appendix C's
+    return f"{r.model} {r.method.label}{treatment}{data}"
 
 
-def artifact_runs(S: dict, name: str) -> list[str]:
-    return S["artifacts"][name]["runs"]
+def artifact_runs(scale: Scale, name: str) -> list[str]:
+    return scale.config["artifacts"][name]["runs"]
 
 
-def with_replicates(S: dict, runs: list[str]) -> list[str]:
+def with_replicates(scale: Scale, runs: list[str]) -> list[str]:
     """The runs and every replicate of each (core.spec.with_replicates), in order."""
-    return [rep for run in runs for rep in run_spec.replicates(S["runs"], run)]
+    return [rep for run in runs for rep in scale.replicates(run)]
 
 
-def instruct_base(S: dict, model: str) -> str | None:
-    """The base model an instruct model is tuned from (None for a base model)."""
-    return S["models"][model].get("instruct_of")
-
-
-def run_train_set(S: dict, run: str) -> str | None:
-    """The training set a run names, or None (the scale's one training set)."""
-    return resolved.resolve(S, run).train_data
-
-
-def validation_benchmarks(S: dict, run: str) -> list[str]:
+def validation_benchmarks(scale: Scale, run: str) -> list[str]:
     """The benchmarks a mini run validates on: those of the domain it trains on (math or code)."""
-    return run_spec.domain_benchmarks(S, run_spec.train_domain(S, run))
+    return scale.domain_benchmarks(scale.train_domain(run))
 
 
-def part_source(S: dict, part: str) -> str:
+def part_source(scale: Scale, part: str) -> str:
     """The downloaded source a data part is read from."""
-    return S["data"]["parts"][part]["source"]
+    return scale.config["data"]["parts"][part]["source"]

@@ -60,7 +60,7 @@ def _setting(run: Run) -> str:
         parts.append(f"entropy loss {loss.entropy_coeff:g}")
     if loss.kl_loss_coef:
         parts.append(f"reference KL {loss.kl_loss_coef:g}")
-    if loss.reward == "random":  # core.random_reward.RANDOM (the study loads no trainer code)
+    if run.random_reward:
         parts.append("random reward (a seeded coin per response)")
     if run.train_data is not None:
         parts.append(f"trained on {run.train_data}")

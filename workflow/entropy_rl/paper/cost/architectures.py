@@ -1,6 +1,6 @@
-"""What a token costs in each paper model's architecture (its shape, in its entry of config.yaml ``paper.models``): the
-FLOPs of its matmuls and of its attention, counted as verl's own ``FlopsCounter`` counts them, and the bytes of KV
-cache it holds.
+"""What a token costs in each paper model's architecture (its shape, ``core.scale.Shape``, from its entry of config.yaml
+``paper.models``): the FLOPs of its matmuls and of its attention, counted as verl's own ``FlopsCounter`` counts them,
+and the bytes of KV cache it holds.
 
 verl 0.9.1 (``verl/utils/flops_counter.py``, ``_estimate_qwen2_flops``, which also serves llama and mistral) counts a
 forward and backward pass over a batch of sequences as
@@ -19,7 +19,10 @@ batch adds its variance over the mean to ``s`` (Σs²/Σs), which a mean leaves 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+
+from ...core.scale import Scale, Shape
 
 
 @dataclass(frozen=True)
@@ -34,17 +37,17 @@ class Architecture:
     tied: bool
 
     @classmethod
-    def of(cls, arch: dict) -> Architecture:
-        """From a shape (``shape``; head_dim, where absent, is hidden / heads, as transformers derives it)."""
+    def of(cls, shape: Shape) -> Architecture:
+        """From a model's shape (head_dim, where unset, is hidden / heads, as transformers derives it)."""
         return cls(
-            arch["hidden_size"],
-            arch["intermediate_size"],
-            arch["num_layers"],
-            arch["num_heads"],
-            arch["num_kv_heads"],
-            arch.get("head_dim", arch["hidden_size"] // arch["num_heads"]),
-            arch["vocab_size"],
-            arch["tie_word_embeddings"],
+            shape.hidden_size,
+            shape.intermediate_size,
+            shape.num_layers,
+            shape.num_heads,
+            shape.kv_heads,
+            shape.head_size,
+            shape.vocab_size,
+            shape.tie_word_embeddings,
         )
 
     @property
@@ -86,9 +89,15 @@ class Architecture:
         return 2 * self.layers * self.kv_heads * self.head_dim * dtype_bytes
 
 
-# A model entry's shape: its published config.json's fields (num_layers: num_hidden_layers, num_heads and num_kv_heads:
-# the attention's and the key-value heads), head_dim only where it is not hidden_size / num_heads.
-SHAPE = (
+def of_model(scale: Scale, model: str) -> Architecture:
+    """A model's architecture, from its shape (an instruct model's is its base's, ``core.scale.build``)."""
+    return Architecture.of(scale.models[model].shape)
+
+
+# A shape as a measurement records it (the speed job's ``arch``, the probes' spec, ``shapes``): its published
+# config.json's fields (num_layers: num_hidden_layers, num_heads and num_kv_heads: the attention's and the key-value
+# heads), head_dim only where it is not hidden_size / num_heads.
+RECORDED = (
     "hidden_size",
     "intermediate_size",
     "num_layers",
@@ -99,22 +108,14 @@ SHAPE = (
 )
 
 
-def shape(scale_cfg: dict, model: str) -> dict:
-    """A model's shape: the ``SHAPE`` keys (and head_dim) of its entry in the scale's models, or of its base's for an
-    instruct model without its own (``instruct_of``: the mini scale's)."""
-    models = scale_cfg["models"]
-    entry = models[model]
-    if "hidden_size" not in entry and entry.get("instruct_of") in models:
-        entry = models[entry["instruct_of"]]
-    missing = [key for key in SHAPE if key not in entry]
-    if missing:
-        raise KeyError(f"models.{model}: no shape ({', '.join(missing)} unset), nor a base it is the instruct model of")
-    return {key: entry[key] for key in (*SHAPE, "head_dim") if key in entry}
+def record(shape: Shape) -> dict:
+    """A shape as a measurement records it (``RECORDED``)."""
+    return {key: getattr(shape, key) for key in RECORDED} | ({"head_dim": shape.head_dim} if shape.head_dim else {})
 
 
-def of_model(scale_cfg: dict, model: str) -> Architecture:
-    """A model's architecture, from its shape (``shape``)."""
-    return Architecture.of(shape(scale_cfg, model))
+def recorded(arch: Mapping) -> Architecture:
+    """The architecture of a recorded shape (``record``); its family, which the FLOPs do not depend on, is not recorded."""
+    return Architecture.of(Shape(family="", **arch))
 
 
 # The FLOPs a token of each timed kind costs at the budget's mean lengths. The update: the old log-prob pass and one

@@ -15,10 +15,11 @@ costly one). The same estimate, times a margin, is the SLURM runtime each job as
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ...core import spec as run_spec
-from ...core.run import Run, resolve
+from ...core.run import Run
+from ...core.scale import Benchmark, Placement, Scale
 from .. import job_time, saves, verl_names
 from . import architectures, decode, efficiency, step
 from .architectures import Architecture
@@ -105,13 +106,13 @@ class TrainTime:
 
 
 def train_time(
-    run: Run, model: dict, arch: Architecture, budget: dict, val_questions: int, end: str = "expected"
+    run: Run, placement: Placement, arch: Architecture, budget: dict, val_questions: int, end: str = "expected"
 ) -> TrainTime:
-    gpus_ = model["nodes"] * model["gpus_per_node"]
+    gpus_ = placement.gpus
     length = step.lengths(run, budget)
     sequence = length.prompt + length.response
     responses = run.prompts_per_step * run.rollout_n
-    engine = decode.ROLLOUT_ENGINE.at(model["tensor_parallel"])
+    engine = decode.ROLLOUT_ENGINE.at(placement.tensor_parallel)
     token_s = decode_s(arch, length.prompt, length.response, budget, engine, end)
     rollout = token_s * responses * length.response / gpus_
     refill = (step.generation_factor(run, budget, end) - 1) * rollout
@@ -136,9 +137,9 @@ def train_time(
     )
 
 
-def train_gpu_hours(run: Run, model: dict, arch: Architecture, budget: dict, val_questions: int) -> float:
+def train_gpu_hours(run: Run, placement: Placement, arch: Architecture, budget: dict, val_questions: int) -> float:
     """The training's own GPU-hours: its steps and validations, in one job (``job_hours`` adds the jobs')."""
-    time_ = train_time(run, model, arch, budget, val_questions)
+    time_ = train_time(run, placement, arch, budget, val_questions)
     return time_.wall_s * time_.gpus / 3600
 
 
@@ -149,17 +150,18 @@ def save_bytes(arch: Architecture, run: Run) -> float:
 
 
 def eval_gpu_hours(
-    benchmark_sizes: dict[str, int],
-    protocols: dict,
-    model: dict,
+    benchmarks: Mapping[str, Benchmark],
+    placement: Placement,
     arch: Architecture,
     budget: dict,
     end: str = "expected",
+    problems: int | None = None,
 ) -> float:
-    """Every benchmark's samples, each token at its roofline in the evaluation's engine (vLLM's defaults)."""
+    """Every benchmark's samples (of its first ``problems`` where given: the pilot's), each token at its roofline in the
+    evaluation's engine (vLLM's defaults)."""
     response = budget["mean_response_tokens"]
-    generated = sum(size * protocols[b]["n"] for b, size in benchmark_sizes.items()) * response
-    engine = decode.eval_engine(budget["gpu"]).at(model["tensor_parallel"])
+    generated = sum(min(b.size, problems or b.size) * b.protocol.n for b in benchmarks.values()) * response
+    engine = decode.eval_engine(budget["gpu"]).at(placement.tensor_parallel)
     return decode_s(arch, budget["mean_prompt_tokens"], response, budget, engine, end) * generated / 3600
 
 
@@ -200,12 +202,12 @@ def sps_tokens(
 
 
 def power_gpu_hours(
-    method: dict, answers: int, model: dict, arch: Architecture, budget: dict, max_new_tokens: int
+    method: dict, answers: int, placement: Placement, arch: Architecture, budget: dict, max_new_tokens: int
 ) -> float:
     """One power-sampling-study job on one node: ``answers`` answers by ``method`` (plain sampling, Algorithm 1,
     Power-SMC or scalable power sampling), then the base model's log-likelihood of each (one more prefill per answer).
     A drawn token is charged as decoding at the answer's mean position, a scored one as a pass over the whole answer."""
-    gpus_ = model["gpus_per_node"]
+    gpus_ = placement.gpus_per_node
     length, prompt = min(budget["mean_response_tokens"], max_new_tokens), budget["mean_prompt_tokens"]
     drawn, scored = float(length), 0.0
     if method["kind"] == "power":
@@ -218,7 +220,7 @@ def power_gpu_hours(
         )
     scored += prompt + length
     engine = decode.Engine(
-        decode.SAMPLER_MEMORY, decode.eval_engine(budget["gpu"]).max_num_seqs, model["tensor_parallel"]
+        decode.SAMPLER_MEMORY, decode.eval_engine(budget["gpu"]).max_num_seqs, placement.tensor_parallel
     )
     seconds = decode_s(arch, prompt, length, budget, engine) * drawn * answers
     train = efficiency.mfu(budget, "train_mfu", arch)
@@ -252,50 +254,49 @@ def estimate_message(runs: int, train: float, evaluation: float, methods: int, p
     )
 
 
-def job_hours(scale_cfg: dict, power_study=None, budget: dict | None = None, end: str = "expected") -> dict[str, float]:
+def job_hours(scale: Scale, power_study=None, budget: dict | None = None, end: str = "expected") -> dict[str, float]:
     """Every GPU job of the paper scale with its estimated GPU-hours, by the names of pipeline.claim_plan:
     ``train:<run>`` (its steps and validations, and the start-up of each of the jobs it needs within the site's
     ``launch.max_job_minutes``: ``TrainTime.launches_gpu_hours``), ``eval:<run>`` (every benchmark, the paper's
     protocol) and ``power:<method>``; under ``budget`` (the config's, or one the pilot measured:
     ``measured_budget``) if given; at ``end`` of the efficiencies' and refills' ranges (``ENDS``)."""
-    budget = budget or scale_cfg["budget"]
-    bench = scale_cfg["data"]["benchmarks"]
-    sizes = {b: spec["size"] for b, spec in bench.items()}
-    protocols = {b: spec["protocol"] for b, spec in bench.items()}
-    startup = scale_cfg.get("pilot", {}).get("startup_minutes", 0)  # the assumed start-up of a GPU job
+    budget = budget or scale.config["budget"]
+    questions = sum(b.size for b in scale.benchmarks.values())
+    startup = scale.config.get("pilot", {}).get("startup_minutes", 0)  # the assumed start-up of a GPU job
     hours = {}
-    for run_id in scale_cfg["runs"]:
-        model, run = run_spec.run_model_entry(scale_cfg, run_id), resolve(scale_cfg, run_id)
-        arch = architectures.of_model(scale_cfg, run.model)
-        time_ = train_time(run, model, arch, budget, sum(sizes.values()), end)
-        launches = time_.launches_gpu_hours(job_time.max_job_minutes(scale_cfg), startup)
+    for run_id, run in scale.runs.items():
+        placement, arch = scale.placement(run_id), architectures.of_model(scale, run.model)
+        time_ = train_time(run, placement, arch, budget, questions, end)
+        launches = time_.launches_gpu_hours(job_time.max_job_minutes(scale.config.get("launch", {})), startup)
         hours[f"train:{run_id}"] = time_.wall_s * time_.gpus / 3600 + launches
-        hours[f"eval:{run_id}"] = eval_gpu_hours(sizes, protocols, model, arch, budget, end)
+        hours[f"eval:{run_id}"] = eval_gpu_hours(scale.benchmarks, placement, arch, budget, end)
     if power_study is not None:
-        power = scale_cfg["power_sampling"]
-        model, arch = scale_cfg["models"][power["model"]], architectures.of_model(scale_cfg, power["model"])
+        power = scale.config["power_sampling"]
+        model, arch = scale.models[power["model"]], architectures.of_model(scale, power["model"])
         for name, method in power_study.methods.items():
-            answers = power_study.answers(bench, name)
-            hours[f"power:{name}"] = power_gpu_hours(method, answers, model, arch, budget, power["max_new_tokens"])
+            answers = power_study.answers(scale.config["data"]["benchmarks"], name)
+            hours[f"power:{name}"] = power_gpu_hours(
+                method, answers, model.placement, arch, budget, power["max_new_tokens"]
+            )
     return hours
 
 
-def peak_disk_bytes(scale_cfg: dict, runs: list[str]) -> dict[str, float]:
+def peak_disk_bytes(scale: Scale, runs: list[str]) -> dict[str, float]:
     """Each run's largest hold on disk: the saves it keeps at most (``saves.peak_saves`` of the launch's
     ``KEEP_CHECKPOINTS``), each ``save_bytes`` by its model's architecture."""
     held = saves.peak_saves(verl_names.KEEP_CHECKPOINTS)
     out = {}
     for run_id in runs:
-        run = resolve(scale_cfg, run_id)
-        out[run_id] = held * save_bytes(architectures.of_model(scale_cfg, run.model), run)
+        run = scale.runs[run_id]
+        out[run_id] = held * save_bytes(architectures.of_model(scale, run.model), run)
     return out
 
 
-def disk_message(scale_cfg: dict, runs: list[str]) -> str | None:
+def disk_message(scale: Scale, runs: list[str]) -> str | None:
     """The disk the runs still to train hold at most, printed with the GPU-hours estimate (None without runs)."""
     if not runs:
         return None
-    disk = peak_disk_bytes(scale_cfg, runs)
+    disk = peak_disk_bytes(scale, runs)
     largest = max(disk, key=disk.get)
     return (
         f"disk for checkpoints: at most {saves.peak_saves(verl_names.KEEP_CHECKPOINTS)} saves a run (the "
@@ -305,12 +306,12 @@ def disk_message(scale_cfg: dict, runs: list[str]) -> str | None:
     )
 
 
-def jobs_message(scale_cfg: dict, runs: list[str], budget: dict | None = None) -> str | None:
+def jobs_message(scale: Scale, runs: list[str], budget: dict | None = None) -> str | None:
     """How many jobs the runs still to train need within the site's longest job, and which cannot save within one."""
     if not runs:
         return None
-    jobs = {run: n for run, n in train_jobs(scale_cfg, budget).items() if run in runs}
-    longest = job_time.max_job_minutes(scale_cfg)
+    jobs = {run: n for run, n in train_jobs(scale, budget).items() if run in runs}
+    longest = job_time.max_job_minutes(scale.config.get("launch", {}))
     fit = {run: n for run, n in jobs.items() if n is not None}
     text = f"training jobs of at most {longest / 60:g} h (paper.launch.max_job_minutes)"
     if fit:
@@ -326,70 +327,70 @@ def jobs_message(scale_cfg: dict, runs: list[str], budget: dict | None = None) -
     return text
 
 
-def train_jobs(scale_cfg: dict, budget: dict | None = None) -> dict[str, int | None]:
+def train_jobs(scale: Scale, budget: dict | None = None) -> dict[str, int | None]:
     """The SLURM jobs each run's training needs within the site's ``launch.max_job_minutes`` by this estimate (None:
     one job cannot hold its start-up and a save interval)."""
-    budget = budget or scale_cfg["budget"]
-    questions = sum(b["size"] for b in scale_cfg["data"]["benchmarks"].values())
-    startup, longest = scale_cfg.get("pilot", {}).get("startup_minutes", 0), job_time.max_job_minutes(scale_cfg)
+    budget = budget or scale.config["budget"]
+    questions = sum(b.size for b in scale.benchmarks.values())
+    startup, longest = (
+        scale.config.get("pilot", {}).get("startup_minutes", 0),
+        job_time.max_job_minutes(scale.config.get("launch", {})),
+    )
     jobs = {}
-    for run_id in scale_cfg["runs"]:
-        run, model = resolve(scale_cfg, run_id), run_spec.run_model_entry(scale_cfg, run_id)
-        time_ = train_time(run, model, architectures.of_model(scale_cfg, run.model), budget, questions)
-        jobs[run_id] = time_.jobs(longest, startup)
+    for run_id, run in scale.runs.items():
+        arch = architectures.of_model(scale, run.model)
+        jobs[run_id] = train_time(run, scale.placement(run_id), arch, budget, questions).jobs(longest, startup)
     return jobs
 
 
-def pilot_hours(scale_cfg: dict, budget: dict | None = None, node_runs: list[str] = ()) -> dict[str, float]:
+def pilot_hours(scale: Scale, budget: dict | None = None, node_runs: list[str] = ()) -> dict[str, float]:
     """The GPU pilot's jobs (config pilot) with their GPU-hours: the same FLOP estimate as the study's on the pilot's
     cut settings (its validation slice, its benchmark slices, its few answers), plus an assumed start-up per job
     (``pilot.startup_minutes``: container, model load, vLLM and Ray) on each of the job's GPUs, twice for the training
     run the pilot interrupts and relaunches; ``node_runs`` (pilot.speed.node) are trained, not evaluated."""
-    budget = budget or scale_cfg["budget"]
-    pilot = scale_cfg["pilot"]
-    bench = scale_cfg["data"]["benchmarks"]
+    budget = budget or scale.config["budget"]
+    pilot = scale.config["pilot"]
     start = pilot["startup_minutes"] / 60
     hours = {}
     for run_id in [*pilot["runs"], *node_runs]:
-        model, run = run_spec.run_model_entry(scale_cfg, run_id), resolve(scale_cfg, run_id)
-        gpus_ = model["nodes"] * model["gpus_per_node"]
-        arch = architectures.of_model(scale_cfg, run.model)
+        run, placement = scale.runs[run_id], scale.placement(run_id)
+        arch = architectures.of_model(scale, run.model)
         launches = 2 if run.interrupt_at_step else 1
-        val = run.val_max_samples or sum(b["size"] for b in bench.values())
-        hours[f"train:{run_id}"] = train_gpu_hours(run, model, arch, budget, val) + launches * start * gpus_
+        val = run.val_max_samples or sum(b.size for b in scale.benchmarks.values())
+        train = train_gpu_hours(run, placement, arch, budget, val)
+        hours[f"train:{run_id}"] = train + launches * start * placement.gpus
         if run_id in node_runs:
             continue
-        sizes = {b: min(pilot["eval_problems"], spec_["size"]) for b, spec_ in bench.items()}
-        protocols = {b: spec_["protocol"] for b, spec_ in bench.items()}
-        hours[f"eval:{run_id}"] = (
-            eval_gpu_hours(sizes, protocols, model, arch, budget) + start * model["tensor_parallel"]
-        )
+        evaluation = eval_gpu_hours(scale.benchmarks, placement, arch, budget, problems=pilot["eval_problems"])
+        hours[f"eval:{run_id}"] = evaluation + start * placement.tensor_parallel
     return hours
 
 
-def pilot_power_hours(job: dict, arch: Architecture, budget: dict, startup_minutes: float, benchmarks: int) -> float:
-    """One pilot sampling job (pipeline.power.pilot_methods): its answers by the study's estimate, plus start-up."""
+def pilot_power_hours(
+    job: dict, placement: Placement, arch: Architecture, budget: dict, startup_minutes: float, benchmarks: int
+) -> float:
+    """One pilot sampling job (pipeline.power.pilot_methods) on its engines' ``placement``: its answers by the study's
+    estimate, plus start-up."""
     answers = job["problems"] * benchmarks * job["n"]
     engines = 2 if "run" in job["settings"] else 1  # an RL checkpoint's answers are scored by the base model's engine
-    gpus_ = job["placement"]["tensor_parallel"]
-    hours = power_gpu_hours(job["settings"], answers, job["placement"], arch, budget, job["max_new_tokens"])
-    return hours + engines * startup_minutes / 60 * gpus_
+    hours = power_gpu_hours(job["settings"], answers, placement, arch, budget, job["max_new_tokens"])
+    return hours + engines * startup_minutes / 60 * placement.tensor_parallel
 
 
-def pilot_speed_hours(scale_cfg: dict, budget: dict | None = None) -> float:
+def pilot_speed_hours(scale: Scale, budget: dict | None = None) -> float:
     """The pilot's speed job (pilot.speed, ``paper.cost.speed``) on its one GPU: for each size, a warm-up and the timed
     steps of log-prob and update and the rollout's answers with their warm-up, each at its architecture's FLOPs, by
     this estimate, plus the pilot's assumed start-up once a size (its random weights written, verl's worker built,
     vLLM's engine started: no Ray, no download)."""
-    budget = budget or scale_cfg["budget"]
-    speed, pilot = scale_cfg["pilot"]["speed"], scale_cfg["pilot"]
+    budget = budget or scale.config["budget"]
+    pilot, speed = scale.config["pilot"], scale.config["pilot"]["speed"]
     prompt, response = budget["mean_prompt_tokens"], budget["mean_response_tokens"]
-    n = resolve(scale_cfg, speed["run"]).rollout_n
+    n = scale.runs[speed["run"]].rollout_n
     tokens = (1 + speed["steps"]) * speed["prompts"] * n * (prompt + response)
     generated = (speed["rollout_sequences"] + max(1, speed["rollout_sequences"] // 8)) * response
     hours = 0.0
     for model in speed["sizes"]:
-        arch = architectures.of_model(scale_cfg, model)
+        arch = architectures.of_model(scale, model)
         update = architectures.update_flops(arch, prompt, response) * tokens
         seconds = _seconds(update, 1, efficiency.mfu(budget, "train_mfu", arch), budget)
         seconds += decode_s(arch, prompt, response, budget, decode.ROLLOUT_ENGINE) * generated

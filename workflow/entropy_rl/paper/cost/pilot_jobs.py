@@ -4,6 +4,7 @@ and the report of what passed, how fast it ran and what the study would cost on 
 from __future__ import annotations
 
 from ...core import atomic, formats, logs
+from ...core.scale import build
 from . import pilot_measures, pilot_report
 
 
@@ -19,7 +20,8 @@ def pilot_report_main(snakemake) -> None:
     stages = [pilot_measures.Stage(**stage) for stage in snakemake.params.stages]
     out = snakemake.output
     speed = snakemake.input.speed[0] if snakemake.input.speed else None
-    summary = pilot_report.write(stages, snakemake.params.scope, out.md, out.html, out.estimate, speed=speed)
+    scale = build("paper", snakemake.params.scope)
+    summary = pilot_report.write(stages, scale, out.md, out.html, out.estimate, speed=speed)
     log.info(
         "pilot: %s stages passed; measured MFUs: rollout %.3f, training %.3f",
         summary["pilot_stages"],

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...core.run import resolve
+from ...core.scale import Scale
 from .. import verl_metrics
 from . import architectures, decode
 from . import budget as gpu_budget
@@ -213,28 +213,26 @@ def measured_budget(
     return out, sources
 
 
-def reestimate(S: dict, budget: dict) -> pd.DataFrame:
+def reestimate(scale: Scale, budget: dict) -> pd.DataFrame:
     """The study's GPU-hours by model: training split into its rollout terms (generation, refills and validation, at
     the rollout's efficiency) and its update terms (the passes over trained tokens, at train_mfu), and evaluation if
     every run is evaluated. The pilot's own runs are not the study's."""
-    val_questions = sum(b["size"] for b in S["data"]["benchmarks"].values())
-    sizes = {b: spec["size"] for b, spec in S["data"]["benchmarks"].items()}
-    protocols = {b: spec["protocol"] for b, spec in S["data"]["benchmarks"].items()}
+    val_questions = sum(b.size for b in scale.benchmarks.values())
     rows = []
-    for run_id in sorted(r for r in S["runs"] if not r.startswith("pilot-")):
-        run = resolve(S, run_id)
-        model, arch = S["models"][run.model], architectures.of_model(S, run.model)
-        terms = gpu_budget.train_time(run, model, arch, budget, val_questions).terms()
+    for run_id in sorted(r for r in scale.runs if not r.startswith("pilot-")):
+        run, placement = scale.runs[run_id], scale.placement(run_id)
+        arch = architectures.of_model(scale, run.model)
+        terms = gpu_budget.train_time(run, placement, arch, budget, val_questions).terms()
         rows.append(
             {
                 "model": run.model,
-                "params_b": model["params_b"],
+                "params_b": scale.models[run.model].params_b,
                 "runs": 1,
-                "gpus": model["nodes"] * model["gpus_per_node"],
+                "gpus": placement.gpus,
                 "rollout_gpu_hours": terms["rollout"] + terms["refills"] + terms["validation"],
                 "update_gpu_hours": terms["update"],
                 "train_gpu_hours": sum(terms.values()),
-                "eval_gpu_hours": gpu_budget.eval_gpu_hours(sizes, protocols, model, arch, budget),
+                "eval_gpu_hours": gpu_budget.eval_gpu_hours(scale.benchmarks, placement, arch, budget),
             }
         )
     frame = pd.DataFrame(rows).groupby(["model", "params_b", "gpus"], as_index=False).sum()

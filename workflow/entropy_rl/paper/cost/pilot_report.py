@@ -19,8 +19,7 @@ from urllib.parse import quote
 import pandas as pd
 
 from ...core import atomic, pages
-from ...core import spec as run_spec
-from ...core.run import resolve
+from ...core.scale import Scale
 from . import architectures, gpus, speed_report
 from .pilot_measures import Stage, measure, measured_budget, reestimate
 from .speed import timed_on
@@ -286,21 +285,20 @@ def timed_gpu(result: dict | None, gpu: str | None, budget: dict) -> dict:
 NODE_SUFFIX = "-node"
 
 
-def _per_step(S: dict, run_id: str) -> tuple[int, int]:
-    run = resolve(S, run_id)
+def _per_step(scale: Scale, run_id: str) -> tuple[int, int]:
+    run = scale.runs[run_id]
     return run.prompts_per_step * run.rollout_n, run.ppo_epochs
 
 
-def node_point(S: dict, stage: Stage, m: dict, timed: dict) -> dict | None:
+def node_point(scale: Scale, stage: Stage, m: dict, timed: dict) -> dict | None:
     """What the speed run's steps on its own node measured (``measured_budget`` on that stage: verl's update MFU, the
     rollout's generated tokens a second over the node's GPUs), as fractions of the timed GPU's peak; None when it
     logged no step."""
     if not m.get("steps"):
         return None
-    run = resolve(S, stage.job)
-    arch = architectures.of_model(S, run.model)
-    tensor_parallel = run_spec.run_model_entry(S, stage.job)["tensor_parallel"]
-    node_budget, sources = measured_budget(S["budget"], m, arch, stage.gpus, timed, tensor_parallel)
+    run, tensor_parallel = scale.runs[stage.job], scale.placement(stage.job).tensor_parallel
+    arch = architectures.of_model(scale, run.model)
+    node_budget, sources = measured_budget(scale.config["budget"], m, arch, stage.gpus, timed, tensor_parallel)
     point = {
         "model": run.model,
         "arch": dataclasses.asdict(arch),
@@ -332,29 +330,29 @@ def in_budget_gpu(measured: dict, budget: dict) -> dict:
     }
 
 
-def write(stages: list[Stage], S: dict, out_md, out_html, out_json, gpu: str | None = None, speed=None) -> dict:
-    """The report of the pilot's ``stages`` (exactly one of them a training stage, a run of ``S``) and the MFUs
+def write(stages: list[Stage], scale: Scale, out_md, out_html, out_json, gpu: str | None = None, speed=None) -> dict:
+    """The report of the pilot's ``stages`` (exactly one of them a training stage, a run of ``scale``) and the MFUs
     the GPU-hours estimate before submission reads (``out_json``); ``gpu`` is the device's name if known, ``speed``
     the pilot's speed by model size (``paper.cost.speed.measure``'s JSON file), whose laws then price every size."""
     node = [s for s in stages if s.verl_logs_dir is not None and s.job.endswith(NODE_SUFFIX)]
     train = [s for s in stages if s.verl_logs_dir is not None and s not in node]
     if len(train) != 1:
         raise ValueError(f"the pilot has one training stage (a Stage with verl_logs_dir), not {len(train)}")
-    if train[0].job not in S["runs"]:
+    if train[0].job not in scale.runs:
         raise KeyError(f"the pilot's training stage ran {train[0].job!r}, which is not a run of the config")
-    run = resolve(S, train[0].job)
-    measured = [measure(s, *_per_step(S, s.job)) if s.verl_logs_dir is not None else measure(s) for s in stages]
+    run, budget = scale.runs[train[0].job], scale.config["budget"]
+    measured = [measure(s, *_per_step(scale, s.job)) if s.verl_logs_dir is not None else measure(s) for s in stages]
     train_measure = next(m for s, m in zip(stages, measured) if s is train[0])
     result = json.loads(Path(speed).read_text()) if speed is not None and Path(speed).is_file() else None
-    timed = timed_gpu(result, gpu, S["budget"])
-    arch, tp = architectures.of_model(S, run.model), run_spec.run_model_entry(S, train[0].job)["tensor_parallel"]
-    budget_m, sources = measured_budget(S["budget"], train_measure, arch, train[0].gpus, timed, tp)
+    timed = timed_gpu(result, gpu, budget)
+    arch, tp = architectures.of_model(scale, run.model), scale.placement(train[0].job).tensor_parallel
+    budget_m, sources = measured_budget(budget, train_measure, arch, train[0].gpus, timed, tp)
     laws, by_size, blocks, rule = {}, {}, [], SCALING_RULE
     if result is not None:
         laws = speed_report.laws(result)
         if laws:
             budget_m["speed_laws"] = {kind: law.to_dict() for kind, law in laws.items()}
-            by_size, rule = speed_report.mfu_by_size(S, laws), speed_report.RULE
+            by_size, rule = speed_report.mfu_by_size(scale, laws), speed_report.RULE
             for kind, key in (("update", "train_mfu"), ("rollout", "rollout_mfu")):
                 if kind in laws:
                     sources[key] = {
@@ -365,20 +363,20 @@ def write(stages: list[Stage], S: dict, out_md, out_html, out_json, gpu: str | N
         blocks = speed_report.report_blocks(result, laws, by_size)
     for stage, m in zip(stages, measured):
         if stage in node:
-            point = node_point(S, stage, m, timed)
+            point = node_point(scale, stage, m, timed)
             if point:
                 budget_m.setdefault("speed_laws", {})["node"] = point
-                by_size = speed_report.mfu_by_size(S, laws, point)
-                blocks += speed_report.node_blocks(S, point, laws)
-    priced = in_budget_gpu(budget_m, S["budget"])
+                by_size = speed_report.mfu_by_size(scale, laws, point)
+                blocks += speed_report.node_blocks(scale, point, laws)
+    priced = in_budget_gpu(budget_m, budget)
     if priced is not budget_m:
-        rule += f" The measured column is in {S['budget']['gpu']} hours (config.yaml paper.budget)."
+        rule += f" The measured column is in {budget['gpu']} hours (config.yaml paper.budget)."
     else:
         rule += (
             f" The measured column is in {timed['gpu']} hours, the GPU the pilot ran on; the budget prices"
-            f" {S['budget']['gpu']}, and no paper.budget.gpu_conversion for {timed['gpu']} is stated."
+            f" {budget['gpu']}, and no paper.budget.gpu_conversion for {timed['gpu']} is stated."
         )
-    assumed, at_measured = reestimate(S, S["budget"]), reestimate(S, priced)
+    assumed, at_measured = reestimate(scale, budget), reestimate(scale, priced)
     md, page = render(measured, assumed, at_measured, sources, rule, blocks, Path(out_md).parent, Path(out_html).parent)
     summary = {
         "rollout_mfu": budget_m["rollout_mfu"],

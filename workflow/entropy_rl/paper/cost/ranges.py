@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core import spec as run_spec
-from ...core.run import resolve
+from ...core.scale import Scale
 from .. import job_time
 from . import architectures, budget
 
@@ -42,25 +41,28 @@ NONE = Spread(0.0, 0.0, 0.0, 0.0, {})
 TERMS = ("update", "rollout", "refills", "validation", "launches", "evaluation", "sampling")
 
 
-def train_terms(scale_cfg: dict, run_id: str, assumptions: dict) -> dict[str, float]:
+def train_terms(scale: Scale, run_id: str, assumptions: dict) -> dict[str, float]:
     """One run's training GPU-hours charged, by term."""
-    run, model = resolve(scale_cfg, run_id), run_spec.run_model_entry(scale_cfg, run_id)
-    questions = sum(b["size"] for b in scale_cfg["data"]["benchmarks"].values())
-    time_ = budget.train_time(run, model, architectures.of_model(scale_cfg, run.model), assumptions, questions)
-    startup = scale_cfg.get("pilot", {}).get("startup_minutes", 0)
-    return {**time_.terms(), "launches": time_.launches_gpu_hours(job_time.max_job_minutes(scale_cfg), startup)}
+    run, questions = scale.runs[run_id], sum(b.size for b in scale.benchmarks.values())
+    arch = architectures.of_model(scale, run.model)
+    time_ = budget.train_time(run, scale.placement(run_id), arch, assumptions, questions)
+    startup = scale.config.get("pilot", {}).get("startup_minutes", 0)
+    return {
+        **time_.terms(),
+        "launches": time_.launches_gpu_hours(job_time.max_job_minutes(scale.config.get("launch", {})), startup),
+    }
 
 
-def job_spread(scale_cfg: dict, power_study=None, assumptions: dict | None = None) -> dict[str, Spread]:
+def job_spread(scale: Scale, power_study=None, assumptions: dict | None = None) -> dict[str, Spread]:
     """Every job of ``budget.job_hours`` with its range, worst case and terms."""
-    assumptions = assumptions or scale_cfg["budget"]
-    at = {end: budget.job_hours(scale_cfg, power_study, assumptions, end) for end in budget.ENDS}
+    assumptions = assumptions or scale.config["budget"]
+    at = {end: budget.job_hours(scale, power_study, assumptions, end) for end in budget.ENDS}
     out = {}
     for job, value in at["expected"].items():
         kind, name = job.split(":", 1)
         terms = {"evaluation": value} if kind == "eval" else {"sampling": value}
         if kind == "train":
-            terms = train_terms(scale_cfg, name, assumptions)
+            terms = train_terms(scale, name, assumptions)
         out[job] = Spread(value, at["low"][job], at["high"][job], max(value, at["bound"][job]), terms)
     return out
 

@@ -1,4 +1,4 @@
-"""A paper model's shape without its weights: the Hugging Face config of its shape (``architectures.shape``, from its
+"""A paper model's shape without its weights: the Hugging Face config of its shape (``architectures.record``, from its
 entry of ``paper.models``), its parameter count, and a model directory of random weights in that shape, which verl's
 worker and vLLM's engine load like the real one.
 
@@ -22,7 +22,7 @@ MODEL_TYPES = {
 
 
 def hf_config(family: str, arch: dict) -> dict:
-    """``config.json``'s fields for a model of ``family`` in the shape ``arch`` (``architectures.shape``)."""
+    """``config.json``'s fields for a model of ``family`` in the shape ``arch`` (``architectures.record``)."""
     model_type, cls = MODEL_TYPES[family]
     config = {
         "model_type": model_type,

@@ -14,15 +14,17 @@ import sys
 import time
 from pathlib import Path
 
+from ...core.scale import Scale
 from . import architectures, decode, gpus
 from .architectures import Architecture
 
 
-def specs(scale_cfg: dict, root: str, tokenizer: str, work: str | Path) -> list[dict]:
-    """One spec per size of ``pilot.speed``, in its order: the shape, the run whose command builds the worker, the
-    budget's mean lengths and the pilot's batch."""
-    speed, budget = scale_cfg["pilot"]["speed"], scale_cfg["budget"]
-    missing = [m for m in speed["sizes"] if m not in scale_cfg["models"]]
+def specs(scale: Scale, root: str, tokenizer: str, work: str | Path) -> list[dict]:
+    """One spec per size of ``pilot.speed``, in its order: the shape (as ``architectures.record`` records it), the run
+    whose command builds the worker and the scale's config it is resolved from, the budget's mean lengths and the
+    pilot's batch."""
+    speed, budget = scale.config["pilot"]["speed"], scale.config["budget"]
+    missing = [m for m in speed["sizes"] if m not in scale.models]
     if missing:
         raise KeyError(
             f"pilot.speed: sizes {missing} are no models of the config: the shape of random weights is unknown"
@@ -30,9 +32,9 @@ def specs(scale_cfg: dict, root: str, tokenizer: str, work: str | Path) -> list[
     return [
         {
             "model": model,
-            "params_b": scale_cfg["models"][model]["params_b"],
-            "family": scale_cfg["models"][model]["family"],
-            "arch": architectures.shape(scale_cfg, model),
+            "params_b": scale.models[model].params_b,
+            "family": scale.models[model].shape.family,
+            "arch": architectures.record(scale.models[model].shape),
             "run": speed["run"],
             "root": str(root),
             "tokenizer": str(tokenizer),
@@ -43,7 +45,7 @@ def specs(scale_cfg: dict, root: str, tokenizer: str, work: str | Path) -> list[
             "sequences": speed["rollout_sequences"],
             "prompt_tokens": budget["mean_prompt_tokens"],
             "response_tokens": budget["mean_response_tokens"],
-            "scale_cfg": scale_cfg,
+            "scale_cfg": dict(scale.config),  # JSON, as the probe reads it (update_speed.run_config)
         }
         for model in speed["sizes"]
     ]
@@ -70,7 +72,7 @@ def _probe(module: str, spec: dict, python: str, env: dict | None, log) -> dict:
 
 
 def measure(
-    scale_cfg: dict,
+    scale: Scale,
     root: str,
     tokenizer: str,
     work: str | Path,
@@ -82,7 +84,7 @@ def measure(
     """Every size's update and (``rollout``) rollout, smallest first; a size that fails or is skipped is recorded
     with its reason and the next one still runs. ``log`` takes the probes' own output."""
     sizes = []
-    for spec in specs(scale_cfg, root, tokenizer, work):
+    for spec in specs(scale, root, tokenizer, work):
         entry = {
             "model": spec["model"],
             "params_b": spec["params_b"],
@@ -92,11 +94,11 @@ def measure(
         if rollout:
             entry["rollout"] = _probe("rollout_speed", spec, python, env, log)
         sizes.append(entry)
-    speed = scale_cfg["pilot"]["speed"]
+    speed, budget = scale.config["pilot"]["speed"], scale.config["budget"]
     return {
         "run": speed["run"],
-        "prompt_tokens": scale_cfg["budget"]["mean_prompt_tokens"],
-        "response_tokens": scale_cfg["budget"]["mean_response_tokens"],
+        "prompt_tokens": budget["mean_prompt_tokens"],
+        "response_tokens": budget["mean_response_tokens"],
         "sizes": sizes,
     }
 
@@ -192,7 +194,7 @@ def table(result: dict) -> list[list[str]]:
     rows = []
     for size in result["sizes"]:
         update, rollout = size["update"], size.get("rollout", {})
-        arch = Architecture.of(size["arch"]) if "arch" in size else None
+        arch = architectures.recorded(size["arch"]) if "arch" in size else None
         rate, roll = update_rate(update, arch), rollout_rate(rollout, arch) if arch else None
         bound = "≥ " if update.get("lower_bound") else ""
         rows.append(

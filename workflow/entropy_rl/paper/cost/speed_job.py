@@ -10,19 +10,20 @@ import sys
 from pathlib import Path
 
 from ...core import atomic, logs, paths
+from ...core.scale import build
 from .. import launch
 from . import speed
 
 
 def main(snakemake) -> None:
     log = logs.setup(snakemake.log[0], engines=True)
-    scope, out = snakemake.params.scope, snakemake.output[0]
+    scale, out = build("paper", snakemake.params.scope), snakemake.output[0]
     work = Path(out).parent / "speed"
-    sizes = ", ".join(scope["pilot"]["speed"]["sizes"])
+    sizes = ", ".join(scale.config["pilot"]["speed"]["sizes"])
     log.info("speed: %s, each size's update and rollout in processes of their own", sizes)
     root = str(Path(paths.RESULTS).resolve())
     env = launch.verl_env(dict(os.environ))
-    result = speed.measure(scope, root, snakemake.input.tokenizer, work.resolve(), sys.executable, env)
+    result = speed.measure(scale, root, snakemake.input.tokenizer, work.resolve(), sys.executable, env)
     for row in speed.table(result):
         log.info("speed: %s", " | ".join(f"{h}: {v}" for h, v in zip(speed.HEADER, row)))
     atomic.write_text(out, json.dumps(result, indent=2) + "\n")

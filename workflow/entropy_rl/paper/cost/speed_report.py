@@ -5,6 +5,7 @@ section. Read by the pilot's report (the analysis image); the measurement itself
 
 from __future__ import annotations
 
+from ...core.scale import Scale
 from . import architectures, decode, efficiency, gpus, speed, speed_law
 
 RULE = (
@@ -23,7 +24,7 @@ def points(result: dict) -> dict[str, list[speed_law.Point]]:
     """Each timed architecture's FLOPs a token and the seconds a token cost one GPU, by kind (update, rollout)."""
     out = {"update": [], "rollout": []}
     for size in result["sizes"]:
-        arch = architectures.Architecture.of(size["arch"])
+        arch = architectures.recorded(size["arch"])
         for kind, rate in (
             ("update", speed.update_rate(size["update"], arch)),
             ("rollout", speed.rollout_rate(size.get("rollout", {}), arch)),
@@ -57,26 +58,26 @@ def _flops(kind: str, arch, prompt: float, response: float, engine: decode.Engin
     )
 
 
-def mfu_by_size(S: dict, laws: dict[str, speed_law.Law], node: dict | None = None) -> dict[str, dict]:
+def mfu_by_size(scale: Scale, laws: dict[str, speed_law.Law], node: dict | None = None) -> dict[str, dict]:
     """Every study model's FLOPs a token (update, rollout) and its MFUs under the laws (or the pilot's run on a node,
     ``node``, for its architecture), as fractions of the timed GPU's peak, each with its source (measured, fitted,
     extrapolated, capped, measured on a node); its KV cache a token; its rollout's TP."""
-    budget = S["budget"]
+    budget = scale.config["budget"]
     prompt, response = budget["mean_prompt_tokens"], budget["mean_response_tokens"]
     models = sorted(
-        {S["runs"][r]["model"] for r in S["runs"] if not r.startswith("pilot-")},
-        key=lambda m: (S["models"][m]["params_b"], m),
+        {run.model for r, run in scale.runs.items() if not r.startswith("pilot-")},
+        key=lambda m: (scale.models[m].params_b, m),
     )
     timed_kv = [p.arch.kv_cache_bytes() for law in laws.values() for p in law.points]
     out = {}
     for model in models:
-        arch = architectures.of_model(S, model)
+        arch, placement = architectures.of_model(scale, model), scale.models[model].placement
         entry = {
-            "params_b": S["models"][model]["params_b"],
-            "tensor_parallel": S["models"][model]["tensor_parallel"],
+            "params_b": scale.models[model].params_b,
+            "tensor_parallel": placement.tensor_parallel,
             "kv_cache_kib": arch.kv_cache_bytes() / 1024,
         }
-        engine = decode.ROLLOUT_ENGINE.at(S["models"][model]["tensor_parallel"])
+        engine = decode.ROLLOUT_ENGINE.at(placement.tensor_parallel)
         for kind, key in (("update", "train_mfu"), ("rollout", "rollout_mfu")):
             flops = _flops(kind, arch, prompt, response, engine, laws.get(kind))
             entry[f"{kind}_gflops"] = flops / 1e9
@@ -139,11 +140,11 @@ def report_blocks(result: dict, laws: dict, by_size: dict) -> list[tuple]:
     return blocks
 
 
-def node_blocks(S: dict, node: dict, laws: dict[str, speed_law.Law]) -> list[tuple]:
+def node_blocks(scale: Scale, node: dict, laws: dict[str, speed_law.Law]) -> list[tuple]:
     """The report's lines on the pilot's run on a node: its MFUs beside what the one-GPU laws give the same
     architecture (their ratio: what one GPU's points miss at that placement)."""
     arch = architectures.Architecture(**node["arch"])
-    budget = S["budget"]
+    budget = scale.config["budget"]
     lines = []
     for kind, key in (("update", "train_mfu"), ("rollout", "rollout_mfu")):
         if key not in node:

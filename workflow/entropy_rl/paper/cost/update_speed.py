@@ -93,9 +93,11 @@ def compose(command: list[str], extra: list[str]):
 
 def run_config(spec: dict, model_dir: str | Path):
     """The run's composed config for one GPU and the model in ``model_dir``, and the overrides with their reasons."""
+    from ...core.scale import build
     from .. import reward_launch
 
-    command = reward_launch.verl_command(spec["scale_cfg"], spec["run"], spec["root"])  # as train_verl launches the run
+    scale = build("paper", spec["scale_cfg"])  # the spec's JSON: the scale's config, resolved here once
+    command = reward_launch.verl_command(scale, spec["run"], spec["root"])  # as train_verl launches the run
     extra = overrides(str(model_dir), spec["prompts"], spec["mini_batch"], flash_attn_available(), command)
     return compose(command, [o for o, _ in extra]), extra
 

@@ -35,7 +35,7 @@ LAUNCHED = {"train": ("verl.trainer.main_ppo", "verl.model_merger"), "prime": ("
 NOT_RUN_THERE = {
     "eval": {
         p: "paper.preflight's run checks (verl's config, dataset and trainer; PRIME's recipe) run in the training "
-        "images; the eval image runs only its model check (preflight_power, preflight.model_problems)"
+        "images; the eval image runs only its engine checks (preflight_eval, preflight_power: engine_problems)"
         for p in ("verl", "recipe", "hydra", "omegaconf", "ray")
     },
     "train": {

@@ -333,12 +333,13 @@ def prime_commands(
     """{run: command} for every PRIME run of the scale's matrix, bound to ``results``."""
     import yaml
 
+    from ...core.scale import build
     from .. import launch, reward_launch
 
-    cfg = yaml.safe_load(Path(config_path).read_text())[scale]
+    resolved = build(scale, yaml.safe_load(Path(config_path).read_text())[scale])
     results = results or os.path.join(tempfile.gettempdir(), "prime-check-results")
-    runs = [run for run, r in cfg["runs"].items() if algorithms.of(r).trainer == algorithms.PRIME]
-    return {run: launch.bind(reward_launch.verl_command(cfg, run), results) for run in runs}
+    runs = [run for run, r in resolved.runs.items() if r.trainer == algorithms.PRIME]
+    return {run: launch.bind(reward_launch.verl_command(resolved, run), results) for run in runs}
 
 
 def main(argv: list[str] | None = None) -> int:

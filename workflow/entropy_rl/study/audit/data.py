@@ -10,7 +10,7 @@ import pandas as pd
 
 from ...core import model_size
 from ...core import spec as run_spec
-from ...core.run import Run
+from ...core.run import Run, replicates
 from .. import analysis
 
 
@@ -43,7 +43,7 @@ class Study:
 
     def seeds(self, run: str) -> list[str]:
         """The replicates of a configured run, replicate 0 (the run itself) first (core.spec.with_replicates)."""
-        return sorted((r for r, s in self.specs.items() if s.configured == run), key=lambda r: self.specs[r].replicate)
+        return replicates(self.specs, run)
 
     @property
     def replicates(self) -> int:
@@ -141,7 +141,7 @@ def method(run: Run) -> str:
     """The paper's name for what a run does to the loss: GRPO, Clip-higher, Clip-Cov, KL-Cov, Entropy loss, Reference KL;
     or "Random reward", this workflow's control (issue 42), which is never a treatment's GRPO baseline."""
     loss = run.loss
-    if loss.reward == "random":  # core.random_reward.is_random, which loads the grader the study may not
+    if run.random_reward:
         return "Random reward"
     if loss.loss_mode == "clip_cov":
         return "Clip-Cov"

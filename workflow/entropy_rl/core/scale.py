@@ -1,0 +1,171 @@
+"""A scale's config, resolved and typed: its runs (``core.run.Run``), its models (one entry a model: its shape, its
+placement and its source) and its benchmarks (their domain, size and decoding protocol), built once from the validated
+section with its replicates, instruct models and pilot runs applied (``pipeline.scope.resolve``) and passed down.
+
+The sections that one module reads keep the form the schema gives them, under ``config``: the data's sources, parts and
+training sets (the data rules' params), the budget's assumptions (``paper.cost``), the pilot, the power-sampling study,
+the hub and launch settings. ``config`` is also what a rule passes as params, whose text decides a rerun.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from .evaluation import Protocol
+from .run import Run, replicates, resolve
+from .spec import train_domain
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A model's architecture in transformers' terms (the model's config entry). ``vocab_size`` is unset at mini scale,
+    whose models take the tokenizer's; ``head_dim`` where unset is hidden_size / num_heads, as transformers derives it."""
+
+    family: str
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int | None = None
+    vocab_size: int | None = None
+    tie_word_embeddings: bool | None = None
+    head_dim: int | None = None
+    max_positions: int | None = None
+    sliding_window: int | None = None
+
+    @property
+    def kv_heads(self) -> int:
+        return self.num_kv_heads or self.num_heads
+
+    @property
+    def head_size(self) -> int:
+        return self.head_dim or self.hidden_size // self.num_heads
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a paper-scale run trains: nodes, GPUs used on each, vLLM's tensor-parallel size and the tokens a GPU packs
+    into a micro-batch (verl's ppo_max_token_len_per_gpu)."""
+
+    nodes: int
+    gpus_per_node: int
+    tensor_parallel: int
+    max_token_len_per_gpu: int | None = None
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+
+PLACEMENT = ("nodes", "gpus_per_node", "tensor_parallel", "max_token_len_per_gpu")
+SHAPE = tuple(Shape.__dataclass_fields__)
+
+
+@dataclass(frozen=True)
+class Model:
+    """One model of a scale, one entry: its shape (an instruct model's is its base's), and at paper scale its placement
+    and where it is downloaded from; a replicate's base model names the model it repeats and its pre-training seed."""
+
+    name: str
+    shape: Shape
+    placement: Placement | None = None  # paper scale
+    hub: str | None = None  # paper scale: the hub repository, at ``revision``
+    revision: str | None = None
+    gated: bool = False
+    params_b: float | None = None
+    train_data: str | None = None  # paper scale: the training set its runs take unless they name their own
+    chat_template: str = "tokenizer"  # paper.prompt_format's name of its prompt format
+    instruct_of: str | None = None  # an instruct model: the base model it tunes further
+    replicate_of: str | None = None  # a replicate (core.spec.with_replicates): the model it repeats
+    replicate: int = 0
+    pretrain_seed: int | None = None  # mini scale: a replicate's own pre-training seed
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One benchmark: its domain (``math`` or ``code``), problems, decoding protocol and, at mini scale, the paper's
+    benchmark it stands in for (``plays``)."""
+
+    name: str
+    domain: str
+    size: int
+    protocol: Protocol
+    plays: str | None = None
+
+
+@dataclass(frozen=True)
+class Scale:
+    """A scale's config, resolved: every run, model and benchmark typed, the rest as validated (``config``)."""
+
+    name: str  # mini or paper
+    runs: Mapping[str, Run]
+    models: Mapping[str, Model]
+    benchmarks: Mapping[str, Benchmark]
+    config: dict  # the resolved section as the schema has it (a rule's params carry parts of it)
+
+    def model_of(self, run: str) -> Model:
+        """The model a run trains."""
+        return self.models[self.runs[run].model]
+
+    def placement(self, run: str) -> Placement:
+        """Where a run trains: its model's placement, with the run's own over it (the pilot trains on one GPU)."""
+        own = self.config["runs"][run].get("placement", {})
+        base = self.model_of(run).placement
+        fields = {k: own.get(k, getattr(base, k) if base else None) for k in PLACEMENT}
+        return Placement(**fields)
+
+    def replicates(self, run: str) -> list[str]:
+        """The replicates of a configured run, replicate 0 (the run itself) first."""
+        return replicates(self.runs, run)
+
+    def train_domain(self, run: str) -> str:
+        """The domain of the data a run trains on, which its validation measures (core.spec.train_domain)."""
+        return train_domain(self.config, run)
+
+    def eval_max_new_tokens(self, run: str) -> int:
+        """Tokens an evaluation of the run generates: the scale's cap, or the run's own response cap where that is
+        smaller (a model with a short context, like deepseek-math-7b-base, trains and is evaluated within it)."""
+        return min(self.config["eval"]["max_new_tokens"], self.runs[run].max_response_length)
+
+    def domain_benchmarks(self, domain: str) -> list[str]:
+        """The benchmarks of one domain, sorted."""
+        return sorted(name for name, b in self.benchmarks.items() if b.domain == domain)
+
+
+def shape_of(entry: Mapping) -> Shape:
+    return Shape(**{k: entry[k] for k in SHAPE if k in entry})
+
+
+def model_of(name: str, entry: Mapping, base: Mapping | None) -> Model:
+    """A model's typed entry; an instruct model without a shape of its own takes its base's (``base``)."""
+    shaped = entry if "hidden_size" in entry else {**(base or {}), **entry}
+    if "hidden_size" not in shaped:
+        raise KeyError(
+            f"models.{name}: no shape (hidden_size and the rest unset), nor a base it is the instruct model of"
+        )
+    placement = Placement(**{k: entry[k] for k in PLACEMENT if k in entry}) if "nodes" in entry else None
+    fields = ("hub", "revision", "gated", "params_b", "train_data", "chat_template", "instruct_of")
+    fields += ("replicate_of", "replicate", "pretrain_seed")
+    return Model(name, shape_of(shaped), placement, **{k: entry[k] for k in fields if k in entry})
+
+
+def build(name: str, config: Mapping) -> Scale:
+    """The typed scale of a resolved scale section (``config``, validated): every run resolved once."""
+    models = config["models"]
+    benchmarks = config["data"]["benchmarks"]
+    return Scale(
+        name=name,
+        runs=MappingProxyType({run: resolve(config, run) for run in config["runs"]}),
+        models=MappingProxyType(
+            {m: model_of(m, entry, models.get(entry.get("instruct_of", ""))) for m, entry in models.items()}
+        ),
+        benchmarks=MappingProxyType(
+            {
+                b: Benchmark(b, e.get("domain", "math"), e["size"], Protocol(**e["protocol"]), e.get("plays"))
+                for b, e in benchmarks.items()
+            }
+        ),
+        config=config,
+    )

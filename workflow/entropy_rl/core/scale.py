@@ -9,6 +9,7 @@ the hub and launch settings. ``config`` is also what a rule passes as params, wh
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -111,10 +112,11 @@ class Scale:
 
     def placement(self, run: str) -> Placement:
         """Where a run trains: its model's placement, with the run's own over it (the pilot trains on one GPU)."""
-        own = self.config["runs"][run].get("placement", {})
         base = self.model_of(run).placement
-        fields = {k: own.get(k, getattr(base, k) if base else None) for k in PLACEMENT}
-        return Placement(**fields)
+        if base is None:
+            raise ValueError(f"run {run!r}: a {self.name}-scale model has no placement (it trains on the CPU)")
+        own = self.config["runs"][run].get("placement", {})
+        return dataclasses.replace(base, **own)
 
     def replicates(self, run: str) -> list[str]:
         """The replicates of a configured run, replicate 0 (the run itself) first."""
@@ -135,6 +137,7 @@ class Scale:
 
 
 def shape_of(entry: Mapping) -> Shape:
+    """The shape a model's config entry gives."""
     return Shape(**{k: entry[k] for k in SHAPE if k in entry})
 
 

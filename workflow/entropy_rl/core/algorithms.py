@@ -33,11 +33,6 @@ def register(algorithm: Algorithm) -> Algorithm:
     return algorithm
 
 
-def of(spec: dict) -> Algorithm:
-    """The algorithm of a run (its config entry or its resolved spec)."""
-    return ALGORITHMS[spec["algorithm"]]
-
-
 # The paper's (Section 4, Table 2 and Figure 6). PRIME's advantage is RLOO's over the outcome reward plus its implicit
 # process rewards (mini.prime; at paper scale the recipe's own).
 register(Algorithm("grpo", "GRPO", "grpo"))

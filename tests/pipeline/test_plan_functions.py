@@ -95,31 +95,29 @@ def test_the_budget_is_config_yamls_or_the_pilots_measured_mfus(tmp_path, capsys
     scale = dataclasses.replace(PAPER.scale, config={**PAPER.scale.config, "budget": budget})
     S = scale.config
     estimate_file = tmp_path / "estimate.json"
-    assert claims.budget_assumptions(scale, False, str(estimate_file)) is S["budget"]
-    assert claims.budget_source(scale, False, S["budget"], "e.json").endswith(
-        "config.yaml paper.budget, assumed, A100 hours"
-    )
+    assert claims.budget_assumptions(scale, True, str(estimate_file)) is S["budget"]
+    assert claims.budget_source(scale, S["budget"], "e.json").endswith("config.yaml paper.budget, assumed, A100 hours")
     on_a100 = {"gpu": "A100", "gpu_peak_tflops": 312}
     estimate_file.write_text(json.dumps({"train_mfu": 0.2, "rollout_mfu": 0.1, **on_a100}))
-    measured = claims.budget_assumptions(scale, False, str(estimate_file))
+    measured = claims.budget_assumptions(scale, True, str(estimate_file))
     assert measured == {**S["budget"], "train_mfu": 0.2, "rollout_mfu": 0.1}
-    assert "measured at its one model size" in claims.budget_source(scale, False, measured, "e.json")
-    assert claims.budget_assumptions(scale, True, str(estimate_file)) is S["budget"]  # mini: never measured
+    assert "measured at its one model size" in claims.budget_source(scale, measured, "e.json")
+    assert claims.budget_assumptions(scale, False, str(estimate_file)) is S["budget"]  # on a CPU: never measured
     estimate_file.write_text(json.dumps({"train_mfu": 0.2, "rollout_mfu": 0.1, "speed_laws": {"a": 1}, **on_a100}))
-    laws = claims.budget_assumptions(scale, False, str(estimate_file))
-    assert laws["speed_laws"] == {"a": 1} and "speed laws" in claims.budget_source(scale, False, laws, "e.json")
+    laws = claims.budget_assumptions(scale, True, str(estimate_file))
+    assert laws["speed_laws"] == {"a": 1} and "speed laws" in claims.budget_source(scale, laws, "e.json")
     # timed on an H200: refused under an A100 budget, unless a conversion is stated (2 A100 seconds an H200 second)
     estimate_file.write_text(json.dumps({"train_mfu": 0.2, "rollout_mfu": 0.1, "gpu": "H200", "gpu_peak_tflops": 989}))
     with pytest.raises(WorkflowError, match="gpu_conversion.H200"):
-        claims.budget_assumptions(scale, False, str(estimate_file))
+        claims.budget_assumptions(scale, True, str(estimate_file))
     S["budget"]["gpu_conversion"] = {"H200": {"factor": 2.0, "source": "a test"}}
-    converted = claims.budget_assumptions(scale, False, str(estimate_file))
+    converted = claims.budget_assumptions(scale, True, str(estimate_file))
     assert (converted["train_mfu"], converted["rollout_mfu"]) == (
         pytest.approx(0.2 * 989 / 624),
         pytest.approx(0.1 * 989 / 624),
     )
     estimate_file.write_text("{}")
-    assert claims.budget_assumptions(scale, False, str(estimate_file)) is S["budget"]
+    assert claims.budget_assumptions(scale, True, str(estimate_file)) is S["budget"]
     assert "unreadable" in capsys.readouterr().err
 
 
@@ -127,8 +125,8 @@ def test_choosing_claims():
     assert not claims.selecting({}) and claims.selecting({"claims": ["law/*"]})
     assert claims.selecting({"budget_gpu_hours": 0})
     with pytest.raises(WorkflowError):
-        claims.check_budget_setting(True, {"budget_gpu_hours": 5})
-    claims.check_budget_setting(False, {"budget_gpu_hours": 5})
+        claims.check_budget_setting(False, {"scale": "mini", "budget_gpu_hours": 5})
+    claims.check_budget_setting(True, {"scale": "paper", "budget_gpu_hours": 5})
     sel = types.SimpleNamespace(claims=["a/1"], jobs=["train:r1", "power:p", "eval:r1"])
     assert claims.study_runs(sel, True, ["r1", "r2"]) == ["r1"] and claims.study_runs(sel, False, ["r1", "r2"]) == [
         "r1",

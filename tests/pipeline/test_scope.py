@@ -8,10 +8,11 @@ from support import ROOT
 CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())
 
 
-@pytest.mark.parametrize("scale", ["mini", "paper"])
+@pytest.mark.parametrize("scale", ["mini", "paper", "small"])
 def test_the_scope_of_each_scale(scale):
     sc = scope.resolve({**CONFIG, "scale": scale})
     assert sc.mini == (scale == "mini") and sc.scale.name == scale and sc.seed == 0
+    assert sc.gpu == (scale == "paper")  # small: verl's and vLLM's rules (not mini), on this machine's CPU
     assert set(sc.scale.runs) == set(sc.scale.config["runs"]) and set(sc.scale.models) == set(sc.scale.config["models"])
     assert sc.runs == sorted(sc.runs) and not any(r.startswith("pilot") for r in sc.runs)
     assert set(sc.runs) | set(sc.pilot_runs) == set(sc.scale.config["runs"])
@@ -19,7 +20,7 @@ def test_the_scope_of_each_scale(scale):
     assert set(sc.artifact_names) <= set(sc.buildable_artifacts) and set(sc.artifact_names) <= set(
         sc.scale.config["artifacts"]
     )
-    assert (sc.pilot is None) == (scale == "mini") and bool(sc.pilot_runs) == (scale == "paper")
+    assert (sc.pilot is None) == (scale != "paper") and bool(sc.pilot_runs) == (scale == "paper")
 
 
 def test_seed_and_replicates_from_the_command_line():

@@ -205,7 +205,7 @@ def test_a_gated_model_without_a_token_stops_the_plan_naming_what_to_set(workdir
 
 
 def test_every_rule_names_its_container_and_lint_is_clean(workdir):
-    for scale in ("mini", "paper"):
+    for scale in ("mini", "paper", "small"):
         cmd = [
             sys.executable,
             "-m",

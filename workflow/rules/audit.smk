@@ -44,8 +44,8 @@ rule claims_budget:
         spread=lambda wildcards: claim_choice.job_spread(PLAN.scope, PLAN.power_study, PLAN.budget),
         artifacts={c["id"]: c["measure"]["artifact"] for c in PLAN.claims},
         budgets=[500, 5000, 50000],
-        how=claim_choice.budget_source(PLAN.scale, PLAN.mini, PLAN.budget, paths.PILOT_ESTIMATE),
-        anchors=[] if PLAN.mini else anchors.lines(PLAN.S["budget"]),  # the configured assumption beside published runs
+        how=claim_choice.budget_source(PLAN.scale, PLAN.budget, paths.PILOT_ESTIMATE),
+        anchors=anchors.lines(PLAN.S["budget"]) if PLAN.scope.gpu else [],  # the configured assumption beside published runs
     localrule: True
     log:
         paths.log("claims_budget"),

@@ -44,6 +44,8 @@ else:
 
     rule download_dataset:
         """One hub dataset at its locked commit (or from the mirror), every file checksummed."""
+        wildcard_constraints:
+            source=PLAN.sources_from("hub"),
         input:
             code=PLAN.code("download_dataset", "paper.hub"),
         output:
@@ -60,6 +62,24 @@ else:
             PLAN.image("eval")
         script:
             "../scripts/download.py"
+
+    rule generate_dataset:
+        """A source generated offline by reasoning-gym at a fixed seed (paper.gym_source), where no hub is reached:
+        read by its parts like a download."""
+        wildcard_constraints:
+            source=PLAN.sources_from("gym"),
+        input:
+            code=PLAN.code("generate_dataset", "paper.gym_source"),
+        output:
+            directory(paths.SOURCE_DIR),
+        params:
+            gym=lambda wc: canonical(PLAN.S["data"]["sources"][wc.source]["gym"]),
+        log:
+            paths.log("generate_dataset", "{source}"),
+        container:
+            PLAN.image("analysis")
+        script:
+            "../scripts/generate_dataset.py"
 
     localrules:
         check_source,

@@ -49,8 +49,10 @@ else:
             seed=PLAN.S["eval"]["seed"],
             tensor_parallel=lambda wc: PLAN.scale.placement(wc.run).tensor_parallel,
             chat_template=lambda wc: PLAN.scale.model_of(wc.run).chat_template,
+            **PLAN.platform_params,
         # The engine's GPUs only: vLLM shards the model over `tensor_parallel` of them (a size that
         # divides its attention heads), and SLURM packs other jobs onto the rest of the node.
+        threads: PLAN.engine_threads
         resources:
             **PLAN.engine_resources("evaluate_vllm", lambda wc: PLAN.scale.placement(wc.run).tensor_parallel),
         log:

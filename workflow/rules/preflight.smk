@@ -20,7 +20,6 @@ if not PLAN.mini:
     localrules:
         preflight,
         preflight_eval,
-        preflight_power,
 
     rule preflight:
         """One run, before its GPU job: command validated by verl, reward scored, loss plugin called,
@@ -63,6 +62,9 @@ if not PLAN.mini:
             "../scripts/preflight.py"
 
     if PLAN.power:
+
+        localrules:
+            preflight_power,
 
         rule preflight_power:
             """The power-sampling model against every vLLM engine the study starts it in."""

@@ -45,6 +45,8 @@ else:
             command=lambda wc: reward_launch.verl_command(PLAN.scale, wc.run),  # run_command's builder, the run resolved once, with its own reward
             gpus_per_node=lambda wc: PLAN.scale.placement(wc.run).gpus_per_node,
             benchmarks=PLAN.benchmarks,
+            **PLAN.platform_params,
+        threads: PLAN.engine_threads
         resources:
             nodes=lambda wc: PLAN.train_resources(wc.run)["nodes"],
             gpu=lambda wc: PLAN.train_resources(wc.run)["gpu"],

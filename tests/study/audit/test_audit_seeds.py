@@ -260,3 +260,23 @@ def test_the_majority_vote_claim_is_judged_over_seeds(tmp_path):
             and "mean over 2 seeds" in row["how"]
             and "power − base majority" in row["measured"]
         ), row
+
+
+def test_the_law_fit_skips_a_policy_validated_but_never_rolled_out(tmp_path):
+    """verl's last policy is validated but never rolled out: its row has an accuracy and no entropy (paper and small
+    scale). The law's χ² reads the fit's own points and their noise alone, not that row's."""
+    runs = {}
+    for name, run_spec in (("grpo", spec()), ("rloo", spec(algorithm="rloo"))):
+        metrics = run_metrics(n=20)
+        last = metrics.index[-1]
+        metrics.loc[last, "entropy"] = np.nan
+        for col in [c for c in metrics.columns if c.startswith("val_acc")]:
+            metrics.loc[last, col] = metrics[col].dropna().iloc[-1]
+        runs[name] = (run_spec, metrics, {"x": 0.5, "y": 0.5})
+    row = audit.judge(
+        claim("law_fits_within_noise", artifact="fig06", margin=1),
+        make_study(tmp_path, runs, {"fig06": ["grpo", "rloo"]}),
+    )
+    assert (
+        row["verdict"] in (audit.REPRODUCED, audit.CONTRADICTED, audit.INCONCLUSIVE) and "chi-square" in row["measured"]
+    )

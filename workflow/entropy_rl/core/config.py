@@ -14,6 +14,7 @@ import yaml
 from .. import WORKFLOW_DIR
 from . import algorithms, spec
 from .run import resolve
+from .scale import KINDS
 
 SCHEMA = WORKFLOW_DIR / "schemas" / "config.schema.yaml"
 
@@ -74,7 +75,7 @@ def validate(config: dict, artifacts=None) -> dict:
     scale = config["scale"]
     if scale not in config:
         raise ConfigError(f"config key scale: {scale!r} has no section '{scale}:' in the config")
-    for section in ("mini", "paper"):
+    for section in KINDS:
         if section in config:
             check_references(config[section], section)
     return config
@@ -116,8 +117,8 @@ def check_references(scfg: dict, scale: str) -> None:
         raise ConfigError(
             f"config key {scale}.train.ppo_mini_batch_size: must not exceed prompts_per_step ({train['prompts_per_step']})"
         )
-    if scale == "paper":
-        check_paper_data(scfg)
+    if KINDS[scale].engine == "paper":
+        check_paper_data(scfg, scale)
         return
     for name, arch in models.items():
         head_dim, rest = divmod(arch["hidden_size"], arch["num_heads"])
@@ -158,29 +159,29 @@ def _layers(run: dict) -> str:
     return f"train{recipe}, treatment {run['treatment']!r} and the run's overrides"
 
 
-def check_paper_data(scfg: dict) -> None:
-    """Every name the paper's data section, models and runs use resolves to something defined."""
+def check_paper_data(scfg: dict, scale: str) -> None:
+    """Every name the data section, models and runs of a scale on verl's rules use resolves to something defined."""
     data = scfg["data"]
     for name, part in data["parts"].items():
-        known(f"paper.data.parts.{name}.source", part["source"], data["sources"], "source")
+        known(f"{scale}.data.parts.{name}.source", part["source"], data["sources"], "source")
     for name, parts in data["train_sets"].items():
         for part in parts:
-            known(f"paper.data.train_sets.{name}", part, data["parts"], "part")
+            known(f"{scale}.data.train_sets.{name}", part, data["parts"], "part")
     for name, bench in data["benchmarks"].items():
-        known(f"paper.data.benchmarks.{name}.part", bench["part"], data["parts"], "part")
+        known(f"{scale}.data.benchmarks.{name}.part", bench["part"], data["parts"], "part")
         if bench["protocol"]["temperature"] == 0 and bench["protocol"]["n"] != 1:
             raise ConfigError(
-                f"config key paper.data.benchmarks.{name}.protocol.n: greedy decoding (temperature 0) takes n: 1"
+                f"config key {scale}.data.benchmarks.{name}.protocol.n: greedy decoding (temperature 0) takes n: 1"
             )
     for name, model in scfg["models"].items():
-        known(f"paper.models.{name}.train_data", model["train_data"], data["train_sets"], "train set")
+        known(f"{scale}.models.{name}.train_data", model["train_data"], data["train_sets"], "train set")
         if model["gpus_per_node"] % model["tensor_parallel"]:
             raise ConfigError(
-                f"config key paper.models.{name}.tensor_parallel: must divide gpus_per_node ({model['gpus_per_node']})"
+                f"config key {scale}.models.{name}.tensor_parallel: must divide gpus_per_node ({model['gpus_per_node']})"
             )
     for run_id, run in scfg["runs"].items():
         if "train_data" in run:
-            known(f"paper.runs.{run_id}.train_data", run["train_data"], data["train_sets"], "train set")
+            known(f"{scale}.runs.{run_id}.train_data", run["train_data"], data["train_sets"], "train set")
 
 
 def check_power_sampling(scfg: dict, scale: str) -> None:

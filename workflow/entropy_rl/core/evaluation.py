@@ -21,20 +21,21 @@ class Protocol:
 
 @dataclass(frozen=True)
 class Engines:
-    """Where a paper-scale job's vLLM engines run and how they render prompts: the model's tensor-parallel GPUs
+    """Where a job's vLLM engines run and how they render prompts: the model's tensor-parallel GPUs
     (``paper.models.<model>.tensor_parallel``, a size that divides its attention heads) and its prompt format
     (``chat_template``: a format of ``paper.prompt_format``)."""
 
     tensor_parallel: int
     chat_template: str
+    platform: str = "gpu"  # what the engines run on (paper.platforms): a GPU, or at small scale the CPU
 
     @classmethod
     def from_params(cls, params) -> Engines | None:
-        """The engines a rule's params place (``tensor_parallel``, ``chat_template``), or None for a rule that runs no
-        engine (the mini scale's, on the CPU)."""
+        """The engines a rule's params place (``tensor_parallel``, ``chat_template``, and ``platform`` where it is not
+        a GPU), or None for a rule that runs no engine (the mini scale's, on the CPU)."""
         if getattr(params, "tensor_parallel", None) is None:
             return None
-        return cls(params.tensor_parallel, params.chat_template)
+        return cls(params.tensor_parallel, params.chat_template, getattr(params, "platform", "gpu"))
 
 
 @dataclass(frozen=True)

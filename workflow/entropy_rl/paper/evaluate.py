@@ -16,6 +16,8 @@ import pandas as pd
 from ..core import scoring
 from ..core.evaluation import Evaluation, Protocol
 from . import prompt_format
+from .platforms import ENGINE_ARGS, GPU
+from .platforms import ENV as PLATFORM_ENV
 
 log = logging.getLogger(__name__)
 
@@ -28,15 +30,21 @@ log = logging.getLogger(__name__)
 REPRODUCIBLE_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 
 
-def vllm_engine(model_dir: str, tensor_parallel: int, seed: int, max_model_len: int):
+def vllm_engine(model_dir: str, tensor_parallel: int, seed: int, max_model_len: int, platform: str = GPU):
     """The evaluation engine for one checkpoint: the model's own tensor-parallel size
     (``paper.models.<model>.tensor_parallel``; vLLM refuses one that does not divide the attention
     heads), a context of ``max_model_len`` tokens (prompt + answer), deterministic scheduling
-    (``REPRODUCIBLE_ENV``)."""
-    os.environ.update(REPRODUCIBLE_ENV)  # read when the engine starts
+    (``REPRODUCIBLE_ENV``), on ``platform`` (paper.platforms: its environment and engine arguments)."""
+    os.environ.update({**PLATFORM_ENV[platform], **REPRODUCIBLE_ENV})  # read when the engine starts
     from vllm import LLM
 
-    return LLM(model=model_dir, tensor_parallel_size=tensor_parallel, seed=seed, max_model_len=max_model_len)
+    return LLM(
+        model=model_dir,
+        tensor_parallel_size=tensor_parallel,
+        seed=seed,
+        max_model_len=max_model_len,
+        **ENGINE_ARGS[platform],
+    )
 
 
 def vllm_samples(
@@ -106,7 +114,7 @@ def evaluate_benchmarks(
         engines.tensor_parallel,
         max_model_len,
     )
-    llm = vllm_engine(model, engines.tensor_parallel, evaluation.seed, max_model_len)
+    llm = vllm_engine(model, engines.tensor_parallel, evaluation.seed, max_model_len, engines.platform)
     for name, frame in frames.items():
         protocol = evaluation.protocols[name]
         yield name, vllm_samples(llm, frame, protocol, evaluation.max_new_tokens, evaluation.seed, template)

@@ -17,6 +17,7 @@ from ..core.run import Run
 from ..core.scale import Placement, Scale
 from . import prompt_format
 from .cost.decode import ROLLOUT_ENGINE
+from .platforms import GPU, VERL_OVERRIDES
 from .saves import ASYNC_SAVE_REFUSED, asks_async_save
 from .verl_names import (
     AGENT_LOOP,
@@ -34,7 +35,8 @@ from .verl_names import (
 class Launch:
     """What a run's command holds beside the run's own settings (``core.run.Run``): where it trains (its model's
     placement with the run's own over it: nodes, GPUs, tensor-parallel size, token budget), its model's prompt format,
-    the scale's prompt length and the site's verl overrides (``launch.verl_overrides`` in the config)."""
+    the scale's prompt length, and the platform's verl overrides then the site's (``launch.platform`` and
+    ``launch.verl_overrides`` in the config: paper.platforms.VERL_OVERRIDES, then the site's, which win)."""
 
     placement: Placement
     chat_template: str
@@ -44,7 +46,8 @@ class Launch:
 
 def launch_of(scale: Scale, run_id: str) -> Launch:
     """The launch of the run ``run_id`` of a scale; a site whose overrides ask for asynchronous saves is refused."""
-    overrides = tuple(scale.config.get("launch", {}).get("verl_overrides", []))
+    launch = scale.config.get("launch", {})
+    overrides = VERL_OVERRIDES[launch.get("platform", GPU)] + tuple(launch.get("verl_overrides", []))
     if asks_async_save(overrides):
         raise ValueError(f"launch.verl_overrides: {ASYNC_SAVE_REFUSED}")
     return Launch(

@@ -23,7 +23,7 @@ from pathlib import Path
 from .. import WORKFLOW_DIR
 from ..core import algorithms, atomic, logs, modules, paths, resume
 from ..core.run import Run
-from . import job_time, saves, verl_checkpoints, verl_metrics
+from . import job_time, platforms, saves, verl_checkpoints, verl_metrics
 from . import launch as launcher
 from .verl_names import KEEP_CHECKPOINTS
 
@@ -235,7 +235,8 @@ def main(snakemake) -> None:
     prime = trainer == algorithms.PRIME
     # verl's workers import entropy_rl (the covariance loss plugin, the reward): put the package on their path.
     pythonpath = os.pathsep.join(filter(None, [str(WORKFLOW_DIR), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "PYTHONPATH": pythonpath}
+    platform = getattr(params, "platform", platforms.GPU)
+    env = platforms.environment(platform, {**os.environ, "PYTHONPATH": pythonpath}, threads=snakemake.threads)
     env = env if prime else launcher.verl_env(env)
     log_env = "TENSORBOARD_DIR" if prime else "VERL_FILE_LOGGER_PATH"
     command = launcher.bind(params.command, paths.RESULTS)

@@ -16,10 +16,11 @@ from .scope import Scope, artifact_runs, with_replicates
 from .snakemake_api import WorkflowError
 
 
-def check_budget_setting(mini: bool, config: dict) -> None:
-    if mini and config.get("budget_gpu_hours") is not None:
+def check_budget_setting(gpu: bool, config: dict) -> None:
+    if not gpu and config.get("budget_gpu_hours") is not None:
         raise WorkflowError(
-            "budget_gpu_hours is a paper-scale setting (the mini scale runs on CPUs); choose claims with claims=[...]"
+            f"budget_gpu_hours is a paper-scale setting (scale {config['scale']} runs on CPUs); choose claims with "
+            "claims=[...]"
         )
 
 
@@ -28,12 +29,12 @@ def selecting(config: dict) -> bool:
     return bool(config.get("claims")) or config.get("budget_gpu_hours") is not None
 
 
-def budget_assumptions(scale: Scale, mini: bool, estimate: str) -> dict | None:
+def budget_assumptions(scale: Scale, gpu: bool, estimate: str) -> dict | None:
     """The GPU-hours' assumptions: FLOPs at the MFUs of config.yaml paper.budget, or at those the pilot measured on
     this cluster (``estimate``: its report, when it exists). The scale's budget itself when nothing was measured."""
     S = scale.config
     assumed = S.get("budget")
-    if mini or not os.path.exists(estimate):
+    if not gpu or not os.path.exists(estimate):
         return assumed
     try:
         with open(estimate) as fh:
@@ -61,9 +62,9 @@ def budget_assumptions(scale: Scale, mini: bool, estimate: str) -> dict | None:
 
 
 def job_hours(scope: Scope, power_study, pilot_jobs: dict, assumptions: dict, claim_jobs: dict) -> dict[str, float]:
-    """Every GPU job's estimated GPU-hours (paper.cost.budget), the pilot's included; none at mini scale."""
+    """Every GPU job's estimated GPU-hours (paper.cost.budget), the pilot's included; none on a CPU (mini, small)."""
     scale, pilot = scope.scale, scope.pilot
-    if scope.mini:  # no GPU-hours at mini scale: a budget is a paper-scale setting (config.schema.yaml)
+    if not scope.gpu:  # no GPU-hours on a CPU: a budget is a paper-scale setting (config.schema.yaml)
         return {job: 0.0 for jobs in claim_jobs.values() for job in jobs}
     hours = budget.job_hours(scale, power_study, assumptions)
     if pilot:
@@ -87,16 +88,16 @@ def job_hours(scope: Scope, power_study, pilot_jobs: dict, assumptions: dict, cl
 
 def job_spread(scope: Scope, power_study, assumptions: dict) -> dict[str, dict]:
     """Every study job's GPU-hours with its range, worst case and terms (paper.cost.ranges), as a rule's params; none at
-    mini scale."""
-    if scope.mini:
+    CPU (mini, small)."""
+    if not scope.gpu:
         return {}
     return ranges.as_params(ranges.job_spread(scope.scale, power_study, assumptions))
 
 
-def budget_source(scale: Scale, mini: bool, assumptions: dict, estimate: str) -> str:
+def budget_source(scale: Scale, assumptions: dict, estimate: str) -> str:
     """Where the GPU-hours' MFUs come from, in words."""
-    if mini:
-        return "no GPU-hours at mini scale"
+    if not scale.kind.gpu:
+        return f"no GPU-hours at {scale.name} scale (its jobs run on this machine's CPU)"
     S = scale.config
     gpu = f"{S['budget']['gpu']} hours"
     if assumptions.get("speed_laws"):

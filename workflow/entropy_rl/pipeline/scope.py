@@ -14,8 +14,9 @@ from ..study import artifacts
 
 @dataclass(frozen=True)
 class Scope:
-    scale: Scale  # the resolved scale, typed; its name is mini or paper
-    mini: bool
+    scale: Scale  # the resolved scale, typed; its name is a key of core.scale.KINDS
+    mini: bool  # the mini engine (the mini package's trainer and evaluation); else verl's and vLLM's rules
+    gpu: bool  # jobs on a cluster's GPUs, priced in GPU-hours (paper); else on this machine's CPU (mini, small)
     seed: int
     replicates: int
     runs: list[str]  # the study's; the GPU pilot's are pilot_runs
@@ -44,9 +45,11 @@ def resolve(config: dict) -> Scope:
         S["runs"][NODE_RUN] = node_run(S, pilot["speed"]["run"], node["steps"])
     power = S.get("power_sampling")
     names = [name for name in artifacts.PAPER if name in S["artifacts"]]
+    typed = build(scale, S)
     return Scope(
-        scale=build(scale, S),
-        mini=scale == "mini",
+        scale=typed,
+        mini=typed.kind.engine == "mini",
+        gpu=typed.kind.gpu,
         seed=seed,
         replicates=replicates,
         runs=sorted(r for r in S["runs"] if not run_spec.is_pilot(r)),

@@ -95,6 +95,11 @@ class Workflow:
     def basedir(self) -> str:
         return self._workflow.basedir
 
+    @property
+    def cores(self) -> int:
+        """The cores Snakemake was given (``--cores``; a cluster executor's own count otherwise)."""
+        return int(self._workflow.cores or 1)
+
     # ---- the planned DAG --------------------------------------------------------------------------
     def needrun_jobs(self):
         return self._workflow.dag.needrun_jobs()

@@ -2,9 +2,9 @@
 launch composes it, timed over a warm-up step and a few steps of old log-probs and update on one device.
 
 Run as its own process per size (``python -m entropy_rl.paper.cost.update_speed SPEC OUT``), so that each size starts with
-an empty device and verl picks its platform afresh: on a GPU verl's CUDA platform and NCCL, on the tests' CPU platform
-(tests/verl_cpu.py, loaded by verl's external-module hook) gloo. Nothing else differs between the two. The worker runs
-at world size 1; the batch is synthetic (random token ids of the budget's mean lengths, random rewards, GRPO's group
+an empty device and verl picks its platform afresh: on a GPU verl's CUDA platform and NCCL, on the CPU platform
+(paper.verl.cpu_platform, loaded by verl's external-module hook) gloo. Nothing else differs between the two. The worker
+runs at world size 1; the batch is synthetic (random token ids of the budget's mean lengths, random rewards, GRPO's group
 advantages), which costs what a rollout's batch of the same lengths costs. The weights are random in the size's shape
 (``shapes``). What differs from the run's command is ``overrides``, each with its reason.
 """

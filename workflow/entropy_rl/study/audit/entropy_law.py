@@ -50,9 +50,9 @@ def front_loaded(study: Study, artifact: str, at: float, share: float) -> Measur
     )
 
 
-def _val_noise(study: Study, metrics: pd.DataFrame) -> np.ndarray:
-    """Binomial standard error of each validation point's macro-averaged accuracy."""
-    pts = metrics.loc[metrics["val_acc"].notna()].sort_values("step")
+def _val_noise(study: Study, metrics: pd.DataFrame, steps) -> np.ndarray:
+    """Binomial standard error of the macro-averaged accuracy at each of ``steps`` (the law's points, in order)."""
+    pts = metrics.set_index("step").loc[list(steps)]
     var = np.zeros(len(pts))
     benches = [b for b in study.val_samples if f"val_acc/{b}" in pts]
     for b in benches:
@@ -67,7 +67,8 @@ def law_chi_square(study: Study, metrics: pd.DataFrame) -> tuple[float, int, flo
     pts = analysis.validation_points(metrics)
     fit = analysis.fit_entropy_law(pts["entropy"], pts["R"])
     resid = pts["R"] - analysis.entropy_law(pts["entropy"], fit["a"], fit["b"])
-    se = np.maximum(_val_noise(study, metrics), 1e-6)
+    # the law's points only: a policy validated but never rolled out (verl's last one) has no entropy to fit
+    se = np.maximum(_val_noise(study, metrics, pts["step"]), 1e-6)
     return float(np.sum((resid.to_numpy() / se) ** 2)), len(pts) - 2, float(fit["r2"])
 
 

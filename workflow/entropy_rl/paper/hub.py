@@ -53,17 +53,20 @@ def require_token(repo_id: str, gated: bool) -> None:
         raise HubError(f"{repo_id} is gated: accept its licence on the hub, then set HF_TOKEN in the environment")
 
 
+def sha256(path: str | Path) -> str:
+    """A file's SHA-256, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def file_checksums(root: str | Path) -> dict[str, str]:
     """SHA-256 of every file below ``root`` (hub bookkeeping under .cache excluded), by relative path."""
     root = Path(root)
-    sums = {}
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and ".cache" not in p.relative_to(root).parts):
-        digest = hashlib.sha256()
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-        sums[path.relative_to(root).as_posix()] = digest.hexdigest()
-    return sums
+    files = sorted(p for p in root.rglob("*") if p.is_file() and ".cache" not in p.relative_to(root).parts)
+    return {path.relative_to(root).as_posix(): sha256(path) for path in files}
 
 
 def verify(root: str | Path, expected: dict[str, str], what: str) -> None:

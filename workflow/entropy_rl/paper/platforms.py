@@ -16,8 +16,7 @@ process (``paper.train_job``).
 
 from __future__ import annotations
 
-GPU, CPU = "gpu", "cpu"
-PLATFORMS = (GPU, CPU)
+from ..core.evaluation import CPU, GPU, PLATFORMS
 
 CPU_PLATFORM_MODULE = "entropy_rl.paper.verl.cpu_platform"
 

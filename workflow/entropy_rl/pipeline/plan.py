@@ -16,6 +16,7 @@ from pathlib import Path
 from ..core import images, paths
 from ..core import ledger as claims_ledger
 from ..core.config import read_yaml
+from ..core.evaluation import GPU
 from ..core.scale import Scale
 from ..paper.images import imports as image_imports
 from ..study import artifacts
@@ -185,8 +186,8 @@ class StudyPlan:
     def platform_params(self) -> dict:
         """A verl or vLLM job's ``platform`` param where it is not a GPU (``launch.platform``, paper.platforms): none on
         a GPU, so that a GPU job's params, whose text decides a rerun, are what they were before platforms existed."""
-        platform = self.S.get("launch", {}).get("platform", "gpu")
-        return {} if platform == "gpu" else {"platform": platform}
+        platform = self.S.get("launch", {}).get("platform", GPU)
+        return {} if platform == GPU else {"platform": platform}
 
     @property
     def engine_threads(self) -> int:

@@ -15,8 +15,6 @@ from ..study import artifacts
 @dataclass(frozen=True)
 class Scope:
     scale: Scale  # the resolved scale, typed; its name is a key of core.scale.KINDS
-    mini: bool  # the mini engine (the mini package's trainer and evaluation); else verl's and vLLM's rules
-    gpu: bool  # jobs on a cluster's GPUs, priced in GPU-hours (paper); else on this machine's CPU (mini, small)
     seed: int
     replicates: int
     runs: list[str]  # the study's; the GPU pilot's are pilot_runs
@@ -28,6 +26,16 @@ class Scope:
     power: dict | None  # the power-sampling study beside RL (Karan & Du, 2025), if the scale has one
     artifact_names: list[str]  # the paper's, with their runs
     buildable_artifacts: list[str]  # every artifact the workflow builds, the paper's and the power study's
+
+    @property
+    def mini(self) -> bool:
+        """The mini engine (the mini package's trainer and evaluation); else verl's and vLLM's rules."""
+        return self.scale.kind.engine == "mini"
+
+    @property
+    def gpu(self) -> bool:
+        """Jobs on a cluster's GPUs, priced in GPU-hours (paper); else on this machine's CPU (mini, small)."""
+        return self.scale.kind.gpu
 
 
 def resolve(config: dict) -> Scope:
@@ -48,8 +56,6 @@ def resolve(config: dict) -> Scope:
     typed = build(scale, S)
     return Scope(
         scale=typed,
-        mini=typed.kind.engine == "mini",
-        gpu=typed.kind.gpu,
         seed=seed,
         replicates=replicates,
         runs=sorted(r for r in S["runs"] if not run_spec.is_pilot(r)),

@@ -3,7 +3,7 @@ should take is a measurement, not a guess (docs/small-scale.md, "Why verl and vL
 
 Runs a small-scale run's own settings (config.yaml ``small.runs.<run>``: prompts per step, answers per prompt, answer
 cap, learning rate, loss, group filter) through the mini package's trainer (``mini.trainer.set_up``, ``sample_batch``,
-``update_policy``), on the model and training set a small study built (its results directory), and prints each step's
+``update_policy``), on the model and training set a small study built (its working directory), and prints each step's
 seconds split as verl's timers split them: generation (``gen``: the mini sampler, Hugging Face's model decoding token by
 token, which also gives the old log-probs), the old log-probs recomputed by one forward pass (``old_log_prob``: what
 verl spends because its sampler is another implementation; the mini trainer skips it, so it is timed apart and not
@@ -11,9 +11,9 @@ counted in the step), and the update (``update``: the PPO mini-batches' forward,
 same columns for a verl run are its ``timing_s/gen``, ``timing_s/old_log_prob`` and ``timing_s/update_actor``
 (results/runs/<run>/checkpoints/verl_log.1.jsonl).
 
-    python benchmarks/small_mini_path.py RESULTS [--run smollm2-grpo] [--steps 3] [--threads N]
+    python benchmarks/small_mini_path.py WORKDIR [--run smollm2-grpo] [--steps 3] [--threads N]
 
-RESULTS is a small study's results directory (it needs results/models/<model> and results/data/train/<set>.parquet).
+WORKDIR is a small study's working directory: its model and training set (core.paths MODEL_DIR and TRAIN_SET) are read.
 """
 
 import argparse
@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 import yaml
+from entropy_rl.core import paths
 from entropy_rl.core import spec as run_spec
 from entropy_rl.core.scale import build
 from entropy_rl.mini import generation, trainer
@@ -33,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("results", type=Path)
+    ap.add_argument("workdir", type=Path)
     ap.add_argument("--run", default="smollm2-grpo")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
@@ -43,8 +44,8 @@ def main() -> None:
     section = yaml.safe_load((ROOT / "config.yaml").read_text())["small"]
     scale = build("small", run_spec.with_shared_base_models(run_spec.with_instruct_models(section)))
     run = scale.runs[args.run]
-    model_dir = args.results / "models" / run.model
-    train_path = args.results / "data" / "train" / f"{run.train_data}.parquet"
+    model_dir = args.workdir / paths.MODEL_DIR.format(model=run.model)
+    train_path = args.workdir / paths.TRAIN_SET.format(train_set=run.train_data)
     print(
         f"{args.run} on the mini trainer: {run.model}, {run.prompts_per_step} prompts x {run.rollout_n} answers of "
         f"up to {run.max_response_length} tokens, lr {run.lr}, {args.threads} threads"
